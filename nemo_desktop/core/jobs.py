@@ -1,0 +1,185 @@
+"""The job contract shared by the CLI and the GUI (Qt-free).
+
+A long computation is a plain function that takes a `JobContext` (Orange3's runner-with-state):
+
+    def run(inputs..., ctx: JobContext):
+        for item in ctx.track(items, stage="Captioning"):   # checks cancel between items
+            ...
+            ctx.partial(result)                              # completed unit, already stored
+
+The context reports `Progress(stage, done, total)` to whoever listens (a tqdm bar in the CLI, a Qt
+signal in the GUI), carries a `CancelToken` checked between units of work, and `ctx.sub(...)` maps a
+sub-step onto a slice of the parent's progress. `run_job` wraps the call and turns any exception into a
+`JobOutcome` with a user-facing message plus technical detail, so callers never see a raw traceback.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+from .errors import JobCancelled, NemoError
+
+T = TypeVar("T")
+
+
+class CancelToken:
+    """Thread-safe cancellation flag; the job checks it between units of work."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        if self._event.is_set():
+            raise JobCancelled()
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress report: `stage` names the work ("Editing image 2 of 3"), done/total count units."""
+
+    stage: str
+    done: int
+    total: int | None = None
+    message: str = ""
+    # For byte-oriented work (downloads) the units are bytes and `rate` is units per second.
+    rate: float | None = None
+
+    @property
+    def fraction(self) -> float | None:
+        if not self.total:
+            return None
+        return min(1.0, max(0.0, self.done / self.total))
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+class JobContext:
+    """What a running job may do: report progress and partial results, and check for cancellation."""
+
+    def __init__(
+        self,
+        on_progress: ProgressCallback | None = None,
+        on_partial: Callable[[Any], None] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> None:
+        self._on_progress = on_progress
+        self._on_partial = on_partial
+        self.cancel_token = cancel or CancelToken()
+        self.partial_results: list[Any] = []
+        self.last_progress: Progress | None = None
+
+    # -- cancellation -----------------------------------------------------------------------
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_token.cancelled
+
+    def check_cancelled(self) -> None:
+        self.cancel_token.raise_if_cancelled()
+
+    # -- progress -----------------------------------------------------------------------------
+    def progress(self, stage: str, done: int, total: int | None = None, message: str = "",
+                 rate: float | None = None) -> None:
+        p = Progress(stage, done, total, message, rate)
+        self.last_progress = p
+        if self._on_progress is not None:
+            self._on_progress(p)
+
+    def partial(self, result: Any) -> None:
+        self.partial_results.append(result)
+        if self._on_partial is not None:
+            self._on_partial(result)
+
+    def track(self, iterable: Iterable[T], stage: str, total: int | None = None) -> Iterator[T]:
+        """tqdm-like iteration: reports progress and checks cancellation before each item."""
+        if total is None and hasattr(iterable, "__len__"):
+            total = len(iterable)  # type: ignore[arg-type]
+        self.progress(stage, 0, total)
+        for i, item in enumerate(iterable):
+            self.check_cancelled()
+            yield item
+            self.progress(stage, i + 1, total)
+
+    def sub(self, prefix: str) -> "JobContext":
+        """A child context sharing the cancel token whose stage names are prefixed by `prefix`."""
+
+        def forward(p: Progress) -> None:
+            stage = f"{prefix}: {p.stage}" if p.stage else prefix
+            self.progress(stage, p.done, p.total, p.message, p.rate)
+
+        return JobContext(on_progress=forward, on_partial=self.partial, cancel=self.cancel_token)
+
+    def step_callback(self, stage: str, total: int) -> Callable[[int], bool]:
+        """For loops owned by a library (a diffusion sampler): report step i, return False to stop."""
+
+        def on_step(i: int) -> bool:
+            self.progress(stage, i, total)
+            return not self.cancelled
+
+        return on_step
+
+
+def null_context() -> JobContext:
+    """A context that reports nowhere and is never cancelled (for library calls from Python)."""
+    return JobContext()
+
+
+@dataclass
+class JobOutcome:
+    """How a job ended: exactly one of result / error is meaningful unless it was cancelled."""
+
+    status: str  # "done" | "cancelled" | "failed"
+    result: Any = None
+    error: dict | None = None  # NemoError.to_dict() plus traceback in "detail"
+    partial_results: list[Any] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "done"
+
+
+def describe_exception(exc: BaseException) -> dict:
+    """User-facing message + technical detail for any exception (no secrets are added here)."""
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if isinstance(exc, NemoError):
+        d = exc.to_dict()
+        d["detail"] = (exc.detail + "\n\n" if exc.detail else "") + tb
+        return d
+    from .models.device import translate_oom  # lazy: avoids importing torch for plain jobs
+
+    oom = translate_oom(exc)
+    if oom is not None:
+        d = oom.to_dict()
+        d["detail"] = tb
+        return d
+    return {
+        "type": type(exc).__name__,
+        "message": f"Unexpected error: {exc}",
+        "hint": "This is probably a bug in NEMO Desktop. The details below help to report it.",
+        "detail": tb,
+    }
+
+
+def run_job(fn: Callable[[JobContext], T], ctx: JobContext | None = None) -> JobOutcome:
+    """Run `fn(ctx)` and never raise: the outcome says done / cancelled / failed."""
+    ctx = ctx or JobContext()
+    start = time.perf_counter()
+    try:
+        result = fn(ctx)
+        status, error = "done", None
+    except JobCancelled as exc:
+        result, status, error = None, "cancelled", exc.to_dict()
+    except Exception as exc:  # noqa: BLE001 - the whole point is to catch and describe everything
+        result, status, error = None, "failed", describe_exception(exc)
+    return JobOutcome(status, result, error, list(ctx.partial_results), time.perf_counter() - start)

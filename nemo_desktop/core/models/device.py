@@ -1,0 +1,102 @@
+"""Device and dtype choice, and turning out-of-memory into a clear, recoverable error.
+
+torch is imported lazily so that importing this module (e.g. from the job contract) stays cheap.
+"""
+from __future__ import annotations
+
+import gc
+import logging
+import warnings
+
+from ..errors import ConfigError, OutOfMemoryError
+
+log = logging.getLogger(__name__)
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+OOM_SUGGESTIONS = (
+    "Try one of: a lower editing resolution; enabling CPU offload for the editor; a smaller multimodal "
+    "LLM (e.g. Qwen2.5-VL-3B or Qwen3-VL-2B instead of 7B/8B); bfloat16 instead of float32; unloading "
+    "models you are not using (Model manager > Unload)."
+)
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def resolve_device(requested: str | None = "auto") -> str:
+    """'auto' -> 'cuda' when a GPU is usable, else 'cpu' with a visible warning."""
+    requested = (requested or "auto").lower()
+    if requested == "auto":
+        if cuda_available():
+            return "cuda"
+        warnings.warn("No CUDA GPU found: running on the CPU, which is much slower.", RuntimeWarning,
+                      stacklevel=2)
+        log.warning("No CUDA GPU found: running on the CPU")
+        return "cpu"
+    if requested.startswith("cuda") and not cuda_available():
+        raise ConfigError(f"Device '{requested}' was requested but no CUDA GPU is available.",
+                          hint="Choose device 'cpu' or 'auto', or check the NVIDIA driver with `nemo doctor`.")
+    return requested
+
+
+def resolve_dtype(requested: str | None, device: str):
+    """'auto' -> bfloat16 on GPUs that support it, float16 on older GPUs, float32 on CPU."""
+    import torch
+
+    requested = (requested or "auto").lower()
+    if requested not in DTYPES:
+        raise ConfigError(f"Unknown dtype '{requested}'.", hint=f"Choose one of: {', '.join(DTYPES)}.")
+    if requested == "auto":
+        if device.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    return getattr(torch, requested)
+
+
+def is_oom(exc: BaseException) -> bool:
+    try:
+        import torch
+        if isinstance(exc, torch.cuda.OutOfMemoryError):
+            return True
+    except ImportError:
+        pass
+    return isinstance(exc, (RuntimeError, MemoryError)) and "out of memory" in str(exc).lower()
+
+
+def translate_oom(exc: BaseException, what: str = "The model") -> OutOfMemoryError | None:
+    """Return a clear OutOfMemoryError for an OOM exception (after freeing cached memory), else None."""
+    if not is_oom(exc):
+        return None
+    free_memory()
+    return OutOfMemoryError(f"{what} ran out of GPU memory.", hint=OOM_SUGGESTIONS, detail=str(exc))
+
+
+def free_memory() -> None:
+    """Release Python garbage and CUDA's cached blocks so the next job starts clean."""
+    gc.collect()
+    try:
+        import torch
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except ImportError:
+        pass
+
+
+def gpu_info() -> list[dict]:
+    """Name, total and free memory (bytes) of every visible CUDA device; [] without one."""
+    if not cuda_available():
+        return []
+    import torch
+
+    out = []
+    for i in range(torch.cuda.device_count()):
+        free, total = torch.cuda.mem_get_info(i)
+        out.append({"index": i, "name": torch.cuda.get_device_name(i), "total_bytes": int(total),
+                    "free_bytes": int(free)})
+    return out

@@ -1,0 +1,95 @@
+"""Small protocols that every backend satisfies, so methods take their components by injection.
+
+A method (SciTX, a baseline, the benchmark runner) receives a Classifier, a MultimodalLLM and an
+ImageEditor as plain objects. Local transformers/timm/diffusers adapters, an OpenAI-compatible endpoint,
+a user's own model, or a test double all plug in, as long as they have these attributes and methods.
+Images are always PIL images in RGB mode; probabilities and embeddings are numpy float32 arrays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, Sequence, Union, runtime_checkable
+
+import numpy as np
+from PIL import Image
+
+# A chat message's content: text and images interleaved, in order.
+ContentPart = Union[str, Image.Image]
+
+
+@dataclass
+class ChatMessage:
+    role: str  # "system" | "user" | "assistant"
+    content: list[ContentPart] = field(default_factory=list)
+
+    @classmethod
+    def user(cls, *parts: ContentPart) -> "ChatMessage":
+        return cls("user", list(parts))
+
+    @classmethod
+    def system(cls, text: str) -> "ChatMessage":
+        return cls("system", [text])
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What identifies a loaded model in cache keys and reproducibility manifests."""
+
+    model_id: str  # catalog id or "<family>:<repo-or-path>"
+    family: str  # registry family, e.g. "timm", "hf-clip", "transformers-mllm", "openai-compatible"
+    revision: str | None = None  # commit hash / tag / file hash: anything that pins the weights
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Classifier(Protocol):
+    info: ModelInfo
+    class_names: Sequence[str]
+    zero_shot: bool  # True for CLIP/SigLIP-style classifiers whose classes are text prompts
+
+    def predict_proba(self, images: Sequence[Image.Image], *,
+                      class_prompts: Mapping[int, str] | None = None) -> np.ndarray:
+        """(N, C) class probabilities. `class_prompts` replaces the prompt of the given class indices for
+        this call only (zero-shot classifiers; ordinary classifiers raise if it is given)."""
+
+    def embed(self, images: Sequence[Image.Image]) -> np.ndarray:
+        """(N, D) L2-normalised features in the classifier's own feature space (used for retrieval)."""
+
+    def preprocess(self, images: Sequence[Image.Image]) -> Any:
+        """A batch tensor on the model's device, ready for `forward_logits`."""
+
+    def forward_logits(self, pixel_values: Any) -> Any:
+        """Differentiable forward pass: (N, C) logits as a torch tensor (used by Grad-CAM)."""
+
+
+@runtime_checkable
+class ZeroShotClassifier(Classifier, Protocol):
+    def class_prompt(self, index: int) -> str:
+        """The prompt text currently used for class `index` (templates filled with its name)."""
+
+
+@runtime_checkable
+class MultimodalLLM(Protocol):
+    info: ModelInfo
+
+    def chat(self, messages: Sequence[ChatMessage], *, max_new_tokens: int = 512, temperature: float = 0.0,
+             seed: int | None = None) -> str:
+        """One conversation in, the assistant's reply text out. temperature 0 = greedy/deterministic."""
+
+    def chat_batch(self, conversations: Sequence[Sequence[ChatMessage]], *, max_new_tokens: int = 512,
+                   temperature: float = 0.0, seed: int | None = None) -> list[str]:
+        """Several independent conversations; replies in the same order."""
+
+
+StepCallback = Callable[[int, int], bool]  # (step, total) -> False to stop (cancel)
+
+
+@runtime_checkable
+class ImageEditor(Protocol):
+    info: ModelInfo
+
+    def edit(self, image: Image.Image, instruction: str, *, seed: int = 0, steps: int | None = None,
+             guidance: float | None = None, size: tuple[int, int] | None = None,
+             on_step: StepCallback | None = None) -> Image.Image:
+        """Apply a natural-language edit. `size` (width, height) is honoured exactly (default: the input's
+        size). `on_step` is called after every denoising step; returning False cancels (JobCancelled)."""

@@ -1,0 +1,90 @@
+"""timm-style registry: adapter families register a loader, the catalog names entries that use them.
+
+    @register_family("classifier", "timm")
+    def load_timm(spec: ModelSpec, options: LoadOptions) -> Classifier: ...
+
+    model = load_model("vit-b16-augreg2")          # a catalog id
+    model = load_model(ModelSpec(kind="classifier", family="timm", source="local-dir:/tmp/tiny"))
+
+Tests loop over `list_families()` and `list_catalog()` so that every new family and catalog entry gets the
+standard tests for free.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import ConfigError
+
+KINDS = ("classifier", "mllm", "editor")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything needed to load one model. `source` is a Hub repo id, a local directory or a file."""
+
+    kind: str  # one of KINDS
+    family: str  # registry family name
+    source: str
+    revision: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # family-specific (e.g. num_classes, prompts)
+    catalog_id: str | None = None
+
+    @property
+    def model_id(self) -> str:
+        return self.catalog_id or f"{self.family}:{self.source}"
+
+
+@dataclass
+class LoadOptions:
+    device: str = "auto"
+    dtype: str = "auto"
+    cpu_offload: bool = False
+    trust_remote_code: bool = False  # off unless the user turns it on
+    local_files_only: bool | None = None  # None = follow HF_HUB_OFFLINE
+    cache_dir: str | None = None  # None = the user's standard Hugging Face cache
+
+
+Loader = Callable[[ModelSpec, LoadOptions], Any]
+_FAMILIES: dict[tuple[str, str], Loader] = {}
+
+
+def register_family(kind: str, name: str) -> Callable[[Loader], Loader]:
+    if kind not in KINDS:
+        raise ValueError(f"unknown model kind {kind!r}")
+
+    def deco(fn: Loader) -> Loader:
+        _FAMILIES[(kind, name)] = fn
+        return fn
+
+    return deco
+
+
+def _ensure_builtin_families() -> None:
+    """Import the adapter modules (they register themselves); cheap after the first call."""
+    from . import adapters  # noqa: F401  (adapters/__init__ imports every family module)
+
+
+def list_families(kind: str | None = None) -> list[tuple[str, str]]:
+    _ensure_builtin_families()
+    return sorted(k for k in _FAMILIES if kind is None or k[0] == kind)
+
+
+def get_loader(kind: str, family: str) -> Loader:
+    _ensure_builtin_families()
+    try:
+        return _FAMILIES[(kind, family)]
+    except KeyError:
+        known = ", ".join(f for k, f in sorted(_FAMILIES) if k == kind) or "none"
+        raise ConfigError(f"Unknown {kind} family '{family}'.", hint=f"Known {kind} families: {known}.") from None
+
+
+def load_model(spec_or_id: "ModelSpec | str", options: LoadOptions | None = None) -> Any:
+    """Load a model from a ModelSpec or a catalog id through its family's loader."""
+    if isinstance(spec_or_id, str):
+        from .catalog import get_entry
+
+        spec = get_entry(spec_or_id).spec()
+    else:
+        spec = spec_or_id
+    return get_loader(spec.kind, spec.family)(spec, options or LoadOptions())
