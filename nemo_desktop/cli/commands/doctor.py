@@ -1,0 +1,117 @@
+"""`nemo doctor [--json]`: what this installation looks like, for users and for bug reports."""
+from __future__ import annotations
+
+import importlib.metadata as md
+import json
+import os
+import platform
+import shutil
+import sys
+
+from ... import __version__
+
+KEY_PACKAGES = ("torch", "torchvision", "transformers", "diffusers", "accelerate", "timm", "open_clip_torch",
+                "lpips", "huggingface_hub", "safetensors", "numpy", "pillow", "platformdirs", "PySide6-Essentials",
+                "PySide6")
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return None
+
+
+def _torch_facts() -> dict:
+    try:
+        import torch
+    except Exception as exc:  # noqa: BLE001 - report any import failure as a fact, not a crash
+        return {"installed": False, "error": f"{type(exc).__name__}: {exc}"}
+    from ...core.models.device import gpu_info
+
+    return {"installed": True, "version": torch.__version__, "cuda_build": torch.version.cuda,
+            "cuda_available": torch.cuda.is_available(), "gpus": gpu_info()}
+
+
+def _hf_facts(paths) -> dict:
+    from huggingface_hub import constants
+
+    try:
+        from huggingface_hub import get_token
+
+        has_token = get_token() is not None
+    except Exception:  # noqa: BLE001 - an unreadable token file just means "not configured"
+        has_token = False
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    return {"token_configured": has_token,  # never the value
+            "offline_mode": offline or bool(getattr(constants, "HF_HUB_OFFLINE", False)),
+            "hf_home": constants.HF_HOME, "hub_cache": paths.hf_cache_dir() or constants.HF_HUB_CACHE,
+            "endpoint_overridden": "HF_ENDPOINT" in os.environ}
+
+
+def _disk(path) -> dict:
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    usage = shutil.disk_usage(probe)
+    return {"path": str(path), "free_bytes": usage.free, "total_bytes": usage.total}
+
+
+def collect() -> dict:
+    from ...core.store.paths import get_paths
+
+    paths = get_paths()
+    facts = {
+        "nemo_desktop": __version__,
+        "python": {"version": platform.python_version(), "executable": sys.executable},
+        "platform": platform.platform(),
+        "torch": _torch_facts(),
+        "paths": paths.as_dict() | {"portable": paths.portable, "nemo_home_env": os.environ.get("NEMO_HOME")},
+        "disk": {"store": _disk(paths.store_dir), "weights": _disk(paths.weights_dir)},
+        "huggingface": _hf_facts(paths),
+        "packages": {name: _version(name) for name in KEY_PACKAGES},
+    }
+    facts["disk"]["hub_cache"] = _disk(__import__("pathlib").Path(facts["huggingface"]["hub_cache"]))
+    return facts
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def print_human(f: dict) -> None:
+    print(f"NEMO Desktop {f['nemo_desktop']}  (Python {f['python']['version']}, {f['platform']})")
+    t = f["torch"]
+    if not t["installed"]:
+        print(f"torch: NOT importable ({t['error']})")
+    else:
+        print(f"torch {t['version']} (CUDA build: {t['cuda_build'] or 'none, CPU only'})")
+        if t["gpus"]:
+            for g in t["gpus"]:
+                print(f"  GPU {g['index']}: {g['name']}, {_gib(g['total_bytes'])} total, {_gib(g['free_bytes'])} free")
+        else:
+            print("  no CUDA GPU available: models run on the CPU (slow)")
+    print("paths:")
+    for k, v in f["paths"].items():
+        print(f"  {k:14s} {v}")
+    for k, d in f["disk"].items():
+        print(f"disk ({k}): {_gib(d['free_bytes'])} free of {_gib(d['total_bytes'])} at {d['path']}")
+    h = f["huggingface"]
+    print(f"Hugging Face: token {'configured' if h['token_configured'] else 'not configured'}; offline mode "
+          f"{'ON' if h['offline_mode'] else 'off'}; hub cache {h['hub_cache']}")
+    print("packages: " + ", ".join(f"{k} {v}" for k, v in f["packages"].items() if v))
+
+
+def run(args) -> int:
+    facts = collect()
+    if args.json:
+        print(json.dumps(facts, indent=2))
+    else:
+        print_human(facts)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("doctor", help="report Python, torch/CUDA, GPU, paths, disk, Hugging Face settings")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    p.set_defaults(func=run)

@@ -1,0 +1,22 @@
+# Sourced by run.sh and test.sh: make sure .venv exists and holds this checkout's dependencies.
+# torch and torchvision are resolved together in ONE pip command so they stay a matching pair
+# (an unpinned torchvision pulled in later can otherwise drag in a different torch).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PY=${PYTHON:-python3}
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+  echo "NEMO Desktop needs Python 3.10 or newer (found: $("$PY" --version 2>&1)). Set PYTHON=/path/to/python3.11." >&2
+  exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+  echo "Creating the virtual environment in .venv ..." >&2
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.nemo-installed
+extras=${NEMO_EXTRAS:-gui,test}
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$(cat "$stamp")" != "$extras" ]; then
+  echo "Installing NEMO Desktop and its dependencies (first run: several minutes, ~5 GB with CUDA torch) ..." >&2
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e ".[$extras]"
+  echo "$extras" > "$stamp"
+fi

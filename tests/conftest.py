@@ -1,0 +1,30 @@
+"""Suite-wide guarantees: no test touches the network, user data, or the user's Hugging Face cache."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+import network_guard
+
+# Set before anything imports huggingface_hub / transformers (they read these at import time).
+_SESSION_TMP = tempfile.mkdtemp(prefix="nemo-tests-")
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["HF_HOME"] = os.path.join(_SESSION_TMP, "hf_home")
+os.environ["NEMO_HOME"] = os.path.join(_SESSION_TMP, "nemo_home")
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.pop("HF_TOKEN", None)
+
+
+network_guard.install()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path, monkeypatch):
+    """Every test gets its own NEMO_HOME so settings, store and logs never leak between tests."""
+    monkeypatch.setenv("NEMO_HOME", str(tmp_path / "nemo_home"))
+    monkeypatch.delenv("NEMO_PORTABLE", raising=False)
+    yield
