@@ -32,8 +32,8 @@ def run_check(args) -> int:
     store = _open_store()
     problems = store.check()
     if problems and args.repair:
-        removed = store.cleanup_tmp()
-        print(f"removed {removed} leftover temporary file(s)")
+        removed = store.cleanup()
+        print(f"removed {removed['tmp']} leftover temporary file(s) and {removed['orphans']} orphan artifact file(s)")
         problems = store.check()
     store.close()
     if args.json:
@@ -43,7 +43,7 @@ def run_check(args) -> int:
         for p in problems:
             print(f"  - {p}")
         print("Affected results will be recomputed on their next use; `nemo cache check --repair` removes "
-              "leftover temporary files.")
+              "leftover temporary and orphan files.")
     else:
         print("results store OK")
     return 1 if problems else 0
@@ -72,7 +72,7 @@ def register(sub) -> None:
     i.set_defaults(func=run_info)
     c = cs.add_parser("check", help="verify database integrity and artifact files")
     c.add_argument("--json", action="store_true")
-    c.add_argument("--repair", action="store_true", help="remove leftover temporary files")
+    c.add_argument("--repair", action="store_true", help="remove leftover temporary and orphan artifact files")
     c.set_defaults(func=run_check)
     d = cs.add_parser("clear", help="delete stored results")
     d.add_argument("--kind", help="only results of this kind (e.g. caption, explanation)")

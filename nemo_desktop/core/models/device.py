@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import sys
 import warnings
 
 from ..errors import ConfigError, OutOfMemoryError
@@ -60,12 +61,11 @@ def resolve_dtype(requested: str | None, device: str):
 
 
 def is_oom(exc: BaseException) -> bool:
-    try:
-        import torch
-        if isinstance(exc, torch.cuda.OutOfMemoryError):
-            return True
-    except ImportError:
-        pass
+    # Only look at torch if something already imported it: a torch OOM is impossible otherwise, and
+    # importing torch here would cost seconds on the GUI thread for every unrelated error.
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(exc, torch.cuda.OutOfMemoryError):
+        return True
     return isinstance(exc, (RuntimeError, MemoryError)) and "out of memory" in str(exc).lower()
 
 
@@ -80,12 +80,9 @@ def translate_oom(exc: BaseException, what: str = "The model") -> OutOfMemoryErr
 def free_memory() -> None:
     """Release Python garbage and CUDA's cached blocks so the next job starts clean."""
     gc.collect()
-    try:
-        import torch
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    except ImportError:
-        pass
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def gpu_info() -> list[dict]:

@@ -62,18 +62,24 @@ class AppPaths:
         """Create every directory; an unwritable root gives a clear StoreError."""
         for d in (self.config_dir, self.log_dir, self.store_dir, self.artifacts_dir, self.thumbnails_dir,
                   self.weights_dir):
-            try:
-                d.mkdir(parents=True, exist_ok=True)
-                probe = d / ".nemo-write-test"
-                probe.write_bytes(b"")
-                probe.unlink()
-            except OSError as exc:
-                raise StoreError(
-                    f"NEMO Desktop cannot write to {d}.",
-                    hint="Check the folder's permissions and free space, or choose another location with the "
-                         "NEMO_HOME environment variable (e.g. NEMO_HOME=~/nemo-data).",
-                    detail=repr(exc)) from exc
+            ensure_writable_dir(d)
         return self
+
+
+def ensure_writable_dir(d: Path) -> Path:
+    """mkdir -p and prove we can write there, or raise a StoreError that says what to do."""
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        probe = d / ".nemo-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise StoreError(
+            f"NEMO Desktop cannot write to {d}.",
+            hint="Check the folder's permissions and free space, or choose another location with the "
+                 "NEMO_HOME environment variable (e.g. NEMO_HOME=~/nemo-data).",
+            detail=repr(exc)) from exc
+    return d
 
 
 def _under(root: Path, portable: bool = False) -> AppPaths:

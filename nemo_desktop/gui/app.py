@@ -1,0 +1,162 @@
+"""`nemo-desktop`: start the application.
+
+Start-up stays light: nothing here (or in the window and panes) imports torch, transformers, diffusers,
+timm or open_clip; models load later, in jobs. `benchmarks/startup.py` measures it and the GUI tests
+check it. `--home` / `--portable` set NEMO_HOME / NEMO_PORTABLE before anything resolves a path.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+log = logging.getLogger("nemo_desktop.gui")
+
+# Close the window at most this long after the event loop ended while worker threads finish.
+SHUTDOWN_WAIT_MS = 5000
+
+
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    from nemo_desktop import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="nemo-desktop", description="NEMO Desktop: explain why a vision classifier got an image wrong.",
+        epilog="Other options (for example -platform offscreen) are passed on to Qt.")
+    parser.add_argument("--home", metavar="DIR",
+                        help="keep settings, results, thumbnails and logs under DIR (sets NEMO_HOME)")
+    parser.add_argument("--portable", action="store_true",
+                        help="keep everything, weights included, in the checkout's models_cache/ folder "
+                             "(sets NEMO_PORTABLE=1; --home takes precedence)")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help="level of the log file (default INFO)")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return parser.parse_known_args(argv)
+
+
+def apply_path_options(args: argparse.Namespace) -> None:
+    """Must run before the first get_paths() call: everything below reads the environment."""
+    if args.home:
+        os.environ["NEMO_HOME"] = str(Path(args.home).expanduser().resolve())
+    if args.portable:
+        os.environ["NEMO_PORTABLE"] = "1"
+
+
+def create_application(qt_args: list[str]):
+    from PySide6.QtWidgets import QApplication
+
+    from nemo_desktop import __version__
+
+    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "nemo-desktop", *qt_args])
+    app.setApplicationName("NEMO Desktop")
+    app.setApplicationDisplayName("NEMO Desktop")
+    app.setOrganizationName("NEMO")
+    app.setApplicationVersion(__version__)
+    app.setDesktopFileName("nemo-desktop")
+    return app
+
+
+def _install_qt_message_handler() -> None:
+    """Qt's own warnings go to our log file instead of vanishing on a GUI launch without a terminal."""
+    from PySide6.QtCore import QtMsgType, qInstallMessageHandler
+
+    qt_log = logging.getLogger("qt")
+    levels = {QtMsgType.QtDebugMsg: logging.DEBUG, QtMsgType.QtInfoMsg: logging.INFO,
+              QtMsgType.QtWarningMsg: logging.WARNING, QtMsgType.QtCriticalMsg: logging.ERROR,
+              QtMsgType.QtFatalMsg: logging.CRITICAL}
+
+    def handler(mode, _context, message):
+        qt_log.log(levels.get(mode, logging.WARNING), "%s", message)
+
+    qInstallMessageHandler(handler)
+
+
+def _install_excepthook(window) -> None:
+    """An exception escaping a slot is logged and shown in the error dialog: never a silent failure."""
+    previous = sys.excepthook
+
+    def hook(exc_type, exc, tb):
+        if issubclass(exc_type, KeyboardInterrupt):
+            previous(exc_type, exc, tb)
+            return
+        log.error("unhandled exception in the GUI", exc_info=(exc_type, exc, tb))
+        try:
+            from .widgets.error_dialog import show_error
+
+            show_error(exc.with_traceback(tb), window)
+        except Exception:  # noqa: BLE001 - the hook itself must never raise
+            previous(exc_type, exc, tb)
+
+    sys.excepthook = hook
+
+
+def _close_on_sigint(window) -> None:
+    """Ctrl+C in the terminal closes the window politely (asking first if jobs run)."""
+    from PySide6.QtCore import QTimer
+
+    signal.signal(signal.SIGINT, lambda *_: window.close())
+    # Python only runs signal handlers between bytecodes; a slow idle timer lets it in while Qt waits.
+    timer = QTimer(window, interval=250)
+    timer.timeout.connect(lambda: None)
+    timer.start()
+
+
+def build(argv: list[str] | None = None):
+    """Parse options, create the QApplication, resolve paths, start logging, build the window (not shown)."""
+    args, qt_args = parse_args(argv)
+    apply_path_options(args)
+    app = create_application(qt_args)
+
+    from nemo_desktop.core.logging_setup import setup_logging
+    from nemo_desktop.core.store.paths import get_paths
+
+    paths = get_paths().ensure()  # StoreError with a clear message when the root is unusable
+    log_file = setup_logging(paths, args.log_level)
+    _install_qt_message_handler()
+    from nemo_desktop import __version__
+
+    log.info("NEMO Desktop %s starting (Python %s, log %s, portable=%s)", __version__,
+             sys.version.split()[0], log_file, paths.portable)
+
+    from .main_window import MainWindow
+
+    return app, MainWindow(paths)
+
+
+def _show_startup_error(exc: BaseException) -> None:
+    from .widgets.error_dialog import ErrorDialog, error_dict
+
+    err = error_dict(exc)
+    print(f"nemo-desktop: {err.get('message')}", file=sys.stderr)
+    if err.get("hint"):
+        print(err["hint"], file=sys.stderr)
+    ErrorDialog(err, None, "NEMO Desktop cannot start").exec()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from nemo_desktop.core.errors import NemoError
+
+    try:
+        app, window = build(argv)
+    except NemoError as exc:
+        _show_startup_error(exc)
+        return 2
+    _install_excepthook(window)
+    _close_on_sigint(window)
+    window.show()
+    code = app.exec()
+    if not window.jobs.shutdown(SHUTDOWN_WAIT_MS):
+        # A job stuck in native code (a CUDA kernel, a blocking read) cannot be interrupted; Qt would wait
+        # for its thread forever at exit, so leave without waiting once the log is flushed.
+        log.warning("jobs still running %d ms after the window closed: exiting without waiting",
+                    SHUTDOWN_WAIT_MS)
+        logging.shutdown()
+        os._exit(code)
+    log.info("NEMO Desktop closed (exit code %d)", code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Dialogs opened from the menu or by drag-and-drop (diagnosis, about)."""

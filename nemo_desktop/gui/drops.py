@@ -1,0 +1,47 @@
+"""What a drop of files and folders holds: the images to diagnose, and what was rejected and why.
+
+Qt-free on purpose: it runs as a job on the I/O lane (a dropped folder may be large or on a slow disk),
+so the GUI thread never waits on the file system. A folder contributes the images directly inside it.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from nemo_desktop.core.jobs import JobContext
+
+
+@dataclass
+class DropScan:
+    images: list[Path] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (what was dropped, why it was not used)
+
+
+def scan_dropped(paths: Iterable[str | os.PathLike], ctx: JobContext) -> DropScan:
+    from nemo_desktop.core.images import is_image_file
+
+    scan = DropScan()
+    for path in ctx.track([Path(p) for p in paths], stage="Checking dropped files"):
+        if path.is_dir():
+            images = sorted(c for c in path.iterdir() if c.is_file() and is_image_file(c))
+            if images:
+                scan.images.extend(images)
+            else:
+                scan.rejected.append((str(path), "the folder holds no image files"))
+        elif path.is_file():
+            if is_image_file(path):
+                scan.images.append(path)
+            else:
+                scan.rejected.append((str(path), "not an image file NEMO Desktop can read"))
+        else:
+            scan.rejected.append((str(path), "it does not exist (any more)"))
+    return scan
+
+
+def describe_rejected(rejected: list[tuple[str, str]], limit: int = 10) -> str:
+    lines = [f"• {Path(p).name or p}: {why}" for p, why in rejected[:limit]]
+    if len(rejected) > limit:
+        lines.append(f"… and {len(rejected) - limit} more")
+    return "\n".join(lines)

@@ -1,0 +1,298 @@
+"""The main window: four panes as tabs, the menu, the jobs status area, drag-and-drop, saved layout."""
+from __future__ import annotations
+
+import logging
+import os
+
+from PySide6.QtCore import QSettings, Qt, QTimer, QUrl
+from PySide6.QtGui import (QAction, QActionGroup, QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent,
+                           QKeySequence)
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
+
+from nemo_desktop import __version__
+from nemo_desktop.core.store.paths import AppPaths, get_paths
+
+from .dialogs.diagnose import DiagnoseDialog
+from .drops import DropScan, describe_rejected, scan_dropped
+from .jobs import FAILED, IO, JobHandle, JobRunner
+from .panes import Pane, pane_classes
+from .settings import gui_settings
+from .widgets.error_dialog import show_error
+from .widgets.jobs_panel import JobsPanel
+
+log = logging.getLogger(__name__)
+
+APP_TITLE = "NEMO Desktop"
+
+
+class MainWindow(QMainWindow):
+    # Closing with running jobs: cancel them, then wait at most this long for them to stop.
+    CLOSE_WAIT_MS = 15_000
+
+    def __init__(self, paths: AppPaths | None = None, runner: JobRunner | None = None,
+                 settings: QSettings | None = None):
+        super().__init__()
+        self.paths = paths or get_paths()
+        self.settings = settings or gui_settings(self.paths)
+        self.jobs = runner or JobRunner(parent=self)
+        self._closing = False
+        self._first_paint_done = False
+        self.pane_actions: list[QAction] = []
+        self.setObjectName("mainWindow")
+        self.setWindowTitle(APP_TITLE)
+        self.resize(1200, 800)
+        self.setAcceptDrops(True)
+
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("paneTabs")
+        self.tabs.setDocumentMode(True)
+        self.panes: dict[str, Pane] = {}
+        for cls in pane_classes():
+            pane = cls(self)
+            self.panes[cls.NAME] = pane
+            index = self.tabs.addTab(pane, cls.TITLE)
+            self.tabs.setTabToolTip(index, cls.SUMMARY)
+        self.tabs.currentChanged.connect(self._on_pane_changed)
+        self.setCentralWidget(self.tabs)
+
+        self._build_jobs_area()
+        self._build_menus()
+        self.jobs.sig_job_finished.connect(self._report_job_failure)
+        self.restore_layout()
+
+    # -- services offered to panes (PaneHost) --------------------------------------------------
+    def show_error(self, error: dict | BaseException | str) -> QWidget:
+        return show_error(error, self)
+
+    def show_message(self, title: str, text: str) -> QMessageBox:
+        """A non-blocking information box (never exec(): the event loop keeps running)."""
+        box = QMessageBox(QMessageBox.Icon.Information, title, text, QMessageBox.StandardButton.Ok, self)
+        box.setObjectName("messageBox")
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        return box
+
+    def show_pane(self, name: str) -> Pane:
+        pane = self.panes[name]
+        self.tabs.setCurrentWidget(pane)
+        return pane
+
+    def current_pane(self) -> Pane:
+        return self.tabs.currentWidget()  # type: ignore[return-value]
+
+    # -- construction ----------------------------------------------------------------------------
+    def _build_jobs_area(self) -> None:
+        self.jobs_panel = JobsPanel(self.jobs)
+        self.jobs_dock = QDockWidget("Jobs", self)
+        self.jobs_dock.setObjectName("jobsDock")  # saveState() needs the name
+        self.jobs_dock.setWidget(self.jobs_panel)
+        self.jobs_dock.setAllowedAreas(Qt.DockWidgetArea.BottomDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.jobs_dock)
+        self.jobs_summary = QLabel(self.jobs_panel.summary())
+        self.jobs_summary.setObjectName("jobsSummary")
+        self.statusBar().addPermanentWidget(self.jobs_summary)
+        self.jobs_panel.sig_summary_changed.connect(self.jobs_summary.setText)
+
+    def _action(self, text: str, slot, shortcut: QKeySequence | str | None = None, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        if tip:
+            action.setStatusTip(tip)
+        action.triggered.connect(slot)
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        self.action_open_dataset = self._action(
+            "&Open dataset…", self.open_dataset, QKeySequence.StandardKey.Open,
+            "Open a folder of images or a CSV manifest in the Dataset browser")
+        self.action_diagnose = self._action(
+            "&Diagnose image…", self.diagnose_from_file_dialog, "Ctrl+D",
+            "Choose images and explain the classifier's mistakes on them")
+        self.action_export_report = self._action(
+            "&Export report…", self.export_report, "Ctrl+E", "Export stored results as HTML or PDF")
+        self.action_quit = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
+        for a in (self.action_open_dataset, self.action_diagnose, self.action_export_report):
+            file_menu.addAction(a)
+        file_menu.addSeparator()
+        file_menu.addAction(self.action_quit)
+
+        view_menu = bar.addMenu("&View")
+        group = QActionGroup(self)
+        for i, pane in enumerate(self.panes.values()):
+            action = self._action(pane.TITLE, lambda _checked=False, n=pane.NAME: self.show_pane(n),
+                                  f"Ctrl+{i + 1}", pane.SUMMARY)
+            action.setCheckable(True)
+            group.addAction(action)
+            view_menu.addAction(action)
+            self.pane_actions.append(action)
+        self.pane_actions[self.tabs.currentIndex()].setChecked(True)
+        view_menu.addSeparator()
+        jobs_action = self.jobs_dock.toggleViewAction()
+        jobs_action.setShortcut(QKeySequence("Ctrl+J"))
+        view_menu.addAction(jobs_action)
+
+        help_menu = bar.addMenu("&Help")
+        self.action_about = self._action("&About NEMO Desktop", self.show_about)
+        self.action_open_logs = self._action("Open &log folder", self.open_log_folder,
+                                             tip="Show the folder with NEMO Desktop's log files")
+        help_menu.addAction(self.action_about)
+        help_menu.addAction(self.action_open_logs)
+
+    # -- menu actions ----------------------------------------------------------------------------
+    def open_dataset(self) -> None:
+        self.show_pane("dataset_browser").open_dataset()  # type: ignore[attr-defined]
+
+    def export_report(self) -> None:
+        self.show_pane("report_exporter").export_report()  # type: ignore[attr-defined]
+
+    def diagnose_from_file_dialog(self) -> None:
+        from nemo_desktop.core.images import IMAGE_EXTENSIONS
+
+        patterns = " ".join(f"*{ext}" for ext in sorted(IMAGE_EXTENSIONS))
+        files, _ = QFileDialog.getOpenFileNames(self, "Diagnose images", "",
+                                                f"Images ({patterns});;All files (*)")
+        if files:
+            self.diagnose_paths(files)
+
+    def show_about(self) -> QMessageBox:
+        from PySide6 import __version__ as pyside_version
+
+        paths = "".join(f"<tr><td>{k}</td><td><code>{v}</code></td></tr>" for k, v in self.paths.as_dict().items())
+        text = (f"<h3>{APP_TITLE} {__version__}</h3>"
+                "<p>Explains why a vision classifier got an image wrong, and tests the explanation with "
+                "counterfactual images (SciTX).</p>"
+                f"<p>Qt for Python {pyside_version}</p><table>{paths}</table>")
+        box = QMessageBox(QMessageBox.Icon.NoIcon, f"About {APP_TITLE}", text, QMessageBox.StandardButton.Ok, self)
+        box.setObjectName("aboutBox")
+        box.setTextFormat(Qt.TextFormat.RichText)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        return box
+
+    def open_log_folder(self) -> None:
+        folder = self.paths.log_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder))):
+            self.show_message("Log folder", f"The log files are in:\n{folder}")
+
+    # -- drag and drop ---------------------------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dragMoveEvent(self, event) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        urls = event.mimeData().urls()
+        if not urls:
+            event.ignore()
+            return
+        event.acceptProposedAction()
+        local = [u.toLocalFile() for u in urls if u.isLocalFile()]
+        remote = [(u.toString(), "not a file on this computer") for u in urls if not u.isLocalFile()]
+        self.diagnose_paths(local, rejected=remote)
+
+    def diagnose_paths(self, paths: list[str | os.PathLike],
+                       rejected: list[tuple[str, str]] | None = None) -> JobHandle:
+        """Check the files on the I/O lane, then open the diagnosis dialog (or say why not)."""
+        paths = [str(p) for p in paths]
+        handle = self.jobs.submit(lambda ctx: scan_dropped(paths, ctx), title="Checking dropped files", lane=IO,
+                                  ask_before_quit=False)
+        handle.sig_done.connect(lambda scan: self._on_drop_scanned(scan, list(rejected or [])))
+        return handle
+
+    def _on_drop_scanned(self, scan: DropScan, rejected: list[tuple[str, str]]) -> None:
+        rejected = rejected + scan.rejected
+        if not scan.images:
+            self.show_message("Nothing to diagnose",
+                              "NEMO Desktop diagnoses image files (PNG, JPEG, WebP, …) or folders of them. "
+                              "It could not use what was dropped:\n\n" + describe_rejected(rejected))
+            return
+        dialog = DiagnoseDialog(scan.images, rejected, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.sig_open_model_manager.connect(lambda: self.show_pane("model_manager"))
+        dialog.open()
+
+    # -- jobs ------------------------------------------------------------------------------------
+    def _report_job_failure(self, handle: JobHandle) -> None:
+        """Never a silent failure: a failed job whose submitter did not take the error is shown here."""
+        if handle.state == FAILED and handle.report_errors and handle.outcome is not None:
+            self.show_error(handle.outcome.error or f"The job “{handle.title}” failed.")
+
+    # -- panes -----------------------------------------------------------------------------------
+    def _on_pane_changed(self, index: int) -> None:
+        if 0 <= index < len(self.pane_actions):
+            self.pane_actions[index].setChecked(True)
+        if self.isVisible():
+            self.current_pane().ensure_shown_once()
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        if not self._first_paint_done:
+            self._first_paint_done = True
+            # After the first paint: whatever the visible pane loads must not delay the window appearing.
+            QTimer.singleShot(0, self, lambda: self.current_pane().ensure_shown_once())
+
+    # -- layout persistence ----------------------------------------------------------------------
+    def save_layout(self) -> None:
+        s = self.settings
+        s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("window/state", self.saveState())
+        s.setValue("window/pane", self.current_pane().NAME)
+        for name, pane in self.panes.items():
+            s.beginGroup(f"panes/{name}")
+            pane.save_state(s)
+            s.endGroup()
+        s.sync()
+
+    def restore_layout(self) -> None:
+        s = self.settings
+        geometry = s.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        state = s.value("window/state")
+        if state is not None:
+            self.restoreState(state)
+        pane = s.value("window/pane")
+        if pane in self.panes:
+            self.tabs.setCurrentWidget(self.panes[pane])
+        for name, p in self.panes.items():
+            s.beginGroup(f"panes/{name}")
+            p.restore_state(s)
+            s.endGroup()
+
+    # -- closing ---------------------------------------------------------------------------------
+    def confirm_stop_jobs(self, jobs: list[JobHandle]) -> bool:
+        names = "\n".join(f"• {h.title}" for h in jobs[:8])
+        answer = QMessageBox.question(
+            self, "Jobs are still running",
+            f"{len(jobs)} job{'s are' if len(jobs) != 1 else ' is'} still running:\n{names}\n\n"
+            "Cancel and quit? Results that are already complete stay stored.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
+        return answer == QMessageBox.StandardButton.Yes
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self._closing:  # a second close request while we wait for jobs to stop
+            event.ignore()
+            return
+        if self.jobs.busy:
+            asking = [h for h in self.jobs.active_jobs() if h.ask_before_quit]
+            if asking and not self.confirm_stop_jobs(asking):
+                event.ignore()
+                return
+            self._closing = True
+            self.statusBar().showMessage("Stopping the running jobs…")
+            self.jobs.cancel_all()
+            if not self.jobs.wait(self.CLOSE_WAIT_MS):
+                log.warning("closing with %d job(s) still running after %d ms: %s", len(self.jobs.active_jobs()),
+                            self.CLOSE_WAIT_MS, [h.title for h in self.jobs.active_jobs()])
+            self._closing = False
+        self.save_layout()
+        event.accept()

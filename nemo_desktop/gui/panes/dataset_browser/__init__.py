@@ -1,0 +1,1 @@
+"""Dataset browser pane: open and index a dataset, browse thumbnails, filter by prediction."""

@@ -1,0 +1,1 @@
+"""Model manager pane: the model catalog, downloads, loading, settings for tokens and endpoints."""

@@ -1,0 +1,1 @@
+"""Report exporter pane: pick stored results and export them as HTML or PDF."""

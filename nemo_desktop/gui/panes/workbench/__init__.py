@@ -1,0 +1,1 @@
+"""Explanation workbench pane: run an explanation method on samples and inspect its result."""

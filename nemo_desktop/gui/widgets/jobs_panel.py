@@ -1,0 +1,152 @@
+"""The status area: one row per job (title, stage, progress bar, Cancel), fed by the JobRunner's signals."""
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QScrollArea,
+                               QVBoxLayout, QWidget)
+
+from nemo_desktop.core.jobs import Progress
+
+from ..jobs import CANCELLED, DONE, FAILED, JobHandle, JobRunner
+
+# A finished row stays visible briefly so that a fast job is still seen to have run.
+FINISHED_ROW_MS = 4000
+
+_FINAL_TEXT = {DONE: "Done", CANCELLED: "Cancelled", FAILED: "Failed"}
+
+
+def progress_text(p: Progress | None) -> str:
+    if p is None:
+        return "Waiting…"
+    text = p.stage or "Working"
+    if p.total:
+        text += f" ({p.done} of {p.total})"
+    if p.message:
+        text += f": {p.message}"
+    return text
+
+
+class JobRow(QFrame):
+    def __init__(self, handle: JobHandle, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.handle = handle
+        self.setObjectName(f"jobRow{handle.job_id}")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.title = QLabel(handle.title)
+        font = self.title.font()
+        font.setBold(True)
+        self.title.setFont(font)
+        self.stage = QLabel("Queued" if handle.state == "queued" else progress_text(handle.progress))
+        self.stage.setTextFormat(Qt.TextFormat.PlainText)
+        self.bar = QProgressBar()
+        # Empty while queued, busy once started until a progress report brings a total.
+        self.bar.setRange(0, 1 if handle.state == "queued" else 0)
+        self.bar.setMaximumWidth(220)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop this job after its current step")
+        self.cancel_button.clicked.connect(self._cancel)
+
+        text = QVBoxLayout()
+        text.setSpacing(0)
+        text.addWidget(self.title)
+        text.addWidget(self.stage)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(6, 3, 6, 3)
+        row.addLayout(text, 1)
+        row.addWidget(self.bar)
+        row.addWidget(self.cancel_button)
+
+        handle.sig_started.connect(self._on_started)
+        handle.sig_progress.connect(self._on_progress)
+        handle.sig_finished.connect(self._on_finished)
+
+    def _on_started(self) -> None:
+        self.stage.setText("Starting…")
+        self.bar.setRange(0, 0)
+
+    def _cancel(self) -> None:
+        self.handle.cancel()
+        if self.handle.active:
+            self.cancel_button.setEnabled(False)
+            self.stage.setText("Cancelling after the current step…")
+
+    def _on_progress(self, p: Progress) -> None:
+        if not self.handle.cancel_requested:
+            self.stage.setText(progress_text(p))
+        if p.total:
+            self.bar.setRange(0, 1000)
+            self.bar.setValue(int(1000 * (p.fraction or 0.0)))
+        else:
+            self.bar.setRange(0, 0)
+
+    def _on_finished(self, _outcome) -> None:
+        self.cancel_button.setEnabled(False)
+        self.bar.setRange(0, 1)
+        self.bar.setValue(1 if self.handle.state == DONE else 0)
+        self.stage.setText(_FINAL_TEXT.get(self.handle.state, self.handle.state.capitalize()))
+
+
+class JobsPanel(QWidget):
+    """Lists running jobs; `sig_summary_changed` carries a one-line summary for the status bar."""
+
+    sig_summary_changed = Signal(str)
+
+    def __init__(self, runner: JobRunner, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.runner = runner
+        self.rows: dict[int, JobRow] = {}
+        self.empty_label = QLabel("No jobs running.")
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setEnabled(False)
+        inner = QWidget()
+        self._rows_layout = QVBoxLayout(inner)
+        self._rows_layout.setContentsMargins(2, 2, 2, 2)
+        self._rows_layout.addWidget(self.empty_label)
+        self._rows_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(inner)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(scroll)
+        runner.sig_job_added.connect(self._add)
+        runner.sig_job_finished.connect(self._finished)
+        for handle in runner.active_jobs():
+            self._add(handle)
+
+    def sizeHint(self) -> QSize:
+        return QSize(480, 130)  # the dock's first height: room for two jobs
+
+    def summary(self) -> str:
+        jobs = self.runner.active_jobs()
+        if not jobs:
+            return "No jobs running"
+        running = [h for h in jobs if h.state == "running"]
+        queued = len(jobs) - len(running)
+        text = f"{len(running)} job{'s' if len(running) != 1 else ''} running"
+        if queued:
+            text += f", {queued} queued"
+        return text
+
+    def _add(self, handle: JobHandle) -> None:
+        row = JobRow(handle)
+        self.rows[handle.job_id] = row
+        self._rows_layout.insertWidget(self._rows_layout.count() - 1, row)
+        handle.sig_started.connect(self._emit_summary)
+        self.empty_label.hide()
+        self._emit_summary()
+
+    def _finished(self, handle: JobHandle) -> None:
+        self._emit_summary()
+        QTimer.singleShot(FINISHED_ROW_MS, self, lambda: self._remove(handle.job_id))
+
+    def _remove(self, job_id: int) -> None:
+        row = self.rows.pop(job_id, None)
+        if row is not None:
+            row.setParent(None)
+            row.deleteLater()
+        self.empty_label.setVisible(not self.rows)
+
+    def _emit_summary(self) -> None:
+        self.sig_summary_changed.emit(self.summary())

@@ -1,0 +1,1 @@
+"""Tiny offline model builders shared by tests (each helper owns its own builder file)."""
