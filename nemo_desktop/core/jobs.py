@@ -119,11 +119,12 @@ class JobContext:
 
         return JobContext(on_progress=forward, on_partial=self.partial, cancel=self.cancel_token)
 
-    def step_callback(self, stage: str, total: int) -> Callable[[int], bool]:
-        """For loops owned by a library (a diffusion sampler): report step i, return False to stop."""
+    def step_callback(self, stage: str, total: int | None = None) -> Callable[..., bool]:
+        """For loops owned by a library (a diffusion sampler): report step i, return False to stop.
+        Matches protocols.StepCallback `(step, total)`; `total` may be omitted by simpler callers."""
 
-        def on_step(i: int) -> bool:
-            self.progress(stage, i, total)
+        def on_step(i: int, step_total: int | None = None) -> bool:
+            self.progress(stage, i, step_total if step_total is not None else total)
             return not self.cancelled
 
         return on_step

@@ -86,3 +86,11 @@ def test_cancel_token_is_thread_safe():
     t.start()
     t.join()
     assert token.cancelled
+
+
+def test_step_callback_matches_the_editor_protocol():
+    seen = []
+    ctx = JobContext(on_progress=seen.append)
+    cb = ctx.step_callback("Editing")
+    assert cb(3, 28) is True
+    assert seen[-1] == Progress("Editing", 3, 28)

@@ -74,7 +74,8 @@ def translate_oom(exc: BaseException, what: str = "The model") -> OutOfMemoryErr
     if not is_oom(exc):
         return None
     free_memory()
-    return OutOfMemoryError(f"{what} ran out of GPU memory.", hint=OOM_SUGGESTIONS, detail=str(exc))
+    where = "host (CPU) memory" if isinstance(exc, MemoryError) else "GPU memory"
+    return OutOfMemoryError(f"{what} ran out of {where}.", hint=OOM_SUGGESTIONS, detail=str(exc))
 
 
 def free_memory() -> None:

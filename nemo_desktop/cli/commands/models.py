@@ -1,0 +1,169 @@
+"""`nemo models list|download|rm|du`: the model catalog and the weights in the Hugging Face cache.
+
+    nemo models list [--kind editor] [--json]   catalog ids with download status, size, VRAM, license
+    nemo models download flux-kontext-dev       progress bar; Ctrl-C stops, a re-run resumes
+    nemo models rm flux-kontext-dev             delete its cached weights
+    nemo models du [--json]                     disk usage of every repository in the cache
+
+ID is a catalog id; `download`, `rm` also take a Hub repository id (org/name) that is not in the catalog.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("models", help="model catalog and weights: list, download, rm, du",
+                              description=__doc__.split("\n\n")[0])
+    ms = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+    ls = ms.add_parser("list", help="catalog entries with download status")
+    ls.add_argument("--kind", choices=("classifier", "mllm", "editor"), help="only this kind of model")
+    ls.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ls.set_defaults(func=run_list)
+    dl = ms.add_parser("download", help="download a model's weights into the Hugging Face cache")
+    dl.add_argument("id", metavar="ID", help="catalog id (or Hub repository id org/name)")
+    dl.add_argument("--revision", help="branch, tag or commit (default: the catalog's)")
+    dl.add_argument("--workers", type=int, default=4, metavar="N", help="files downloaded at once (default 4)")
+    dl.set_defaults(func=run_download)
+    rm = ms.add_parser("rm", help="delete a model's weights from the Hugging Face cache")
+    rm.add_argument("id", metavar="ID", help="catalog id (or Hub repository id org/name)")
+    rm.add_argument("--yes", action="store_true", help="do not ask")
+    rm.set_defaults(func=run_rm)
+    du = ms.add_parser("du", help="disk usage of the Hugging Face cache, per repository")
+    du.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    du.set_defaults(func=run_du)
+
+
+def _target(ref: str):
+    """(catalog entry or None, repo id) for an id or a Hub repository id."""
+    from ...core.errors import ConfigError
+    from ...core.models.catalog import get_entry
+
+    try:
+        entry = get_entry(ref)
+        return entry, entry.repo
+    except ConfigError:
+        if ref.count("/") == 1 and not ref.startswith((".", "/", "~")):
+            return None, ref
+        raise
+
+
+def run_list(args) -> int:
+    from ...core.models.catalog import format_size, list_catalog
+    from ...core.models.downloads import entry_status, resolve_cache_dir
+
+    cache = resolve_cache_dir()
+    rows = [(e, entry_status(e, cache)) for e in sorted(list_catalog(args.kind), key=lambda e: (e.kind, e.id))]
+    if args.json:
+        print(json.dumps({"cache_dir": cache,
+                          "models": [{**e.to_dict(), **st, "license_url": e.license_url} for e, st in rows]},
+                         indent=2))
+        return 0
+    header = ("ID", "KIND", "STATUS", "SIZE", "VRAM bf16", "LICENSE", "GATED")
+    table = [header] + [(e.id + (" *" if e.paper_default else ""), e.kind, st["status"],
+                         format_size(e.disk_size_bytes), f"{e.vram_bf16_gb:g} GB", e.license,
+                         "yes" if e.gated else "no") for e, st in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for r in table:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    print(f"\n* the paper's default. Weights cache: {cache}")
+    return 0
+
+
+def run_download(args) -> int:
+    from ...core.errors import ConfigError
+    from ...core.jobs import JobContext
+    from ...core.models.catalog import format_size
+    from ...core.models.downloads import download_repo, is_local_source
+
+    entry, repo = _target(args.id)
+    if is_local_source(repo):
+        raise ConfigError(f"'{args.id}' points to a local folder ({repo}); there is nothing to download.")
+    bar = _ProgressBar(entry.id if entry else repo)
+    ctx = JobContext(on_progress=bar.update)
+    try:
+        path = download_repo(repo, ctx=ctx, revision=args.revision or (entry.revision if entry else None),
+                             allow_patterns=list(entry.allow_patterns) if entry and entry.allow_patterns else None,
+                             gated=entry.gated if entry else None, max_workers=args.workers,
+                             model_id=entry.id if entry else repo)
+    except KeyboardInterrupt:
+        bar.close()
+        done = ctx.last_progress.done if ctx.last_progress else 0
+        print(f"\nDownload stopped after {format_size(done)}. Finished files are kept: run the same command "
+              f"to resume.", file=sys.stderr)
+        return 130
+    finally:
+        bar.close()
+    print(f"{entry.id if entry else repo}: downloaded to {path}")
+    return 0
+
+
+class _ProgressBar:
+    """A tqdm bar driven by JobContext progress reports (bytes)."""
+
+    def __init__(self, name: str):
+        self.name, self._bar = name, None
+
+    def update(self, p) -> None:
+        from tqdm import tqdm
+
+        if p.total is None:
+            return
+        if self._bar is None:
+            self._bar = tqdm(total=p.total, initial=p.done, unit="B", unit_scale=True, unit_divisor=1024,
+                             desc=self.name, file=sys.stderr, dynamic_ncols=True)
+        self._bar.total = p.total
+        self._bar.update(p.done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def run_rm(args) -> int:
+    from ...core.errors import ConfigError
+    from ...core.models.catalog import format_size
+    from ...core.models.downloads import delete_repo, is_local_source, repo_folder
+
+    entry, repo = _target(args.id)
+    if is_local_source(repo):
+        raise ConfigError(f"'{args.id}' points to a local folder ({repo}); NEMO Desktop does not delete it.",
+                          hint="Delete the folder yourself if you no longer need it.")
+    if not repo_folder(repo).exists():
+        print(f"{repo} is not in the cache; nothing to delete.")
+        return 0
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print(f"refusing to delete the cached weights of {repo} without --yes", file=sys.stderr)
+            return 2
+        if input(f"Delete the cached weights of {repo}? [y/N] ").strip().lower() not in ("y", "yes"):
+            return 1
+    freed = delete_repo(repo)
+    print(f"deleted {repo} ({format_size(freed)} freed)")
+    return 0
+
+
+def run_du(args) -> int:
+    from ...core.models.catalog import format_size, list_catalog
+    from ...core.models.downloads import disk_usage, resolve_cache_dir
+
+    cache = resolve_cache_dir()
+    ids_by_repo: dict[str, list[str]] = {}
+    for e in list_catalog():
+        ids_by_repo.setdefault(e.repo, []).append(e.id)
+    rows = disk_usage(cache)
+    total = sum(r.size_on_disk for r in rows)
+    if args.json:
+        print(json.dumps({"cache_dir": cache, "total_bytes": total,
+                          "repos": [{"repo_id": r.repo_id, "repo_type": r.repo_type, "size_on_disk": r.size_on_disk,
+                                     "nb_files": r.nb_files, "revisions": list(r.revisions),
+                                     "catalog_ids": ids_by_repo.get(r.repo_id, []), "path": r.path}
+                                    for r in rows]}, indent=2))
+        return 0
+    for r in rows:
+        ids = ", ".join(ids_by_repo.get(r.repo_id, [])) or "-"
+        print(f"{format_size(r.size_on_disk):>10}  {r.repo_type:<7}  {r.repo_id}  ({ids})")
+    print(f"{format_size(total):>10}  total in {cache}")
+    return 0

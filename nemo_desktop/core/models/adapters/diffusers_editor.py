@@ -1,0 +1,299 @@
+"""Instruction-based image editors from diffusers pipelines: FLUX.1 Kontext, Qwen-Image-Edit, InstructPix2Pix.
+
+One base class does everything the three families share: find the weights (a local folder saved with
+`save_pretrained`, or a Hub repository in the local cache), load the pipeline with the chosen dtype,
+device and CPU offload, honour the caller's output size exactly, seed, report each denoising step, stop on
+cancel and turn CUDA out-of-memory into a clear error. A family only says which pipeline classes it
+accepts, its size multiple and default steps/guidance, and how its `__call__` spells them.
+
+Size: the working resolution is the requested size rounded to the pipeline's multiple (8 for
+InstructPix2Pix, 16 for the flow-matching DiTs); the output is resized back to the requested size.
+FluxKontextPipeline would otherwise rescale every request to about one megapixel (`max_area=1024**2` and
+`_auto_resize`), so both are passed explicitly. Qwen-Image-Edit always encodes its *conditioning* image at
+about one megapixel inside the pipeline (no argument turns that off); its output size is still honoured.
+
+Cancel: the step callback raises JobCancelled inside diffusers' loop (and sets `_interrupt` for the
+pipelines that read it). Raising is the only stop that works for all three: the InstructPix2Pix loop never
+reads `_interrupt`, and the others would still run the VAE decode of an unwanted image.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+import threading
+from pathlib import Path
+from typing import Any, ClassVar
+
+from PIL import Image
+
+from ...errors import ConfigError, JobCancelled, ModelError
+from ..device import free_memory, resolve_device, resolve_dtype, translate_oom
+from ..protocols import ModelInfo, StepCallback
+from ..registry import LoadOptions, ModelSpec, register_family
+
+log = logging.getLogger(__name__)
+
+
+class DiffusersEditor:
+    """ImageEditor over a loaded diffusers pipeline; subclasses describe one family."""
+
+    family: ClassVar[str]
+    pipeline_classes: ClassVar[tuple[str, ...]]
+    default_steps: ClassVar[int]
+    default_guidance: ClassVar[float]
+    # Kept in ModelInfo.extra so cache keys change when a family's defaults change.
+    defaults_version: ClassVar[int] = 1
+
+    def __init__(self, pipe: Any, info: ModelInfo, options: dict | None = None):
+        self.pipe = pipe
+        self.info = info
+        self.options = dict(options or {})
+        self._lock = threading.Lock()
+        pipe.set_progress_bar_config(disable=True)
+
+    # -- per-family hooks -----------------------------------------------------------------------------------
+    @property
+    def size_multiple(self) -> int:
+        """Pixels per latent patch: width and height must be multiples of this."""
+        return int(self.pipe.vae_scale_factor) * 2
+
+    def call_kwargs(self, image: Image.Image, instruction: str, width: int, height: int, steps: int,
+                    guidance: float) -> dict:
+        raise NotImplementedError
+
+    def steps_for_pipeline(self) -> int:
+        return self.default_steps
+
+    # -- the ImageEditor protocol -----------------------------------------------------------------------------
+    def edit(self, image: Image.Image, instruction: str, *, seed: int = 0, steps: int | None = None,
+             guidance: float | None = None, size: tuple[int, int] | None = None,
+             on_step: StepCallback | None = None) -> Image.Image:
+        import torch
+
+        if self.pipe is None:
+            raise ModelError(f"{self.info.model_id} was unloaded.", hint="Load the editor again.")
+        out_w, out_h = size or image.size
+        if out_w < 1 or out_h < 1:
+            raise ConfigError(f"Invalid output size {out_w}x{out_h}.", hint="Width and height must be positive.")
+        width, height = self.working_size(out_w, out_h)
+        steps = int(steps or self.steps_for_pipeline())
+        guidance = float(self.default_guidance if guidance is None else guidance)
+        source = image.convert("RGB")
+        if source.size != (width, height):
+            source = source.resize((width, height), Image.Resampling.LANCZOS)
+        kwargs = self.call_kwargs(source, instruction, width, height, steps, guidance)
+        # A CPU generator gives the same noise for a seed on every device.
+        generator = torch.Generator(device="cpu").manual_seed(int(seed))
+        with self._lock:
+            try:
+                with torch.inference_mode():
+                    out = self.pipe(**kwargs, generator=generator, output_type="pil",
+                                    callback_on_step_end=self._step_callback(steps, on_step))
+            except JobCancelled:
+                self._release_offloaded()
+                raise
+            except Exception as exc:  # noqa: BLE001 - only OOM is translated; everything else propagates
+                oom = translate_oom(exc, what=f"Image editing with {self.info.model_id}")
+                if oom is not None:
+                    self._release_offloaded()
+                    raise oom from exc
+                raise
+        self._check_safety(out)
+        result = out.images[0]
+        if result.size != (out_w, out_h):
+            result = result.resize((out_w, out_h), Image.Resampling.LANCZOS)
+        return result
+
+    def working_size(self, width: int, height: int) -> tuple[int, int]:
+        """The size the pipeline runs at: each side rounded to the nearest multiple (at least one)."""
+        m = self.size_multiple
+        return max(m, int(width / m + 0.5) * m), max(m, int(height / m + 0.5) * m)
+
+    def _step_callback(self, steps: int, on_step: StepCallback | None):
+        def callback(pipe, i, t, callback_kwargs):
+            if on_step is not None and on_step(min(i + 1, steps), steps) is False:
+                pipe._interrupt = True
+                raise JobCancelled("Image editing cancelled.")
+            return callback_kwargs
+
+        return callback
+
+    def _release_offloaded(self) -> None:
+        # With CPU offload, a stopped loop leaves its model on the GPU; put everything back on the CPU.
+        if getattr(self.pipe, "_offload_device", None) is not None:
+            try:
+                self.pipe.maybe_free_model_hooks()
+            except Exception:  # noqa: BLE001 - best effort after a failure
+                log.debug("could not release offloaded models", exc_info=True)
+        free_memory()
+
+    def _check_safety(self, out: Any) -> None:
+        flags = getattr(out, "nsfw_content_detected", None)
+        if flags and any(flags):
+            raise ModelError(f"The safety checker of {self.info.model_id} blanked the edited image.",
+                             hint="Use another seed or instruction, or another editor; a black image would "
+                                  "corrupt the explanation.")
+
+    def unload(self) -> None:
+        """Drop the pipeline and release its (GPU) memory; the process stays usable."""
+        with self._lock:
+            if self.pipe is not None:
+                try:
+                    self.pipe.remove_all_hooks()
+                except Exception:  # noqa: BLE001
+                    pass
+                self.pipe = None
+        free_memory()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.info.model_id!r})"
+
+
+class FluxKontextEditor(DiffusersEditor):
+    family = "diffusers-flux-kontext"
+    pipeline_classes = ("FluxKontextPipeline",)
+    default_steps = 28  # the pipeline's default
+    default_guidance = 2.5  # the FLUX.1-Kontext-dev model card / diffusers example
+
+    def call_kwargs(self, image, instruction, width, height, steps, guidance):
+        kwargs = dict(image=image, prompt=instruction, width=width, height=height, num_inference_steps=steps,
+                      guidance_scale=guidance, max_area=width * height)
+        if "_auto_resize" in inspect.signature(self.pipe.__call__).parameters:
+            kwargs["_auto_resize"] = False
+        if "max_sequence_length" in self.options:
+            kwargs["max_sequence_length"] = int(self.options["max_sequence_length"])
+        return kwargs
+
+
+class QwenImageEditEditor(DiffusersEditor):
+    """Qwen-Image-Edit (QwenImageEditPipeline) and its 2509/2511 updates (QwenImageEditPlusPipeline).
+
+    `guidance` is the true classifier-free guidance scale; it needs a negative prompt, which the model
+    cards set to a single space."""
+
+    family = "diffusers-qwen-image-edit"
+    pipeline_classes = ("QwenImageEditPipeline", "QwenImageEditPlusPipeline")
+    default_steps = 50  # Qwen-Image-Edit model card; the 2509/2511 cards use 40
+    default_guidance = 4.0
+
+    def steps_for_pipeline(self) -> int:
+        return 40 if type(self.pipe).__name__ == "QwenImageEditPlusPipeline" else 50
+
+    def call_kwargs(self, image, instruction, width, height, steps, guidance):
+        return dict(image=image, prompt=instruction, negative_prompt=self.options.get("negative_prompt", " "),
+                    width=width, height=height, num_inference_steps=steps, true_cfg_scale=guidance)
+
+
+class InstructPix2PixEditor(DiffusersEditor):
+    """InstructPix2Pix: the output has the input image's size, so the input is resized to the working size."""
+
+    family = "diffusers-instruct-pix2pix"
+    pipeline_classes = ("StableDiffusionInstructPix2PixPipeline",)
+    default_steps = 20
+    default_guidance = 7.5  # text guidance; image guidance below
+    default_image_guidance = 1.5
+
+    @property
+    def size_multiple(self) -> int:
+        return int(self.pipe.vae_scale_factor)
+
+    def call_kwargs(self, image, instruction, width, height, steps, guidance):
+        return dict(image=image, prompt=instruction, num_inference_steps=steps, guidance_scale=guidance,
+                    image_guidance_scale=float(self.options.get("image_guidance", self.default_image_guidance)))
+
+
+# -- loading -----------------------------------------------------------------------------------------------
+
+def local_revision(folder: Path) -> str:
+    """A fingerprint of a local checkpoint folder (configs' content, weight files' names and sizes)."""
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            rel = p.relative_to(folder).as_posix()
+            h.update(rel.encode())
+            h.update(p.read_bytes() if p.suffix == ".json" else str(p.stat().st_size).encode())
+    return "local-" + h.hexdigest()[:16]
+
+
+def _weights_folder(spec: ModelSpec, options: LoadOptions) -> tuple[str, str | None]:
+    """The folder to load from and the revision that pins it; never touches the network when offline."""
+    from .. import downloads
+
+    local = Path(spec.source).expanduser()
+    if local.is_dir():
+        return str(local), local_revision(local)
+    cache = downloads.resolve_cache_dir(options.cache_dir)
+    status = downloads.repo_status(spec.source, spec.revision, cache)
+    if status.downloaded:
+        return status.snapshot_path, status.commit  # type: ignore[return-value]
+    offline = options.local_files_only if options.local_files_only is not None else downloads.offline_mode()
+    if offline:
+        raise downloads.weights_not_found(spec.source, status, model_id=spec.catalog_id)
+    entry = None
+    if spec.catalog_id:
+        from ..catalog import get_entry
+
+        entry = get_entry(spec.catalog_id)
+    log.info("%s is not in the cache: downloading it before loading", spec.source)
+    path = downloads.download_repo(
+        spec.source, revision=spec.revision, cache_dir=cache, model_id=spec.model_id,
+        allow_patterns=list(entry.allow_patterns) if entry and entry.allow_patterns else None,
+        gated=entry.gated if entry else None)
+    return path, Path(path).name
+
+
+def _dtype_kwarg() -> str:
+    # diffusers renamed `torch_dtype` to `dtype` in 2026 (PR 14205); older releases reject `dtype`.
+    try:
+        from diffusers.utils.deprecation_utils import _resolve_dtype  # noqa: F401
+    except ImportError:
+        return "torch_dtype"
+    return "dtype"
+
+
+def _load(editor_cls: type[DiffusersEditor], spec: ModelSpec, options: LoadOptions) -> DiffusersEditor:
+    from diffusers import DiffusionPipeline
+
+    folder, revision = _weights_folder(spec, options)
+    device = resolve_device(options.device)
+    dtype = resolve_dtype(options.dtype, device)
+    offload = spec.options.get("offload") or ("model" if options.cpu_offload else None)
+    if offload not in (None, "model", "sequential"):
+        raise ConfigError(f"Unknown offload mode '{offload}'.", hint="Use 'model' or 'sequential'.")
+    try:
+        pipe = DiffusionPipeline.from_pretrained(folder, **{_dtype_kwarg(): dtype})
+    except (OSError, ValueError, EnvironmentError) as exc:
+        raise ModelError(f"Could not load the editor {spec.model_id} from {folder}.",
+                         hint="The folder must hold a complete diffusers pipeline (model_index.json and its "
+                              "component folders); download it again if it is incomplete.",
+                         detail=f"{type(exc).__name__}: {exc}") from exc
+    name = type(pipe).__name__
+    if name not in editor_cls.pipeline_classes:
+        raise ConfigError(f"{spec.model_id} holds a {name}, not a {editor_cls.family} editor.",
+                          hint=f"The {editor_cls.family} family loads: {', '.join(editor_cls.pipeline_classes)}.")
+    try:
+        if offload and device.startswith("cuda"):
+            if offload == "sequential":
+                pipe.enable_sequential_cpu_offload(device=device)
+            else:
+                pipe.enable_model_cpu_offload(device=device)
+        else:
+            if offload:
+                log.warning("CPU offload needs a CUDA device; running %s on %s", spec.model_id, device)
+            pipe.to(device)
+    except Exception as exc:  # noqa: BLE001
+        oom = translate_oom(exc, what=f"Loading {spec.model_id}")
+        if oom is not None:
+            del pipe
+            free_memory()
+            raise oom from exc
+        raise
+    info = ModelInfo(model_id=spec.model_id, family=editor_cls.family, revision=revision or spec.revision,
+                     extra={"pipeline": name, "dtype": str(dtype).replace("torch.", ""), "device": device,
+                            "offload": offload, "defaults_version": editor_cls.defaults_version})
+    return editor_cls(pipe, info, spec.options)
+
+
+for _cls in (FluxKontextEditor, QwenImageEditEditor, InstructPix2PixEditor):
+    register_family("editor", _cls.family)(lambda spec, options, _cls=_cls: _load(_cls, spec, options))

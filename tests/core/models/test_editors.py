@@ -1,0 +1,193 @@
+"""Image editors: tiny random diffusers pipelines saved with save_pretrained and loaded through the registry."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from fixtures_tiny.editors import build_tiny_flux_kontext, build_tiny_instruct_pix2pix, build_tiny_qwen_image_edit
+from nemo_desktop.core.errors import ConfigError, JobCancelled, ModelError, OutOfMemoryError, WeightsNotFoundError
+from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.models.protocols import ImageEditor
+from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, list_families, load_model
+
+torch = pytest.importorskip("torch")
+
+CPU = LoadOptions(device="cpu")
+FAST = ["diffusers-instruct-pix2pix", "diffusers-flux-kontext"]
+BUILDERS = {"diffusers-instruct-pix2pix": build_tiny_instruct_pix2pix,
+            "diffusers-flux-kontext": build_tiny_flux_kontext,
+            "diffusers-qwen-image-edit": build_tiny_qwen_image_edit}
+
+
+@pytest.fixture(scope="session")
+def tiny_dirs(tmp_path_factory):
+    """Saved tiny pipelines, built lazily once per session."""
+    root = tmp_path_factory.mktemp("tiny-editors")
+    built: dict[str, object] = {}
+
+    def get(family: str, **kw):
+        key = family + repr(sorted(kw.items()))
+        if key not in built:
+            built[key] = BUILDERS[family](root, **kw)
+        return built[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def editors(tiny_dirs):
+    loaded: dict[str, object] = {}
+
+    def get(family: str):
+        if family not in loaded:
+            loaded[family] = load_model(ModelSpec("editor", family, str(tiny_dirs(family))), CPU)
+        return loaded[family]
+
+    return get
+
+
+def _image(w=50, h=37, seed=0):
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 255, (h, w, 3), dtype=np.uint8))
+
+
+def _decoded_sizes(editor, monkeypatch):
+    """Spy on the VAE decoder: the pixel size each call decodes (proves the working resolution)."""
+    sizes = []
+    vae = editor.pipe.vae
+    real = vae.decode
+    factor = editor.pipe.vae_scale_factor
+
+    def decode(z, *a, **k):
+        sizes.append((z.shape[-1] * factor, z.shape[-2] * factor))
+        return real(z, *a, **k)
+
+    monkeypatch.setattr(vae, "decode", decode)
+    return sizes
+
+
+def test_every_editor_family_is_registered():
+    assert {f for _, f in list_families("editor")} >= set(BUILDERS)
+
+
+@pytest.mark.parametrize("family", FAST + [pytest.param("diffusers-qwen-image-edit", marks=pytest.mark.slow)])
+def test_edit_returns_requested_size_with_one_callback_per_step(family, editors, monkeypatch):
+    editor = editors(family)
+    assert isinstance(editor, ImageEditor)
+    assert editor.info.family == family and editor.info.revision.startswith("local-")
+    decoded = _decoded_sizes(editor, monkeypatch)
+    calls = []
+    out = editor.edit(_image(), "make the dog a cat", seed=3, steps=3, size=(50, 37),
+                      on_step=lambda i, n: calls.append((i, n)) or True)
+    assert out.size == (50, 37) and out.mode == "RGB"
+    assert calls == [(1, 3), (2, 3), (3, 3)]
+    # The pipeline ran at the requested size rounded to its multiple, not at a megapixel.
+    assert decoded == [editor.working_size(50, 37)]
+    m = editor.size_multiple
+    assert m == (8 if family.endswith("pix2pix") else 16)
+    w, h = editor.working_size(50, 37)
+    assert w % m == 0 and h % m == 0 and abs(w - 50) <= m / 2 and abs(h - 37) <= m / 2
+
+
+@pytest.mark.parametrize("family", FAST)
+def test_default_size_is_the_input_size(family, editors):
+    assert editors(family).edit(_image(40, 24), "add a hat", steps=1).size == (40, 24)
+
+
+@pytest.mark.parametrize("family", FAST)
+def test_same_seed_same_image_other_seed_other_image(family, editors):
+    editor = editors(family)
+    a = np.asarray(editor.edit(_image(), "add a hat", seed=7, steps=2, size=(48, 32)), dtype=float)
+    b = np.asarray(editor.edit(_image(), "add a hat", seed=7, steps=2, size=(48, 32)), dtype=float)
+    c = np.asarray(editor.edit(_image(), "add a hat", seed=8, steps=2, size=(48, 32)), dtype=float)
+    assert np.abs(a - b).max() <= 2  # float noise of a few 1e-4 may flip one uint8 step
+    assert np.abs(a - c).mean() > 1
+
+
+@pytest.mark.parametrize("family", FAST)
+def test_cancel_in_step_callback_stops_the_loop_and_editor_stays_usable(family, editors, monkeypatch):
+    editor = editors(family)
+    decoded = _decoded_sizes(editor, monkeypatch)
+    ctx = JobContext()
+    calls = []
+
+    def on_step(i, n):
+        calls.append(i)
+        if i == 2:
+            ctx.cancel_token.cancel()
+        return not ctx.cancelled
+
+    with pytest.raises(JobCancelled):
+        editor.edit(_image(), "add a hat", steps=5, size=(32, 32), on_step=on_step)
+    assert calls == [1, 2] and decoded == []  # stopped after step 2, nothing decoded
+    assert editor.edit(_image(), "add a hat", steps=1, size=(32, 32)).size == (32, 32)
+
+
+def test_job_context_step_callback_drives_an_edit(editors):
+    editor = editors("diffusers-flux-kontext")
+    seen = []
+    ctx = JobContext(on_progress=seen.append)
+    report = ctx.step_callback("Editing image 1 of 1", 2)
+    editor.edit(_image(), "add a hat", steps=2, size=(32, 32), on_step=lambda i, n: report(i))
+    assert [(p.stage, p.done, p.total) for p in seen] == [("Editing image 1 of 1", 1, 2), ("Editing image 1 of 1", 2, 2)]
+
+
+def test_out_of_memory_during_edit_becomes_a_clear_error(editors, monkeypatch):
+    editor = editors("diffusers-flux-kontext")
+
+    def oom(*a, **k):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    with monkeypatch.context() as m:
+        m.setattr(editor.pipe.transformer, "forward", oom)
+        with pytest.raises(OutOfMemoryError) as err:
+            editor.edit(_image(), "add a hat", steps=2, size=(32, 32))
+    assert "resolution" in err.value.hint and "offload" in err.value.hint
+    assert editor.edit(_image(), "add a hat", steps=1, size=(32, 32)).size == (32, 32)
+
+
+def test_loading_a_folder_with_the_wrong_family_says_what_it_holds(tiny_dirs):
+    with pytest.raises(ConfigError, match="StableDiffusionInstructPix2PixPipeline"):
+        load_model(ModelSpec("editor", "diffusers-flux-kontext", str(tiny_dirs("diffusers-instruct-pix2pix"))), CPU)
+
+
+def test_loads_from_the_hub_cache_and_pins_the_commit(tiny_dirs, tmp_path):
+    """A repo id resolves to the cached snapshot (HF_HUB_OFFLINE=1 is set for the whole suite)."""
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--tiny-org--kontext"
+    shutil.copytree(tiny_dirs("diffusers-flux-kontext"), repo / "snapshots" / sha)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(sha)
+    options = LoadOptions(device="cpu", cache_dir=str(tmp_path / "hub"))
+    editor = load_model(ModelSpec("editor", "diffusers-flux-kontext", "tiny-org/kontext"), options)
+    assert editor.info.revision == sha
+    assert editor.edit(_image(), "add a hat", steps=1, size=(24, 24)).size == (24, 24)
+
+
+def test_hub_repo_not_in_cache_offline_is_weights_not_found(tmp_path):
+    options = LoadOptions(device="cpu", cache_dir=str(tmp_path / "empty-hub"))
+    spec = ModelSpec("editor", "diffusers-flux-kontext", "black-forest-labs/FLUX.1-Kontext-dev",
+                     catalog_id="flux-kontext-dev")
+    with pytest.raises(WeightsNotFoundError) as err:
+        load_model(spec, options)
+    assert "nemo models download flux-kontext-dev" in err.value.hint
+
+
+def test_unload_releases_the_pipeline(tiny_dirs):
+    editor = load_model(ModelSpec("editor", "diffusers-instruct-pix2pix", str(tiny_dirs("diffusers-instruct-pix2pix"))),
+                        CPU)
+    editor.unload()
+    assert editor.pipe is None
+    with pytest.raises(ModelError, match="unloaded"):
+        editor.edit(_image(), "add a hat", steps=1)
+
+
+@pytest.mark.slow
+def test_qwen_image_edit_plus_pipeline_loads_in_the_same_family(tiny_dirs):
+    editor = load_model(ModelSpec("editor", "diffusers-qwen-image-edit",
+                                  str(tiny_dirs("diffusers-qwen-image-edit", plus=True))), CPU)
+    assert editor.info.extra["pipeline"] == "QwenImageEditPlusPipeline"
+    assert editor.steps_for_pipeline() == 40 and editor.size_multiple == 16
