@@ -1,0 +1,247 @@
+"""`nemo explain IMAGE --true-label LABEL --classifier ID --mllm ID [--editor ID] --reference INDEX`: explain
+why the classifier got IMAGE wrong (SciTX) and test each hypothesis by a counterfactual intervention.
+
+--reference is a reference-index id (`nemo index --list`), a dataset folder / CSV manifest (indexed with the
+classifier first, incrementally), or `none` (no observations). Every step is kept in the results store: a
+re-run of the same image answers from it, and Ctrl-C stops after the current step (a re-run resumes).
+"""
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("explain", help="explain a misclassified image (SciTX) and test the explanation",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("image", metavar="IMAGE", help="the misclassified image")
+    p.add_argument("--true-label", "-y", required=True, metavar="LABEL", help="its true class: name or index")
+    p.add_argument("--classifier", "-c", required=True, metavar="ID", help="catalog id or <family>:<source>")
+    p.add_argument("--mllm", "-l", required=True, metavar="ID", help="multimodal LLM: catalog id or <family>:<source>")
+    p.add_argument("--editor", "-e", metavar="ID",
+                   help="image editor for image interventions (default: the catalog's paper default); not used "
+                        "for zero-shot classifiers, whose hypotheses are tested by prompt rewriting")
+    p.add_argument("--reference", "-r", required=True, metavar="INDEX_OR_DATASET",
+                   help="reference index id, dataset folder or CSV manifest, or 'none'")
+    p.add_argument("--method", default="scitx", help="explanation method (default scitx)")
+    p.add_argument("--k", type=int, default=3, metavar="N", help="observations per set A/B/C (default 3)")
+    p.add_argument("--m", type=int, default=3, metavar="N", help="hypothesis candidates (default 3)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of sampling, retrieval and edits (0)")
+    p.add_argument("--no-class-relevance", action="store_true",
+                   help="retrieve by similarity only (the paper's Table 5 ablation)")
+    p.add_argument("--edit-steps", type=int, metavar="N", help="diffusion steps of the editor (its default)")
+    p.add_argument("--edit-guidance", type=float, metavar="G", help="guidance scale of the editor (its default)")
+    p.add_argument("--edit-size", metavar="WxH", help="edit at this size instead of the image's own")
+    p.add_argument("--max-new-tokens", type=int, metavar="N",
+                   help="cap on every MLLM reply (default: 160 for captions, 512 for hypotheses, 256 for "
+                        "interventions)")
+    p.add_argument("--json", metavar="OUT", help="write the full result as JSON to OUT ('-' for stdout)")
+    p.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:1, ...")
+    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
+    p.set_defaults(func=run)
+
+
+# -- progress and Ctrl-C ------------------------------------------------------------------------------------
+def _progress_bars():
+    """JobContext callback: one tqdm bar per stage on stderr. Returns (callback, close)."""
+    from tqdm import tqdm
+
+    state = {"bar": None, "stage": None}
+
+    def close() -> None:
+        if state["bar"] is not None:
+            state["bar"].close()
+            state["bar"] = None
+
+    def on_progress(p) -> None:
+        if p.stage != state["stage"]:
+            close()
+            state["stage"] = p.stage
+            state["bar"] = tqdm(total=p.total, desc=p.stage, file=sys.stderr, dynamic_ncols=True, leave=False)
+        bar = state["bar"]
+        if p.total is not None and bar.total != p.total:
+            bar.total = p.total
+        bar.update(max(0, p.done - bar.n))
+
+    return on_progress, close
+
+
+@contextmanager
+def _ctrl_c_cancels(token):
+    """The first Ctrl-C cancels after the current step (diffusion stops at the next step); the second
+    interrupts at once."""
+    def handler(signum, frame):
+        if token.cancelled:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt
+        token.cancel()
+        print("\nCancelling after the current step (Ctrl-C again to stop now)...", file=sys.stderr)
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# -- loading ------------------------------------------------------------------------------------------------
+def _parse_size(text: str | None):
+    from ...core.errors import ConfigError
+
+    if not text:
+        return None
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+        if w > 0 and h > 0:
+            return (w, h)
+    except ValueError:
+        pass
+    raise ConfigError(f"--edit-size must look like 512x512, not '{text}'.")
+
+
+def _default_editor_id() -> str:
+    from ...core.models.catalog import list_catalog
+
+    editors = list_catalog("editor")
+    chosen = next((e for e in editors if e.paper_default), editors[0] if editors else None)
+    if chosen is None:
+        from ...core.errors import ConfigError
+
+        raise ConfigError("No image editor is configured.", hint="Give one with --editor ID.")
+    return chosen.id
+
+
+def _load(ref: str, kind: str, args):
+    from ...core.models.catalog import resolve_model_ref
+    from ...core.models.registry import LoadOptions, load_model
+
+    return load_model(resolve_model_ref(ref, kind), LoadOptions(device=args.device, dtype=args.dtype))
+
+
+def _reference(ref: str, classifier, store, ctx):
+    """An index id, a dataset (indexed now, incrementally) or 'none'."""
+    if ref.lower() == "none":
+        return None
+    from ...core.data.reference_index import align_to_classifier, build_index, find_index
+
+    path = Path(ref).expanduser()
+    if path.exists():
+        from ...core.data.datasets import open_dataset
+
+        dataset = align_to_classifier(open_dataset(path), classifier, skip_unmatched=True)
+        return build_index(dataset, classifier, store, ctx.sub("Reference index"))
+    return find_index(store, ref)
+
+
+# -- output -------------------------------------------------------------------------------------------------
+def _short(text: str | None, width: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def format_result(result) -> str:
+    s = result.sample
+    lines = [f"Image:      {s.image_path or '(image)'}",
+             f"Prediction: '{s.pred_name}' (p = {s.prob_pred:.3f}); true class '{s.true_name}' "
+             f"(p = {s.prob_true:.3f})", ""]
+    if result.explanation is not None:
+        lines += [f"Explanation (CEI {result.cei:+.2f}):", f"  {result.explanation}", ""]
+    else:
+        lines += ["No explanation could be validated (see the candidates below).", ""]
+    lines.append("Candidates:")
+    lines.append(f"  {'#':>2}  {'CEI':>8}  {'P(true) before -> after':<24}  hypothesis")
+    for i, c in enumerate(result.candidates):
+        mark = "*" if i == result.selected_index else " "
+        score = f"{c.cei:+8.2f}" if c.cei is not None else f"{'-':>8}"
+        probs = (f"{c.prob_true_before:.3f} -> {c.prob_true_after:.3f}" if c.prob_true_after is not None
+                 else "")
+        lines.append(f"{mark} {i + 1:>2}  {score}  {probs:<24}  {_short(c.hypothesis, 100) or '(none)'}")
+        if c.intervention:
+            what = "edit" if c.intervention_kind == "image" else "prompt"
+            lines.append(f"  {'':>2}  {'':>8}  {'':<24}  {what}: {_short(c.intervention, 90)}")
+        if c.top5_after:
+            lines.append(f"  {'':>2}  {'':>8}  {'':<24}  top-1 after: '{c.top5_after[0].name}' "
+                         f"({c.top5_after[0].prob:.3f})")
+        if c.error:
+            lines.append(f"  {'':>2}  {'':>8}  {'':<24}  error: {_short(c.error, 100)}")
+    if result.notes:
+        lines += ["", "Notes:"] + [f"  - {n}" for n in result.notes]
+    if result.result_key:
+        lines += ["", f"Stored in the results store as {result.result_key[:16]}."]
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from dataclasses import fields
+
+    from ...core.errors import ConfigError, JobCancelled
+    from ...core.jobs import CancelToken, JobContext
+    from ...core.methods.registry import get_method
+    from ...core.store import ResultsStore, atomic_write_text
+    from ...core.store.paths import get_paths
+
+    if args.k < 0 or args.m < 1:
+        raise ConfigError("--k must be >= 0 and --m >= 1.")
+    image = Path(args.image)
+    if not image.is_file():
+        raise ConfigError(f"No image file at {image}.", hint="Check the path.")
+    entry = get_method(args.method)
+    wanted = dict(k=args.k, m=args.m, seed=args.seed, class_relevance=not args.no_class_relevance,
+                  edit_steps=args.edit_steps, edit_guidance=args.edit_guidance, edit_size=_parse_size(args.edit_size))
+    if args.max_new_tokens is not None:
+        if args.max_new_tokens < 1:
+            raise ConfigError("--max-new-tokens must be at least 1.")
+        wanted.update(caption_max_new_tokens=args.max_new_tokens, hypothesis_max_new_tokens=args.max_new_tokens,
+                      intervention_max_new_tokens=args.max_new_tokens)
+    known = {f.name for f in fields(entry.config)} if entry.config else set()
+    config = entry.config(**{k: v for k, v in wanted.items() if k in known}) if entry.config else None
+
+    token = CancelToken()
+    on_progress, close_bars = _progress_bars()
+    ctx = JobContext(on_progress, cancel=token)
+    store = ResultsStore.open(get_paths().ensure())
+    try:
+        with _ctrl_c_cancels(token):
+            classifier = _load(args.classifier, "classifier", args)
+            label = args.true_label  # a class name first, else an index (resolve_label)
+            from ...core.methods.labels import resolve_label
+
+            resolve_label(label, classifier.class_names)  # a typo fails before the big models load
+            zero_shot = bool(getattr(classifier, "zero_shot", False))
+            editor = None
+            if not zero_shot and (entry.needs_editor or args.editor):
+                editor = _load(args.editor or _default_editor_id(), "editor", args)
+            elif args.editor:
+                print("note: the classifier is zero-shot; hypotheses are tested by prompt rewriting, so the "
+                      "editor is not used", file=sys.stderr)
+            mllm = _load(args.mllm, "mllm", args)
+            reference = _reference(args.reference, classifier, store, ctx)
+            method = entry.factory(classifier, mllm, editor=editor, store=store, reference=reference, config=config)
+            result = method(image, label, ctx)
+    except JobCancelled as exc:
+        close_bars()
+        print(f"{exc.message} Completed steps are kept in the results store; run the same command to resume.",
+              file=sys.stderr)
+        return 130
+    finally:
+        close_bars()
+        store.close()
+
+    if args.json:
+        text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
+        if args.json == "-":
+            print(text)
+        else:
+            atomic_write_text(Path(args.json), text + "\n")
+    if args.json != "-":
+        print(format_result(result))
+        if args.json:
+            print(f"Full result written to {args.json}.")
+    return 0

@@ -1,0 +1,767 @@
+"""SciTX (NEMO paper §3.2, Algorithm 1): explain one misclassified image with a tested hypothesis.
+
+    pipe = SciTXPipeline(classifier, mllm, editor, store=store, reference=index, config=SciTXConfig(k=3, m=3))
+    result = pipe(image_path_or_pil, true_label, ctx)      # -> ExplanationResult
+
+Stages (the `stage` names reported through the JobContext; `done/total` count the units of each stage):
+"Classifying", "Retrieving observations", "Captioning observations" (i/n), "Generating hypotheses" (i/M),
+"Writing interventions" (i/M), "Editing image i/M" (done/total = diffusion steps), "Scoring" (i/M).
+Cancellation is checked before every unit of work and between diffusion steps. A re-run answered from
+the stored result reports only "Loaded from the results store". Partial results (`ctx.partial`) are dicts:
+{"kind": "sample", "sample": SampleInfo}, {"kind": "observations", "observations": [...]} and
+{"kind": "candidate", "index": j, "candidate": Candidate} (once generated, again once scored).
+
+1. Survey: classify the image, retrieve correctly classified references of the true class (Set A), of the
+   predicted class (Set B) and random ones (Set C) from the reference index, caption each (appendix A of
+   the paper does not print the caption prompt; ours is resources/prompts/scitx_caption.v1.txt).
+2. Hypothesis: the image plus the A.1 prompt with the captions -> JSON {"cause_of_error": ...}.
+3. Experiment: from the hypothesis alone (text only; the MLLM does not see the image), the A.3 prompt
+   gives an edit instruction that the editor applies at the image's own resolution (ordinary classifiers),
+   or a rewritten zero-shot prompt that replaces the TRUE class's prompt only (zero-shot classifiers).
+   CEI = 100 × (P(y | s_e) − P(y | s_o)).
+4. Conclusion: the candidate with the largest CEI is the explanation.
+
+How the M distinct candidates are obtained
+------------------------------------------
+The A.1 prompt asks for ONE JSON object, and the paper decodes at temperature 0, which yields one
+hypothesis. We keep the prompt verbatim and draw M times: draw 0 is greedy (temperature 0, exactly the
+paper's decoding, so candidate 1 is the paper's hypothesis), and draw d >= 1 samples at
+`sampling_temperature` (default 0.7) with seed `seed * 1000 + d`. A draw whose hypothesis repeats an
+earlier one (same words, ignoring case and punctuation) is replaced by the next draw, at most
+`max_extra_draws` times per sample; a duplicate left after that is kept as a candidate with an error.
+Why not one prompt asking for a list of M: it changes the paper's prompt and output format, the M items
+share one context so a bad reply loses all of them, and a long list degrades small models' JSON. Seeded
+draws keep each candidate independently parseable, retryable and cacheable, and stay reproducible.
+
+Parsing: robust JSON extraction (`parsing.extract_field`); if a reply cannot be read, ONE follow-up turn
+with resources/prompts/json_repair.v1.txt (temperature 0), then the candidate records the error and keeps
+the raw replies. Such parse outcomes are deterministic and cached; exceptions raised by a model (out of
+memory, endpoint down) are recorded on the candidate but not cached, and the result is then marked
+incomplete so that a re-run retries exactly those units.
+
+Caching: every unit (classification, embedding, retrieval, caption, hypothesis draw, intervention, edit,
+re-classification) is stored in the results store under a `result_key` of everything that determines it
+(content hashes, model ids and revisions, rendered-prompt hash and prompt version, seed, parameters), and
+reused. The final ExplanationResult is stored too (kind "explanation"); a re-run of a complete diagnosis
+is answered from it without loading pixels into any model. Units are written atomically one by one, so a
+cancelled run leaves only whole units behind and the next run resumes from them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+from PIL import Image
+
+from ... import __version__
+from ..errors import ConfigError, JobCancelled, MalformedOutputError, NemoError
+from ..jobs import JobContext, describe_exception, null_context
+from ..metrics.cei import best_candidate, cei, top_k
+from ..models.protocols import ChatMessage, ModelInfo
+from .labels import resolve_label
+from .parsing import extract_field, extract_json
+from .prompts import PromptTemplate, load_prompt
+from .registry import register_method
+from .result import Candidate, ExplanationResult, Observation, SampleInfo
+
+log = logging.getLogger(__name__)
+
+METHOD = "scitx"
+EMPTY_SET = "  - (no examples available)"
+
+
+@dataclass
+class SciTXConfig:
+    k: int = 3  # observations per set (A: true class, B: predicted class, C: random)
+    m: int = 3  # hypothesis candidates
+    seed: int = 0
+    class_relevance: bool = True  # False = the Table 5 ablation (similarity + correctness only)
+    edit_steps: int | None = None  # None = the editor's default
+    edit_guidance: float | None = None
+    edit_size: tuple[int, int] | None = None  # (width, height); None = the input image's size
+    caption_max_new_tokens: int = 160
+    hypothesis_max_new_tokens: int = 512
+    intervention_max_new_tokens: int = 256
+    sampling_temperature: float = 0.7  # for hypothesis draws 2..M (draw 1 is greedy)
+    max_extra_draws: int = 3  # extra hypothesis draws allowed to replace duplicates
+    thumbnail_side: int = 192  # observation thumbnails kept with the result
+
+    def __post_init__(self) -> None:
+        if self.k < 0 or self.m < 1:
+            raise ConfigError(f"SciTX needs k >= 0 and m >= 1 (got k={self.k}, m={self.m}).")
+        if self.edit_size is not None:
+            self.edit_size = (int(self.edit_size[0]), int(self.edit_size[1]))
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["edit_size"] = list(self.edit_size) if self.edit_size else None
+        return d
+
+
+@dataclass
+class _Prompts:
+    caption: PromptTemplate
+    hypothesis: PromptTemplate
+    edit: PromptTemplate
+    rewrite: PromptTemplate
+    repair: PromptTemplate
+
+    def versions(self) -> dict[str, str]:
+        return {f.name: getattr(self, f.name).version for f in fields(self)}
+
+
+def load_scitx_prompts() -> _Prompts:
+    return _Prompts(load_prompt("scitx_caption"), load_prompt("scitx_hypothesis"),
+                    load_prompt("scitx_edit_instruction"), load_prompt("scitx_prompt_rewrite"),
+                    load_prompt("json_repair"))
+
+
+class _Units:
+    """The results store seen as a cache of units; works (without caching) when there is no store."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.reused = 0
+        self.computed = 0
+
+    def get(self, key: str) -> Any:
+        if self.store is None:
+            return None
+        hit = self.store.get(key)
+        if hit is not None:
+            self.reused += 1
+        return hit
+
+    def put(self, key: str, kind: str, payload: dict, artifacts: Mapping[str, Any] | None = None) -> Any:
+        self.computed += 1
+        if self.store is None:
+            return None
+        return self.store.put(key, kind, payload, artifacts)
+
+
+def _key(kind: str, **parts: Any) -> str:
+    from ..store import result_key  # the store package is light; imported here to keep import order simple
+
+    return result_key(kind, **parts)
+
+
+def _sha_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _jsonable(x: Any) -> Any:
+    return json.loads(json.dumps(x, sort_keys=True, default=str))
+
+
+def model_part(info: ModelInfo | None) -> dict[str, Any] | None:
+    """What identifies a model in cache keys (extra is for manifests: it may hold device or dtype)."""
+    if info is None:
+        return None
+    return {"id": info.model_id, "family": info.family, "revision": info.revision}
+
+
+def model_manifest(info: ModelInfo | None) -> dict[str, Any] | None:
+    if info is None:
+        return None
+    return {**model_part(info), "extra": _jsonable(dict(info.extra or {}))}
+
+
+def _norm_hypothesis(text: str) -> str:
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.lower()).split())
+
+
+def _error_text(exc: BaseException) -> str:
+    d = describe_exception(exc)
+    return d["message"] + (f" {d['hint']}" if d.get("hint") else "")
+
+
+@register_method(METHOD, config=SciTXConfig, needs_editor=True,
+                 description="SciTX: retrieve observations, hypothesise, test each hypothesis by "
+                             "counterfactual intervention, keep the one with the largest CEI.")
+class SciTXPipeline:
+    """SciTX with its components injected (diffusers style): one `__call__` explains one image."""
+
+    def __init__(self, classifier: Any, mllm: Any, editor: Any = None, store: Any = None,
+                 reference: Any = None, config: SciTXConfig | None = None,
+                 prompts: _Prompts | None = None) -> None:
+        self.classifier = classifier
+        self.mllm = mllm
+        self.editor = editor
+        self.store = store
+        self.reference = reference
+        self.config = config or SciTXConfig()
+        self.prompts = prompts or load_scitx_prompts()
+        # Artifact name -> image of the last call (for callers without a store).
+        self.last_artifacts: dict[str, Image.Image] = {}
+
+    # ------------------------------------------------------------------------------------------- identity
+    @property
+    def zero_shot(self) -> bool:
+        return bool(getattr(self.classifier, "zero_shot", False))
+
+    def _classifier_part(self) -> dict[str, Any]:
+        names = list(self.classifier.class_names)
+        part = {**model_part(self.classifier.info), "classes_sha256": _sha_text("\n".join(names))}
+        if self.zero_shot and hasattr(self.classifier, "class_prompt"):
+            prompts = [self.classifier.class_prompt(i) for i in range(len(names))]
+            part["prompts_sha256"] = _sha_text("\n".join(prompts))
+        return part
+
+    def _reference_part(self) -> dict[str, Any] | None:
+        ref = self.reference
+        if ref is None:
+            return None
+        fp = getattr(ref, "fingerprint", None)
+        if callable(fp):
+            fp = fp()
+        if fp is None:  # the index's write counter changes whenever its rows do
+            fp = {"version": (getattr(ref, "meta", None) or {}).get("version"), "entries": len(ref)}
+        return {"index_id": getattr(ref, "index_id", None), "fingerprint": _jsonable(fp)}
+
+    def _check_reference(self) -> None:
+        """Retrieval compares embeddings, so the index must come from this very classifier."""
+        ref = self.reference
+        if ref is None:
+            return
+        info = self.classifier.info
+        ref_id, ref_rev = getattr(ref, "classifier_id", None), getattr(ref, "classifier_revision", None)
+        same_model = ref_id is None or (ref_id == info.model_id and
+                                        (ref_rev is None or info.revision is None or ref_rev == info.revision))
+        names = getattr(ref, "class_names", None)
+        if not same_model or (names is not None and list(names) != list(self.classifier.class_names)):
+            raise ConfigError(f"The reference index {getattr(ref, 'index_id', '')} was built with "
+                              f"{ref_id or 'another classifier'}, not with {info.model_id}.",
+                              hint="Index the reference dataset with the classifier being explained "
+                                   "(`nemo index DATASET --classifier ID`), or pass the dataset itself.")
+
+    # ------------------------------------------------------------------------------------------- the call
+    def __call__(self, image: str | os.PathLike | Image.Image, true_label: int | str,
+                 ctx: JobContext | None = None) -> ExplanationResult:
+        ctx = ctx or null_context()
+        cfg = self.config
+        if not self.zero_shot and self.editor is None:
+            raise ConfigError("SciTX needs an image editor to test hypotheses for this classifier.",
+                              hint="Choose an editor (e.g. --editor), or use a zero-shot classifier, whose "
+                                   "hypotheses are tested by rewriting its prompt instead.")
+        self._check_reference()
+        t_start = time.perf_counter()
+        timings: dict[str, float] = {}
+        notes: list[str] = []
+        units = _Units(self.store)
+        self.last_artifacts = {}
+        transient = False  # a model raised: the result is incomplete, a re-run retries those units
+
+        img, image_path, file_sha = self._load_input(image)
+        image_sha = _content_hash(img)
+        names = list(self.classifier.class_names)
+        y = resolve_label(true_label, names)
+        clf = self._classifier_part()
+        explanation_key = _key("explanation", method=METHOD, image_sha256=image_sha, true_index=y,
+                               classifier=clf, mllm=model_part(self.mllm.info),
+                               editor=None if self.zero_shot else model_part(self.editor.info),
+                               reference=self._reference_part(), config=cfg.as_dict(),
+                               prompts=self.prompts.versions(), app_version=__version__)
+        done = units.get(explanation_key)
+        if done is not None and done.payload.get("manifest", {}).get("complete"):
+            ctx.progress("Loaded from the results store", 1, 1)
+            result = ExplanationResult.from_dict(done.payload)
+            result.result_key = explanation_key
+            return result
+
+        # -- 1. classify ----------------------------------------------------------------------------
+        t = time.perf_counter()
+        ctx.check_cancelled()
+        ctx.progress("Classifying", 0, 1)
+        probs = self._classify(units, img, image_sha, clf)
+        pred = int(np.argmax(probs))
+        ctx.progress("Classifying", 1, 1)
+        top5 = top_k(probs, names, 5)
+        sample = SampleInfo(image_path=str(image_path or ""), image_sha256=image_sha, true_index=y,
+                            true_name=names[y], pred_index=pred, pred_name=names[pred],
+                            prob_true=float(probs[y]), prob_pred=float(probs[pred]), top5=top5,
+                            image_artifact="input")
+        self.last_artifacts["input"] = img
+        ctx.partial({"kind": "sample", "sample": sample})
+        timings["classify"] = time.perf_counter() - t
+        if pred == y:
+            raise NemoError(f"The classifier predicts the true class '{names[y]}' for this image "
+                            f"(p = {probs[y]:.3f}); there is no error to explain.",
+                            hint="SciTX explains misclassifications: pick an image the classifier gets wrong, "
+                                 "or check the true label.")
+
+        # -- 2. survey ------------------------------------------------------------------------------
+        t = time.perf_counter()
+        observations, retrieval_notes = self._retrieve(ctx, units, img, image_sha, file_sha, clf, y, pred)
+        notes.extend(retrieval_notes)
+        timings["retrieve"] = time.perf_counter() - t
+        t = time.perf_counter()
+        thumbs, caption_transient = self._caption_all(ctx, units, observations, notes)
+        transient |= caption_transient
+        self.last_artifacts.update(thumbs)
+        ctx.partial({"kind": "observations", "observations": observations})
+        timings["caption"] = time.perf_counter() - t
+
+        # -- 3. hypotheses --------------------------------------------------------------------------
+        t = time.perf_counter()
+        candidates, hyp_transient = self._hypothesise(ctx, units, img, image_sha, sample, observations)
+        transient |= hyp_transient
+        timings["hypothesis"] = time.perf_counter() - t
+
+        # -- 4. interventions, edits, scores --------------------------------------------------------
+        t = time.perf_counter()
+        transient |= self._write_interventions(ctx, units, sample, candidates)
+        timings["intervention"] = time.perf_counter() - t
+        t = time.perf_counter()
+        edited: dict[int, Image.Image] = {}
+        if not self.zero_shot:
+            edited, edit_transient = self._edit_all(ctx, units, img, image_sha, candidates)
+            transient |= edit_transient
+        timings["edit"] = time.perf_counter() - t
+        t = time.perf_counter()
+        self._score_all(ctx, units, img, image_sha, clf, sample, candidates, edited)
+        timings["score"] = time.perf_counter() - t
+
+        # -- 5. conclusion --------------------------------------------------------------------------
+        best = best_candidate(candidates)
+        if best is None:
+            notes.append("No hypothesis could be tested, so none was selected; see each candidate's error.")
+        elif candidates[best].cei is not None and candidates[best].cei <= 0:
+            notes.append(f"No intervention raised the true-class probability (best CEI "
+                         f"{candidates[best].cei:+.2f}); the selected hypothesis is the least harmful one "
+                         "and may not name the cause.")
+        if transient:
+            notes.append("Some steps failed with an error (see the candidates); the result is marked "
+                         "incomplete and a re-run retries those steps.")
+        timings["total"] = time.perf_counter() - t_start
+        result = ExplanationResult(
+            method=METHOD, sample=sample,
+            explanation=candidates[best].hypothesis if best is not None else None,
+            selected_index=best, cei=candidates[best].cei if best is not None else None,
+            candidates=candidates, observations=observations, timings=timings, notes=notes,
+            manifest=self._manifest(cfg, image_path, file_sha, units, not transient))
+        self._store_result(units, explanation_key, result, img, edited)
+        return result
+
+    # --------------------------------------------------------------------------------------- stage 1
+    def _load_input(self, image: Any) -> tuple[Image.Image, Path | None, str | None]:
+        from ..images import load_image, to_rgb
+
+        if isinstance(image, Image.Image):
+            return to_rgb(image), None, None
+        path = Path(image)
+        from ..store import content_hash
+
+        img = load_image(path)
+        return img, path, content_hash(path)
+
+    def _classify(self, units: _Units, img: Image.Image, image_sha: str, clf: dict,
+                  class_prompts: Mapping[int, str] | None = None) -> np.ndarray:
+        prompts_part = {str(k): v for k, v in class_prompts.items()} if class_prompts else None
+        key = _key("classification", image_sha256=image_sha, classifier=clf, class_prompts=prompts_part)
+        hit = units.get(key)
+        if hit is not None:
+            return np.asarray(hit.payload["probs"], dtype=np.float64)
+        if class_prompts:
+            probs = self.classifier.predict_proba([img], class_prompts=dict(class_prompts))
+        else:
+            probs = self.classifier.predict_proba([img])
+        probs = np.asarray(probs, dtype=np.float64).reshape(1, -1)[0]
+        units.put(key, "classification", {"image_sha256": image_sha, "classifier": clf,
+                                          "class_prompts": prompts_part,
+                                          "probs": [float(p) for p in probs]})
+        return probs
+
+    def _embed(self, units: _Units, img: Image.Image, image_sha: str, clf: dict) -> np.ndarray:
+        key = _key("embedding", image_sha256=image_sha, classifier=clf)
+        hit = units.get(key)
+        if hit is not None:
+            return np.asarray(hit.load_array("embedding"), dtype=np.float32)
+        emb = np.asarray(self.classifier.embed([img]), dtype=np.float32).reshape(1, -1)[0]
+        units.put(key, "embedding", {"image_sha256": image_sha, "classifier": clf, "dim": int(emb.shape[0])},
+                  {"embedding": emb})
+        return emb
+
+    # --------------------------------------------------------------------------------------- stage 2
+    def _retrieve(self, ctx: JobContext, units: _Units, img: Image.Image, image_sha: str, file_sha: str | None,
+                  clf: dict, y: int, pred: int) -> tuple[list[Observation], list[str]]:
+        cfg = self.config
+        if self.reference is None or cfg.k == 0:
+            why = "no reference index was given" if self.reference is None else "k = 0"
+            return [], [f"No observations were retrieved ({why}); hypotheses rest on the image alone."]
+        ctx.check_cancelled()
+        ctx.progress("Retrieving observations", 0, 1)
+        key = _key("retrieval", image_sha256=image_sha, exclude_sha256=file_sha, classifier=clf,
+                   reference=self._reference_part(), true_index=y, pred_index=pred, k=cfg.k, seed=cfg.seed,
+                   class_relevance=cfg.class_relevance)
+        hit = units.get(key)
+        if hit is not None:
+            obs = [Observation(**o) for o in hit.payload["observations"]]
+            notes = list(hit.payload["notes"])
+        else:
+            from ..data.retrieval import retrieve_observations
+
+            query = self._embed(units, img, image_sha, clf)
+            ctx.check_cancelled()
+            # The index hashes files, so the query is excluded by its file's hash; a PIL input has no file,
+            # and its pixel hash still seeds the random set per query.
+            found = retrieve_observations(self.reference, query, y, pred, k=cfg.k, seed=cfg.seed,
+                                          class_relevance=cfg.class_relevance,
+                                          query_sha256=file_sha or image_sha)
+            obs = list(found.observations)
+            notes = [f"Retrieval: {n}." for n in found.notes]
+            units.put(key, "retrieval", {"observations": [asdict(o) for o in obs], "notes": notes,
+                                         "params": _jsonable(getattr(found, "params", {}))})
+        ctx.progress("Retrieving observations", 1, 1)
+        return obs, notes
+
+    def _caption_all(self, ctx: JobContext, units: _Units, observations: list[Observation],
+                     notes: list[str]) -> tuple[dict[str, Image.Image], bool]:
+        cfg, tpl = self.config, self.prompts.caption
+        thumbs: dict[str, Image.Image] = {}
+        transient = False
+        n = len(observations)
+        ctx.progress("Captioning observations", 0, n)
+        for i, obs in enumerate(observations):
+            ctx.check_cancelled()
+            try:
+                ref_img = self._load_reference_image(obs)
+            except NemoError as exc:
+                ref_img, unreadable = None, exc.message
+            if ref_img is not None:
+                thumb = ref_img.copy()
+                thumb.thumbnail((cfg.thumbnail_side, cfg.thumbnail_side))
+                obs.thumbnail_artifact = f"obs_{i}"
+                thumbs[obs.thumbnail_artifact] = thumb
+            sha = obs.image_sha256 or (_content_hash(ref_img) if ref_img is not None else None)
+            key = _key("caption", image_sha256=sha, mllm=model_part(self.mllm.info), prompt_version=tpl.version,
+                       max_new_tokens=cfg.caption_max_new_tokens)
+            hit = units.get(key) if sha else None
+            if hit is not None:  # a stored caption is used even if the file has gone since
+                obs.caption = hit.payload["caption"]
+            elif ref_img is None:
+                notes.append(f"Observation {obs.image_path} could not be read and was left out: {unreadable}")
+            else:
+                try:
+                    reply = self.mllm.chat([ChatMessage.user(ref_img, tpl.render())],
+                                           max_new_tokens=cfg.caption_max_new_tokens, temperature=0.0)
+                except JobCancelled:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - recorded; the other observations go on
+                    transient = True
+                    notes.append(f"Captioning {Path(obs.image_path).name} failed: {_error_text(exc)}")
+                    ctx.progress("Captioning observations", i + 1, n)
+                    continue
+                obs.caption = _clean_caption(reply)
+                units.put(key, "caption", {"image_sha256": obs.image_sha256, "caption": obs.caption,
+                                           "raw_reply": reply, "prompt_version": tpl.version,
+                                           "mllm": model_part(self.mllm.info)})
+            ctx.progress("Captioning observations", i + 1, n)
+        return thumbs, transient
+
+    def _load_reference_image(self, obs: Observation) -> Image.Image:
+        from ..images import load_image
+
+        path = Path(obs.image_path)
+        root = getattr(self.reference, "dataset_root", None)
+        if not path.is_absolute() and root:
+            path = Path(root) / path
+        return load_image(path)
+
+    # --------------------------------------------------------------------------------------- stage 3
+    def _hypothesis_prompt(self, sample: SampleInfo, observations: list[Observation]) -> str:
+        def block(set_name: str) -> str:
+            lines = []
+            for o in observations:
+                if not o.caption or _prompt_set(o, sample) != set_name:
+                    continue
+                # Without class relevance, Set C also holds nearest neighbours of other classes: name them.
+                label = f"[{o.label_name}] " if o.set_name == "S" and set_name == "C" else ""
+                lines.append(f"  - {label}{o.caption}")
+            return "\n".join(lines) if lines else EMPTY_SET
+
+        return self.prompts.hypothesis.render(true_label_1=sample.true_name, prediction=sample.pred_name,
+                                              set_a_captions=block("A"), set_b_captions=block("B"),
+                                              set_c_captions=block("C"))
+
+    def _hypothesise(self, ctx: JobContext, units: _Units, img: Image.Image, image_sha: str,
+                     sample: SampleInfo, observations: list[Observation]) -> tuple[list[Candidate], bool]:
+        cfg = self.config
+        prompt = self._hypothesis_prompt(sample, observations)
+        candidates: list[Candidate] = []
+        seen: dict[str, int] = {}
+        transient = False
+        draw, extra_left = 0, cfg.max_extra_draws
+        ctx.progress("Generating hypotheses", 0, cfg.m)
+        for j in range(cfg.m):
+            while True:
+                ctx.check_cancelled()
+                unit, failed = self._hypothesis_draw(units, img, image_sha, prompt, draw)
+                draw += 1
+                transient |= failed
+                text = unit.get("hypothesis")
+                dup = seen.get(_norm_hypothesis(text)) if text else None
+                if dup is not None and extra_left > 0:
+                    extra_left -= 1
+                    continue
+                break
+            cand = Candidate(hypothesis=text or "", raw_reply=_raw_replies(unit), error=unit.get("error"))
+            if dup is not None:
+                cand.error = f"Duplicate of candidate {dup + 1} (no new hypothesis in the extra draws)."
+            elif text:
+                seen[_norm_hypothesis(text)] = j
+            candidates.append(cand)
+            ctx.partial({"kind": "candidate", "index": j, "candidate": cand})
+            ctx.progress("Generating hypotheses", j + 1, cfg.m)
+        return candidates, transient
+
+    def _hypothesis_draw(self, units: _Units, img: Image.Image, image_sha: str, prompt: str,
+                         draw: int) -> tuple[dict, bool]:
+        """One hypothesis draw: cached outcome dict with hypothesis or error; (dict, raised?)."""
+        cfg = self.config
+        temperature = 0.0 if draw == 0 else cfg.sampling_temperature
+        seed = None if draw == 0 else cfg.seed * 1000 + draw
+        key = _key("hypothesis", image_sha256=image_sha, mllm=model_part(self.mllm.info),
+                   prompt_version=self.prompts.hypothesis.version, repair_version=self.prompts.repair.version,
+                   prompt_sha256=_sha_text(prompt), draw=draw, temperature=temperature, seed=seed,
+                   max_new_tokens=cfg.hypothesis_max_new_tokens)
+        hit = units.get(key)
+        if hit is not None:
+            return hit.payload, False
+        messages = [ChatMessage.user(img, prompt)]
+        try:
+            outcome = self._ask_json(messages, "cause_of_error", cfg.hypothesis_max_new_tokens,
+                                     temperature, seed)
+        except JobCancelled:
+            raise
+        except Exception as exc:  # noqa: BLE001 - recorded on this candidate, not cached
+            return {"hypothesis": None, "error": f"The MLLM failed: {_error_text(exc)}", "raw_reply": None}, True
+        payload = {"hypothesis": outcome.pop("value"), "draw": draw, "temperature": temperature, "seed": seed,
+                   "prompt_version": self.prompts.hypothesis.version, **outcome}
+        units.put(key, "hypothesis", payload)
+        return payload, False
+
+    def _ask_json(self, messages: list[ChatMessage], field_name: str, max_new_tokens: int,
+                  temperature: float, seed: int | None) -> dict[str, Any]:
+        """Ask, parse `field_name`; one repair turn if unreadable. Returns value/error/raw replies."""
+        raw = self.mllm.chat(messages, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+        try:
+            return {"value": extract_field(raw, field_name), "error": None, "raw_reply": raw,
+                    "repair_reply": None, "parsed": _safe_json(raw, field_name)}
+        except MalformedOutputError as first:
+            repair = self.prompts.repair.render(error=first.message.rstrip("."), keys=f'"{field_name}"')
+            follow = [*messages, ChatMessage("assistant", [raw or ""]), ChatMessage.user(repair)]
+            raw2 = self.mllm.chat(follow, max_new_tokens=max_new_tokens, temperature=0.0, seed=seed)
+            try:
+                return {"value": extract_field(raw2, field_name), "error": None, "raw_reply": raw,
+                        "repair_reply": raw2, "parsed": _safe_json(raw2, field_name)}
+            except MalformedOutputError as second:
+                return {"value": None, "raw_reply": raw, "repair_reply": raw2, "parsed": None,
+                        "error": f"Unreadable reply, also after one repair request: {second.message}"}
+
+    # --------------------------------------------------------------------------------------- stage 4
+    def _write_interventions(self, ctx: JobContext, units: _Units, sample: SampleInfo,
+                             candidates: list[Candidate]) -> bool:
+        cfg = self.config
+        kind = "prompt" if self.zero_shot else "image"
+        tpl = self.prompts.rewrite if self.zero_shot else self.prompts.edit
+        transient = False
+        m = len(candidates)
+        ctx.progress("Writing interventions", 0, m)
+        for j, cand in enumerate(candidates):
+            ctx.check_cancelled()
+            cand.intervention_kind = kind
+            if cand.error is None:
+                values = dict(true_label_1=sample.true_name, prediction=sample.pred_name,
+                              hypothesis=cand.hypothesis)
+                if self.zero_shot:
+                    values["original_prompt"] = self._original_prompt(sample.true_index, sample.true_name)
+                prompt = tpl.render(**values)
+                key = _key("intervention", intervention_kind=kind, mllm=model_part(self.mllm.info),
+                           prompt_version=tpl.version, repair_version=self.prompts.repair.version,
+                           prompt_sha256=_sha_text(prompt), max_new_tokens=cfg.intervention_max_new_tokens)
+                hit = units.get(key)
+                payload = hit.payload if hit is not None else None
+                if payload is None:
+                    try:
+                        outcome = self._ask_json([ChatMessage.user(prompt)], "solution",
+                                                 cfg.intervention_max_new_tokens, 0.0, None)
+                    except JobCancelled:
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - recorded on this candidate, not cached
+                        transient = True
+                        cand.error = f"The MLLM failed while writing the intervention: {_error_text(exc)}"
+                        ctx.progress("Writing interventions", j + 1, m)
+                        continue
+                    payload = {"intervention": outcome.pop("value"), "kind": kind, "prompt_version": tpl.version,
+                               **outcome}
+                    units.put(key, "intervention", payload)
+                cand.intervention = payload["intervention"]
+                if payload.get("error"):
+                    cand.error = f"Intervention: {payload['error']}"
+                    cand.raw_reply = _raw_replies(payload)
+            ctx.progress("Writing interventions", j + 1, m)
+        return transient
+
+    def _original_prompt(self, index: int, name: str) -> str:
+        fn = getattr(self.classifier, "class_prompt", None)
+        return fn(index) if callable(fn) else f"a photo of a {name}."
+
+    def _edit_all(self, ctx: JobContext, units: _Units, img: Image.Image, image_sha: str,
+                  candidates: list[Candidate]) -> tuple[dict[int, Image.Image], bool]:
+        cfg = self.config
+        size = cfg.edit_size or img.size
+        edited: dict[int, Image.Image] = {}
+        transient = False
+        m = len(candidates)
+        for j, cand in enumerate(candidates):
+            stage = f"Editing image {j + 1}/{m}"
+            ctx.check_cancelled()
+            if cand.error is not None or not cand.intervention:
+                continue
+            key = _key("edit", image_sha256=image_sha, editor=model_part(self.editor.info),
+                       instruction=cand.intervention, seed=cfg.seed, steps=cfg.edit_steps,
+                       guidance=cfg.edit_guidance, size=list(size))
+            hit = units.get(key)
+            if hit is not None:
+                out = hit.load_image("image").convert("RGB")
+            else:
+                ctx.progress(stage, 0, cfg.edit_steps)
+
+                def on_step(step: int, total: int, _stage: str = stage) -> bool:
+                    ctx.progress(_stage, step, total)
+                    return not ctx.cancelled
+
+                try:
+                    out = self.editor.edit(img, cand.intervention, seed=cfg.seed, steps=cfg.edit_steps,
+                                           guidance=cfg.edit_guidance, size=tuple(size), on_step=on_step)
+                    ctx.check_cancelled()
+                    if not isinstance(out, Image.Image):
+                        raise TypeError(f"the editor returned {type(out).__name__}, not a PIL image")
+                    out = out.convert("RGB")
+                except JobCancelled:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - this candidate fails, the others are still scored
+                    transient = True
+                    cand.error = f"Editing failed: {_error_text(exc)}"
+                    log.warning("edit failed for candidate %d", j, exc_info=True)
+                    continue
+                units.put(key, "edit", {"source_sha256": image_sha, "instruction": cand.intervention,
+                                        "editor": model_part(self.editor.info), "seed": cfg.seed,
+                                        "steps": cfg.edit_steps, "guidance": cfg.edit_guidance,
+                                        "size": list(size), "image_sha256": _content_hash(out)},
+                          {"image": out})
+            edited[j] = out
+            cand.edited_artifact = f"edited_{j}"
+            self.last_artifacts[cand.edited_artifact] = out
+            ctx.progress(stage, 1, 1)
+        return edited, transient
+
+    def _score_all(self, ctx: JobContext, units: _Units, img: Image.Image, image_sha: str, clf: dict,
+                   sample: SampleInfo, candidates: list[Candidate], edited: dict[int, Image.Image]) -> None:
+        names = list(self.classifier.class_names)
+        y = sample.true_index
+        m = len(candidates)
+        ctx.progress("Scoring", 0, m)
+        for j, cand in enumerate(candidates):
+            ctx.check_cancelled()
+            cand.prob_true_before = sample.prob_true
+            cand.top5_before = list(sample.top5)
+            if cand.error is None and cand.intervention:
+                if self.zero_shot:
+                    after = self._classify(units, img, image_sha, clf, class_prompts={y: cand.intervention})
+                elif j in edited:
+                    out = edited[j]
+                    after = self._classify(units, out, _content_hash(out), clf)
+                else:
+                    after = None
+                if after is not None:
+                    cand.prob_true_after = float(after[y])
+                    cand.cei = cei(cand.prob_true_after, cand.prob_true_before)
+                    cand.top5_after = top_k(after, names, 5)
+            ctx.partial({"kind": "candidate", "index": j, "candidate": cand})
+            ctx.progress("Scoring", j + 1, m)
+
+    # --------------------------------------------------------------------------------------- records
+    def _manifest(self, cfg: SciTXConfig, image_path: Path | None, file_sha: str | None, units: _Units,
+                  complete: bool) -> dict[str, Any]:
+        return {
+            "method": METHOD,
+            "app_version": __version__,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "complete": complete,
+            "models": {"classifier": model_manifest(self.classifier.info),
+                       "mllm": model_manifest(self.mllm.info),
+                       "editor": None if self.zero_shot else model_manifest(self.editor.info)},
+            "zero_shot": self.zero_shot,
+            "intervention": "prompt" if self.zero_shot else "image",
+            "prompts": self.prompts.versions(),
+            "config": cfg.as_dict(),
+            "seeds": {"hypothesis_draws": f"draw 0 greedy; draw d>=1 seed {cfg.seed}*1000+d at temperature "
+                                          f"{cfg.sampling_temperature}", "edit": cfg.seed,
+                      "retrieval": cfg.seed},
+            "reference": self._reference_part(),
+            "input_file": str(image_path) if image_path else None,
+            "input_file_sha256": file_sha,
+            "units": {"computed": units.computed, "reused": units.reused},
+        }
+
+    def _store_result(self, units: _Units, key: str, result: ExplanationResult, img: Image.Image,
+                      edited: dict[int, Image.Image]) -> None:
+        if units.store is None:
+            return
+        artifacts: dict[str, Any] = {"input": img}
+        for j, out in edited.items():
+            artifacts[f"edited_{j}"] = out
+        for name, im in self.last_artifacts.items():
+            if name.startswith("obs_"):
+                artifacts[name] = im
+        result.result_key = key
+        units.store.put(key, "explanation", result.to_dict(), artifacts)
+
+
+def _prompt_set(obs: Observation, sample: SampleInfo) -> str:
+    """The prompt's set for an observation. Retrieval without class relevance (Table 5 ablation) returns
+    one set "S" of nearest neighbours of any class: those of the true / predicted class are shown under
+    Set A / Set B (their labels make that true), the others under Set C with their label."""
+    if obs.set_name != "S":
+        return obs.set_name
+    if obs.label_index == sample.true_index:
+        return "A"
+    if obs.label_index == sample.pred_index:
+        return "B"
+    return "C"
+
+
+def _content_hash(img: Image.Image) -> str:
+    from ..store import content_hash
+
+    return content_hash(img)
+
+
+def _raw_replies(unit: Mapping[str, Any]) -> str | None:
+    """The model's reply, and the reply to the repair request when there was one (for auditing)."""
+    raw, repair = unit.get("raw_reply"), unit.get("repair_reply")
+    if repair is None:
+        return raw
+    return f"{raw}\n--- reply to the repair request ---\n{repair}"
+
+
+def _clean_caption(reply: str | None) -> str:
+    text = " ".join((reply or "").split())
+    return text or "(empty caption)"
+
+
+def _safe_json(raw: str, field_name: str) -> dict | None:
+    try:
+        return _jsonable(extract_json(raw, (field_name,)))
+    except MalformedOutputError:
+        return None

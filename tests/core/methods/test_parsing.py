@@ -1,0 +1,81 @@
+"""A corpus of messy MLLM replies: each must yield the requested field, or fail with MalformedOutputError."""
+import pytest
+
+from nemo_desktop.core.errors import MalformedOutputError
+from nemo_desktop.core.methods.parsing import extract_field, extract_json
+
+CAUSE = "The blue ink resembles the eights in the training set."
+
+READABLE = {
+    "plain": '{"cause_of_error": "%s"}' % CAUSE,
+    "fenced": 'Sure!\n```json\n{\n "cause_of_error": "%s"\n}\n```\nHope this helps.' % CAUSE,
+    "fence_no_lang": '```\n{"cause_of_error": "%s"}\n```' % CAUSE,
+    "text_around": 'Here is my analysis: {"cause_of_error": "%s"} Let me know.' % CAUSE,
+    "single_quotes": "{'cause_of_error': '%s'}" % CAUSE,
+    "single_quotes_apostrophe": "{'cause_of_error': 'The model's colour prior: %s'}" % CAUSE,
+    "trailing_comma": '{"cause_of_error": "%s",}' % CAUSE,
+    "trailing_comma_nested": '{"a": [1, 2,], "cause_of_error": "%s",\n}' % CAUSE,
+    "list_of_objects": '[{"other": 1}, {"cause_of_error": "%s"}]' % CAUSE,
+    "nested": '{"answer": {"cause_of_error": "%s"}}' % CAUSE,
+    "smart_quotes": "{\u201ccause_of_error\u201d: \u201c%s\u201d}" % CAUSE,
+    "hash_comment": '{\n "cause_of_error": "%s" # one sentence\n}' % CAUSE,
+    "slash_comment": '{\n // the cause\n "cause_of_error": "%s"\n}' % CAUSE,
+    "newline_in_string": '{"cause_of_error": "The blue ink resembles\nthe eights in the training set."}',
+    "python_literals": "{'cause_of_error': '%s', 'confident': True, 'other': None}" % CAUSE,
+    "json_literals_single": "{'cause_of_error': '%s', 'confident': true}" % CAUSE,
+    "key_variant": '{"Cause of Error": "%s"}' % CAUSE,
+    "braces_in_prose_before": 'I considered {colour, shape}. {"cause_of_error": "%s"}' % CAUSE,
+    "braces_inside_string": '{"cause_of_error": "%s {not a brace problem}"}' % CAUSE,
+    "two_fences_second_good": '```python\nprint(1)\n```\n```json\n{"cause_of_error": "%s"}\n```' % CAUSE,
+    "unterminated_fence": '```json\n{"cause_of_error": "%s"}' % CAUSE,
+    "truncated_at_token_limit": '{"cause_of_error": "%s' % CAUSE,
+    "escaped_quote": '{"cause_of_error": "The \\"blue\\" ink resembles the eights in the training set."}',
+}
+
+
+@pytest.mark.parametrize("name", sorted(READABLE))
+def test_messy_reply_yields_the_field(name):
+    value = extract_field(READABLE[name], "cause_of_error")
+    assert "blue" in value and "eights" in value
+
+
+def test_values_are_exact_for_clean_cases():
+    for name in ("plain", "fenced", "single_quotes", "trailing_comma", "list_of_objects", "smart_quotes",
+                 "hash_comment", "truncated_at_token_limit"):
+        assert extract_field(READABLE[name], "cause_of_error") == CAUSE, name
+    assert extract_field(READABLE["single_quotes_apostrophe"], "cause_of_error").startswith("The model's")
+    assert extract_field(READABLE["escaped_quote"], "cause_of_error").startswith('The "blue" ink')
+
+
+def test_paper_style_edit_reply_with_comment():
+    reply = ('```json\n{\n "reasoning": "Blue ink is the spurious cue.",\n'
+             ' "solution": "Recolour the digit red" # 1 sentence and lower than 10 words\n}\n```')
+    obj = extract_json(reply, ("reasoning", "solution"))
+    assert obj["solution"] == "Recolour the digit red"
+
+
+def test_first_object_with_required_keys_wins():
+    reply = '{"reasoning": "x"} then {"reasoning": "y", "solution": "make it red"}'
+    assert extract_json(reply, ("solution",))["solution"] == "make it red"
+    assert extract_json(reply)["reasoning"] == "x"
+
+
+GARBAGE = ["", "   ", None, "the the the of of of", "<|im_end|>", "{unbalanced", "cause_of_error: blue ink",
+           '{"something_else": "blue ink"}', "[1, 2, 3]", "{'a': }"]
+
+
+@pytest.mark.parametrize("reply", GARBAGE)
+def test_garbage_raises_malformed_output(reply):
+    with pytest.raises(MalformedOutputError) as err:
+        extract_field(reply, "cause_of_error")
+    assert err.value.message
+
+
+def test_error_says_which_field_is_missing():
+    with pytest.raises(MalformedOutputError, match='"cause_of_error"'):
+        extract_field('{"something_else": 1}', "cause_of_error")
+
+
+def test_empty_value_is_malformed():
+    with pytest.raises(MalformedOutputError, match="empty"):
+        extract_field('{"cause_of_error": "  "}', "cause_of_error")

@@ -1,0 +1,282 @@
+"""SciTX pipeline behaviour: store reuse, per-candidate failures, missing references, cancel/resume, the
+zero-shot path. Uses the digits world (real CNN, scripted MLLM double, real PIL edits)."""
+from __future__ import annotations
+
+import pytest
+from digits_world import (EIGHT, HYPOTHESES, THREE, DigitsCNNClassifier, DigitsEditor, ScriptedDigitsMLLM,
+                          write_reference)
+from PIL import Image
+from scitx_doubles import (ColourPromptZeroShot, FailingEditor, GarbageForSeedMLLM, RaisingMLLM,
+                           SameHypothesisMLLM)
+
+from nemo_desktop.core.data.reference_index import build_index
+from nemo_desktop.core.errors import ConfigError, JobCancelled, NemoError
+from nemo_desktop.core.jobs import JobContext, run_job
+from nemo_desktop.core.methods.registry import get_method, list_methods
+from nemo_desktop.core.methods.result import ExplanationResult
+from nemo_desktop.core.methods.scitx import SciTXConfig, SciTXPipeline
+
+KINDS = ("classification", "embedding", "retrieval", "caption", "hypothesis", "intervention", "edit",
+         "explanation")
+
+
+def counts(store):
+    return {k: len(store.find(k)) for k in KINDS}
+
+
+@pytest.fixture
+def index(digits_classifier, reference_folder, store):
+    return build_index(reference_folder, digits_classifier, store)
+
+
+def make(classifier, store, index, mllm=None, editor=None, **cfg):
+    return SciTXPipeline(classifier, mllm or ScriptedDigitsMLLM(), editor or DigitsEditor(), store=store,
+                         reference=index, config=SciTXConfig(**{"k": 3, "m": 3, **cfg}))
+
+
+def test_rerun_makes_no_model_calls(digits, blue_three, store, index):
+    clf = DigitsCNNClassifier(digits[0])
+    first = make(clf, store, index)
+    r1 = first(blue_three, "three")
+    assert r1.result_key and r1.manifest["complete"] is True
+    assert first.mllm.calls and first.editor.calls and clf.calls
+
+    clf2 = DigitsCNNClassifier(digits[0])
+    again = make(clf2, store, index)
+    r2 = again(blue_three, THREE)  # the label as an index this time
+    assert again.mllm.calls == [] and again.editor.calls == [] and clf2.calls == 0
+    assert r2.to_dict() == r1.to_dict()
+
+    # Even without the final record, every unit is reused: still no model call.
+    store.delete(r1.result_key)
+    clf3 = DigitsCNNClassifier(digits[0])
+    third = make(clf3, store, index)
+    r3 = third(blue_three, "three")
+    assert third.mllm.calls == [] and third.editor.calls == [] and clf3.calls == 0
+    assert r3.explanation == r1.explanation and r3.cei == pytest.approx(r1.cei)
+    assert r3.manifest["units"]["computed"] == 0 and r3.manifest["units"]["reused"] > 10
+
+
+def test_result_record_and_manifest(digits_classifier, blue_three, store, index):
+    pipe = make(digits_classifier, store, index)
+    result = pipe(blue_three, "three")
+    stored = store.get(result.result_key)
+    assert stored.kind == "explanation"
+    assert ExplanationResult.from_dict(stored.payload).to_dict() == result.to_dict()
+    assert {"input", "edited_0", "edited_1", "edited_2"} <= set(stored.artifacts)
+    assert stored.load_image("input").size == Image.open(blue_three).size
+    assert stored.load_image("edited_2").size == Image.open(blue_three).size  # edited at the input's size
+    assert all(o.thumbnail_artifact in stored.artifacts for o in result.observations)
+    m = result.manifest
+    assert m["models"]["classifier"]["id"] == "test-double:digits-cnn" and m["models"]["classifier"]["revision"]
+    assert m["models"]["mllm"]["family"] == "test-double" and m["models"]["editor"]["id"]
+    assert set(m["prompts"]) == {"caption", "hypothesis", "edit", "rewrite", "repair"}
+    assert m["prompts"]["hypothesis"].startswith("scitx_hypothesis/v1+")
+    assert m["config"]["k"] == 3 and m["app_version"] and m["date"]
+    assert set(result.timings) >= {"classify", "retrieve", "caption", "hypothesis", "intervention", "edit",
+                                   "score", "total"}
+    hyp = store.find("hypothesis")[0].payload
+    assert hyp["prompt_version"] == m["prompts"]["hypothesis"]
+
+
+def test_garbage_reply_is_recorded_for_its_candidate(digits_classifier, blue_three, store, index):
+    mllm = GarbageForSeedMLLM(bad_seed=1)  # draw 1 (seed 0*1000+1) is unreadable, also after repair
+    result = make(digits_classifier, store, index, mllm=mllm)(blue_three, "three")
+    bad = result.candidates[1]
+    assert bad.error and "repair" in bad.error and bad.cei is None
+    assert bad.raw_reply.startswith("lorem ipsum")
+    assert [c.get("repair") for c in mllm.calls if c.get("seed") == 1] == [False, True]  # one retry only
+    assert result.candidates[0].cei is not None and result.candidates[2].cei is not None
+    assert result.explanation == HYPOTHESES[2]
+    assert result.manifest["complete"] is True  # an unreadable reply is an outcome, cached like any other
+
+
+def test_repair_turn_recovers_a_malformed_reply(digits_classifier, blue_three, store, index):
+    mllm = GarbageForSeedMLLM(bad_seed=1, fixed_by_repair=True)
+    result = make(digits_classifier, store, index, mllm=mllm)(blue_three, "three")
+    assert all(c.error is None for c in result.candidates)
+    assert result.candidates[1].hypothesis == HYPOTHESES[1]
+    stored = [r.payload for r in store.find("hypothesis") if r.payload["draw"] == 1][0]
+    assert stored["raw_reply"].startswith("lorem") and stored["repair_reply"]
+
+
+def test_editor_failure_for_one_candidate(digits, blue_three, store, index):
+    clf = DigitsCNNClassifier(digits[0])
+    editor = FailingEditor(DigitsEditor(), bad_word="rotate")
+    result = make(clf, store, index, editor=editor)(blue_three, "three")
+    failed = result.candidates[1]
+    assert failed.error.startswith("Editing failed") and "illegal memory access" in failed.error
+    assert failed.cei is None and failed.edited_artifact is None
+    assert result.candidates[0].cei is not None and result.candidates[2].cei is not None
+    assert result.selected_index == 2
+    assert result.manifest["complete"] is False and any("re-run retries" in n for n in result.notes)
+
+    # The re-run retries only the failed edit.
+    mllm, editor2 = ScriptedDigitsMLLM(), DigitsEditor()
+    again = make(DigitsCNNClassifier(digits[0]), store, index, mllm=mllm, editor=editor2)(blue_three, "three")
+    assert editor2.calls == ["Rotate the digit slightly"] and mllm.calls == []
+    assert again.manifest["complete"] is True and all(c.error is None for c in again.candidates)
+
+
+def test_mllm_exception_is_recorded_and_retried(digits, blue_three, store, index):
+    result = make(DigitsCNNClassifier(digits[0]), store, index, mllm=RaisingMLLM(bad_seed=2))(blue_three, "three")
+    assert "endpoint unreachable" in result.candidates[2].error
+    assert result.manifest["complete"] is False
+    assert result.selected_index in (0, 1) and result.explanation in HYPOTHESES[:2]
+    mllm = ScriptedDigitsMLLM()
+    again = make(DigitsCNNClassifier(digits[0]), store, index, mllm=mllm)(blue_three, "three")
+    assert len([c for c in mllm.calls if "cause_of_error" in c["text"]]) == 1  # only the failed draw
+    assert again.explanation == HYPOTHESES[2]
+
+
+def test_no_reference_of_the_predicted_class(digits, digits_classifier, blue_three, store, tmp_path):
+    folder = write_reference(tmp_path / "no_eights", digits, skip_classes=(EIGHT,))
+    index = build_index(folder, digits_classifier, store)
+    mllm = ScriptedDigitsMLLM()
+    result = make(digits_classifier, store, index, mllm=mllm)(blue_three, "three")
+    assert not [o for o in result.observations if o.set_name == "B"]
+    assert any("predicted class 'eight'" in n for n in result.notes), result.notes
+    prompt = next(c["text"] for c in mllm.calls if "cause_of_error" in c["text"])
+    assert "(Predicted Label: eight)\n  - (no examples available)" in prompt
+    assert result.explanation == HYPOTHESES[2]  # the method continued with Sets A and C
+
+
+def test_without_reference_index(digits_classifier, blue_three, store):
+    result = make(digits_classifier, store, None)(blue_three, "three")
+    assert result.observations == [] and any("no reference index" in n for n in result.notes)
+    assert result.explanation == HYPOTHESES[2]
+
+
+def test_cancel_mid_run_then_resume(digits, blue_three, store, index):
+    def cancel_at_second_edit(p):
+        if p.stage.startswith("Editing image 2/"):
+            ctx.cancel_token.cancel()
+
+    ctx = JobContext(on_progress=cancel_at_second_edit)
+    editor = DigitsEditor()
+    pipe = make(DigitsCNNClassifier(digits[0]), store, index, editor=editor, edit_steps=4)
+    outcome = run_job(lambda c: pipe(blue_three, "three", c), ctx)
+    assert outcome.status == "cancelled"
+    assert editor.calls == ["Make the strokes thicker", "Rotate the digit slightly"]  # stopped inside edit 2
+    before = counts(store)
+    assert before["explanation"] == 0 and before["edit"] == 1 and before["hypothesis"] == 3
+    assert store.check() == []  # no half-written rows, no missing or stray artifact files
+
+    mllm, editor2 = ScriptedDigitsMLLM(), DigitsEditor()
+    clf = DigitsCNNClassifier(digits[0])
+    result = make(clf, store, index, mllm=mllm, editor=editor2, edit_steps=4)(blue_three, "three")
+    assert mllm.calls == [] and editor2.calls == ["Rotate the digit slightly", "Recolour the digit red"]
+    assert result.explanation == HYPOTHESES[2] and result.manifest["complete"]
+    after = counts(store)
+    n_obs = len({o.image_sha256 for o in result.observations})
+    assert after == {"classification": 4, "embedding": 1, "retrieval": 1, "caption": n_obs, "hypothesis": 3,
+                     "intervention": 3, "edit": 3, "explanation": 1}
+    assert store.check() == []
+
+
+def test_cancel_before_start_raises_and_writes_nothing(digits_classifier, blue_three, store, index):
+    ctx = JobContext()
+    ctx.cancel_token.cancel()
+    with pytest.raises(JobCancelled):
+        make(digits_classifier, store, index)(blue_three, "three", ctx)
+    assert sum(counts(store).values()) == 0
+
+
+def test_progress_stages_and_partials(digits_classifier, blue_three, store, index):
+    seen = []
+    ctx = JobContext(on_progress=lambda p: seen.append(p.stage))
+    make(digits_classifier, store, index)(blue_three, "three", ctx)
+    stages = list(dict.fromkeys(seen))
+    assert stages[:5] == ["Classifying", "Retrieving observations", "Captioning observations",
+                          "Generating hypotheses", "Writing interventions"]
+    assert stages[5:8] == ["Editing image 1/3", "Editing image 2/3", "Editing image 3/3"]
+    assert stages[-1] == "Scoring"
+    kinds = [p["kind"] for p in ctx.partial_results]
+    assert kinds[:2] == ["sample", "observations"] and kinds.count("candidate") == 6
+
+
+def test_duplicate_hypotheses_are_redrawn_then_flagged(digits_classifier, blue_three, store, index):
+    mllm = SameHypothesisMLLM()
+    result = make(digits_classifier, store, index, mllm=mllm, max_extra_draws=2)(blue_three, "three")
+    hyp_calls = [c for c in mllm.calls if "cause_of_error" in c["text"]]
+    assert len(hyp_calls) == 3 + 2  # M draws plus the two extra draws allowed
+    assert result.candidates[0].error is None
+    assert all("Duplicate of candidate 1" in c.error for c in result.candidates[1:])
+    assert result.selected_index == 0
+
+
+def test_zero_shot_uses_prompt_intervention_for_the_true_class_only(blue_three, store):
+    clf = ColourPromptZeroShot()
+    mllm = ScriptedDigitsMLLM()
+    pipe = SciTXPipeline(clf, mllm, None, store=store, reference=None, config=SciTXConfig(k=3, m=3))
+    result = pipe(blue_three, "three")
+    assert result.sample.pred_index == EIGHT
+    assert all(c.intervention_kind == "prompt" for c in result.candidates)
+    replaced = [r for r in clf.received if r]
+    assert len(replaced) == 3 and all(set(r) == {THREE} for r in replaced)
+    assert result.candidates[2].intervention == "a photo of a three written in blue ink"
+    assert result.selected_index == 2 and result.cei > 0
+    rewrite = next(c["text"] for c in mllm.calls if "Original Failed Prompt" in c["text"])
+    assert 'Original Failed Prompt: "a photo of the digit three."' in rewrite
+    assert result.manifest["models"]["editor"] is None and result.manifest["intervention"] == "prompt"
+
+
+def test_ordinary_classifier_needs_an_editor(digits_classifier, blue_three):
+    pipe = SciTXPipeline(digits_classifier, ScriptedDigitsMLLM(), None)
+    with pytest.raises(ConfigError, match="image editor"):
+        pipe(blue_three, "three")
+
+
+def test_unknown_label_suggests_close_matches(digits_classifier, blue_three):
+    pipe = SciTXPipeline(digits_classifier, ScriptedDigitsMLLM(), DigitsEditor())
+    with pytest.raises(ConfigError) as err:
+        pipe(blue_three, "thre")
+    assert "'three'" in err.value.hint
+
+
+def test_correct_prediction_is_refused(digits, digits_classifier, tmp_path):
+    from digits_world import render
+
+    model, (x_test, y_test), _ = digits
+    img = next(im for x, y in zip(x_test, y_test) if y == EIGHT
+               for im in [render(x, "blue")] if digits_classifier.predict_proba([im])[0].argmax() == EIGHT)
+    with pytest.raises(NemoError, match="no error to explain"):
+        SciTXPipeline(digits_classifier, ScriptedDigitsMLLM(), DigitsEditor())(img, "eight")
+
+
+def test_without_store_images_are_returned(digits_classifier, blue_three):
+    pipe = SciTXPipeline(digits_classifier, ScriptedDigitsMLLM(), DigitsEditor(), config=SciTXConfig(k=0))
+    result = pipe(blue_three, "three")
+    assert result.result_key is None and result.explanation == HYPOTHESES[2]
+    assert {"input", "edited_0", "edited_1", "edited_2"} <= set(pipe.last_artifacts)
+
+
+def test_registry_knows_scitx():
+    assert "scitx" in list_methods()
+    entry = get_method("scitx")
+    assert entry.factory is SciTXPipeline and entry.config is SciTXConfig and entry.needs_editor
+    with pytest.raises(ConfigError) as err:
+        get_method("nope")
+    assert "scitx" in err.value.hint
+
+
+def test_reference_index_of_another_classifier_is_refused(digits, digits_classifier, blue_three, store, index):
+    other = DigitsCNNClassifier(digits[0])
+    other.info = type(other.info)("test-double:another-cnn", "test-double", "x")
+    with pytest.raises(ConfigError, match="was built with"):
+        make(other, store, index)(blue_three, "three")
+
+
+def test_unreadable_reference_file_is_left_out_with_a_note(digits, digits_classifier, blue_three, store, tmp_path):
+    folder = write_reference(tmp_path / "ref", digits)
+    index = build_index(folder, digits_classifier, store)
+    from nemo_desktop.core.data.retrieval import retrieve_observations
+
+    q = digits_classifier.embed([Image.open(blue_three).convert("RGB")])[0]
+    picked = retrieve_observations(index, q, THREE, EIGHT, k=3, seed=0).observations  # what SciTX will pick
+    victim = next(o for o in picked if o.set_name == "A")
+    open(victim.image_path, "wb").write(b"not an image")
+    result = make(digits_classifier, store, index)(blue_three, "three")
+    assert any(victim.image_path in n and "left out" in n for n in result.notes)
+    assert sum(1 for o in result.observations if o.caption) == len(result.observations) - 1
+    assert result.explanation == HYPOTHESES[2]
