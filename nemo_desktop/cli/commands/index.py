@@ -1,0 +1,179 @@
+"""`nemo index DATASET --classifier ID`: build or update the reference index SciTX retrieves from.
+
+Ctrl-C stops cleanly after the batch in progress: every finished batch stays indexed and the same command
+resumes. A second Ctrl-C stops at once (committed batches are still kept).
+"""
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from contextlib import contextmanager
+
+
+def _progress_bar():
+    """A JobContext progress callback drawing one tqdm bar per stage on stderr; returns (callback, close)."""
+    from tqdm import tqdm
+
+    state = {"bar": None, "stage": None}
+
+    def close() -> None:
+        if state["bar"] is not None:
+            state["bar"].close()
+            state["bar"] = None
+
+    def on_progress(p) -> None:
+        if p.stage != state["stage"]:
+            close()
+            state["stage"] = p.stage
+            state["bar"] = tqdm(total=p.total, desc=p.stage, unit="img" if p.stage == "Indexing images" else "it",
+                                file=sys.stderr, dynamic_ncols=True, leave=p.stage == "Indexing images",
+                                disable=None)  # None: no bar when stderr is not a terminal (logs, pipes)
+        bar = state["bar"]
+        if p.total is not None and bar.total != p.total:
+            bar.total = p.total
+        bar.update(p.done - bar.n)
+
+    return on_progress, close
+
+
+@contextmanager
+def _ctrl_c_cancels(token):
+    """First Ctrl-C sets the cancel token; the second one interrupts immediately."""
+    def handler(signum, frame):
+        if token.cancelled:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt
+        token.cancel()
+        print("\nCancelling after the current batch (Ctrl-C again to stop now)...", file=sys.stderr)
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread: no signal handling, cancellation comes from elsewhere
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _open_store():
+    from ...core.store import ResultsStore
+    from ...core.store.paths import get_paths
+
+    return ResultsStore.open(get_paths().ensure())
+
+
+def run_list(args) -> int:
+    from ...core.data.reference_index import ReferenceIndex
+
+    store = _open_store()
+    try:
+        rows = ReferenceIndex.list(store)
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    elif not rows:
+        print("no reference index yet; build one with `nemo index DATASET --classifier ID`")
+    for r in [] if args.json else rows:
+        acc = f"{100 * r['correct'] / r['entries']:.1f}% correct" if r["entries"] else "empty"
+        print(f"{r['index_id']}  {r['entries']} images, {acc}, dim {r['feature_dim']}  "
+              f"{r['classifier_id']}  {r['dataset_root']}")
+    return 0
+
+
+def run_delete(args) -> int:
+    from ...core.data.reference_index import ReferenceIndex, delete_index
+    from ...core.errors import StoreError
+
+    store = _open_store()
+    try:
+        if args.delete not in {r["index_id"] for r in ReferenceIndex.list(store)}:
+            raise StoreError(f"No reference index with id '{args.delete}'.",
+                             hint="`nemo index --list` shows the ids.")
+        delete_index(store, args.delete)
+    finally:
+        store.close()
+    print(f"deleted reference index {args.delete}")
+    return 0
+
+
+def run_index(args) -> int:
+    from ...core.data.datasets import open_dataset
+    from ...core.data.reference_index import align_to_classifier, build_index
+    from ...core.errors import ConfigError, JobCancelled
+    from ...core.jobs import CancelToken, JobContext
+    from ...core.models.catalog import resolve_model_ref
+    from ...core.models.registry import LoadOptions, load_model
+
+    if args.list:
+        return run_list(args)
+    if args.delete:
+        return run_delete(args)
+    if not args.dataset or not args.classifier:
+        raise ConfigError("Give a dataset and a classifier.",
+                          hint="nemo index DATASET --classifier ID   (or `nemo index --list`)")
+    if args.batch_size < 1:
+        raise ConfigError("--batch-size must be at least 1.", hint="For example --batch-size 32.")
+    dataset = open_dataset(args.dataset)  # dataset problems surface before a model is loaded
+    spec = resolve_model_ref(args.classifier, "classifier")
+    classifier = load_model(spec, LoadOptions(device=args.device))
+    dataset = align_to_classifier(dataset, classifier, skip_unmatched=True if args.skip_unmatched else None)
+    for label, why in sorted(dataset.skipped_labels.items()):
+        print(f"skipped class '{label}': {why}", file=sys.stderr)
+
+    token = CancelToken()
+    on_progress, close_bar = _progress_bar()
+    store = _open_store()
+    try:
+        with _ctrl_c_cancels(token):
+            index = build_index(dataset, classifier, store, JobContext(on_progress, cancel=token),
+                                batch_size=args.batch_size, feature_dtype="float16" if args.float16 else "float32")
+    except JobCancelled as exc:
+        close_bar()
+        if args.json and exc.detail:
+            print(json.dumps({"cancelled": True, "message": exc.message, "report": json.loads(exc.detail)}, indent=2))
+        print(exc.message, file=sys.stderr)
+        return 130
+    finally:
+        close_bar()
+        store.close()
+
+    report = index.last_build
+    if args.json:
+        print(json.dumps({"index_id": index.index_id, "dataset": str(dataset.root), "classifier": index.classifier_id,
+                          "classifier_revision": index.classifier_revision, "entries": len(index),
+                          "accuracy": index.accuracy, "feature_dim": index.feature_dim,
+                          "report": report.to_dict()}, indent=2))
+        return 0
+    rate = report.processed / report.seconds if report.seconds and report.processed else None
+    acc = f"{100 * index.accuracy:.1f}% classified correctly" if index.accuracy is not None else "no images"
+    print(f"Reference index {index.index_id}: {len(index)} images of {dataset.root}, {acc}.")
+    print(f"  this run: {report.processed} processed, {report.unchanged} unchanged, {report.removed} removed, "
+          f"{len(report.errors)} unreadable; {report.seconds:.1f} s" + (f" ({rate:.0f} images/s)" if rate else ""))
+    for path, reason in list(report.errors.items())[:10]:
+        print(f"  unreadable: {reason}" if path in reason else f"  unreadable: {path}: {reason}")
+    if len(report.errors) > 10:
+        print(f"  ... and {len(report.errors) - 10} more unreadable files (see --json)")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("index", help="index a reference dataset with a classifier (for SciTX retrieval)",
+                       description="Run every image of DATASET (a folder with one sub-folder per class, or a "
+                                   "CSV manifest with a path,label header) through the classifier and keep "
+                                   "predictions and embeddings in the results store. Only new or changed images "
+                                   "are processed; Ctrl-C stops cleanly and a re-run resumes.")
+    p.add_argument("dataset", nargs="?", metavar="DATASET", help="class-folder dataset or CSV manifest")
+    p.add_argument("--classifier", metavar="ID", help="catalog id or <family>:<source>")
+    p.add_argument("--batch-size", type=int, default=32, metavar="N", help="images per classifier call (32)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, mps (default auto)")
+    p.add_argument("--skip-unmatched", action="store_true",
+                   help="leave out classes the classifier does not know instead of stopping")
+    p.add_argument("--float16", action="store_true", help="store embeddings as float16 (half the disk)")
+    p.add_argument("--list", action="store_true", help="list the reference indexes in the store")
+    p.add_argument("--delete", metavar="INDEX_ID", help="delete a reference index (its rows and arrays)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.set_defaults(func=run_index)
