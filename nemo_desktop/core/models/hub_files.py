@@ -1,0 +1,93 @@
+"""Fetch single files of a Hugging Face repository (or find them in the cache) for the classifier loaders.
+
+Loaders call `fetch_file` for what they need, then load from the local snapshot folder, so a Hub model
+and a folder on disk go through the same library code. The snapshot folder's name is the commit hash,
+which becomes `ModelInfo.revision`. Offline mode (`HF_HUB_OFFLINE=1` or `LoadOptions.local_files_only`)
+never touches the network and turns a cache miss into WeightsNotFoundError. The cache location (portable
+mode included) and the wording of Hub errors come from `downloads.py`, the one place that owns them.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import ModelError
+from .downloads import offline_mode, resolve_cache_dir, translate_hub_error, weights_not_found
+from .registry import LoadOptions
+
+_COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+def offline_requested(options: LoadOptions) -> bool:
+    """LoadOptions.local_files_only wins; None follows HF_HUB_OFFLINE (read now, not at import)."""
+    if options.local_files_only is not None:
+        return bool(options.local_files_only)
+    return offline_mode()
+
+
+def cache_dir_for(options: LoadOptions) -> str:
+    return resolve_cache_dir(options.cache_dir)
+
+
+def fetch_file(repo_id: str, filename: str, options: LoadOptions, *, revision: str | None = None,
+               required: bool = True, model_id: str | None = None) -> Path | None:
+    """Local path of `filename` in `repo_id` (downloaded unless offline). With required=False a file that
+    the repository (or, offline, the cache) does not have gives None instead of an error. `model_id` (a
+    catalog id) is what the error hint tells the user to download."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub import errors as hf_errors
+
+    try:
+        path = hf_hub_download(repo_id, filename, revision=revision, cache_dir=cache_dir_for(options),
+                               local_files_only=offline_requested(options))
+    except hf_errors.EntryNotFoundError as exc:  # remote: no such file; local: not in the cache
+        if not required:
+            return None
+        if isinstance(exc, hf_errors.LocalEntryNotFoundError):
+            raise weights_not_found(repo_id, model_id=model_id) from exc
+        raise ModelError(f"{repo_id} has no file '{filename}'.", hint="Check that the repository holds a model "
+                         "of the expected library and format.", detail=repr(exc)) from exc
+    except Exception as exc:  # noqa: BLE001 - translated when it is a Hub/network error, else re-raised
+        err = translate_hub_error(exc, repo_id, revision=revision)
+        if err is None:
+            raise
+        raise err from exc
+    return Path(path)
+
+
+def fetch_first(repo_id: str, filenames: Sequence[str], options: LoadOptions, *,
+                revision: str | None = None, model_id: str | None = None) -> Path:
+    """The first of `filenames` the repository has (safetensors listed before pickle files)."""
+    for name in filenames:
+        path = fetch_file(repo_id, name, options, revision=revision, required=False)
+        if path is not None:
+            return path
+    if offline_requested(options):
+        raise weights_not_found(repo_id, model_id=model_id)
+    raise ModelError(f"{repo_id} has none of the expected weight files ({', '.join(filenames)}).",
+                     hint="Check that the repository holds a model of the expected library and format.")
+
+
+def commit_from_path(path: str | os.PathLike) -> str | None:
+    """The commit hash when `path` lies in a Hugging Face cache snapshot (…/snapshots/<commit>/…)."""
+    parts = Path(os.path.abspath(path)).parts  # not resolve(): cache files are symlinks into blobs/
+    for i, part in enumerate(parts[:-1]):
+        if part == "snapshots" and _COMMIT_RE.match(parts[i + 1]):
+            return parts[i + 1]
+    return None
+
+
+def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def weights_revision(weights_file: str | os.PathLike) -> str:
+    """What pins a weights file: its cache commit hash, else `sha256:<hex>` of its bytes."""
+    return commit_from_path(weights_file) or f"sha256:{file_sha256(weights_file)}"

@@ -1,0 +1,74 @@
+"""`nemo predict` on a tiny timm model saved with save_for_hf and on a user checkpoint."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_timm, write_class_file
+from nemo_desktop.cli.main import main
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("predict")
+    model = build_tiny_timm(root / "model", label_names=TINY_CLASSES)
+    rng = np.random.default_rng(1)
+    images = []
+    for i in range(2):
+        path = root / f"img{i}.png"
+        Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)).save(path)
+        images.append(str(path))
+    bad = root / "notes.jpg"
+    bad.write_text("not an image")
+    return {"root": root, "model": model, "images": images, "bad": str(bad)}
+
+
+def test_predict_json_top_k(setup, capsys):
+    rc = main(["predict", *setup["images"], "-c", f"timm:local-dir:{setup['model']}", "--top-k", "3", "--json",
+               "--device", "cpu"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert out["classifier"]["family"] == "timm" and out["classifier"]["revision"].startswith("sha256:")
+    assert [r["image"] for r in out["results"]] == setup["images"]
+    for result in out["results"]:
+        probs = [t["probability"] for t in result["top_k"]]
+        assert len(probs) == 3 and probs == sorted(probs, reverse=True) and sum(probs) <= 1.0 + 1e-6
+        assert all(t["name"] == TINY_CLASSES[t["index"]] for t in result["top_k"])
+
+
+def test_predict_table_and_a_bad_image(setup, capsys):
+    rc = main(["predict", setup["images"][0], setup["bad"], "-c", f"timm:local-dir:{setup['model']}", "-k", "2",
+               "--device", "cpu"])
+    captured = capsys.readouterr()
+    assert rc == 1  # one image could not be read; the other was still classified
+    assert setup["images"][0] in captured.out and " 1. " in captured.out and " 2. " in captured.out
+    assert "notes.jpg" in captured.err and "not an image" in captured.err
+
+
+def test_predict_only_bad_images_fails_clearly(setup, capsys):
+    rc = main(["predict", setup["bad"], "-c", f"timm:local-dir:{setup['model']}", "--device", "cpu"])
+    assert rc == 2 and "notes.jpg" in capsys.readouterr().err
+
+
+def test_predict_user_checkpoint_with_class_file(setup, capsys):
+    classes = write_class_file(setup["root"] / "classes.txt", TINY_CLASSES)
+    ckpt = setup["model"] / "model.safetensors"
+    rc = main(["predict", setup["images"][0], "-c", f"timm:checkpoint:test_resnet:{ckpt}", "--classes", str(classes),
+               "--json", "--device", "cpu", "--batch-size", "1"])
+    assert rc == 0
+    assert json.loads(capsys.readouterr().out)["results"][0]["top_k"][0]["name"] in TINY_CLASSES
+
+
+def test_predict_unknown_classifier_gives_a_hint(setup, capsys):
+    rc = main(["predict", setup["images"][0], "-c", "vit-b16"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "vit-b16-augreg2" in err and "hint:" in err
+
+
+def test_predict_catalog_model_not_downloaded_offline(setup, capsys):
+    rc = main(["predict", setup["images"][0], "-c", "resnet50", "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "not in the local Hugging Face cache" in err and "nemo models download resnet50" in err
