@@ -1,0 +1,242 @@
+"""`nemo bench`: the NEMO benchmark (paper §4.1): run a configuration, merge shard stores, print the tables.
+
+    nemo bench run CONFIG [--shard i/n] [--store DIR]    resumable: re-run the same command after a crash
+    nemo bench merge STORE... [--into DIR] [--run RUN]   combine the stores of the shards of a run
+    nemo bench table RUN [--format md|csv|json] [--table 1 2 ... | timings] [--store DIR]
+"""
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("bench", help="run the NEMO benchmark, merge shards, print the paper's tables",
+                              description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="bench_command", metavar="SUBCOMMAND")
+    p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
+
+    r = sub.add_parser("run", help="run (or resume) a benchmark configuration",
+                       description="Run a benchmark configuration (TOML or JSON; examples in "
+                                   "resources/benchmarks/configs/). Every finished sample is stored at once: after a "
+                                   "crash or kill, the same command finishes the rest.")
+    r.add_argument("config", metavar="CONFIG", help="benchmark configuration (.toml or .json)")
+    r.add_argument("--shard", metavar="i/n", help="run only shard i of n (1-based), e.g. one per GPU or machine")
+    r.add_argument("--store", metavar="DIR", help="results store folder or .sqlite file (default: the user's store)")
+    r.add_argument("--run-id", metavar="ID", help="run id (default: <name>-<hash of the config>)")
+    r.add_argument("--retry-failed", action="store_true", help="also retry samples recorded as failed")
+    r.add_argument("--device", help="override the config's device (auto, cpu, cuda, cuda:1, ...)")
+    r.add_argument("--json", metavar="OUT", help="write the run summary as JSON to OUT ('-' for stdout)")
+    r.set_defaults(func=run_bench)
+
+    m = sub.add_parser("merge", help="merge the stores of a run's shards into one store",
+                       description="Copy the benchmark runs (items, results, artifacts, selections) of the given "
+                                   "stores into one store. Idempotent.")
+    m.add_argument("stores", nargs="+", metavar="STORE", help="shard store folders or .sqlite files")
+    m.add_argument("--into", metavar="DIR", help="target store (default: the user's store)")
+    m.add_argument("--run", metavar="RUN", help="merge only this run id")
+    m.set_defaults(func=merge_bench)
+
+    t = sub.add_parser("table", help="print the paper's tables for a run",
+                       description="Table 1 (LLM Match and CEI per dataset x classifier x method) and, where the run "
+                                   "has their axis, Tables 2-5 (validation, editors, MLLM backbones, retrieval).")
+    t.add_argument("run", metavar="RUN", help="run id (printed by `nemo bench run`)")
+    t.add_argument("--format", choices=("md", "csv", "json"), default="md")
+    t.add_argument("--table", nargs="+", choices=("1", "2", "3", "4", "5", "timings"), metavar="T",
+                   help="which tables (1 2 3 4 5 timings; default: 1-5, those the run has)")
+    t.add_argument("--store", metavar="DIR", help="results store folder or .sqlite file (default: the user's store)")
+    t.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    t.set_defaults(func=table_bench)
+
+
+def open_store(where: str | None):
+    """The user's store, or one given as a folder (holding results.sqlite) or a .sqlite file."""
+    from ...core.store import ResultsStore
+    from ...core.store.paths import get_paths
+
+    if not where:
+        return ResultsStore.open(get_paths().ensure())
+    p = Path(where).expanduser()
+    db = p if p.suffix in (".sqlite", ".db") else p / "results.sqlite"
+    return ResultsStore.open(db_path=db, artifacts_dir=db.parent / "artifacts")
+
+
+def _progress_printer():
+    """A bar for the whole run on a terminal (items done / total, rate, ETA, current step); in a log (stderr
+    not a terminal) one line per finished item and per preparation step instead of a redrawn bar."""
+    from tqdm import tqdm
+
+    from ...core.benchmark.runner import PROGRESS_STAGE
+
+    tty = sys.stderr.isatty()
+    state = {"bar": None, "other": None, "done": None, "step": None}
+
+    def close() -> None:
+        if state["bar"] is not None:
+            state["bar"].close()
+            state["bar"] = None
+
+    def on_progress(p) -> None:
+        if p.stage != PROGRESS_STAGE:
+            if p.stage != state["other"]:
+                state["other"] = p.stage
+                print(f"{p.stage}...", file=sys.stderr)
+            return
+        if not tty:
+            step = p.message.split(" · ")[-1].split(":")[0] if not p.total else None
+            if p.total and p.done != state["done"]:
+                state["done"] = p.done
+                print(f"[{p.message.split(' · ')[0]}] " + " · ".join(p.message.split(" · ")[1:3]), file=sys.stderr)
+            elif step and step != state["step"]:
+                state["step"] = step
+                print(step, file=sys.stderr)
+            return
+        bar = state["bar"]
+        if bar is None:
+            bar = state["bar"] = tqdm(total=p.total or None, desc="Benchmark", file=sys.stderr, dynamic_ncols=True,
+                                      bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}]{postfix}")
+        if p.total and bar.total != p.total:
+            bar.total = p.total
+        bar.update(max(0, p.done - bar.n))
+        bar.set_postfix_str(p.message.split(" · ", 1)[-1][:140], refresh=False)
+
+    return on_progress, close
+
+
+@contextmanager
+def _ctrl_c_cancels(token):
+    """The first Ctrl-C cancels after the current sample's current step; the second interrupts at once."""
+    def handler(signum, frame):
+        if token.cancelled:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt
+        token.cancel()
+        print("\nCancelling after the current step (Ctrl-C again to stop now)...", file=sys.stderr)
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def run_bench(args) -> int:
+    from ...core.benchmark.config import load_config
+    from ...core.benchmark.runner import BenchmarkRunner, Shard
+    from ...core.errors import JobCancelled
+    from ...core.jobs import CancelToken, JobContext
+    from ...core.store import atomic_write_text
+
+    config = load_config(args.config)
+    if args.device:
+        config.device = args.device
+    shard = Shard.parse(args.shard)
+    token = CancelToken()
+    on_progress, close = _progress_printer()
+    store = open_store(args.store)
+    runner = BenchmarkRunner(config, store, shard=shard, ctx=JobContext(on_progress, cancel=token),
+                             retry_failed=args.retry_failed, run_id=args.run_id)
+    try:
+        with _ctrl_c_cancels(token):
+            summary = runner.run()
+    except JobCancelled:
+        close()
+        print(f"Cancelled. Finished samples are stored; run the same command to resume run {runner.run_id}.",
+              file=sys.stderr)
+        return 130
+    finally:
+        close()
+        store.close()
+    if args.json:
+        text = json.dumps(summary.to_dict(), indent=2, default=str)
+        if args.json == "-":
+            print(text)
+        else:
+            atomic_write_text(Path(args.json), text + "\n")
+    if args.json != "-":
+        print(format_summary(summary))
+    return 0 if summary.complete else 1
+
+
+def format_summary(s) -> str:
+    lines = [f"Run {s.run_id}, shard {s.shard}: {s.total} item(s); {s.finished_before} finished before, "
+             f"{s.computed} processed now in {s.seconds:.1f} s (preparing: {s.prepare_s:.1f} s)."]
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(s.statuses.items()))
+    lines.append(f"Status: {statuses or 'nothing to do'}" + ("" if s.complete else
+                                                            " — re-run the same command to finish the rest."))
+    for pair, sel in s.selections.items():
+        acc = f"{100 * sel['accuracy']:.1f}%" if sel.get("accuracy") is not None else "-"
+        lines.append(f"  {pair}: {sel['selected']} of {sel['misclassified']} misclassified images selected "
+                     f"(accuracy {acc} on {sel['images']}; {sel['assigned']} in this shard)")
+    if s.computed:
+        per = (s.method_s + s.judge_s + s.runner_s) / s.computed
+        lines.append(f"Per processed item: {per:.3f} s = method {s.method_s / s.computed:.3f} s + judges "
+                     f"{s.judge_s / s.computed:.3f} s + runner {s.runner_s / s.computed:.4f} s")
+    if s.load_s >= 0.05:
+        lines.append(f"Loading models: {s.load_s:.1f} s")
+    stages = {k: v for k, v in s.stage_s.items() if k != "total"}
+    if stages:
+        total = sum(stages.values()) or 1.0
+        lines.append("Method stages (as recorded by the methods): " + ", ".join(
+            f"{k} {v:.1f} s ({100 * v / total:.0f}%)" for k, v in sorted(stages.items(), key=lambda kv: -kv[1])))
+    for note in s.notes:
+        lines.append(f"Note: {note}")
+    lines.append(f"Tables: nemo bench table {s.run_id}")
+    return "\n".join(lines)
+
+
+def merge_bench(args) -> int:
+    from ...core.benchmark.merge import merge_stores
+    from ...core.errors import ConfigError
+
+    sources = []
+    target = None
+    try:
+        for where in args.stores:
+            db = Path(where).expanduser()
+            db = db if db.suffix in (".sqlite", ".db") else db / "results.sqlite"
+            if not db.is_file():
+                raise ConfigError(f"No results store at {where}.", hint="Give the folder that holds results.sqlite.")
+            sources.append(open_store(where))
+        target = open_store(args.into)
+        report = merge_stores(target, sources, run_id=args.run)
+    finally:
+        for s in sources:
+            s.close()
+        if target is not None:
+            target.close()
+    for rid in report.runs:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(report.statuses.get(rid, {}).items()))
+        print(f"Merged run {rid}: {counts}")
+    print(f"{report.copied_records} record(s) copied.")
+    for c in report.conflicts:
+        print(f"conflict: {c}", file=sys.stderr)
+    if report.missing_records:
+        print(f"warning: {len(report.missing_records)} referenced record(s) were missing from their store",
+              file=sys.stderr)
+    return 0
+
+
+def table_bench(args) -> int:
+    from ...core.benchmark.tables import build_tables, collect, render
+    from ...core.store import atomic_write_text
+
+    store = open_store(args.store)
+    try:
+        data = collect(store, args.run)
+        text = render(data, build_tables(data, args.table), args.format)
+    finally:
+        store.close()
+    if args.output:
+        atomic_write_text(Path(args.output), text if text.endswith("\n") else text + "\n")
+        print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0

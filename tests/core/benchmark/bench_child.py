@@ -1,0 +1,19 @@
+"""Child process for the kill -9 test (run as a script, not collected by pytest): registers the benchmark
+test doubles as the model family 'test-double', then runs the real `nemo` command line with its arguments."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parents[1])]
+
+from bench_world import families  # noqa: E402
+from nemo_desktop.cli.main import main  # noqa: E402
+from nemo_desktop.core.models import registry  # noqa: E402
+
+registry._ensure_builtin_families()
+for (kind, family), loader in families().items():
+    registry.register_family(kind, family)(loader)
+
+sys.exit(main(sys.argv[1:]))
