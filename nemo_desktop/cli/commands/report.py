@@ -1,0 +1,50 @@
+"""`nemo report RESULT_OR_RUN_ID --format html|pdf -o FILE`: export a diagnosis or a whole run."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def _format_for(args) -> str:
+    if args.format:
+        return args.format
+    suffix = Path(args.output).suffix.lower().lstrip(".") if args.output else ""
+    return suffix if suffix in ("html", "pdf") else "html"
+
+
+def run_report(args) -> int:
+    from ...core.errors import ConfigError
+    from ...core.reports import export_report, resolve_target
+    from ...core.store import ResultsStore
+    from ...core.store.paths import get_paths
+
+    fmt = _format_for(args)
+    if args.format and args.output and Path(args.output).suffix.lower() not in ("", f".{fmt}"):
+        raise ConfigError(f"--format {fmt} does not match the file name {args.output}.",
+                          hint=f"Name the file *.{fmt}, or drop --format to go by the extension.")
+    store = ResultsStore.open(get_paths().ensure())
+    try:
+        kind, ident = resolve_target(store, args.target)
+        out = Path(args.output) if args.output else Path(f"nemo-{kind}-{ident[:12]}.{fmt}")
+        written = export_report(ident, store, fmt, out, image_format=args.images)
+    finally:
+        store.close()
+    size = written.stat().st_size
+    print(f"wrote {'run' if kind == 'run' else 'diagnosis'} report {written} ({size / 1024:.0f} KiB)",
+          file=sys.stdout)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "report", help="export a diagnosis or a run as a self-contained HTML or PDF report",
+        description="Export a stored diagnosis (by result key or a unique key prefix) or a whole run (by run "
+                    "id) as one self-contained HTML file or a paginated PDF.")
+    p.add_argument("target", metavar="RESULT_OR_RUN_ID", help="a result key, a unique key prefix, or a run id")
+    p.add_argument("--format", choices=("html", "pdf"), help="report format (default: from -o's extension, "
+                                                               "else html)")
+    p.add_argument("-o", "--output", metavar="FILE", help="file to write (default: nemo-<kind>-<id>.<format> "
+                                                           "in the current folder)")
+    p.add_argument("--images", choices=("png", "jpeg"),
+                   help="image encoding (default: png for a diagnosis; jpeg for a run, about 6x smaller)")
+    p.set_defaults(func=run_report)

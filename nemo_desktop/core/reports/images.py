@@ -1,0 +1,126 @@
+"""Turn stored artifacts into report-ready image bytes (bounded size, decodable, cached per build).
+
+Artifacts are content-addressed files (PNG for images, .npy for arrays). A report shows the same input
+image beside every candidate, so a build caches by (path, size, format). Two encodings:
+
+- "png" (lossless; the default for a single diagnosis): a stored PNG that is small enough is used byte for
+  byte, anything else is decoded, downscaled and re-encoded.
+- "jpeg" (quality 88; the default for run reports): photographs compress about 6x better, which keeps a
+  200-sample report small enough to attach to a bug report (see benchmarks/report_build.py), and fpdf2
+  embeds JPEG bytes as they are instead of recompressing pixels. Images with transparency stay PNG.
+
+An artifact that is missing or unreadable yields None, and the report says so instead of failing.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from PIL import Image
+
+log = logging.getLogger(__name__)
+
+_PASS_THROUGH_MODES = ("RGB", "RGBA", "L", "LA")
+FORMATS = ("png", "jpeg")
+JPEG_QUALITY = 88
+
+
+@dataclass(frozen=True)
+class ReportImage:
+    """An image as embedded in a report: encoded bytes (PNG or JPEG) with their pixel size, a caption and
+    an alt text."""
+
+    data: bytes
+    width: int
+    height: int
+    caption: str = ""
+    alt: str = ""
+    mime: str = "image/png"
+
+    def with_text(self, caption: str, alt: str | None = None) -> "ReportImage":
+        return ReportImage(self.data, self.width, self.height, caption, alt if alt is not None else caption,
+                           self.mime)
+
+
+def _array_to_image(arr) -> Image.Image:
+    """A stored array as a picture: 2-D floats become a grey heat map, HxWx3/4 uint8 stays colour."""
+    import numpy as np  # only .npy artifacts need it; keeps `import nemo_desktop.core.reports` light
+
+    arr = np.asarray(arr)
+    if arr.ndim == 3 and arr.shape[2] in (3, 4) and arr.dtype == np.uint8:
+        return Image.fromarray(arr)
+    if arr.ndim == 3 and arr.shape[0] == 1:
+        arr = arr[0]
+    if arr.ndim != 2:
+        raise ValueError(f"cannot show an array of shape {arr.shape} as an image")
+    a = arr.astype(np.float64)
+    lo, hi = np.nanmin(a), np.nanmax(a)
+    a = (a - lo) / (hi - lo) if hi > lo else np.zeros_like(a)
+    return Image.fromarray((np.nan_to_num(a) * 255).astype(np.uint8), mode="L")
+
+
+def _encode(im: Image.Image, max_side: int, fmt: str) -> ReportImage:
+    has_alpha = "A" in im.getbands() or "transparency" in im.info
+    if im.mode not in _PASS_THROUGH_MODES:
+        im = im.convert("RGBA" if has_alpha else "RGB")
+    if max(im.size) > max_side:
+        im = im.copy()
+        im.thumbnail((max_side, max_side), Image.Resampling.BICUBIC)
+    buf = io.BytesIO()
+    if fmt == "jpeg" and not has_alpha:
+        im.convert("L" if im.mode == "L" else "RGB").save(buf, format="JPEG", quality=JPEG_QUALITY)
+        return ReportImage(buf.getvalue(), im.width, im.height, mime="image/jpeg")
+    im.save(buf, format="PNG", compress_level=3)
+    return ReportImage(buf.getvalue(), im.width, im.height)
+
+
+def image_from_file(path: Path, max_side: int, fmt: str = "png") -> ReportImage:
+    """Raises (OSError, ValueError, ...) when the file is missing or not an image."""
+    if path.suffix.lower() == ".npy":
+        import numpy as np
+
+        return _encode(_array_to_image(np.load(path, allow_pickle=False)), max_side, fmt)
+    with Image.open(path) as im:
+        if fmt == "png" and im.format == "PNG" and im.mode in _PASS_THROUGH_MODES and max(im.size) <= max_side:
+            im.verify()  # chunk CRCs without decoding pixels: a truncated file fails here, not in a renderer
+            return ReportImage(path.read_bytes(), im.width, im.height)
+        im.load()
+        return _encode(im, max_side, fmt)
+
+
+class ImageCache:
+    """Per-build cache so that one input image shown twenty times is decoded once."""
+
+    def __init__(self, fmt: str = "png") -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"image format must be one of {FORMATS}, not {fmt!r}")
+        self.fmt = fmt
+        self._cache: dict[tuple[str, int], ReportImage | None] = {}
+
+    def prefetch(self, wanted: Iterable[tuple[Path | None, int]], stop: Callable[[], bool] = lambda: False) -> None:
+        """Decode and encode many images on a thread pool (Pillow releases the GIL while it works); `stop`
+        returning True skips what is left (cancellation)."""
+        todo = list(dict.fromkeys((Path(p), side) for p, side in wanted
+                                  if p is not None and (str(p), side) not in self._cache))
+        if len(todo) < 8:
+            return
+        workers = min(8, os.cpu_count() or 2)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(lambda ps: None if stop() else self.load(*ps), todo))
+
+    def load(self, path: Path | None, max_side: int) -> ReportImage | None:
+        if path is None:
+            return None
+        key = (str(path), max_side)
+        if key not in self._cache:
+            try:
+                self._cache[key] = image_from_file(Path(path), max_side, self.fmt)
+            except Exception as exc:  # a broken artifact must not sink the report; it is shown as missing
+                log.warning("report: artifact %s could not be read: %s", path, exc)
+                self._cache[key] = None
+        return self._cache[key]

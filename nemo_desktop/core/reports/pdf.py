@@ -1,0 +1,576 @@
+"""Render a ReportDocument as a paginated A4 PDF with fpdf2 (pure Python, no Qt, no display needed).
+
+Why fpdf2 rather than Qt's QTextDocument + QPdfWriter: the core must stay Qt-free and `nemo report`
+must work on a headless server where PySide6 (an optional extra) may be absent. fpdf2 depends only on
+Pillow, fontTools and defusedxml; with uharfbuzz installed it shapes text through HarfBuzz and applies
+the Unicode bidi algorithm, so Arabic joins correctly and right-to-left lines run right to left. Fonts:
+the bundled DejaVu Sans, plus system emoji/CJK fonts only when the report needs them (see fonts.py).
+Charts are drawn as vector paths. Model text is only ever passed as plain text: never with markdown, as
+a link, or as an image path (images are in-memory PNG/JPEG bytes).
+"""
+from __future__ import annotations
+
+import functools
+import io
+import logging
+import math
+import unicodedata
+
+from ..errors import NemoError
+from ..jobs import JobContext, null_context
+from .fonts import BOLD, REGULAR, plan_fonts
+from .model import (Figures, Histogram, Index, KeyValues, Paragraph, ReportDocument, ReportImage, Section,
+                    Table)
+
+log = logging.getLogger(__name__)
+
+FAMILY = "dejavu"
+BODY_PT = 9.5
+LINE = 4.6  # mm, body line height
+TABLE_PT = 8.5
+TABLE_LINE = 4.0
+PAD = 1.3
+CELL_IMAGE_MM = 22.0
+PALETTE = [(47, 109, 181), (217, 130, 43), (58, 154, 91), (184, 69, 63), (125, 91, 166), (138, 109, 59)]
+FILLS = {"callout": (238, 244, 251), "warning": (255, 243, 224)}
+HEADING_PT = (15.0, 12.5, 11.0, 10.0)
+LONG_SHAPED = 1200  # characters; see _Renderer._segments
+TOC_HEAD = 8.0  # mm: the "Contents" heading
+TOC_LINE = LINE + 0.6
+# Total-pages placeholder. fpdf2 substitutes it in ALL text, so it is made of private-use characters that
+# FontPlan.clean() removes from model text ("{nb}" in an answer would otherwise become a number), and it
+# is 5 characters long: fpdf2 reserves that many digits (its default reserves 3, too few for 1,000 pages).
+PAGES_ALIAS = "\ue000nbp\ue000"
+
+
+@functools.lru_cache(maxsize=4096)
+def needs_shaping(s: str) -> bool:
+    """Right-to-left text, scripts whose letters join or reorder, and combining marks need HarfBuzz."""
+    if s.isascii():
+        return False
+    for ch in s:
+        o = ord(ch)
+        if o < 0x0590:
+            if 0x0300 <= o <= 0x036F:
+                return True
+            continue
+        if unicodedata.bidirectional(ch) in ("R", "AL", "AN") or 0x0900 <= o <= 0x1CFF or \
+                unicodedata.category(ch) == "Mn":
+            return True
+    return False
+
+
+def _fpdf():
+    try:
+        import fpdf  # noqa: F401
+    except ImportError as exc:
+        raise NemoError("PDF export needs the fpdf2 package, which is not installed.",
+                        hint="Install it with `pip install fpdf2 uharfbuzz`, or export HTML instead.") from exc
+    return fpdf
+
+
+def _pdf_class():
+    fpdf = _fpdf()
+
+    class ReportPDF(fpdf.FPDF):
+        def footer(self) -> None:
+            with self.local_context():  # leaves the body's font and colours as they were
+                self.set_y(-11)
+                self.set_font(FAMILY, "", 7.5)
+                self.set_text_color(120, 120, 120)
+                self.cell(0, 5, f"NEMO Desktop report  \u00b7  page {self.page_no()} of {PAGES_ALIAS}", align="C")
+
+    return ReportPDF
+
+
+class _Renderer:
+    def __init__(self, doc: ReportDocument):
+        self.doc = doc
+        self.plan = plan_fonts(doc.iter_text())
+        pdf = _pdf_class()(orientation="P", unit="mm", format="A4")
+        pdf.alias_nb_pages(PAGES_ALIAS)
+        pdf.set_margins(15, 14, 15)
+        pdf.set_auto_page_break(True, margin=16)
+        pdf.add_font(FAMILY, "", str(REGULAR))
+        pdf.add_font(FAMILY, "B", str(BOLD))
+        names = []
+        for i, path in enumerate(self.plan.fallbacks):
+            name = f"fallback{i}"
+            pdf.add_font(name, "", str(path), collection_font_number=0)
+            names.append(name)
+        if names:
+            pdf.set_fallback_fonts(names, exact_match=False)
+        self.pdf = pdf
+        self.shaping_on = False
+        try:
+            pdf.set_text_shaping(True)
+            self.can_shape = self.shaping_on = True
+        except Exception as exc:  # uharfbuzz missing: still a usable PDF, RTL scripts unshaped
+            log.warning("report: text shaping unavailable (%s); right-to-left text may render poorly", exc)
+            self.can_shape = False
+        self._shaping(False)
+        self._wrap_cache: dict = {}
+        self._widths: dict = {}
+        self._font_state: tuple | None = None
+        self._clean_cache: dict[str, str] = {}
+        pdf.set_title(self.t(doc.title)[:200])
+        pdf.set_creator("NEMO Desktop")
+        # Links for every anchor an index points at; aimed at page 1 until the section is drawn.
+        self.links = {r.anchor: pdf.add_link(page=1) for _, s in doc.iter_sections()
+                      for b in s.blocks if isinstance(b, Index) for r in b.rows}
+
+    # -------------------------------------------------------------------------------------- helpers
+    def _shaping(self, on: bool) -> None:
+        on = on and self.can_shape
+        if on != self.shaping_on:
+            self.pdf.set_text_shaping(on)
+            self.shaping_on = on
+
+    def _clean(self, s: str) -> str:
+        hit = self._clean_cache.get(s)
+        if hit is None:
+            hit = self._clean_cache[s] = self.plan.clean(s)
+        return hit
+
+    def t(self, s: str) -> str:
+        """Prepare a string for the very next draw call: clean it, and switch HarfBuzz shaping on only when
+        it needs it (shaping every Latin string costs ~20x in line breaking)."""
+        s = self._clean(s)
+        self._shaping(needs_shaping(s))
+        return s
+
+    def font(self, size: float = BODY_PT, style: str = "", gray: int | None = None) -> None:
+        state = (size, style, gray)
+        if state == self._font_state:  # set_font/set_text_color cost ~60 us even when nothing changes
+            return
+        self.pdf.set_font(FAMILY, style, size)
+        self.pdf.set_text_color(*((gray,) * 3 if gray is not None else (0, 0, 0)))
+        self._font_state = state
+
+    def space_left(self) -> float:
+        return self.pdf.page_break_trigger - self.pdf.get_y()
+
+    def ensure(self, mm: float) -> None:
+        if self.space_left() < mm:
+            self.pdf.add_page()
+
+    # Text engine. fpdf2's multi_cell costs ~3 ms per call (and shaping ~0.1 ms per character), so plain
+    # text is wrapped here with cached word widths and drawn line by line with cell(); only text that needs
+    # HarfBuzz (right-to-left, joining scripts, combining marks) goes through multi_cell.
+    def _char_widths(self) -> dict[str, float]:
+        key = (self.pdf.font_style, self.pdf.font_size_pt)
+        table = self._widths.get(key)
+        if table is None:
+            table = self._widths[key] = {}
+        return table
+
+    def _line_width(self, text: str) -> float:
+        cw, total = self._char_widths(), 0.0
+        for ch in text:
+            v = cw.get(ch)
+            if v is None:
+                v = cw[ch] = self.pdf.get_string_width(ch)
+            total += v
+        return total
+
+    def _wrap(self, s: str, width: float) -> list[str]:
+        """Greedy word wrap in the current font (unshaped text: a string's width is the sum of its
+        characters' widths); words longer than the column are cut."""
+        key = (s, round(width, 2), self.pdf.font_style, self.pdf.font_size_pt)
+        hit = self._wrap_cache.get(key)
+        if hit is not None:
+            return hit
+        cw, w_of = self._char_widths(), self._line_width
+        space = w_of(" ")
+        out: list[str] = []
+        for para in s.split("\n"):
+            line, line_w = None, 0.0
+            for word in para.split(" "):
+                ww = w_of(word)
+                if line is not None and line_w + space + ww <= width:
+                    line, line_w = f"{line} {word}", line_w + space + ww
+                    continue
+                if line is not None:
+                    out.append(line)
+                if ww > width:  # a word longer than the column: cut it
+                    start, acc = 0, 0.0
+                    for i, ch in enumerate(word):
+                        c = cw[ch]
+                        if acc + c > width and i > start:
+                            out.append(word[start:i])
+                            start, acc = i, 0.0
+                        acc += c
+                    word, ww = word[start:], acc
+                line, line_w = word, ww
+            out.append(line or "")
+        self._wrap_cache[key] = out
+        return out
+
+    def _segments(self, s: str) -> list[str]:
+        """Text drawn as one block, except a very long text that needs shaping: that one is cut into runs of
+        words that need shaping and runs that do not (each run starts a new line), so that a degenerate
+        5,000-character answer with one Arabic word is not shaped character by character."""
+        s = self._clean(s)
+        if len(s) <= LONG_SHAPED or not needs_shaping(s):
+            return [s]
+        out: list[str] = []
+        for para in s.split("\n"):
+            run: list[str] = []
+            run_shaped = None
+            for word in para.split(" "):
+                shaped = needs_shaping(word)
+                if run and shaped != run_shaped:
+                    out.append(" ".join(run))
+                    run = []
+                run.append(word)
+                run_shaped = shaped
+            out.append(" ".join(run))
+        return out
+
+    def text_height(self, s: str, width: float, lh: float) -> float:
+        lines = 0
+        for seg in self._segments(s):
+            self._shaping(needs_shaping(seg))
+            if self.shaping_on:
+                lines += max(1, len(self.pdf.multi_cell(width, lh, seg, dry_run=True, output="LINES")))
+            else:
+                lines += max(1, len(self._wrap(seg, width)))
+        return lines * lh
+
+    def draw_text(self, s: str, x: float, width: float, lh: float, align: str = "L", fill=None,
+                  link=None) -> None:
+        """Draw at (x, current y), breaking pages as needed; leaves y below the text. A fill colours the
+        full text width of the page behind each line (call-out boxes)."""
+        for seg in self._segments(s):
+            self._shaping(needs_shaping(seg))
+            self._draw_segment(seg, x, width, lh, align, fill, link)
+
+    def _draw_segment(self, s: str, x: float, width: float, lh: float, align: str, fill, link) -> None:
+        pdf = self.pdf
+        if fill:
+            pdf.set_fill_color(*fill)
+        if self.shaping_on:
+            if fill:  # colour the full-width band like the plain-text path does, then draw on top of it
+                h = max(1, len(pdf.multi_cell(width, lh, s, dry_run=True, output="LINES"))) * lh
+                if h > self.space_left() and h < pdf.page_break_trigger - pdf.t_margin:
+                    pdf.add_page()
+                pdf.rect(pdf.l_margin, pdf.get_y(), pdf.epw, min(h, self.space_left()), style="F")
+            pdf.set_x(x)
+            pdf.multi_cell(width, lh, s, align=align, link=link, new_x="LEFT", new_y="NEXT")
+            return
+        y = pdf.get_y()
+        for line in self._wrap(s, width):
+            if y + lh > pdf.page_break_trigger:
+                pdf.add_page()
+                y = pdf.get_y()
+            if fill:
+                pdf.rect(pdf.l_margin, y, pdf.epw, lh, style="F")
+            if self.plan.in_main_font(line):
+                # text() is ~5x cheaper than cell() but knows no fallback fonts: only for DejaVu-only lines.
+                lx = x
+                if align != "L":
+                    free = width - self._line_width(line)
+                    lx += free if align == "R" else free / 2
+                pdf.text(lx, y + 0.5 * lh + 0.3 * pdf.font_size, line)
+                if link is not None:
+                    pdf.link(x, y, width, lh, link)
+            else:
+                pdf.set_xy(x, y)
+                pdf.cell(width, lh, line, align=align, link=link if link is not None else "")
+            y += lh
+        pdf.set_xy(x, y)
+
+    def text(self, s: str, h: float = LINE, fill=None) -> None:
+        self.draw_text(s, self.pdf.l_margin, self.pdf.epw, h, fill=fill)
+        self.pdf.set_x(self.pdf.l_margin)
+
+    # --------------------------------------------------------------------------------------- blocks
+    def header(self) -> None:
+        pdf, doc = self.pdf, self.doc
+        pdf.add_page()
+        self.font(18, "B")
+        self.text(doc.title, 8)
+        self.font(11, gray=70)
+        self.text(doc.subtitle, 5.5)
+        meta = "   \u00b7   ".join([f"Generated {doc.generated_at}"] + [f"{k}: {v}" for k, v in doc.meta])
+        self.font(8, gray=110)
+        self.text(meta, 4.2)
+        pdf.ln(3)
+        if doc.kind == "run":
+            # The contents get exactly the pages they need, reserved now: pages inserted later (fpdf2's
+            # allow_extra_pages) would shift every page number already printed in the footers.
+            entries = len(doc.sections)  # one outline entry of level 0 per top-level section
+            first, later = self._toc_capacity(pdf.get_y())
+            pages = 1 if entries <= first else 1 + math.ceil((entries - first) / later)
+            pdf.insert_toc_placeholder(self.toc, pages=pages)
+
+    def _toc_capacity(self, y0: float) -> tuple[int, int]:
+        """Contents lines on the first page (from y0, after the heading) and on each later page."""
+        pdf = self.pdf
+        first = int((pdf.page_break_trigger - y0 - TOC_HEAD) // TOC_LINE)
+        return max(0, first), int((pdf.page_break_trigger - pdf.t_margin) // TOC_LINE)
+
+    def toc(self, pdf, outline) -> None:
+        """Called by fpdf2 at output time, on the reserved pages, whatever the font state is then."""
+        self._font_state = None
+        auto_break = pdf.auto_page_break
+        pdf.set_auto_page_break(False, margin=pdf.b_margin)  # breaks are placed by hand, see header()
+        pdf.set_x(pdf.l_margin)
+        self.font(13, "B")
+        self.text("Contents", TOC_HEAD - 1)
+        pdf.ln(1)
+        self.font(BODY_PT)
+        for sec in outline:
+            if sec.level != 0:
+                continue
+            if pdf.get_y() + TOC_LINE > pdf.page_break_trigger:
+                pdf.add_page()  # the next reserved page
+                pdf.set_y(pdf.t_margin)
+            link = pdf.add_link(page=sec.page_number)
+            y = pdf.get_y()
+            pdf.set_x(pdf.l_margin)
+            pdf.cell(pdf.epw - 16, TOC_LINE, self.t(sec.name)[:110], link=link)
+            pdf.set_xy(pdf.l_margin + pdf.epw - 16, y)
+            pdf.cell(16, TOC_LINE, str(sec.page_number), align="R", link=link, new_x="LMARGIN", new_y="NEXT")
+        pdf.set_auto_page_break(auto_break, margin=pdf.b_margin)
+
+    def heading(self, s: Section, depth: int) -> None:
+        pdf = self.pdf
+        if s.new_page:
+            if pdf.get_y() > pdf.t_margin + 0.5:  # not already at the top of a fresh page
+                pdf.add_page()
+        else:
+            self.ensure(50 if depth <= 1 else 32)  # never leave a heading alone at the foot of a page
+        if depth == 0:
+            pdf.ln(3)
+        if depth <= 1:
+            pdf.start_section(self.t(s.title)[:150], level=depth)
+        if s.anchor in self.links:
+            pdf.set_link(self.links[s.anchor], y=pdf.get_y(), page=pdf.page_no())
+        size = HEADING_PT[min(depth, 3)]
+        self.font(size, "B", gray=None if depth < 2 else 40)
+        self.text(s.title, size * 0.48)
+        if depth == 0:
+            pdf.set_draw_color(200, 206, 212)
+            pdf.set_line_width(0.4)
+            pdf.line(pdf.l_margin, pdf.get_y() + 0.5, pdf.l_margin + pdf.epw, pdf.get_y() + 0.5)
+            pdf.ln(2.5)
+        else:
+            pdf.ln(1)
+
+    def paragraph(self, b: Paragraph) -> None:
+        if b.style in FILLS:
+            pdf, fill = self.pdf, FILLS[b.style]
+            self.font(BODY_PT + (0.8 if b.style == "callout" else 0))
+            self.ensure(LINE * 2 + 4)
+            pdf.set_fill_color(*fill)
+            pdf.rect(pdf.l_margin, pdf.get_y(), pdf.epw, 2, style="F")
+            pdf.set_y(pdf.get_y() + 2)
+            self.draw_text(b.text, pdf.l_margin + 3, pdf.epw - 6, LINE + 0.4, fill=fill)
+            pdf.set_fill_color(*fill)
+            pdf.rect(pdf.l_margin, pdf.get_y(), pdf.epw, 2, style="F")
+            pdf.set_xy(pdf.l_margin, pdf.get_y() + 2)
+        elif b.style == "muted":
+            self.font(BODY_PT - 1, gray=95)
+            self.text(b.text, LINE - 0.6)
+        else:
+            self.font(BODY_PT)
+            self.text(b.text)
+        self.pdf.ln(1.8)
+
+    def _cell_height(self, cell, w: float, bold: bool) -> float:
+        if isinstance(cell, ReportImage):
+            iw = min(w - 2 * PAD, CELL_IMAGE_MM)
+            return iw * cell.height / cell.width + 2 * PAD
+        self.font(TABLE_PT, "B" if bold else "")
+        return self.text_height(cell, w - 2 * PAD, TABLE_LINE) + 2 * PAD
+
+    def _row(self, cells, col_w, aligns, y, h, bold_first=False, fill=None, link=None) -> None:
+        pdf, x = self.pdf, self.pdf.l_margin
+        for c, (cell, w) in enumerate(zip(cells, col_w)):
+            if fill:
+                pdf.set_fill_color(*fill)
+                pdf.rect(x, y, w, h, style="F")
+            if isinstance(cell, ReportImage):
+                iw = min(w - 2 * PAD, CELL_IMAGE_MM)
+                pdf.image(io.BytesIO(cell.data), x=x + (w - iw) / 2, y=y + PAD, w=iw, h=iw * cell.height / cell.width)
+            else:
+                self.font(TABLE_PT, "B" if (bold_first and c == 0) or fill else "")
+                pdf.set_y(y + PAD)
+                self.draw_text(cell, x + PAD, w - 2 * PAD, TABLE_LINE, align=aligns[c], link=link if c == 0 else None)
+            pdf.set_draw_color(210, 215, 220)
+            pdf.set_line_width(0.2)
+            pdf.rect(x, y, w, h)
+            x += w
+        pdf.set_xy(pdf.l_margin, y + h)
+
+    def _table(self, header, rows, widths, align, bold_first=False, links=None) -> None:
+        """A grid drawn by hand: rows never split, a row taller than a page is laid out as a list instead
+        (fpdf2's own table refuses such rows, and a 5,000-character model answer makes one)."""
+        pdf = self.pdf
+        col_w = [pdf.epw * w / sum(widths) for w in widths]
+        aligns = [{"l": "L", "r": "R", "c": "C"}.get(a, "L") for a in align]
+        head_h = max((self._cell_height(h, w, True) for h, w in zip(header, col_w)), default=0)
+        page_room = pdf.page_break_trigger - pdf.t_margin - head_h - 2
+
+        def draw_header():
+            if header:
+                self._row(header, col_w, aligns, pdf.get_y(), head_h, fill=(241, 244, 247))
+
+        self.ensure(head_h + 10)
+        draw_header()
+        for r, cells in enumerate(rows):
+            h = max(self._cell_height(c, w, bold_first and i == 0) for i, (c, w) in enumerate(zip(cells, col_w)))
+            link = links[r] if links else None
+            if h > page_room:
+                self._stacked(header, cells, bold_first)
+                continue
+            if h > self.space_left():
+                pdf.add_page()
+                draw_header()
+            self._row(cells, col_w, aligns, pdf.get_y(), h, bold_first=bold_first, link=link)
+        pdf.ln(2)
+
+    def _stacked(self, header, cells, bold_first) -> None:
+        """One over-tall row as "column: value" paragraphs that may run over several pages."""
+        pdf = self.pdf
+        pdf.ln(1)
+        for i, cell in enumerate(cells):
+            name = header[i] if i < len(header) else ""
+            if isinstance(cell, ReportImage):
+                self.ensure(32)
+                pdf.image(io.BytesIO(cell.data), x=pdf.l_margin, w=30, h=30 * cell.height / cell.width)
+                continue
+            if name:
+                self.font(TABLE_PT, "B")
+                self.text(name, TABLE_LINE)
+            self.font(TABLE_PT, "B" if bold_first and i == 0 else "")
+            self.text(cell, TABLE_LINE)
+        pdf.set_draw_color(210, 215, 220)
+        pdf.line(pdf.l_margin, pdf.get_y() + 1, pdf.l_margin + pdf.epw, pdf.get_y() + 1)
+        pdf.ln(2)
+
+    def table(self, b: Table) -> None:
+        n = len(b.header)
+        self._table(b.header, b.rows, b.widths or [1] * n, b.align or ["l"] * n)
+        if b.caption:
+            self.font(BODY_PT - 1.5, gray=95)
+            self.text(b.caption, LINE - 0.8)
+            self.pdf.ln(1.5)
+
+    def key_values(self, b: KeyValues) -> None:
+        self._table([], [[k, v] for k, v in b.rows], [2.6, 7.4], ["l", "l"], bold_first=True)
+
+    def index(self, b: Index) -> None:
+        n = len(b.header)
+        widths = [0.6, 3, 2.2, 2.2] + [1.6] * (n - 4) if n >= 4 else [1] * n
+        self._table(b.header, [r.cells for r in b.rows], widths, ["r", "l", "l", "l"] + ["r"] * (n - 4),
+                    links=[self.links[r.anchor] for r in b.rows])
+
+    def figures(self, b: Figures) -> None:
+        pdf, gap = self.pdf, 5.0
+        per_row = 3
+        for start in range(0, len(b.images), per_row):
+            ims = b.images[start:start + per_row]
+            w = [min(58.0, max(24.0, im.width * 0.3), (pdf.epw - gap * (len(ims) - 1)) / len(ims)) for im in ims]
+            h = [wi * im.height / im.width for wi, im in zip(w, ims)]
+            self.ensure(max(h) + 12)
+            y0, x = pdf.get_y(), pdf.l_margin
+            bottom = y0
+            self.font(BODY_PT - 1.5, gray=70)
+            for im, wi, hi in zip(ims, w, h):
+                pdf.image(io.BytesIO(im.data), x=x, y=y0, w=wi, h=hi)
+                pdf.set_draw_color(210, 215, 220)
+                pdf.rect(x, y0, wi, hi)
+                pdf.set_y(y0 + hi + 1)
+                self.draw_text(im.caption, x, wi, 3.6)
+                bottom = max(bottom, pdf.get_y())
+                x += wi + gap
+            pdf.set_xy(pdf.l_margin, bottom + 3)
+        if b.caption:
+            self.font(BODY_PT - 1, gray=95)
+            self.text(b.caption)
+
+    def histogram(self, b: Histogram) -> None:
+        pdf = self.pdf
+        left, row_h = 42.0, 20.0
+        plot_w = pdf.epw - left - 4
+        self.ensure(row_h * len(b.series) + 18)
+        lo, hi = b.edges[0], b.edges[-1]
+        x = lambda v: pdf.l_margin + left + (v - lo) / (hi - lo) * plot_w  # noqa: E731
+        peak = max((max(s.counts) for s in b.series if s.counts), default=1) or 1
+        y_top = pdf.get_y()
+        for i, s in enumerate(b.series):
+            y0 = y_top + i * row_h
+            base = y0 + row_h - 3
+            self.font(BODY_PT, "B")
+            pdf.set_xy(pdf.l_margin, y0 + 4)
+            pdf.cell(left - 3, LINE, self.t(s.label)[:28], align="R")
+            self.font(BODY_PT - 1.5, gray=95)
+            pdf.set_xy(pdf.l_margin, y0 + 4 + LINE)
+            mean = f"mean {s.mean:+.1f}" if s.mean is not None else "mean \u2014"
+            pdf.cell(left - 3, LINE, f"n = {s.n}, {mean}", align="R")
+            pdf.set_draw_color(150, 160, 170)
+            pdf.set_line_width(0.25)
+            pdf.line(x(lo), base, x(hi), base)
+            pdf.set_fill_color(*PALETTE[i % len(PALETTE)])
+            for k, c in enumerate(s.counts):
+                if c:
+                    hgt = (row_h - 6) * c / peak
+                    x0, x1 = x(b.edges[k]), x(b.edges[k + 1])
+                    pdf.rect(x0 + 0.3, base - hgt, max(0.2, x1 - x0 - 0.6), hgt, style="F")
+            if s.mean is not None:
+                pdf.set_draw_color(30, 35, 41)
+                with pdf.local_context(dash_pattern=dict(dash=1.2, gap=0.8)):
+                    pdf.line(x(s.mean), y0 + 1, x(s.mean), base)
+        y_axis = y_top + row_h * len(b.series)
+        if lo < 0 < hi:
+            pdf.set_draw_color(184, 69, 63)
+            pdf.line(x(0), y_top, x(0), y_axis - 3)
+        self.font(BODY_PT - 2, gray=60)
+        step = max(1, len(b.edges) // 10)
+        for k in range(0, len(b.edges), step):
+            pdf.set_xy(x(b.edges[k]) - 8, y_axis - 2)
+            pdf.cell(16, 4, f"{b.edges[k]:g}", align="C")
+        self.font(BODY_PT - 1, gray=70)
+        pdf.set_xy(pdf.l_margin + left, y_axis + 2.5)
+        pdf.cell(plot_w, 4.5, self.t(b.x_label), align="C")
+        pdf.set_xy(pdf.l_margin, y_axis + 9)
+
+    def block(self, b) -> None:
+        if isinstance(b, Paragraph):
+            self.paragraph(b)
+        elif isinstance(b, KeyValues):
+            self.key_values(b)
+        elif isinstance(b, Table):
+            self.table(b)
+        elif isinstance(b, Figures):
+            self.figures(b)
+        elif isinstance(b, Histogram):
+            self.histogram(b)
+        elif isinstance(b, Index):
+            self.index(b)
+        else:
+            raise TypeError(f"unknown report block {type(b).__name__}")
+
+    def section(self, s: Section, depth: int) -> None:
+        self.heading(s, depth)
+        for b in s.blocks:
+            self.block(b)
+        for c in s.children:
+            self.section(c, depth + 1)
+
+    def render(self, ctx: JobContext) -> bytes:
+        self.header()
+        n = len(self.doc.sections)
+        for i, s in enumerate(self.doc.sections):
+            ctx.check_cancelled()
+            ctx.progress("Rendering PDF", i, n)
+            self.section(s, 0)
+        ctx.progress("Rendering PDF", n, n)
+        return bytes(self.pdf.output())
+
+
+def render_pdf(doc: ReportDocument, *, ctx: JobContext | None = None) -> bytes:
+    """The report as PDF bytes (progress per top-level section; cancellable between sections)."""
+    return _Renderer(doc).render(ctx or null_context())
