@@ -4,6 +4,13 @@ why the classifier got IMAGE wrong (SciTX) and test each hypothesis by a counter
 --reference is a reference-index id (`nemo index --list`), a dataset folder / CSV manifest (indexed with the
 classifier first, incrementally), or `none` (no observations). Every step is kept in the results store: a
 re-run of the same image answers from it, and Ctrl-C stops after the current step (a re-run resumes).
+
+--method picks the method: scitx (default) or one of the paper's baselines, error-retrieval, cam-mllm and
+change-mllm; --validate gives a baseline SciTX's validation (M candidates, the one with the largest CEI;
+Table 2), and is implied for scitx. A baseline without --validate is still scored with CEI when it can be
+tested (a zero-shot classifier, or an --editor). cam-mllm needs no reference, change-mllm does, and
+error-retrieval needs no MLLM unless its explanation is scored; for a classifier that is not zero-shot it
+embeds in the space of --retrieval-model (default clip-vit-b32).
 """
 from __future__ import annotations
 
@@ -15,20 +22,34 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("explain", help="explain a misclassified image (SciTX) and test the explanation",
+    p = subparsers.add_parser("explain", help="explain a misclassified image (SciTX or a baseline) and test the explanation",
                               description=__doc__.split("\n\n")[0])
     p.add_argument("image", metavar="IMAGE", help="the misclassified image")
     p.add_argument("--true-label", "-y", required=True, metavar="LABEL", help="its true class: name or index")
     p.add_argument("--classifier", "-c", required=True, metavar="ID", help="catalog id or <family>:<source>")
-    p.add_argument("--mllm", "-l", required=True, metavar="ID", help="multimodal LLM: catalog id or <family>:<source>")
+    p.add_argument("--mllm", "-l", metavar="ID",
+                   help="multimodal LLM: catalog id or <family>:<source> (required, except for error-retrieval "
+                        "without CEI)")
     p.add_argument("--editor", "-e", metavar="ID",
-                   help="image editor for image interventions (default: the catalog's paper default); not used "
-                        "for zero-shot classifiers, whose hypotheses are tested by prompt rewriting")
-    p.add_argument("--reference", "-r", required=True, metavar="INDEX_OR_DATASET",
-                   help="reference index id, dataset folder or CSV manifest, or 'none'")
-    p.add_argument("--method", default="scitx", help="explanation method (default scitx)")
+                   help="image editor for image interventions (default: the catalog's paper default; a baseline "
+                        "without --validate uses one only when given, to score its explanation); not used for "
+                        "zero-shot classifiers, whose hypotheses are tested by prompt rewriting")
+    p.add_argument("--reference", "-r", metavar="INDEX_OR_DATASET",
+                   help="reference index id, dataset folder or CSV manifest, or 'none' (required for scitx and "
+                        "change-mllm)")
+    p.add_argument("--method", default="scitx", metavar="NAME",
+                   help="scitx (default), error-retrieval, cam-mllm or change-mllm (`-validated` variants too)")
+    p.add_argument("--validate", action="store_true",
+                   help="baselines: draw --m candidates and keep the one with the largest CEI (paper Table 2); "
+                        "SciTX always does")
+    p.add_argument("--retrieval-model", metavar="ID",
+                   help="error-retrieval: CLIP-like model of the joint space (default: the classifier if it is "
+                        "zero-shot, else clip-vit-b32)")
+    p.add_argument("--corpus", action="append", default=[], metavar="FILE",
+                   help="error-retrieval: extra error-sentence file (.json or .tsv; repeatable)")
     p.add_argument("--k", type=int, default=3, metavar="N", help="observations per set A/B/C (default 3)")
-    p.add_argument("--m", type=int, default=3, metavar="N", help="hypothesis candidates (default 3)")
+    p.add_argument("--m", type=int, default=3, metavar="N",
+                   help="hypothesis candidates (default 3; baselines use them with --validate)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of sampling, retrieval and edits (0)")
     p.add_argument("--no-class-relevance", action="store_true",
                    help="retrieve by similarity only (the paper's Table 5 ablation)")
@@ -140,6 +161,21 @@ def _reference(ref: str, classifier, store, ctx):
     return find_index(store, ref)
 
 
+def method_name(method: str, validate: bool) -> str:
+    """The registry name for --method/--validate: a baseline's `-validated` variant; SciTX always validates."""
+    from ...core.methods.registry import list_methods
+    from ...core.methods.validation import VALIDATED_SUFFIX
+
+    if not validate or method == "scitx" or method.endswith(VALIDATED_SUFFIX):
+        return method
+    if method + VALIDATED_SUFFIX not in list_methods():
+        from ...core.errors import ConfigError
+
+        raise ConfigError(f"The method '{method}' has no validated variant.",
+                          hint=f"Known methods: {', '.join(list_methods())}.")
+    return method + VALIDATED_SUFFIX
+
+
 # -- output -------------------------------------------------------------------------------------------------
 def _short(text: str | None, width: int) -> str:
     text = " ".join((text or "").split())
@@ -150,9 +186,13 @@ def format_result(result) -> str:
     s = result.sample
     lines = [f"Image:      {s.image_path or '(image)'}",
              f"Prediction: '{s.pred_name}' (p = {s.prob_pred:.3f}); true class '{s.true_name}' "
-             f"(p = {s.prob_true:.3f})", ""]
+             f"(p = {s.prob_true:.3f})"]
+    if result.method != "scitx":
+        lines.append(f"Method:     {result.method}")
+    lines.append("")
     if result.explanation is not None:
-        lines += [f"Explanation (CEI {result.cei:+.2f}):", f"  {result.explanation}", ""]
+        score = f"CEI {result.cei:+.2f}" if result.cei is not None else "not scored with CEI"
+        lines += [f"Explanation ({score}):", f"  {result.explanation}", ""]
     else:
         lines += ["No explanation could be validated (see the candidates below).", ""]
     lines.append("Candidates:")
@@ -171,6 +211,9 @@ def format_result(result) -> str:
                          f"({c.top5_after[0].prob:.3f})")
         if c.error:
             lines.append(f"  {'':>2}  {'':>8}  {'':<24}  error: {_short(c.error, 100)}")
+    if result.evidence:
+        lines += ["", "Evidence (artifacts of the stored result):"]
+        lines += [f"  - {label}: {name}" for label, name in result.evidence.items()]
     if result.notes:
         lines += ["", "Notes:"] + [f"  - {n}" for n in result.notes]
     if result.result_key:
@@ -192,9 +235,18 @@ def run(args) -> int:
     image = Path(args.image)
     if not image.is_file():
         raise ConfigError(f"No image file at {image}.", hint="Check the path.")
-    entry = get_method(args.method)
+    entry = get_method(method_name(args.method, args.validate))
+    needs_mllm = getattr(entry.factory, "needs_mllm", True)
+    if args.mllm is None and (needs_mllm or entry.needs_editor):
+        raise ConfigError(f"--mllm is required for the method {entry.name}.",
+                          hint="Give a multimodal LLM: a catalog id (`nemo models list`) or <family>:<source>.")
+    if args.reference is None and getattr(entry.factory, "needs_reference", entry.name == "scitx"):
+        raise ConfigError(f"--reference is required for the method {entry.name}.",
+                          hint="Give a reference dataset or index id" + (", or 'none' for no observations."
+                                                                          if entry.name == "scitx" else "."))
     wanted = dict(k=args.k, m=args.m, seed=args.seed, class_relevance=not args.no_class_relevance,
-                  edit_steps=args.edit_steps, edit_guidance=args.edit_guidance, edit_size=_parse_size(args.edit_size))
+                  edit_steps=args.edit_steps, edit_guidance=args.edit_guidance, edit_size=_parse_size(args.edit_size),
+                  corpus_files=tuple(args.corpus))
     if args.max_new_tokens is not None:
         if args.max_new_tokens < 1:
             raise ConfigError("--max-new-tokens must be at least 1.")
@@ -221,9 +273,15 @@ def run(args) -> int:
             elif args.editor:
                 print("note: the classifier is zero-shot; hypotheses are tested by prompt rewriting, so the "
                       "editor is not used", file=sys.stderr)
-            mllm = _load(args.mllm, "mllm", args)
-            reference = _reference(args.reference, classifier, store, ctx)
-            method = entry.factory(classifier, mllm, editor=editor, store=store, reference=reference, config=config)
+            extra = {}
+            if entry.name.startswith("error-retrieval") and (args.retrieval_model or not zero_shot):
+                from ...core.methods.error_retrieval import DEFAULT_RETRIEVAL_MODEL
+
+                extra["embedder"] = _load(args.retrieval_model or DEFAULT_RETRIEVAL_MODEL, "classifier", args)
+            mllm = _load(args.mllm, "mllm", args) if args.mllm else None
+            reference = _reference(args.reference, classifier, store, ctx) if args.reference else None
+            method = entry.factory(classifier, mllm, editor=editor, store=store, reference=reference, config=config,
+                                   **extra)
             result = method(image, label, ctx)
     except JobCancelled as exc:
         close_bars()

@@ -21,6 +21,9 @@ the stored result reports only "Loaded from the results store". Partial results 
    CEI = 100 × (P(y | s_e) − P(y | s_o)).
 4. Conclusion: the candidate with the largest CEI is the explanation.
 
+The draws of stage 2 and the counterfactual test of stage 3 are shared code (`validation.draw_hypotheses`,
+`intervention.CounterfactualTester`): the validation-augmented baselines (Table 2) use exactly the same.
+
 How the M distinct candidates are obtained
 ------------------------------------------
 The A.1 prompt asks for ONE JSON object, and the paper decodes at temperature 0, which yields one
@@ -48,11 +51,7 @@ cancelled run leaves only whole units behind and the next run resumes from them.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
 import os
-import re
 import time
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
@@ -63,17 +62,24 @@ import numpy as np
 from PIL import Image
 
 from ... import __version__
-from ..errors import ConfigError, JobCancelled, MalformedOutputError, NemoError
-from ..jobs import JobContext, describe_exception, null_context
-from ..metrics.cei import best_candidate, cei, top_k
-from ..models.protocols import ChatMessage, ModelInfo
+from ..errors import ConfigError, JobCancelled, NemoError
+from ..jobs import JobContext, null_context
+from ..metrics.cei import best_candidate, top_k
+from ..models.protocols import ChatMessage
+from .intervention import CounterfactualTester, InterventionPrompts, InterventionSettings
+from .intervention import UnitCache as _Units
+from .intervention import classifier_part, load_input, model_manifest, model_part  # noqa: F401 (re-exported)
+from .intervention import error_text as _error_text
+from .intervention import image_hash as _content_hash
+from .intervention import jsonable as _jsonable
+from .intervention import sha_text as _sha_text
+from .intervention import unit_key as _key
 from .labels import resolve_label
-from .parsing import extract_field, extract_json
 from .prompts import PromptTemplate, load_prompt
 from .registry import register_method
 from .result import Candidate, ExplanationResult, Observation, SampleInfo
+from .validation import draw_hypotheses
 
-log = logging.getLogger(__name__)
 
 METHOD = "scitx"
 EMPTY_SET = "  - (no examples available)"
@@ -125,65 +131,6 @@ def load_scitx_prompts() -> _Prompts:
                     load_prompt("json_repair"))
 
 
-class _Units:
-    """The results store seen as a cache of units; works (without caching) when there is no store."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-        self.reused = 0
-        self.computed = 0
-
-    def get(self, key: str) -> Any:
-        if self.store is None:
-            return None
-        hit = self.store.get(key)
-        if hit is not None:
-            self.reused += 1
-        return hit
-
-    def put(self, key: str, kind: str, payload: dict, artifacts: Mapping[str, Any] | None = None) -> Any:
-        self.computed += 1
-        if self.store is None:
-            return None
-        return self.store.put(key, kind, payload, artifacts)
-
-
-def _key(kind: str, **parts: Any) -> str:
-    from ..store import result_key  # the store package is light; imported here to keep import order simple
-
-    return result_key(kind, **parts)
-
-
-def _sha_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _jsonable(x: Any) -> Any:
-    return json.loads(json.dumps(x, sort_keys=True, default=str))
-
-
-def model_part(info: ModelInfo | None) -> dict[str, Any] | None:
-    """What identifies a model in cache keys (extra is for manifests: it may hold device or dtype)."""
-    if info is None:
-        return None
-    return {"id": info.model_id, "family": info.family, "revision": info.revision}
-
-
-def model_manifest(info: ModelInfo | None) -> dict[str, Any] | None:
-    if info is None:
-        return None
-    return {**model_part(info), "extra": _jsonable(dict(info.extra or {}))}
-
-
-def _norm_hypothesis(text: str) -> str:
-    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.lower()).split())
-
-
-def _error_text(exc: BaseException) -> str:
-    d = describe_exception(exc)
-    return d["message"] + (f" {d['hint']}" if d.get("hint") else "")
-
-
 @register_method(METHOD, config=SciTXConfig, needs_editor=True,
                  description="SciTX: retrieve observations, hypothesise, test each hypothesis by "
                              "counterfactual intervention, keep the one with the largest CEI.")
@@ -209,12 +156,17 @@ class SciTXPipeline:
         return bool(getattr(self.classifier, "zero_shot", False))
 
     def _classifier_part(self) -> dict[str, Any]:
-        names = list(self.classifier.class_names)
-        part = {**model_part(self.classifier.info), "classes_sha256": _sha_text("\n".join(names))}
-        if self.zero_shot and hasattr(self.classifier, "class_prompt"):
-            prompts = [self.classifier.class_prompt(i) for i in range(len(names))]
-            part["prompts_sha256"] = _sha_text("\n".join(prompts))
-        return part
+        return classifier_part(self.classifier)
+
+    def _tester(self) -> CounterfactualTester:
+        """The counterfactual test (intervention.py), shared with the validation-augmented baselines."""
+        cfg, p = self.config, self.prompts
+        return CounterfactualTester(self.classifier, self.mllm, self.editor,
+                                    prompts=InterventionPrompts(p.edit, p.rewrite, p.repair),
+                                    settings=InterventionSettings(seed=cfg.seed, edit_steps=cfg.edit_steps,
+                                                                  edit_guidance=cfg.edit_guidance,
+                                                                  edit_size=cfg.edit_size,
+                                                                  max_new_tokens=cfg.intervention_max_new_tokens))
 
     def _reference_part(self) -> dict[str, Any] | None:
         ref = self.reference
@@ -260,7 +212,7 @@ class SciTXPipeline:
         self.last_artifacts = {}
         transient = False  # a model raised: the result is incomplete, a re-run retries those units
 
-        img, image_path, file_sha = self._load_input(image)
+        img, image_path, file_sha = load_input(image)
         image_sha = _content_hash(img)
         names = list(self.classifier.class_names)
         y = resolve_label(true_label, names)
@@ -316,19 +268,10 @@ class SciTXPipeline:
         transient |= hyp_transient
         timings["hypothesis"] = time.perf_counter() - t
 
-        # -- 4. interventions, edits, scores --------------------------------------------------------
-        t = time.perf_counter()
-        transient |= self._write_interventions(ctx, units, sample, candidates)
-        timings["intervention"] = time.perf_counter() - t
-        t = time.perf_counter()
-        edited: dict[int, Image.Image] = {}
-        if not self.zero_shot:
-            edited, edit_transient = self._edit_all(ctx, units, img, image_sha, candidates)
-            transient |= edit_transient
-        timings["edit"] = time.perf_counter() - t
-        t = time.perf_counter()
-        self._score_all(ctx, units, img, image_sha, clf, sample, candidates, edited)
-        timings["score"] = time.perf_counter() - t
+        # -- 4. interventions, edits, scores (timings "intervention", "edit", "score") ---------------
+        edited, test_transient = self._tester().test(ctx, units, img, image_sha, clf, sample, candidates, timings,
+                                                     self.last_artifacts)
+        transient |= test_transient
 
         # -- 5. conclusion --------------------------------------------------------------------------
         best = best_candidate(candidates)
@@ -352,33 +295,9 @@ class SciTXPipeline:
         return result
 
     # --------------------------------------------------------------------------------------- stage 1
-    def _load_input(self, image: Any) -> tuple[Image.Image, Path | None, str | None]:
-        from ..images import load_image, to_rgb
-
-        if isinstance(image, Image.Image):
-            return to_rgb(image), None, None
-        path = Path(image)
-        from ..store import content_hash
-
-        img = load_image(path)
-        return img, path, content_hash(path)
-
     def _classify(self, units: _Units, img: Image.Image, image_sha: str, clf: dict,
                   class_prompts: Mapping[int, str] | None = None) -> np.ndarray:
-        prompts_part = {str(k): v for k, v in class_prompts.items()} if class_prompts else None
-        key = _key("classification", image_sha256=image_sha, classifier=clf, class_prompts=prompts_part)
-        hit = units.get(key)
-        if hit is not None:
-            return np.asarray(hit.payload["probs"], dtype=np.float64)
-        if class_prompts:
-            probs = self.classifier.predict_proba([img], class_prompts=dict(class_prompts))
-        else:
-            probs = self.classifier.predict_proba([img])
-        probs = np.asarray(probs, dtype=np.float64).reshape(1, -1)[0]
-        units.put(key, "classification", {"image_sha256": image_sha, "classifier": clf,
-                                          "class_prompts": prompts_part,
-                                          "probs": [float(p) for p in probs]})
-        return probs
+        return self._tester().classify(units, img, image_sha, clf, class_prompts)
 
     def _embed(self, units: _Units, img: Image.Image, image_sha: str, clf: dict) -> np.ndarray:
         key = _key("embedding", image_sha256=image_sha, classifier=clf)
@@ -494,201 +413,16 @@ class SciTXPipeline:
 
     def _hypothesise(self, ctx: JobContext, units: _Units, img: Image.Image, image_sha: str,
                      sample: SampleInfo, observations: list[Observation]) -> tuple[list[Candidate], bool]:
+        """M draws of the A.1 prompt (see "How the M distinct candidates are obtained"), cached per draw."""
         cfg = self.config
         prompt = self._hypothesis_prompt(sample, observations)
-        candidates: list[Candidate] = []
-        seen: dict[str, int] = {}
-        transient = False
-        draw, extra_left = 0, cfg.max_extra_draws
-        ctx.progress("Generating hypotheses", 0, cfg.m)
-        for j in range(cfg.m):
-            while True:
-                ctx.check_cancelled()
-                unit, failed = self._hypothesis_draw(units, img, image_sha, prompt, draw)
-                draw += 1
-                transient |= failed
-                text = unit.get("hypothesis")
-                dup = seen.get(_norm_hypothesis(text)) if text else None
-                if dup is not None and extra_left > 0:
-                    extra_left -= 1
-                    continue
-                break
-            cand = Candidate(hypothesis=text or "", raw_reply=_raw_replies(unit), error=unit.get("error"))
-            if dup is not None:
-                cand.error = f"Duplicate of candidate {dup + 1} (no new hypothesis in the extra draws)."
-            elif text:
-                seen[_norm_hypothesis(text)] = j
-            candidates.append(cand)
-            ctx.partial({"kind": "candidate", "index": j, "candidate": cand})
-            ctx.progress("Generating hypotheses", j + 1, cfg.m)
+        candidates, _, transient = draw_hypotheses(
+            ctx, units, self.mllm, [ChatMessage.user(img, prompt)], m=cfg.m,
+            key_parts={"image_sha256": image_sha, "prompt_sha256": _sha_text(prompt)},
+            prompt=self.prompts.hypothesis, repair=self.prompts.repair, seed=cfg.seed,
+            sampling_temperature=cfg.sampling_temperature, max_extra_draws=cfg.max_extra_draws,
+            max_new_tokens=cfg.hypothesis_max_new_tokens)
         return candidates, transient
-
-    def _hypothesis_draw(self, units: _Units, img: Image.Image, image_sha: str, prompt: str,
-                         draw: int) -> tuple[dict, bool]:
-        """One hypothesis draw: cached outcome dict with hypothesis or error; (dict, raised?)."""
-        cfg = self.config
-        temperature = 0.0 if draw == 0 else cfg.sampling_temperature
-        seed = None if draw == 0 else cfg.seed * 1000 + draw
-        key = _key("hypothesis", image_sha256=image_sha, mllm=model_part(self.mllm.info),
-                   prompt_version=self.prompts.hypothesis.version, repair_version=self.prompts.repair.version,
-                   prompt_sha256=_sha_text(prompt), draw=draw, temperature=temperature, seed=seed,
-                   max_new_tokens=cfg.hypothesis_max_new_tokens)
-        hit = units.get(key)
-        if hit is not None:
-            return hit.payload, False
-        messages = [ChatMessage.user(img, prompt)]
-        try:
-            outcome = self._ask_json(messages, "cause_of_error", cfg.hypothesis_max_new_tokens,
-                                     temperature, seed)
-        except JobCancelled:
-            raise
-        except Exception as exc:  # noqa: BLE001 - recorded on this candidate, not cached
-            return {"hypothesis": None, "error": f"The MLLM failed: {_error_text(exc)}", "raw_reply": None}, True
-        payload = {"hypothesis": outcome.pop("value"), "draw": draw, "temperature": temperature, "seed": seed,
-                   "prompt_version": self.prompts.hypothesis.version, **outcome}
-        units.put(key, "hypothesis", payload)
-        return payload, False
-
-    def _ask_json(self, messages: list[ChatMessage], field_name: str, max_new_tokens: int,
-                  temperature: float, seed: int | None) -> dict[str, Any]:
-        """Ask, parse `field_name`; one repair turn if unreadable. Returns value/error/raw replies."""
-        raw = self.mllm.chat(messages, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
-        try:
-            return {"value": extract_field(raw, field_name), "error": None, "raw_reply": raw,
-                    "repair_reply": None, "parsed": _safe_json(raw, field_name)}
-        except MalformedOutputError as first:
-            repair = self.prompts.repair.render(error=first.message.rstrip("."), keys=f'"{field_name}"')
-            follow = [*messages, ChatMessage("assistant", [raw or ""]), ChatMessage.user(repair)]
-            raw2 = self.mllm.chat(follow, max_new_tokens=max_new_tokens, temperature=0.0, seed=seed)
-            try:
-                return {"value": extract_field(raw2, field_name), "error": None, "raw_reply": raw,
-                        "repair_reply": raw2, "parsed": _safe_json(raw2, field_name)}
-            except MalformedOutputError as second:
-                return {"value": None, "raw_reply": raw, "repair_reply": raw2, "parsed": None,
-                        "error": f"Unreadable reply, also after one repair request: {second.message}"}
-
-    # --------------------------------------------------------------------------------------- stage 4
-    def _write_interventions(self, ctx: JobContext, units: _Units, sample: SampleInfo,
-                             candidates: list[Candidate]) -> bool:
-        cfg = self.config
-        kind = "prompt" if self.zero_shot else "image"
-        tpl = self.prompts.rewrite if self.zero_shot else self.prompts.edit
-        transient = False
-        m = len(candidates)
-        ctx.progress("Writing interventions", 0, m)
-        for j, cand in enumerate(candidates):
-            ctx.check_cancelled()
-            cand.intervention_kind = kind
-            if cand.error is None:
-                values = dict(true_label_1=sample.true_name, prediction=sample.pred_name,
-                              hypothesis=cand.hypothesis)
-                if self.zero_shot:
-                    values["original_prompt"] = self._original_prompt(sample.true_index, sample.true_name)
-                prompt = tpl.render(**values)
-                key = _key("intervention", intervention_kind=kind, mllm=model_part(self.mllm.info),
-                           prompt_version=tpl.version, repair_version=self.prompts.repair.version,
-                           prompt_sha256=_sha_text(prompt), max_new_tokens=cfg.intervention_max_new_tokens)
-                hit = units.get(key)
-                payload = hit.payload if hit is not None else None
-                if payload is None:
-                    try:
-                        outcome = self._ask_json([ChatMessage.user(prompt)], "solution",
-                                                 cfg.intervention_max_new_tokens, 0.0, None)
-                    except JobCancelled:
-                        raise
-                    except Exception as exc:  # noqa: BLE001 - recorded on this candidate, not cached
-                        transient = True
-                        cand.error = f"The MLLM failed while writing the intervention: {_error_text(exc)}"
-                        ctx.progress("Writing interventions", j + 1, m)
-                        continue
-                    payload = {"intervention": outcome.pop("value"), "kind": kind, "prompt_version": tpl.version,
-                               **outcome}
-                    units.put(key, "intervention", payload)
-                cand.intervention = payload["intervention"]
-                if payload.get("error"):
-                    cand.error = f"Intervention: {payload['error']}"
-                    cand.raw_reply = _raw_replies(payload)
-            ctx.progress("Writing interventions", j + 1, m)
-        return transient
-
-    def _original_prompt(self, index: int, name: str) -> str:
-        fn = getattr(self.classifier, "class_prompt", None)
-        return fn(index) if callable(fn) else f"a photo of a {name}."
-
-    def _edit_all(self, ctx: JobContext, units: _Units, img: Image.Image, image_sha: str,
-                  candidates: list[Candidate]) -> tuple[dict[int, Image.Image], bool]:
-        cfg = self.config
-        size = cfg.edit_size or img.size
-        edited: dict[int, Image.Image] = {}
-        transient = False
-        m = len(candidates)
-        for j, cand in enumerate(candidates):
-            stage = f"Editing image {j + 1}/{m}"
-            ctx.check_cancelled()
-            if cand.error is not None or not cand.intervention:
-                continue
-            key = _key("edit", image_sha256=image_sha, editor=model_part(self.editor.info),
-                       instruction=cand.intervention, seed=cfg.seed, steps=cfg.edit_steps,
-                       guidance=cfg.edit_guidance, size=list(size))
-            hit = units.get(key)
-            if hit is not None:
-                out = hit.load_image("image").convert("RGB")
-            else:
-                ctx.progress(stage, 0, cfg.edit_steps)
-
-                def on_step(step: int, total: int, _stage: str = stage) -> bool:
-                    ctx.progress(_stage, step, total)
-                    return not ctx.cancelled
-
-                try:
-                    out = self.editor.edit(img, cand.intervention, seed=cfg.seed, steps=cfg.edit_steps,
-                                           guidance=cfg.edit_guidance, size=tuple(size), on_step=on_step)
-                    ctx.check_cancelled()
-                    if not isinstance(out, Image.Image):
-                        raise TypeError(f"the editor returned {type(out).__name__}, not a PIL image")
-                    out = out.convert("RGB")
-                except JobCancelled:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - this candidate fails, the others are still scored
-                    transient = True
-                    cand.error = f"Editing failed: {_error_text(exc)}"
-                    log.warning("edit failed for candidate %d", j, exc_info=True)
-                    continue
-                units.put(key, "edit", {"source_sha256": image_sha, "instruction": cand.intervention,
-                                        "editor": model_part(self.editor.info), "seed": cfg.seed,
-                                        "steps": cfg.edit_steps, "guidance": cfg.edit_guidance,
-                                        "size": list(size), "image_sha256": _content_hash(out)},
-                          {"image": out})
-            edited[j] = out
-            cand.edited_artifact = f"edited_{j}"
-            self.last_artifacts[cand.edited_artifact] = out
-            ctx.progress(stage, 1, 1)
-        return edited, transient
-
-    def _score_all(self, ctx: JobContext, units: _Units, img: Image.Image, image_sha: str, clf: dict,
-                   sample: SampleInfo, candidates: list[Candidate], edited: dict[int, Image.Image]) -> None:
-        names = list(self.classifier.class_names)
-        y = sample.true_index
-        m = len(candidates)
-        ctx.progress("Scoring", 0, m)
-        for j, cand in enumerate(candidates):
-            ctx.check_cancelled()
-            cand.prob_true_before = sample.prob_true
-            cand.top5_before = list(sample.top5)
-            if cand.error is None and cand.intervention:
-                if self.zero_shot:
-                    after = self._classify(units, img, image_sha, clf, class_prompts={y: cand.intervention})
-                elif j in edited:
-                    out = edited[j]
-                    after = self._classify(units, out, _content_hash(out), clf)
-                else:
-                    after = None
-                if after is not None:
-                    cand.prob_true_after = float(after[y])
-                    cand.cei = cei(cand.prob_true_after, cand.prob_true_before)
-                    cand.top5_after = top_k(after, names, 5)
-            ctx.partial({"kind": "candidate", "index": j, "candidate": cand})
-            ctx.progress("Scoring", j + 1, m)
 
     # --------------------------------------------------------------------------------------- records
     def _manifest(self, cfg: SciTXConfig, image_path: Path | None, file_sha: str | None, units: _Units,
@@ -741,27 +475,6 @@ def _prompt_set(obs: Observation, sample: SampleInfo) -> str:
     return "C"
 
 
-def _content_hash(img: Image.Image) -> str:
-    from ..store import content_hash
-
-    return content_hash(img)
-
-
-def _raw_replies(unit: Mapping[str, Any]) -> str | None:
-    """The model's reply, and the reply to the repair request when there was one (for auditing)."""
-    raw, repair = unit.get("raw_reply"), unit.get("repair_reply")
-    if repair is None:
-        return raw
-    return f"{raw}\n--- reply to the repair request ---\n{repair}"
-
-
 def _clean_caption(reply: str | None) -> str:
     text = " ".join((reply or "").split())
     return text or "(empty caption)"
-
-
-def _safe_json(raw: str, field_name: str) -> dict | None:
-    try:
-        return _jsonable(extract_json(raw, (field_name,)))
-    except MalformedOutputError:
-        return None

@@ -1,0 +1,388 @@
+"""The counterfactual test of candidate explanations (NEMO paper §3.3), shared by SciTX, the
+validation-augmented baselines (Table 2) and the global explanation's CEI (Table 6).
+
+For each candidate: (i) derivation — from the hypothesis ALONE (text only, no image, no captions) the MLLM
+writes an edit instruction (appendix A.3, image intervention) or a rewritten zero-shot prompt for the true
+class (A.3, prompt intervention); (ii) intervention — the editor applies the instruction to the image, or
+the new prompt replaces the true class's prompt only; (iii) estimation — the classifier runs again and
+CEI = 100 × (P(y | s_e) − P(y | s_o)).
+
+`CounterfactualTester` does the three steps for a list of `Candidate`s in place. Every unit (classification,
+intervention text, edited image) is cached in the results store through `UnitCache` under a key of
+everything that determines it, so methods that test the same hypothesis on the same image share the work.
+Model exceptions are recorded on the candidate and reported as `transient` (not cached) so that a re-run
+retries them; unreadable replies are deterministic and cached.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from PIL import Image
+
+from ..errors import JobCancelled, MalformedOutputError
+from ..jobs import JobContext, describe_exception
+from ..metrics.cei import cei, top_k
+from ..models.protocols import ChatMessage, ModelInfo
+from .parsing import extract_field, extract_json
+from .prompts import PromptTemplate, load_prompt
+from .result import Candidate, SampleInfo
+
+log = logging.getLogger(__name__)
+
+
+# -- small shared helpers -----------------------------------------------------------------------------------
+class UnitCache:
+    """The results store seen as a cache of units; works (without caching) when there is no store."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.reused = 0
+        self.computed = 0
+
+    def get(self, key: str) -> Any:
+        if self.store is None:
+            return None
+        hit = self.store.get(key)
+        if hit is not None:
+            self.reused += 1
+        return hit
+
+    def put(self, key: str, kind: str, payload: dict, artifacts: Mapping[str, Any] | None = None) -> Any:
+        self.computed += 1
+        if self.store is None:
+            return None
+        return self.store.put(key, kind, payload, artifacts)
+
+
+def unit_key(kind: str, **parts: Any) -> str:
+    from ..store import result_key  # light; imported here to keep this module's import order simple
+
+    return result_key(kind, **parts)
+
+
+def sha_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def jsonable(x: Any) -> Any:
+    return json.loads(json.dumps(x, sort_keys=True, default=str))
+
+
+def image_hash(img: Image.Image) -> str:
+    from ..store import content_hash
+
+    return content_hash(img)
+
+
+def model_part(info: ModelInfo | None) -> dict[str, Any] | None:
+    """What identifies a model in cache keys (extra is for manifests: it may hold device or dtype)."""
+    if info is None:
+        return None
+    return {"id": info.model_id, "family": info.family, "revision": info.revision}
+
+
+def model_manifest(info: ModelInfo | None) -> dict[str, Any] | None:
+    if info is None:
+        return None
+    return {**model_part(info), "extra": jsonable(dict(info.extra or {}))}
+
+
+def error_text(exc: BaseException) -> str:
+    d = describe_exception(exc)
+    return d["message"] + (f" {d['hint']}" if d.get("hint") else "")
+
+
+def load_input(image: str | os.PathLike | Image.Image) -> tuple[Image.Image, Path | None, str | None]:
+    """(RGB image, its path or None, the file's sha256 or None)."""
+    from ..images import load_image, to_rgb
+
+    if isinstance(image, Image.Image):
+        return to_rgb(image), None, None
+    from ..store import content_hash
+
+    path = Path(image)
+    return load_image(path), path, content_hash(path)
+
+
+def classifier_part(classifier: Any) -> dict[str, Any]:
+    """The classifier in cache keys: weights, class list, and (zero-shot) the current class prompts."""
+    names = list(classifier.class_names)
+    part = {**model_part(classifier.info), "classes_sha256": sha_text("\n".join(names))}
+    if getattr(classifier, "zero_shot", False) and hasattr(classifier, "class_prompt"):
+        prompts = [classifier.class_prompt(i) for i in range(len(names))]
+        part["prompts_sha256"] = sha_text("\n".join(prompts))
+    return part
+
+
+def raw_replies(unit: Mapping[str, Any]) -> str | None:
+    """The model's reply, and the reply to the repair request when there was one (for auditing)."""
+    raw, repair = unit.get("raw_reply"), unit.get("repair_reply")
+    if repair is None:
+        return raw
+    return f"{raw}\n--- reply to the repair request ---\n{repair}"
+
+
+def safe_json(raw: str, field_name: str) -> dict | None:
+    try:
+        return jsonable(extract_json(raw, (field_name,)))
+    except MalformedOutputError:
+        return None
+
+
+def ask_json(mllm: Any, repair: PromptTemplate, messages: list[ChatMessage], field_name: str, max_new_tokens: int,
+             temperature: float, seed: int | None) -> dict[str, Any]:
+    """Ask, parse `field_name`; one repair turn if unreadable. Returns value/error/raw replies/parsed."""
+    raw = mllm.chat(messages, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+    try:
+        return {"value": extract_field(raw, field_name), "error": None, "raw_reply": raw,
+                "repair_reply": None, "parsed": safe_json(raw, field_name)}
+    except MalformedOutputError as first:
+        text = repair.render(error=first.message.rstrip("."), keys=f'"{field_name}"')
+        follow = [*messages, ChatMessage("assistant", [raw or ""]), ChatMessage.user(text)]
+        raw2 = mllm.chat(follow, max_new_tokens=max_new_tokens, temperature=0.0, seed=seed)
+        try:
+            return {"value": extract_field(raw2, field_name), "error": None, "raw_reply": raw,
+                    "repair_reply": raw2, "parsed": safe_json(raw2, field_name)}
+        except MalformedOutputError as second:
+            return {"value": None, "raw_reply": raw, "repair_reply": raw2, "parsed": None,
+                    "error": f"Unreadable reply, also after one repair request: {second.message}"}
+
+
+# -- the tester --------------------------------------------------------------------------------------------
+@dataclass
+class InterventionPrompts:
+    edit: PromptTemplate
+    rewrite: PromptTemplate
+    repair: PromptTemplate
+
+    @classmethod
+    def load(cls) -> "InterventionPrompts":
+        return cls(load_prompt("scitx_edit_instruction"), load_prompt("scitx_prompt_rewrite"),
+                   load_prompt("json_repair"))
+
+    def versions(self) -> dict[str, str]:
+        return {"edit": self.edit.version, "rewrite": self.rewrite.version, "repair": self.repair.version}
+
+
+@dataclass
+class InterventionSettings:
+    seed: int = 0
+    edit_steps: int | None = None  # None = the editor's default
+    edit_guidance: float | None = None
+    edit_size: tuple[int, int] | None = None  # (width, height); None = the input image's size
+    max_new_tokens: int = 256
+
+
+class CounterfactualTester:
+    """Derivation, intervention and estimation for candidates (see the module docstring)."""
+
+    def __init__(self, classifier: Any, mllm: Any, editor: Any = None, *, prompts: InterventionPrompts | None = None,
+                 settings: InterventionSettings | None = None) -> None:
+        self.classifier = classifier
+        self.mllm = mllm
+        self.editor = editor
+        self.prompts = prompts or InterventionPrompts.load()
+        self.settings = settings or InterventionSettings()
+
+    @property
+    def zero_shot(self) -> bool:
+        return bool(getattr(self.classifier, "zero_shot", False))
+
+    @property
+    def kind(self) -> str:
+        return "prompt" if self.zero_shot else "image"
+
+    @property
+    def can_test(self) -> bool:
+        """An MLLM to derive interventions, and an editor unless the classifier is zero-shot."""
+        return self.mllm is not None and (self.zero_shot or self.editor is not None)
+
+    def why_not(self) -> str | None:
+        if self.mllm is None:
+            return "no MLLM was given to derive interventions"
+        if not self.zero_shot and self.editor is None:
+            return "no image editor was given (the classifier is not zero-shot)"
+        return None
+
+    # -- classification ------------------------------------------------------------------------------------
+    def classify(self, units: UnitCache, img: Image.Image, image_sha: str, clf: dict,
+                 class_prompts: Mapping[int, str] | None = None) -> np.ndarray:
+        prompts_part = {str(k): v for k, v in class_prompts.items()} if class_prompts else None
+        key = unit_key("classification", image_sha256=image_sha, classifier=clf, class_prompts=prompts_part)
+        hit = units.get(key)
+        if hit is not None:
+            return np.asarray(hit.payload["probs"], dtype=np.float64)
+        if class_prompts:
+            probs = self.classifier.predict_proba([img], class_prompts=dict(class_prompts))
+        else:
+            probs = self.classifier.predict_proba([img])
+        probs = np.asarray(probs, dtype=np.float64).reshape(1, -1)[0]
+        units.put(key, "classification", {"image_sha256": image_sha, "classifier": clf,
+                                          "class_prompts": prompts_part, "probs": [float(p) for p in probs]})
+        return probs
+
+    def original_prompt(self, index: int, name: str) -> str:
+        fn = getattr(self.classifier, "class_prompt", None)
+        return fn(index) if callable(fn) else f"a photo of a {name}."
+
+    # -- the three steps -----------------------------------------------------------------------------------
+    def test(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, clf: dict,
+             sample: SampleInfo, candidates: list[Candidate], timings: dict[str, float] | None = None,
+             artifacts: dict[str, Image.Image] | None = None, artifact_prefix: str = "edited_") \
+            -> tuple[dict[int, Image.Image], bool]:
+        """Write, apply and score the interventions of `candidates` (in place). Returns (edited images by
+        candidate index, transient): transient is True when a model raised, so the caller marks the result
+        incomplete and a re-run retries."""
+        import time
+
+        timings = timings if timings is not None else {}
+        t = time.perf_counter()
+        transient = self.write_interventions(ctx, units, sample, candidates)
+        timings["intervention"] = timings.get("intervention", 0.0) + time.perf_counter() - t
+        t = time.perf_counter()
+        edited: dict[int, Image.Image] = {}
+        if not self.zero_shot:
+            edited, edit_transient = self.edit_all(ctx, units, img, image_sha, candidates, artifacts,
+                                                   artifact_prefix)
+            transient |= edit_transient
+        timings["edit"] = timings.get("edit", 0.0) + time.perf_counter() - t
+        t = time.perf_counter()
+        self.score_all(ctx, units, img, image_sha, clf, sample, candidates, edited)
+        timings["score"] = timings.get("score", 0.0) + time.perf_counter() - t
+        return edited, transient
+
+    def write_interventions(self, ctx: JobContext, units: UnitCache, sample: SampleInfo,
+                            candidates: list[Candidate]) -> bool:
+        kind = self.kind
+        tpl = self.prompts.rewrite if self.zero_shot else self.prompts.edit
+        max_new = self.settings.max_new_tokens
+        transient = False
+        m = len(candidates)
+        ctx.progress("Writing interventions", 0, m)
+        for j, cand in enumerate(candidates):
+            ctx.check_cancelled()
+            cand.intervention_kind = kind
+            if cand.error is None:
+                values = dict(true_label_1=sample.true_name, prediction=sample.pred_name, hypothesis=cand.hypothesis)
+                if self.zero_shot:
+                    values["original_prompt"] = self.original_prompt(sample.true_index, sample.true_name)
+                prompt = tpl.render(**values)
+                key = unit_key("intervention", intervention_kind=kind, mllm=model_part(self.mllm.info),
+                               prompt_version=tpl.version, repair_version=self.prompts.repair.version,
+                               prompt_sha256=sha_text(prompt), max_new_tokens=max_new)
+                hit = units.get(key)
+                payload = hit.payload if hit is not None else None
+                if payload is None:
+                    try:
+                        outcome = ask_json(self.mllm, self.prompts.repair, [ChatMessage.user(prompt)], "solution",
+                                           max_new, 0.0, None)
+                    except JobCancelled:
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - recorded on this candidate, not cached
+                        transient = True
+                        cand.error = f"The MLLM failed while writing the intervention: {error_text(exc)}"
+                        ctx.progress("Writing interventions", j + 1, m)
+                        continue
+                    payload = {"intervention": outcome.pop("value"), "kind": kind, "prompt_version": tpl.version,
+                               **outcome}
+                    units.put(key, "intervention", payload)
+                cand.intervention = payload["intervention"]
+                if payload.get("error"):
+                    cand.error = f"Intervention: {payload['error']}"
+                    cand.raw_reply = raw_replies(payload)
+            ctx.progress("Writing interventions", j + 1, m)
+        return transient
+
+    def edit_all(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str,
+                 candidates: list[Candidate], artifacts: dict[str, Image.Image] | None = None,
+                 artifact_prefix: str = "edited_") -> tuple[dict[int, Image.Image], bool]:
+        s = self.settings
+        size = s.edit_size or img.size
+        edited: dict[int, Image.Image] = {}
+        transient = False
+        m = len(candidates)
+        for j, cand in enumerate(candidates):
+            stage = f"Editing image {j + 1}/{m}"
+            ctx.check_cancelled()
+            if cand.error is not None or not cand.intervention:
+                continue
+            key = unit_key("edit", image_sha256=image_sha, editor=model_part(self.editor.info),
+                           instruction=cand.intervention, seed=s.seed, steps=s.edit_steps, guidance=s.edit_guidance,
+                           size=list(size))
+            hit = units.get(key)
+            if hit is not None:
+                out = hit.load_image("image").convert("RGB")
+            else:
+                ctx.progress(stage, 0, s.edit_steps)
+
+                def on_step(step: int, total: int, _stage: str = stage) -> bool:
+                    ctx.progress(_stage, step, total)
+                    return not ctx.cancelled
+
+                try:
+                    out = self.editor.edit(img, cand.intervention, seed=s.seed, steps=s.edit_steps,
+                                           guidance=s.edit_guidance, size=tuple(size), on_step=on_step)
+                    ctx.check_cancelled()
+                    if not isinstance(out, Image.Image):
+                        raise TypeError(f"the editor returned {type(out).__name__}, not a PIL image")
+                    out = out.convert("RGB")
+                except JobCancelled:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - this candidate fails, the others are still scored
+                    transient = True
+                    cand.error = f"Editing failed: {error_text(exc)}"
+                    log.warning("edit failed for candidate %d", j, exc_info=True)
+                    continue
+                units.put(key, "edit", {"source_sha256": image_sha, "instruction": cand.intervention,
+                                        "editor": model_part(self.editor.info), "seed": s.seed,
+                                        "steps": s.edit_steps, "guidance": s.edit_guidance,
+                                        "size": list(size), "image_sha256": image_hash(out)},
+                          {"image": out})
+            edited[j] = out
+            cand.edited_artifact = f"{artifact_prefix}{j}"
+            if artifacts is not None:
+                artifacts[cand.edited_artifact] = out
+            ctx.progress(stage, 1, 1)
+        return edited, transient
+
+    def score_all(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, clf: dict,
+                  sample: SampleInfo, candidates: list[Candidate], edited: Mapping[int, Image.Image]) -> None:
+        names = list(self.classifier.class_names)
+        y = sample.true_index
+        m = len(candidates)
+        ctx.progress("Scoring", 0, m)
+        for j, cand in enumerate(candidates):
+            ctx.check_cancelled()
+            cand.prob_true_before = sample.prob_true
+            cand.top5_before = list(sample.top5)
+            if cand.error is None and cand.intervention:
+                if self.zero_shot:
+                    after = self.classify(units, img, image_sha, clf, class_prompts={y: cand.intervention})
+                elif j in edited:
+                    out = edited[j]
+                    after = self.classify(units, out, image_hash(out), clf)
+                else:
+                    after = None
+                if after is not None:
+                    cand.prob_true_after = float(after[y])
+                    cand.cei = cei(cand.prob_true_after, cand.prob_true_before)
+                    cand.top5_after = top_k(after, names, 5)
+            ctx.partial({"kind": "candidate", "index": j, "candidate": cand})
+            ctx.progress("Scoring", j + 1, m)
+
+
+def sample_info(probs: np.ndarray, class_names: Sequence[str], y: int, image_path: Path | None,
+                image_sha: str) -> SampleInfo:
+    """The misclassified image and what the classifier said about it."""
+    pred = int(np.argmax(probs))
+    return SampleInfo(image_path=str(image_path or ""), image_sha256=image_sha, true_index=y,
+                      true_name=class_names[y], pred_index=pred, pred_name=class_names[pred],
+                      prob_true=float(probs[y]), prob_pred=float(probs[pred]), top5=top_k(probs, class_names, 5),
+                      image_artifact="input")

@@ -1,0 +1,394 @@
+"""Validation-augmented baselines (NEMO paper §4.2.2, Table 2) and what every baseline shares.
+
+A baseline proposes candidate explanations its own way (`BaselinePipeline._propose`); this module does the
+rest, identically for all of them:
+  * classify the image (cached), refuse a correctly classified one;
+  * without validation (Table 1): ONE candidate (the greedy reply, or the top-ranked sentence), which is
+    still scored with CEI when the classifier can be tested (zero-shot, or an editor was given), so that the
+    baselines' CEI can be reported next to SciTX's;
+  * with validation (Table 2, registry names `<method>-validated`): M candidates, each tested with the same
+    `CounterfactualTester` as SciTX (same A.3 prompts, editor call, classifier re-run and cache keys), and
+    the one with the largest CEI is the explanation (`best_candidate`, first on ties);
+  * store every unit and the final ExplanationResult; a re-run of a complete result makes no model call.
+
+Progress stages: "Classifying", the method's own ("Grad-CAM", "Finding the reference image", "Retrieving
+error sentences", "Generating hypotheses" i/M), then SciTX's "Writing interventions", "Editing image i/M",
+"Scoring". Partial results (`ctx.partial`), as SciTX's: {"kind": "sample"}, {"kind": "candidate", "index",
+"candidate"}, {"kind": "observations"} (ChangeMLLM's reference), and {"kind": "evidence", "evidence":
+{label: artifact name}, "images": {artifact name: PIL image}} (CamMLLM's overlay, ChangeMLLM's reference).
+
+"The same multi-candidate generation ... used by SciTX" (§4.2.2): generative baselines draw M replies to
+their own (verbatim) prompt exactly as SciTX draws hypotheses — draw 0 greedy, draw d >= 1 sampled at
+`sampling_temperature` with seed `seed * 1000 + d`, duplicates replaced by extra draws (`draw_hypotheses`).
+The non-generative ErrorRetrieval takes its M best-ranked sentences.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from PIL import Image
+
+from ... import __version__
+from ..errors import ConfigError, JobCancelled, NemoError
+from ..jobs import JobContext, null_context
+from ..metrics.cei import best_candidate
+from ..models.protocols import ChatMessage
+from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache, ask_json,
+                           classifier_part, error_text, image_hash, jsonable, load_input, model_manifest,
+                           model_part, raw_replies, sample_info, unit_key)
+from .labels import resolve_label
+from .prompts import PromptTemplate
+from .result import Candidate, ExplanationResult, Observation
+
+VALIDATED_SUFFIX = "-validated"
+
+
+@dataclass
+class BaselineConfig:
+    m: int = 3  # candidates tested when validating (Table 2); without validation one candidate
+    validate: bool = False
+    score: bool = True  # CEI of the explanation when the classifier can be tested (Table 1's CEI)
+    seed: int = 0
+    sampling_temperature: float = 0.7  # draws 2..M of generative baselines (draw 1 is greedy)
+    max_extra_draws: int = 3  # extra draws allowed to replace duplicate candidates
+    edit_steps: int | None = None
+    edit_guidance: float | None = None
+    edit_size: tuple[int, int] | None = None
+    intervention_max_new_tokens: int = 256
+
+    def __post_init__(self) -> None:
+        if self.m < 1:
+            raise ConfigError(f"The number of candidates m must be at least 1 (got {self.m}).")
+        if self.edit_size is not None:
+            self.edit_size = (int(self.edit_size[0]), int(self.edit_size[1]))
+
+    @property
+    def n_candidates(self) -> int:
+        return self.m if self.validate else 1
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["edit_size"] = list(self.edit_size) if self.edit_size else None
+        for f in fields(self):
+            if isinstance(d[f.name], tuple):
+                d[f.name] = list(d[f.name])
+        return d
+
+
+def normalise_hypothesis(text: str) -> str:
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.lower()).split())
+
+
+# -- multi-candidate generation --------------------------------------------------------------------------------
+def draw_hypotheses(ctx: JobContext, units: UnitCache, mllm: Any, messages: list[ChatMessage], *, m: int,
+                    key_parts: dict[str, Any], prompt: PromptTemplate, repair: PromptTemplate, seed: int,
+                    sampling_temperature: float, max_extra_draws: int, max_new_tokens: int,
+                    field_name: str = "cause_of_error", stage: str = "Generating hypotheses") \
+        -> tuple[list[Candidate], list[dict], bool]:
+    """M candidates from M draws of one conversation (see the module docstring). Returns (candidates, the
+    cached outcome of each candidate's draw, transient)."""
+    candidates: list[Candidate] = []
+    outcomes: list[dict] = []
+    seen: dict[str, int] = {}
+    transient = False
+    draw, extra_left = 0, max_extra_draws
+    ctx.progress(stage, 0, m)
+    for j in range(m):
+        while True:
+            ctx.check_cancelled()
+            temperature = 0.0 if draw == 0 else sampling_temperature
+            draw_seed = None if draw == 0 else seed * 1000 + draw
+            unit, failed = _draw(units, mllm, messages, key_parts, prompt, repair, draw, temperature, draw_seed,
+                                 max_new_tokens, field_name)
+            draw += 1
+            transient |= failed
+            text = unit.get("hypothesis")
+            dup = seen.get(normalise_hypothesis(text)) if text else None
+            if dup is not None and extra_left > 0:
+                extra_left -= 1
+                continue
+            break
+        cand = Candidate(hypothesis=text or "", raw_reply=raw_replies(unit), error=unit.get("error"))
+        if dup is not None:
+            cand.error = f"Duplicate of candidate {dup + 1} (no new hypothesis in the extra draws)."
+        elif text:
+            seen[normalise_hypothesis(text)] = j
+        candidates.append(cand)
+        outcomes.append(unit)
+        ctx.partial({"kind": "candidate", "index": j, "candidate": cand})
+        ctx.progress(stage, j + 1, m)
+    return candidates, outcomes, transient
+
+
+def _draw(units: UnitCache, mllm: Any, messages: list[ChatMessage], key_parts: dict, prompt: PromptTemplate,
+          repair: PromptTemplate, draw: int, temperature: float, seed: int | None, max_new_tokens: int,
+          field_name: str) -> tuple[dict, bool]:
+    key = unit_key("hypothesis", **key_parts, mllm=model_part(mllm.info), prompt_version=prompt.version,
+                   repair_version=repair.version, draw=draw, temperature=temperature, seed=seed,
+                   max_new_tokens=max_new_tokens)
+    hit = units.get(key)
+    if hit is not None:
+        return hit.payload, False
+    try:
+        outcome = ask_json(mllm, repair, messages, field_name, max_new_tokens, temperature, seed)
+    except JobCancelled:
+        raise
+    except Exception as exc:  # noqa: BLE001 - recorded on this candidate, not cached
+        return {"hypothesis": None, "error": f"The MLLM failed: {error_text(exc)}", "raw_reply": None}, True
+    payload = {"hypothesis": outcome.pop("value"), "draw": draw, "temperature": temperature, "seed": seed,
+               "prompt_version": prompt.version, **outcome}
+    units.put(key, "hypothesis", payload)
+    return payload, False
+
+
+def with_validation(config: BaselineConfig | None, cls: type, validated_name: bool) -> BaselineConfig:
+    """`<method>-validated` always validates; `<method>` validates only if its config says so (so that
+    `{"validate": true}` in a benchmark's method options works too)."""
+    from dataclasses import replace
+
+    if config is not None and not isinstance(config, cls):
+        raise ConfigError(f"Expected a {cls.__name__}, got a {type(config).__name__}.")
+    config = config or cls()
+    return replace(config, validate=True) if validated_name and not config.validate else config
+
+
+def select_by_cei(candidates: Sequence[Candidate]) -> int | None:
+    """CEI argmax (the validation module of SciTX, Algorithm 1 stage 4)."""
+    return best_candidate(candidates)
+
+
+# -- the shared pipeline ---------------------------------------------------------------------------------------
+@dataclass
+class Proposal:
+    """What a baseline's own stage produced."""
+
+    candidates: list[Candidate]
+    transient: bool = False  # a model raised: the result is incomplete and a re-run retries
+    observations: list[Observation] | None = None
+    evidence: dict[str, str] | None = None  # label -> artifact name
+    artifacts: dict[str, Any] | None = None  # artifact name -> PIL image / numpy array (stored with the result)
+    details: dict[str, Any] | None = None  # method-specific record for the manifest (ranking, Grad-CAM, ...)
+    notes: list[str] | None = None
+
+
+class BaselinePipeline:
+    """One baseline with its components injected; `__call__(image, true_label, ctx)` -> ExplanationResult.
+
+    Subclasses set METHOD and implement `_propose` (and `_identity` / `_prompt_versions` for cache keys). The
+    classes are the registry's factories: `<method>` is the class, `<method>-validated` a subclass with
+    VALIDATED = True.
+    """
+
+    METHOD = ""
+    VALIDATED = False  # the `<method>-validated` registry entry is a subclass with True
+    needs_mllm = True  # False: the method proposes without an MLLM (it still needs one for CEI)
+    needs_reference = False
+
+    def __init__(self, classifier: Any, mllm: Any = None, editor: Any = None, store: Any = None,
+                 reference: Any = None, config: BaselineConfig | None = None,
+                 intervention_prompts: InterventionPrompts | None = None) -> None:
+        self.classifier = classifier
+        self.mllm = mllm
+        self.editor = editor
+        self.store = store
+        self.reference = reference
+        self.config = with_validation(config, type(self.default_config()), self.VALIDATED)
+        self.intervention_prompts = intervention_prompts or InterventionPrompts.load()
+        self.last_artifacts: dict[str, Any] = {}
+
+    # -- subclass hooks ------------------------------------------------------------------------------------
+    @classmethod
+    def default_config(cls) -> BaselineConfig:
+        return BaselineConfig()
+
+    def _propose(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, file_sha: str | None,
+                 clf: dict, sample: Any, n: int) -> Proposal:
+        raise NotImplementedError
+
+    def _identity(self) -> dict[str, Any]:
+        """Extra parts of the explanation's cache key (embedder, corpus, reference index...)."""
+        return {}
+
+    def _prompt_versions(self) -> dict[str, str]:
+        return {}
+
+    def _models_manifest(self) -> dict[str, Any]:
+        return {}
+
+    # -- identity ------------------------------------------------------------------------------------------
+    @property
+    def method_name(self) -> str:
+        return self.METHOD + (VALIDATED_SUFFIX if self.config.validate else "")
+
+    def _tester(self) -> CounterfactualTester:
+        c = self.config
+        return CounterfactualTester(self.classifier, self.mllm, self.editor, prompts=self.intervention_prompts,
+                                    settings=InterventionSettings(seed=c.seed, edit_steps=c.edit_steps,
+                                                                  edit_guidance=c.edit_guidance,
+                                                                  edit_size=c.edit_size,
+                                                                  max_new_tokens=c.intervention_max_new_tokens))
+
+    def _check_reference(self) -> None:
+        """Retrieval compares embeddings, so the index must come from this very classifier (as in SciTX)."""
+        ref = self.reference
+        if ref is None:
+            return
+        info = self.classifier.info
+        ref_id, ref_rev = getattr(ref, "classifier_id", None), getattr(ref, "classifier_revision", None)
+        same_model = ref_id is None or (ref_id == info.model_id and
+                                        (ref_rev is None or info.revision is None or ref_rev == info.revision))
+        names = getattr(ref, "class_names", None)
+        if not same_model or (names is not None and list(names) != list(self.classifier.class_names)):
+            raise ConfigError(f"The reference index {getattr(ref, 'index_id', '')} was built with "
+                              f"{ref_id or 'another classifier'}, not with {info.model_id}.",
+                              hint="Index the reference dataset with the classifier being explained "
+                                   "(`nemo index DATASET --classifier ID`), or pass the dataset itself.")
+
+    def _reference_part(self) -> dict[str, Any] | None:
+        ref = self.reference
+        if ref is None:
+            return None
+        fp = getattr(ref, "fingerprint", None)
+        if callable(fp):
+            fp = fp()
+        if fp is None:  # the index's write counter changes whenever its rows do
+            fp = {"version": (getattr(ref, "meta", None) or {}).get("version"), "entries": len(ref)}
+        return {"index_id": getattr(ref, "index_id", None), "fingerprint": jsonable(fp)}
+
+    # -- the call ------------------------------------------------------------------------------------------
+    def __call__(self, image: Any, true_label: int | str, ctx: JobContext | None = None) -> ExplanationResult:
+        ctx = ctx or null_context()
+        cfg = self.config
+        tester = self._tester()
+        testing = cfg.validate or (cfg.score and tester.can_test)
+        if cfg.validate and not tester.can_test:
+            raise ConfigError(f"{self.method_name} tests its candidates by counterfactual intervention, but "
+                              f"{tester.why_not()}.",
+                              hint="Give an MLLM and an image editor (--mllm, --editor), or use a zero-shot "
+                                   "classifier, whose candidates are tested by rewriting its prompt.")
+        if self.needs_mllm and self.mllm is None:
+            raise ConfigError(f"{self.METHOD} needs a multimodal LLM.", hint="Give one with --mllm.")
+        if self.needs_reference:
+            self._check_reference()
+        t_start = time.perf_counter()
+        timings: dict[str, float] = {}
+        notes: list[str] = []
+        units = UnitCache(self.store)
+        self.last_artifacts = {}
+
+        img, image_path, file_sha = load_input(image)
+        image_sha = image_hash(img)
+        names = list(self.classifier.class_names)
+        y = resolve_label(true_label, names)
+        clf = classifier_part(self.classifier)
+        key = unit_key("explanation", method=self.method_name, image_sha256=image_sha, true_index=y,
+                       classifier=clf, mllm=model_part(getattr(self.mllm, "info", None)),
+                       editor=model_part(self.editor.info) if testing and not tester.zero_shot else None,
+                       testing=testing, config=cfg.as_dict(),
+                       prompts={**self._prompt_versions(),
+                                **(self.intervention_prompts.versions() if testing else {})},
+                       app_version=__version__, **self._identity())
+        done = units.get(key)
+        if done is not None and done.payload.get("manifest", {}).get("complete"):
+            ctx.progress("Loaded from the results store", 1, 1)
+            result = ExplanationResult.from_dict(done.payload)
+            result.result_key = key
+            return result
+
+        t = time.perf_counter()
+        ctx.check_cancelled()
+        ctx.progress("Classifying", 0, 1)
+        probs = tester.classify(units, img, image_sha, clf)
+        sample = sample_info(probs, names, y, image_path, image_sha)
+        ctx.progress("Classifying", 1, 1)
+        self.last_artifacts["input"] = img
+        ctx.partial({"kind": "sample", "sample": sample})
+        timings["classify"] = time.perf_counter() - t
+        if sample.pred_index == y:
+            raise NemoError(f"The classifier predicts the true class '{names[y]}' for this image "
+                            f"(p = {probs[y]:.3f}); there is no error to explain.",
+                            hint=f"{self.METHOD} explains misclassifications: pick an image the classifier gets "
+                                 "wrong, or check the true label.")
+
+        t = time.perf_counter()
+        proposal = self._propose(ctx, units, img, image_sha, file_sha, clf, sample, cfg.n_candidates)
+        timings["propose"] = time.perf_counter() - t
+        candidates = proposal.candidates
+        transient = proposal.transient
+        notes.extend(proposal.notes or [])
+        self.last_artifacts.update(proposal.artifacts or {})
+        if proposal.observations:
+            ctx.partial({"kind": "observations", "observations": proposal.observations})
+        if proposal.evidence:
+            images = {n: a for n, a in (proposal.artifacts or {}).items() if isinstance(a, Image.Image)}
+            ctx.partial({"kind": "evidence", "evidence": dict(proposal.evidence), "images": images})
+
+        proposed = [c.error is None and bool(c.hypothesis) for c in candidates]  # before the test adds errors
+        if testing:
+            _, test_transient = tester.test(ctx, units, img, image_sha, clf, sample, candidates, timings,
+                                                 self.last_artifacts)
+            transient |= test_transient
+        elif cfg.score:
+            notes.append(f"The explanation was not scored with CEI: {tester.why_not()}.")
+
+        if cfg.validate:
+            best = select_by_cei(candidates)
+            if best is None:
+                notes.append("No candidate could be tested, so none was selected; see each candidate's error.")
+            elif candidates[best].cei is not None and candidates[best].cei <= 0:
+                notes.append(f"No intervention raised the true-class probability (best CEI "
+                             f"{candidates[best].cei:+.2f}); the selected candidate is the least harmful one and "
+                             "may not name the cause.")
+        else:  # the explanation is the method's own answer, whether or not the test of it worked
+            best = 0 if proposed and proposed[0] else None
+            if best is None:
+                notes.append("The method produced no usable explanation; see the candidate's error.")
+            elif testing and candidates[0].cei is None:
+                notes.append(f"The explanation could not be scored with CEI: {candidates[0].error}")
+        if transient:
+            notes.append("Some steps failed with an error (see the candidates); the result is marked incomplete "
+                         "and a re-run retries those steps.")
+        timings["total"] = time.perf_counter() - t_start
+        chosen = candidates[best] if best is not None else None
+        result = ExplanationResult(
+            method=self.method_name, sample=sample, explanation=chosen.hypothesis if chosen else None,
+            selected_index=best, cei=chosen.cei if chosen else None, candidates=candidates,
+            observations=proposal.observations or [], evidence=dict(proposal.evidence or {}), timings=timings,
+            notes=notes, manifest=self._manifest(image_path, file_sha, units, not transient, testing, tester,
+                                                 proposal.details))
+        if units.store is not None:
+            result.result_key = key
+            units.store.put(key, "explanation", result.to_dict(), dict(self.last_artifacts))
+        return result
+
+    def _manifest(self, image_path: Path | None, file_sha: str | None, units: UnitCache, complete: bool,
+                  testing: bool, tester: CounterfactualTester, details: dict | None) -> dict[str, Any]:
+        cfg = self.config
+        return {
+            "method": self.method_name,
+            "base_method": self.METHOD,
+            "validated": cfg.validate,
+            "app_version": __version__,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "complete": complete,
+            "models": {"classifier": model_manifest(self.classifier.info),
+                       "mllm": model_manifest(getattr(self.mllm, "info", None)),
+                       "editor": model_manifest(self.editor.info) if self.editor is not None else None,
+                       **self._models_manifest()},
+            "zero_shot": tester.zero_shot,
+            "intervention": tester.kind if testing else None,
+            "prompts": {**self._prompt_versions(), **(self.intervention_prompts.versions() if testing else {})},
+            "config": cfg.as_dict(),
+            "seeds": {"candidate_draws": f"draw 0 greedy; draw d>=1 seed {cfg.seed}*1000+d at temperature "
+                                         f"{cfg.sampling_temperature}", "edit": cfg.seed},
+            "reference": self._reference_part(),
+            "input_file": str(image_path) if image_path else None,
+            "input_file_sha256": file_sha,
+            "units": {"computed": units.computed, "reused": units.reused},
+            "details": jsonable(details or {}),
+        }
