@@ -107,7 +107,7 @@ def main() -> None:
     texts = [s.fill("goldfish") for s in corpus.sentences]
     clip.clear_text_cache()
     t = time.perf_counter()
-    clip._embed_prompts(texts)
+    clip.embed_texts(texts)
     t_embed = time.perf_counter() - t
     with tempfile.TemporaryDirectory() as d:
         store = ResultsStore.open(db_path=Path(d) / "r.sqlite", artifacts_dir=Path(d) / "a")

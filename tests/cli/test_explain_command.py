@@ -1,23 +1,9 @@
-"""`nemo explain` pieces that need no model: Ctrl-C handling, argument checks, the printed table."""
-import os
-import signal
-
+"""`nemo explain` pieces that need no model: argument checks, the printed table (Ctrl-C: test_progress.py)."""
 import pytest
 
 from nemo_desktop.cli.commands import explain
 from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.jobs import CancelToken
 from nemo_desktop.core.methods.result import Candidate, ClassScore, ExplanationResult, SampleInfo
-
-
-def test_first_ctrl_c_cancels_second_interrupts():
-    token = CancelToken()
-    with pytest.raises(KeyboardInterrupt):
-        with explain._ctrl_c_cancels(token):
-            os.kill(os.getpid(), signal.SIGINT)
-            assert token.cancelled  # the job sees the cancel at its next check
-            os.kill(os.getpid(), signal.SIGINT)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_edit_size_parsing():

@@ -6,11 +6,10 @@
 """
 from __future__ import annotations
 
-import json
-import signal
 import sys
-from contextlib import contextmanager
 from pathlib import Path
+
+from ..progress import StageBars
 
 
 def register(subparsers) -> None:
@@ -64,102 +63,70 @@ def open_store(where: str | None):
     return ResultsStore.open(db_path=db, artifacts_dir=db.parent / "artifacts")
 
 
-def _progress_printer():
+class _RunProgress(StageBars):
     """A bar for the whole run on a terminal (items done / total, rate, ETA, current step); in a log (stderr
     not a terminal) one line per finished item and per preparation step instead of a redrawn bar."""
-    from tqdm import tqdm
 
-    from ...core.benchmark.runner import PROGRESS_STAGE
+    def __init__(self) -> None:
+        from ...core.benchmark.runner import PROGRESS_STAGE
 
-    tty = sys.stderr.isatty()
-    state = {"bar": None, "other": None, "done": None, "step": None}
+        super().__init__()
+        self.run_stage = PROGRESS_STAGE
+        self.tty = sys.stderr.isatty()
+        self._other: str | None = None
+        self._done: int | None = None
+        self._step: str | None = None
 
-    def close() -> None:
-        if state["bar"] is not None:
-            state["bar"].close()
-            state["bar"] = None
-
-    def on_progress(p) -> None:
-        if p.stage != PROGRESS_STAGE:
-            if p.stage != state["other"]:
-                state["other"] = p.stage
+    def __call__(self, p) -> None:
+        if p.stage != self.run_stage:
+            if p.stage != self._other:
+                self._other = p.stage
                 print(f"{p.stage}...", file=sys.stderr)
             return
-        if not tty:
+        if not self.tty:
             step = p.message.split(" · ")[-1].split(":")[0] if not p.total else None
-            if p.total and p.done != state["done"]:
-                state["done"] = p.done
+            if p.total and p.done != self._done:
+                self._done = p.done
                 print(f"[{p.message.split(' · ')[0]}] " + " · ".join(p.message.split(" · ")[1:3]), file=sys.stderr)
-            elif step and step != state["step"]:
-                state["step"] = step
+            elif step and step != self._step:
+                self._step = step
                 print(step, file=sys.stderr)
             return
-        bar = state["bar"]
-        if bar is None:
-            bar = state["bar"] = tqdm(total=p.total or None, desc="Benchmark", file=sys.stderr, dynamic_ncols=True,
-                                      bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}]{postfix}")
-        if p.total and bar.total != p.total:
-            bar.total = p.total
-        bar.update(max(0, p.done - bar.n))
-        bar.set_postfix_str(p.message.split(" · ", 1)[-1][:140], refresh=False)
+        super().__call__(p)  # one bar: the stage never changes
+        self._bar.set_postfix_str(p.message.split(" · ", 1)[-1][:140], refresh=False)
 
-    return on_progress, close
+    def _open(self, p):
+        from tqdm import tqdm
 
-
-@contextmanager
-def _ctrl_c_cancels(token):
-    """The first Ctrl-C cancels after the current sample's current step; the second interrupts at once."""
-    def handler(signum, frame):
-        if token.cancelled:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            raise KeyboardInterrupt
-        token.cancel()
-        print("\nCancelling after the current step (Ctrl-C again to stop now)...", file=sys.stderr)
-
-    try:
-        previous = signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+        return tqdm(total=p.total or None, desc="Benchmark", file=sys.stderr, dynamic_ncols=True,
+                    bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}]{postfix}")
 
 
 def run_bench(args) -> int:
     from ...core.benchmark.config import load_config
     from ...core.benchmark.runner import BenchmarkRunner, Shard
     from ...core.errors import JobCancelled
-    from ...core.jobs import CancelToken, JobContext
-    from ...core.store import atomic_write_text
+    from ..output import write_json
+    from ..progress import cancellable_job
 
     config = load_config(args.config)
     if args.device:
         config.device = args.device
     shard = Shard.parse(args.shard)
-    token = CancelToken()
-    on_progress, close = _progress_printer()
     store = open_store(args.store)
-    runner = BenchmarkRunner(config, store, shard=shard, ctx=JobContext(on_progress, cancel=token),
-                             retry_failed=args.retry_failed, run_id=args.run_id)
     try:
-        with _ctrl_c_cancels(token):
+        with cancellable_job(_RunProgress()) as ctx:
+            runner = BenchmarkRunner(config, store, shard=shard, ctx=ctx, retry_failed=args.retry_failed,
+                                     run_id=args.run_id)
             summary = runner.run()
     except JobCancelled:
-        close()
         print(f"Cancelled. Finished samples are stored; run the same command to resume run {runner.run_id}.",
               file=sys.stderr)
         return 130
     finally:
-        close()
         store.close()
     if args.json:
-        text = json.dumps(summary.to_dict(), indent=2, default=str)
-        if args.json == "-":
-            print(text)
-        else:
-            atomic_write_text(Path(args.json), text + "\n")
+        write_json(summary.to_dict(), args.json, default=str)
     if args.json != "-":
         print(format_summary(summary))
     return 0 if summary.complete else 1

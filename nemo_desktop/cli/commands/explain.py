@@ -14,10 +14,7 @@ embeds in the space of --retrieval-model (default clip-vit-b32).
 """
 from __future__ import annotations
 
-import json
-import signal
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -63,53 +60,6 @@ def register(subparsers) -> None:
     p.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:1, ...")
     p.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
     p.set_defaults(func=run)
-
-
-# -- progress and Ctrl-C ------------------------------------------------------------------------------------
-def _progress_bars():
-    """JobContext callback: one tqdm bar per stage on stderr. Returns (callback, close)."""
-    from tqdm import tqdm
-
-    state = {"bar": None, "stage": None}
-
-    def close() -> None:
-        if state["bar"] is not None:
-            state["bar"].close()
-            state["bar"] = None
-
-    def on_progress(p) -> None:
-        if p.stage != state["stage"]:
-            close()
-            state["stage"] = p.stage
-            state["bar"] = tqdm(total=p.total, desc=p.stage, file=sys.stderr, dynamic_ncols=True, leave=False)
-        bar = state["bar"]
-        if p.total is not None and bar.total != p.total:
-            bar.total = p.total
-        bar.update(max(0, p.done - bar.n))
-
-    return on_progress, close
-
-
-@contextmanager
-def _ctrl_c_cancels(token):
-    """The first Ctrl-C cancels after the current step (diffusion stops at the next step); the second
-    interrupts at once."""
-    def handler(signum, frame):
-        if token.cancelled:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            raise KeyboardInterrupt
-        token.cancel()
-        print("\nCancelling after the current step (Ctrl-C again to stop now)...", file=sys.stderr)
-
-    try:
-        previous = signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 # -- loading ------------------------------------------------------------------------------------------------
@@ -225,10 +175,11 @@ def run(args) -> int:
     from dataclasses import fields
 
     from ...core.errors import ConfigError, JobCancelled
-    from ...core.jobs import CancelToken, JobContext
     from ...core.methods.registry import get_method
-    from ...core.store import ResultsStore, atomic_write_text
+    from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
+    from ..output import write_json
+    from ..progress import StageBars, cancellable_job
 
     if args.k < 0 or args.m < 1:
         raise ConfigError("--k must be >= 0 and --m >= 1.")
@@ -255,12 +206,9 @@ def run(args) -> int:
     known = {f.name for f in fields(entry.config)} if entry.config else set()
     config = entry.config(**{k: v for k, v in wanted.items() if k in known}) if entry.config else None
 
-    token = CancelToken()
-    on_progress, close_bars = _progress_bars()
-    ctx = JobContext(on_progress, cancel=token)
     store = ResultsStore.open(get_paths().ensure())
     try:
-        with _ctrl_c_cancels(token):
+        with cancellable_job(StageBars()) as ctx:
             classifier = _load(args.classifier, "classifier", args)
             label = args.true_label  # a class name first, else an index (resolve_label)
             from ...core.methods.labels import resolve_label
@@ -284,20 +232,14 @@ def run(args) -> int:
                                    **extra)
             result = method(image, label, ctx)
     except JobCancelled as exc:
-        close_bars()
         print(f"{exc.message} Completed steps are kept in the results store; run the same command to resume.",
               file=sys.stderr)
         return 130
     finally:
-        close_bars()
         store.close()
 
     if args.json:
-        text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
-        if args.json == "-":
-            print(text)
-        else:
-            atomic_write_text(Path(args.json), text + "\n")
+        write_json(result.to_dict(), args.json, ensure_ascii=False)
     if args.json != "-":
         print(format_result(result))
         if args.json:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from pathlib import Path
 
 
 def register(subparsers) -> None:
@@ -69,22 +68,20 @@ def format_global(g, score=None) -> str:
 
 def run(args) -> int:
     from ...core.errors import ConfigError, JobCancelled
-    from ...core.jobs import CancelToken, JobContext
     from ...core.methods.global_explanation import GlobalConfig, GlobalExplainer, GlobalScorer, collect_explanations
     from ...core.methods.intervention import InterventionSettings
-    from ...core.store import ResultsStore, atomic_write_text
+    from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
-    from .explain import _ctrl_c_cancels, _default_editor_id, _load, _progress_bars
+    from ..output import write_json
+    from ..progress import StageBars, cancellable_job
+    from .explain import _default_editor_id, _load
 
     if args.chunk_size < 2 or args.max_new_tokens < 1:
         raise ConfigError("--chunk-size must be at least 2 and --max-new-tokens at least 1.")
-    token = CancelToken()
-    on_progress, close_bars = _progress_bars()
-    ctx = JobContext(on_progress, cancel=token)
     store = ResultsStore.open(get_paths().ensure())
     score = None
     try:
-        with _ctrl_c_cancels(token):
+        with cancellable_job(StageBars()) as ctx:
             explanations = collect_explanations(store, args.run, args.method)
             mllm_id = args.mllm or _recorded(explanations, "mllm")
             if mllm_id is None:
@@ -111,21 +108,15 @@ def run(args) -> int:
                     max_new_tokens=_recorded_setting(explanations, "intervention_max_new_tokens") or 256)
                 score = GlobalScorer(classifier, mllm, editor, store, settings).score(g, explanations, ctx)
     except JobCancelled as exc:
-        close_bars()
         print(f"{exc.message} Completed steps are kept in the results store; run the same command to resume.",
               file=sys.stderr)
         return 130
     finally:
-        close_bars()
         store.close()
 
     if args.json:
-        data = {"global": g.to_dict(), "score": score.to_dict() if score is not None else None}
-        text = json.dumps(data, indent=2, ensure_ascii=False)
-        if args.json == "-":
-            print(text)
-        else:
-            atomic_write_text(Path(args.json), text + "\n")
+        write_json({"global": g.to_dict(), "score": score.to_dict() if score is not None else None}, args.json,
+                   ensure_ascii=False)
     if args.json != "-":
         print(format_global(g, score))
     return 0 if g.explanation else 1

@@ -6,56 +6,9 @@ resumes. A second Ctrl-C stops at once (committed batches are still kept).
 from __future__ import annotations
 
 import json
-import signal
 import sys
-from contextlib import contextmanager
 
-
-def _progress_bar():
-    """A JobContext progress callback drawing one tqdm bar per stage on stderr; returns (callback, close)."""
-    from tqdm import tqdm
-
-    state = {"bar": None, "stage": None}
-
-    def close() -> None:
-        if state["bar"] is not None:
-            state["bar"].close()
-            state["bar"] = None
-
-    def on_progress(p) -> None:
-        if p.stage != state["stage"]:
-            close()
-            state["stage"] = p.stage
-            state["bar"] = tqdm(total=p.total, desc=p.stage, unit="img" if p.stage == "Indexing images" else "it",
-                                file=sys.stderr, dynamic_ncols=True, leave=p.stage == "Indexing images",
-                                disable=None)  # None: no bar when stderr is not a terminal (logs, pipes)
-        bar = state["bar"]
-        if p.total is not None and bar.total != p.total:
-            bar.total = p.total
-        bar.update(p.done - bar.n)
-
-    return on_progress, close
-
-
-@contextmanager
-def _ctrl_c_cancels(token):
-    """First Ctrl-C sets the cancel token; the second one interrupts immediately."""
-    def handler(signum, frame):
-        if token.cancelled:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            raise KeyboardInterrupt
-        token.cancel()
-        print("\nCancelling after the current batch (Ctrl-C again to stop now)...", file=sys.stderr)
-
-    try:
-        previous = signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread: no signal handling, cancellation comes from elsewhere
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+INDEXING = "Indexing images"  # build_index's main stage
 
 
 def _open_store():
@@ -104,9 +57,9 @@ def run_index(args) -> int:
     from ...core.data.datasets import open_dataset
     from ...core.data.reference_index import align_to_classifier, build_index
     from ...core.errors import ConfigError, JobCancelled
-    from ...core.jobs import CancelToken, JobContext
     from ...core.models.catalog import resolve_model_ref
     from ...core.models.registry import LoadOptions, load_model
+    from ..progress import StageBars, cancellable_job
 
     if args.list:
         return run_list(args)
@@ -124,21 +77,19 @@ def run_index(args) -> int:
     for label, why in sorted(dataset.skipped_labels.items()):
         print(f"skipped class '{label}': {why}", file=sys.stderr)
 
-    token = CancelToken()
-    on_progress, close_bar = _progress_bar()
+    # The images bar stays on screen; none at all when stderr is not a terminal (logs, pipes).
+    bars = StageBars(kept={INDEXING}, units={INDEXING: "img"}, terminal_only=True)
     store = _open_store()
     try:
-        with _ctrl_c_cancels(token):
-            index = build_index(dataset, classifier, store, JobContext(on_progress, cancel=token),
-                                batch_size=args.batch_size, feature_dtype="float16" if args.float16 else "float32")
+        with cancellable_job(bars, cancels_after="the current batch") as ctx:
+            index = build_index(dataset, classifier, store, ctx, batch_size=args.batch_size,
+                                feature_dtype="float16" if args.float16 else "float32")
     except JobCancelled as exc:
-        close_bar()
         if args.json and exc.detail:
             print(json.dumps({"cancelled": True, "message": exc.message, "report": json.loads(exc.detail)}, indent=2))
         print(exc.message, file=sys.stderr)
         return 130
     finally:
-        close_bar()
         store.close()
 
     report = index.last_build

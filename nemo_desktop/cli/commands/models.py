@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import sys
 
+from ..progress import StageBars
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("models", help="model catalog and weights: list, download, rm, du",
@@ -80,8 +82,8 @@ def run_download(args) -> int:
     entry, repo = _target(args.id)
     if is_local_source(repo):
         raise ConfigError(f"'{args.id}' points to a local folder ({repo}); there is nothing to download.")
-    bar = _ProgressBar(entry.id if entry else repo)
-    ctx = JobContext(on_progress=bar.update)
+    bar = _DownloadBar(entry.id if entry else repo)
+    ctx = JobContext(on_progress=bar)
     try:
         path = download_repo(repo, ctx=ctx, revision=args.revision or (entry.revision if entry else None),
                              allow_patterns=list(entry.allow_patterns) if entry and entry.allow_patterns else None,
@@ -99,27 +101,22 @@ def run_download(args) -> int:
     return 0
 
 
-class _ProgressBar:
-    """A tqdm bar driven by JobContext progress reports (bytes)."""
+class _DownloadBar(StageBars):
+    """One bar in bytes for the download (its one stage), named after the model; none while files are listed."""
 
     def __init__(self, name: str):
-        self.name, self._bar = name, None
+        super().__init__()
+        self.name = name
 
-    def update(self, p) -> None:
+    def __call__(self, p) -> None:
+        if p.total is not None:
+            super().__call__(p)
+
+    def _open(self, p):
         from tqdm import tqdm
 
-        if p.total is None:
-            return
-        if self._bar is None:
-            self._bar = tqdm(total=p.total, initial=p.done, unit="B", unit_scale=True, unit_divisor=1024,
-                             desc=self.name, file=sys.stderr, dynamic_ncols=True)
-        self._bar.total = p.total
-        self._bar.update(p.done - self._bar.n)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        return tqdm(total=p.total, initial=p.done, unit="B", unit_scale=True, unit_divisor=1024, desc=self.name,
+                    file=sys.stderr, dynamic_ncols=True)
 
 
 def run_rm(args) -> int:

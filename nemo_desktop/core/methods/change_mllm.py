@@ -16,10 +16,8 @@ one with the largest CEI (validation.py); the `visual_differences` of every cand
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 from PIL import Image
 
 from ..errors import ConfigError, NemoError
@@ -27,6 +25,7 @@ from ..jobs import JobContext
 from ..models.protocols import ChatMessage
 from .intervention import UnitCache, sha_text, unit_key
 from .prompts import load_prompt
+from .reference import embed_query, load_reference_image, reference_part
 from .registry import register_method
 from .result import Observation
 from .validation import VALIDATED_SUFFIX, BaselineConfig, BaselinePipeline, Proposal, draw_hypotheses
@@ -63,7 +62,7 @@ class ChangeMLLMPipeline(BaselinePipeline):
         return {"change_mllm": self.prompt.version, "repair": self.repair.version}
 
     def _identity(self) -> dict[str, Any]:
-        return {"reference": self._reference_part()}
+        return {"reference": reference_part(self.reference)}
 
     def _propose(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, file_sha: str | None,
                  clf: dict, sample: Any, n: int) -> Proposal:
@@ -73,7 +72,7 @@ class ChangeMLLMPipeline(BaselinePipeline):
                               "reference index was given.",
                               hint="Give a reference dataset or index (--reference), indexed with this classifier.")
         obs, notes = self._find_reference(ctx, units, img, image_sha, file_sha, clf, sample)
-        ref_img = self._load_reference_image(obs)
+        ref_img = load_reference_image(self.reference, obs)
         prompt = self.prompt.render(true_cls_name=sample.true_name, prediction_cls_name=sample.pred_name,
                                     src_cls_name=obs.label_name)
         candidates, outcomes, transient = draw_hypotheses(
@@ -93,7 +92,7 @@ class ChangeMLLMPipeline(BaselinePipeline):
     def _find_reference(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str,
                         file_sha: str | None, clf: dict, sample: Any) -> tuple[Observation, list[str]]:
         key = unit_key("change-reference", image_sha256=image_sha, exclude_sha256=file_sha, classifier=clf,
-                       reference=self._reference_part(), true_index=sample.true_index,
+                       reference=reference_part(self.reference), true_index=sample.true_index,
                        pred_index=sample.pred_index)
         hit = units.get(key)
         if hit is not None:
@@ -102,7 +101,7 @@ class ChangeMLLMPipeline(BaselinePipeline):
 
         ctx.check_cancelled()
         ctx.progress("Finding the reference image", 0, 1)
-        query = self._embed(units, img, image_sha, clf)
+        query = embed_query(units, self.classifier, img, image_sha, clf)  # shared with SciTX's survey
         notes: list[str] = []
         common = dict(k_random=0, query_sha256=file_sha or image_sha)
         found = retrieve_observations(self.reference, query, sample.true_index, sample.pred_index, k_true=1,
@@ -120,25 +119,6 @@ class ChangeMLLMPipeline(BaselinePipeline):
         units.put(key, "change-reference", {"observation": asdict(obs), "notes": notes})
         ctx.progress("Finding the reference image", 1, 1)
         return obs, notes
-
-    def _embed(self, units: UnitCache, img: Image.Image, image_sha: str, clf: dict) -> np.ndarray:
-        key = unit_key("embedding", image_sha256=image_sha, classifier=clf)  # shared with SciTX's survey
-        hit = units.get(key)
-        if hit is not None:
-            return np.asarray(hit.load_array("embedding"), dtype=np.float32)
-        emb = np.asarray(self.classifier.embed([img]), dtype=np.float32).reshape(1, -1)[0]
-        units.put(key, "embedding", {"image_sha256": image_sha, "classifier": clf, "dim": int(emb.shape[0])},
-                  {"embedding": emb})
-        return emb
-
-    def _load_reference_image(self, obs: Observation) -> Image.Image:
-        from ..images import load_image
-
-        path = Path(obs.image_path)
-        root = getattr(self.reference, "dataset_root", None)
-        if not path.is_absolute() and root:
-            path = Path(root) / path
-        return load_image(path)
 
 
 @register_method(METHOD + VALIDATED_SUFFIX, config=ChangeMLLMConfig, needs_editor=True,

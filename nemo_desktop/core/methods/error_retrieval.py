@@ -170,8 +170,7 @@ class JointSpace:
     def __init__(self, model: Any) -> None:
         self.model = model
         self.info = model.info
-        has_text = callable(getattr(model, "embed_texts", None)) or callable(getattr(model, "_embed_prompts", None))
-        if not (callable(getattr(model, "embed", None)) and has_text):
+        if not (callable(getattr(model, "embed", None)) and callable(getattr(model, "embed_texts", None))):
             raise ConfigError(f"{model.info.model_id} cannot embed both images and text, which ErrorRetrieval needs.",
                               hint="Use a CLIP, SigLIP or open_clip model as the retrieval model (--retrieval-model).")
 
@@ -179,14 +178,7 @@ class JointSpace:
         return _unit(np.asarray(self.model.embed(list(images)), dtype=np.float32))
 
     def texts(self, texts: Sequence[str]) -> np.ndarray:
-        fn = getattr(self.model, "embed_texts", None)
-        if callable(fn):
-            rows = fn(list(texts))
-        else:  # NEMO's zero-shot classifiers embed prompts (cached) through this shared method
-            rows = self.model._embed_prompts(list(texts))
-        if hasattr(rows, "detach"):
-            rows = rows.detach().float().cpu().numpy()
-        return _unit(np.asarray(rows, dtype=np.float32))
+        return _unit(np.asarray(self.model.embed_texts(list(texts)), dtype=np.float32))
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

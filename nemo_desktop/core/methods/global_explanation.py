@@ -42,6 +42,7 @@ from ..models.protocols import ChatMessage
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache, ask_json,
                            classifier_part, error_text, image_hash, load_input, model_manifest, model_part,
                            raw_replies, sample_info, sha_text, unit_key)
+from .pipeline_steps import stored_result
 from .prompts import PromptTemplate, load_prompt
 from .result import Candidate, ExplanationResult
 
@@ -197,12 +198,9 @@ class GlobalExplainer:
                        mllm=model_part(self.mllm.info), prompt_version=self.prompt.version,
                        repair_version=self.repair.version, chunk_size=cfg.chunk_size,
                        max_new_tokens=cfg.max_new_tokens)
-        hit = units.get(key)
-        if hit is not None and hit.payload.get("manifest", {}).get("complete"):
-            ctx.progress("Loaded from the results store", 1, 1)
-            out = GlobalExplanation.from_dict(hit.payload)
-            out.result_key = key
-            return out
+        stored = stored_result(units, key, ctx, GlobalExplanation)
+        if stored is not None:
+            return stored
         t0 = time.perf_counter()
         chunks = [lines[i:i + cfg.chunk_size] for i in range(0, len(lines), cfg.chunk_size)]
         summaries: list[str] = []
@@ -295,12 +293,9 @@ class GlobalScorer:
                        editor=None if tester.zero_shot else model_part(tester.editor.info),
                        prompts=tester.prompts.versions(), settings=asdict(s),
                        items=[[e.item_id, e.record_key] for e in explanations], app_version=__version__)
-        hit = units.get(key)
-        if hit is not None and hit.payload.get("manifest", {}).get("complete"):
-            ctx.progress("Loaded from the results store", 1, 1)
-            out = GlobalScore.from_dict(hit.payload)
-            out.result_key = key
-            return out
+        stored = stored_result(units, key, ctx, GlobalScore)
+        if stored is not None:
+            return stored
         notes: list[str] = []
         scores: list[SampleScore] = []
         artifacts: dict[str, Any] = {}

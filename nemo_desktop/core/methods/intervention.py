@@ -179,6 +179,12 @@ class InterventionSettings:
     edit_size: tuple[int, int] | None = None  # (width, height); None = the input image's size
     max_new_tokens: int = 256
 
+    @classmethod
+    def from_config(cls, config: Any) -> "InterventionSettings":
+        """From a method's config (SciTXConfig, BaselineConfig: the same field names)."""
+        return cls(seed=config.seed, edit_steps=config.edit_steps, edit_guidance=config.edit_guidance,
+                   edit_size=config.edit_size, max_new_tokens=config.intervention_max_new_tokens)
+
 
 class CounterfactualTester:
     """Derivation, intervention and estimation for candidates (see the module docstring)."""

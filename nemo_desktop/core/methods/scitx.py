@@ -56,26 +56,21 @@ import time
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-import numpy as np
 from PIL import Image
 
 from ... import __version__
 from ..errors import ConfigError, JobCancelled, NemoError
 from ..jobs import JobContext, null_context
-from ..metrics.cei import best_candidate, top_k
 from ..models.protocols import ChatMessage
-from .intervention import CounterfactualTester, InterventionPrompts, InterventionSettings
-from .intervention import UnitCache as _Units
-from .intervention import classifier_part, load_input, model_manifest, model_part  # noqa: F401 (re-exported)
-from .intervention import error_text as _error_text
-from .intervention import image_hash as _content_hash
-from .intervention import jsonable as _jsonable
-from .intervention import sha_text as _sha_text
-from .intervention import unit_key as _key
+from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
+                           classifier_part, error_text, image_hash, jsonable, load_input, model_manifest, model_part,
+                           sha_text, unit_key)
 from .labels import resolve_label
+from .pipeline_steps import INCOMPLETE_NOTE, classify_query, run_record, select_by_cei, stored_result
 from .prompts import PromptTemplate, load_prompt
+from .reference import check_reference, embed_query, load_reference_image, reference_part
 from .registry import register_method
 from .result import Candidate, ExplanationResult, Observation, SampleInfo
 from .validation import draw_hypotheses
@@ -155,45 +150,12 @@ class SciTXPipeline:
     def zero_shot(self) -> bool:
         return bool(getattr(self.classifier, "zero_shot", False))
 
-    def _classifier_part(self) -> dict[str, Any]:
-        return classifier_part(self.classifier)
-
     def _tester(self) -> CounterfactualTester:
         """The counterfactual test (intervention.py), shared with the validation-augmented baselines."""
-        cfg, p = self.config, self.prompts
+        p = self.prompts
         return CounterfactualTester(self.classifier, self.mllm, self.editor,
                                     prompts=InterventionPrompts(p.edit, p.rewrite, p.repair),
-                                    settings=InterventionSettings(seed=cfg.seed, edit_steps=cfg.edit_steps,
-                                                                  edit_guidance=cfg.edit_guidance,
-                                                                  edit_size=cfg.edit_size,
-                                                                  max_new_tokens=cfg.intervention_max_new_tokens))
-
-    def _reference_part(self) -> dict[str, Any] | None:
-        ref = self.reference
-        if ref is None:
-            return None
-        fp = getattr(ref, "fingerprint", None)
-        if callable(fp):
-            fp = fp()
-        if fp is None:  # the index's write counter changes whenever its rows do
-            fp = {"version": (getattr(ref, "meta", None) or {}).get("version"), "entries": len(ref)}
-        return {"index_id": getattr(ref, "index_id", None), "fingerprint": _jsonable(fp)}
-
-    def _check_reference(self) -> None:
-        """Retrieval compares embeddings, so the index must come from this very classifier."""
-        ref = self.reference
-        if ref is None:
-            return
-        info = self.classifier.info
-        ref_id, ref_rev = getattr(ref, "classifier_id", None), getattr(ref, "classifier_revision", None)
-        same_model = ref_id is None or (ref_id == info.model_id and
-                                        (ref_rev is None or info.revision is None or ref_rev == info.revision))
-        names = getattr(ref, "class_names", None)
-        if not same_model or (names is not None and list(names) != list(self.classifier.class_names)):
-            raise ConfigError(f"The reference index {getattr(ref, 'index_id', '')} was built with "
-                              f"{ref_id or 'another classifier'}, not with {info.model_id}.",
-                              hint="Index the reference dataset with the classifier being explained "
-                                   "(`nemo index DATASET --classifier ID`), or pass the dataset itself.")
+                                    settings=InterventionSettings.from_config(self.config))
 
     # ------------------------------------------------------------------------------------------- the call
     def __call__(self, image: str | os.PathLike | Image.Image, true_label: int | str,
@@ -204,55 +166,38 @@ class SciTXPipeline:
             raise ConfigError("SciTX needs an image editor to test hypotheses for this classifier.",
                               hint="Choose an editor (e.g. --editor), or use a zero-shot classifier, whose "
                                    "hypotheses are tested by rewriting its prompt instead.")
-        self._check_reference()
+        check_reference(self.reference, self.classifier)
         t_start = time.perf_counter()
         timings: dict[str, float] = {}
         notes: list[str] = []
-        units = _Units(self.store)
+        units = UnitCache(self.store)
+        tester = self._tester()
         self.last_artifacts = {}
         transient = False  # a model raised: the result is incomplete, a re-run retries those units
 
         img, image_path, file_sha = load_input(image)
-        image_sha = _content_hash(img)
-        names = list(self.classifier.class_names)
-        y = resolve_label(true_label, names)
-        clf = self._classifier_part()
-        explanation_key = _key("explanation", method=METHOD, image_sha256=image_sha, true_index=y,
-                               classifier=clf, mllm=model_part(self.mllm.info),
-                               editor=None if self.zero_shot else model_part(self.editor.info),
-                               reference=self._reference_part(), config=cfg.as_dict(),
-                               prompts=self.prompts.versions(), app_version=__version__)
-        done = units.get(explanation_key)
-        if done is not None and done.payload.get("manifest", {}).get("complete"):
-            ctx.progress("Loaded from the results store", 1, 1)
-            result = ExplanationResult.from_dict(done.payload)
-            result.result_key = explanation_key
-            return result
+        image_sha = image_hash(img)
+        y = resolve_label(true_label, list(self.classifier.class_names))
+        clf = classifier_part(self.classifier)
+        explanation_key = unit_key("explanation", method=METHOD, image_sha256=image_sha, true_index=y,
+                                   classifier=clf, mllm=model_part(self.mllm.info),
+                                   editor=None if self.zero_shot else model_part(self.editor.info),
+                                   reference=reference_part(self.reference), config=cfg.as_dict(),
+                                   prompts=self.prompts.versions(), app_version=__version__)
+        stored = stored_result(units, explanation_key, ctx)
+        if stored is not None:
+            return stored
 
         # -- 1. classify ----------------------------------------------------------------------------
         t = time.perf_counter()
-        ctx.check_cancelled()
-        ctx.progress("Classifying", 0, 1)
-        probs = self._classify(units, img, image_sha, clf)
-        pred = int(np.argmax(probs))
-        ctx.progress("Classifying", 1, 1)
-        top5 = top_k(probs, names, 5)
-        sample = SampleInfo(image_path=str(image_path or ""), image_sha256=image_sha, true_index=y,
-                            true_name=names[y], pred_index=pred, pred_name=names[pred],
-                            prob_true=float(probs[y]), prob_pred=float(probs[pred]), top5=top5,
-                            image_artifact="input")
         self.last_artifacts["input"] = img
-        ctx.partial({"kind": "sample", "sample": sample})
+        sample = classify_query(ctx, tester, units, img, image_sha, clf, y, image_path, "SciTX")
         timings["classify"] = time.perf_counter() - t
-        if pred == y:
-            raise NemoError(f"The classifier predicts the true class '{names[y]}' for this image "
-                            f"(p = {probs[y]:.3f}); there is no error to explain.",
-                            hint="SciTX explains misclassifications: pick an image the classifier gets wrong, "
-                                 "or check the true label.")
 
         # -- 2. survey ------------------------------------------------------------------------------
         t = time.perf_counter()
-        observations, retrieval_notes = self._retrieve(ctx, units, img, image_sha, file_sha, clf, y, pred)
+        observations, retrieval_notes = self._retrieve(ctx, units, img, image_sha, file_sha, clf, y,
+                                                       sample.pred_index)
         notes.extend(retrieval_notes)
         timings["retrieve"] = time.perf_counter() - t
         t = time.perf_counter()
@@ -269,21 +214,14 @@ class SciTXPipeline:
         timings["hypothesis"] = time.perf_counter() - t
 
         # -- 4. interventions, edits, scores (timings "intervention", "edit", "score") ---------------
-        edited, test_transient = self._tester().test(ctx, units, img, image_sha, clf, sample, candidates, timings,
-                                                     self.last_artifacts)
+        edited, test_transient = tester.test(ctx, units, img, image_sha, clf, sample, candidates, timings,
+                                             self.last_artifacts)
         transient |= test_transient
 
         # -- 5. conclusion --------------------------------------------------------------------------
-        best = best_candidate(candidates)
-        if best is None:
-            notes.append("No hypothesis could be tested, so none was selected; see each candidate's error.")
-        elif candidates[best].cei is not None and candidates[best].cei <= 0:
-            notes.append(f"No intervention raised the true-class probability (best CEI "
-                         f"{candidates[best].cei:+.2f}); the selected hypothesis is the least harmful one "
-                         "and may not name the cause.")
+        best = select_by_cei(candidates, notes, noun="hypothesis")
         if transient:
-            notes.append("Some steps failed with an error (see the candidates); the result is marked "
-                         "incomplete and a re-run retries those steps.")
+            notes.append(INCOMPLETE_NOTE)
         timings["total"] = time.perf_counter() - t_start
         result = ExplanationResult(
             method=METHOD, sample=sample,
@@ -294,23 +232,8 @@ class SciTXPipeline:
         self._store_result(units, explanation_key, result, img, edited)
         return result
 
-    # --------------------------------------------------------------------------------------- stage 1
-    def _classify(self, units: _Units, img: Image.Image, image_sha: str, clf: dict,
-                  class_prompts: Mapping[int, str] | None = None) -> np.ndarray:
-        return self._tester().classify(units, img, image_sha, clf, class_prompts)
-
-    def _embed(self, units: _Units, img: Image.Image, image_sha: str, clf: dict) -> np.ndarray:
-        key = _key("embedding", image_sha256=image_sha, classifier=clf)
-        hit = units.get(key)
-        if hit is not None:
-            return np.asarray(hit.load_array("embedding"), dtype=np.float32)
-        emb = np.asarray(self.classifier.embed([img]), dtype=np.float32).reshape(1, -1)[0]
-        units.put(key, "embedding", {"image_sha256": image_sha, "classifier": clf, "dim": int(emb.shape[0])},
-                  {"embedding": emb})
-        return emb
-
     # --------------------------------------------------------------------------------------- stage 2
-    def _retrieve(self, ctx: JobContext, units: _Units, img: Image.Image, image_sha: str, file_sha: str | None,
+    def _retrieve(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, file_sha: str | None,
                   clf: dict, y: int, pred: int) -> tuple[list[Observation], list[str]]:
         cfg = self.config
         if self.reference is None or cfg.k == 0:
@@ -318,9 +241,9 @@ class SciTXPipeline:
             return [], [f"No observations were retrieved ({why}); hypotheses rest on the image alone."]
         ctx.check_cancelled()
         ctx.progress("Retrieving observations", 0, 1)
-        key = _key("retrieval", image_sha256=image_sha, exclude_sha256=file_sha, classifier=clf,
-                   reference=self._reference_part(), true_index=y, pred_index=pred, k=cfg.k, seed=cfg.seed,
-                   class_relevance=cfg.class_relevance)
+        key = unit_key("retrieval", image_sha256=image_sha, exclude_sha256=file_sha, classifier=clf,
+                       reference=reference_part(self.reference), true_index=y, pred_index=pred, k=cfg.k,
+                       seed=cfg.seed, class_relevance=cfg.class_relevance)
         hit = units.get(key)
         if hit is not None:
             obs = [Observation(**o) for o in hit.payload["observations"]]
@@ -328,7 +251,7 @@ class SciTXPipeline:
         else:
             from ..data.retrieval import retrieve_observations
 
-            query = self._embed(units, img, image_sha, clf)
+            query = embed_query(units, self.classifier, img, image_sha, clf)
             ctx.check_cancelled()
             # The index hashes files, so the query is excluded by its file's hash; a PIL input has no file,
             # and its pixel hash still seeds the random set per query.
@@ -338,11 +261,11 @@ class SciTXPipeline:
             obs = list(found.observations)
             notes = [f"Retrieval: {n}." for n in found.notes]
             units.put(key, "retrieval", {"observations": [asdict(o) for o in obs], "notes": notes,
-                                         "params": _jsonable(getattr(found, "params", {}))})
+                                         "params": jsonable(getattr(found, "params", {}))})
         ctx.progress("Retrieving observations", 1, 1)
         return obs, notes
 
-    def _caption_all(self, ctx: JobContext, units: _Units, observations: list[Observation],
+    def _caption_all(self, ctx: JobContext, units: UnitCache, observations: list[Observation],
                      notes: list[str]) -> tuple[dict[str, Image.Image], bool]:
         cfg, tpl = self.config, self.prompts.caption
         thumbs: dict[str, Image.Image] = {}
@@ -352,7 +275,7 @@ class SciTXPipeline:
         for i, obs in enumerate(observations):
             ctx.check_cancelled()
             try:
-                ref_img = self._load_reference_image(obs)
+                ref_img = load_reference_image(self.reference, obs)
             except NemoError as exc:
                 ref_img, unreadable = None, exc.message
             if ref_img is not None:
@@ -360,9 +283,9 @@ class SciTXPipeline:
                 thumb.thumbnail((cfg.thumbnail_side, cfg.thumbnail_side))
                 obs.thumbnail_artifact = f"obs_{i}"
                 thumbs[obs.thumbnail_artifact] = thumb
-            sha = obs.image_sha256 or (_content_hash(ref_img) if ref_img is not None else None)
-            key = _key("caption", image_sha256=sha, mllm=model_part(self.mllm.info), prompt_version=tpl.version,
-                       max_new_tokens=cfg.caption_max_new_tokens)
+            sha = obs.image_sha256 or (image_hash(ref_img) if ref_img is not None else None)
+            key = unit_key("caption", image_sha256=sha, mllm=model_part(self.mllm.info),
+                           prompt_version=tpl.version, max_new_tokens=cfg.caption_max_new_tokens)
             hit = units.get(key) if sha else None
             if hit is not None:  # a stored caption is used even if the file has gone since
                 obs.caption = hit.payload["caption"]
@@ -376,7 +299,7 @@ class SciTXPipeline:
                     raise
                 except Exception as exc:  # noqa: BLE001 - recorded; the other observations go on
                     transient = True
-                    notes.append(f"Captioning {Path(obs.image_path).name} failed: {_error_text(exc)}")
+                    notes.append(f"Captioning {Path(obs.image_path).name} failed: {error_text(exc)}")
                     ctx.progress("Captioning observations", i + 1, n)
                     continue
                 obs.caption = _clean_caption(reply)
@@ -385,15 +308,6 @@ class SciTXPipeline:
                                            "mllm": model_part(self.mllm.info)})
             ctx.progress("Captioning observations", i + 1, n)
         return thumbs, transient
-
-    def _load_reference_image(self, obs: Observation) -> Image.Image:
-        from ..images import load_image
-
-        path = Path(obs.image_path)
-        root = getattr(self.reference, "dataset_root", None)
-        if not path.is_absolute() and root:
-            path = Path(root) / path
-        return load_image(path)
 
     # --------------------------------------------------------------------------------------- stage 3
     def _hypothesis_prompt(self, sample: SampleInfo, observations: list[Observation]) -> str:
@@ -411,21 +325,21 @@ class SciTXPipeline:
                                               set_a_captions=block("A"), set_b_captions=block("B"),
                                               set_c_captions=block("C"))
 
-    def _hypothesise(self, ctx: JobContext, units: _Units, img: Image.Image, image_sha: str,
+    def _hypothesise(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str,
                      sample: SampleInfo, observations: list[Observation]) -> tuple[list[Candidate], bool]:
         """M draws of the A.1 prompt (see "How the M distinct candidates are obtained"), cached per draw."""
         cfg = self.config
         prompt = self._hypothesis_prompt(sample, observations)
         candidates, _, transient = draw_hypotheses(
             ctx, units, self.mllm, [ChatMessage.user(img, prompt)], m=cfg.m,
-            key_parts={"image_sha256": image_sha, "prompt_sha256": _sha_text(prompt)},
+            key_parts={"image_sha256": image_sha, "prompt_sha256": sha_text(prompt)},
             prompt=self.prompts.hypothesis, repair=self.prompts.repair, seed=cfg.seed,
             sampling_temperature=cfg.sampling_temperature, max_extra_draws=cfg.max_extra_draws,
             max_new_tokens=cfg.hypothesis_max_new_tokens)
         return candidates, transient
 
     # --------------------------------------------------------------------------------------- records
-    def _manifest(self, cfg: SciTXConfig, image_path: Path | None, file_sha: str | None, units: _Units,
+    def _manifest(self, cfg: SciTXConfig, image_path: Path | None, file_sha: str | None, units: UnitCache,
                   complete: bool) -> dict[str, Any]:
         return {
             "method": METHOD,
@@ -442,13 +356,11 @@ class SciTXPipeline:
             "seeds": {"hypothesis_draws": f"draw 0 greedy; draw d>=1 seed {cfg.seed}*1000+d at temperature "
                                           f"{cfg.sampling_temperature}", "edit": cfg.seed,
                       "retrieval": cfg.seed},
-            "reference": self._reference_part(),
-            "input_file": str(image_path) if image_path else None,
-            "input_file_sha256": file_sha,
-            "units": {"computed": units.computed, "reused": units.reused},
+            "reference": reference_part(self.reference),
+            **run_record(image_path, file_sha, units),
         }
 
-    def _store_result(self, units: _Units, key: str, result: ExplanationResult, img: Image.Image,
+    def _store_result(self, units: UnitCache, key: str, result: ExplanationResult, img: Image.Image,
                       edited: dict[int, Image.Image]) -> None:
         if units.store is None:
             return

@@ -29,20 +29,21 @@ import time
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from PIL import Image
 
 from ... import __version__
-from ..errors import ConfigError, JobCancelled, NemoError
+from ..errors import ConfigError, JobCancelled
 from ..jobs import JobContext, null_context
-from ..metrics.cei import best_candidate
 from ..models.protocols import ChatMessage
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache, ask_json,
                            classifier_part, error_text, image_hash, jsonable, load_input, model_manifest,
-                           model_part, raw_replies, sample_info, unit_key)
+                           model_part, raw_replies, unit_key)
 from .labels import resolve_label
+from .pipeline_steps import INCOMPLETE_NOTE, classify_query, run_record, select_by_cei, stored_result
 from .prompts import PromptTemplate
+from .reference import check_reference, reference_part
 from .result import Candidate, ExplanationResult, Observation
 
 VALIDATED_SUFFIX = "-validated"
@@ -157,11 +158,6 @@ def with_validation(config: BaselineConfig | None, cls: type, validated_name: bo
     return replace(config, validate=True) if validated_name and not config.validate else config
 
 
-def select_by_cei(candidates: Sequence[Candidate]) -> int | None:
-    """CEI argmax (the validation module of SciTX, Algorithm 1 stage 4)."""
-    return best_candidate(candidates)
-
-
 # -- the shared pipeline ---------------------------------------------------------------------------------------
 @dataclass
 class Proposal:
@@ -226,39 +222,8 @@ class BaselinePipeline:
         return self.METHOD + (VALIDATED_SUFFIX if self.config.validate else "")
 
     def _tester(self) -> CounterfactualTester:
-        c = self.config
         return CounterfactualTester(self.classifier, self.mllm, self.editor, prompts=self.intervention_prompts,
-                                    settings=InterventionSettings(seed=c.seed, edit_steps=c.edit_steps,
-                                                                  edit_guidance=c.edit_guidance,
-                                                                  edit_size=c.edit_size,
-                                                                  max_new_tokens=c.intervention_max_new_tokens))
-
-    def _check_reference(self) -> None:
-        """Retrieval compares embeddings, so the index must come from this very classifier (as in SciTX)."""
-        ref = self.reference
-        if ref is None:
-            return
-        info = self.classifier.info
-        ref_id, ref_rev = getattr(ref, "classifier_id", None), getattr(ref, "classifier_revision", None)
-        same_model = ref_id is None or (ref_id == info.model_id and
-                                        (ref_rev is None or info.revision is None or ref_rev == info.revision))
-        names = getattr(ref, "class_names", None)
-        if not same_model or (names is not None and list(names) != list(self.classifier.class_names)):
-            raise ConfigError(f"The reference index {getattr(ref, 'index_id', '')} was built with "
-                              f"{ref_id or 'another classifier'}, not with {info.model_id}.",
-                              hint="Index the reference dataset with the classifier being explained "
-                                   "(`nemo index DATASET --classifier ID`), or pass the dataset itself.")
-
-    def _reference_part(self) -> dict[str, Any] | None:
-        ref = self.reference
-        if ref is None:
-            return None
-        fp = getattr(ref, "fingerprint", None)
-        if callable(fp):
-            fp = fp()
-        if fp is None:  # the index's write counter changes whenever its rows do
-            fp = {"version": (getattr(ref, "meta", None) or {}).get("version"), "entries": len(ref)}
-        return {"index_id": getattr(ref, "index_id", None), "fingerprint": jsonable(fp)}
+                                    settings=InterventionSettings.from_config(self.config))
 
     # -- the call ------------------------------------------------------------------------------------------
     def __call__(self, image: Any, true_label: int | str, ctx: JobContext | None = None) -> ExplanationResult:
@@ -274,7 +239,7 @@ class BaselinePipeline:
         if self.needs_mllm and self.mllm is None:
             raise ConfigError(f"{self.METHOD} needs a multimodal LLM.", hint="Give one with --mllm.")
         if self.needs_reference:
-            self._check_reference()
+            check_reference(self.reference, self.classifier)
         t_start = time.perf_counter()
         timings: dict[str, float] = {}
         notes: list[str] = []
@@ -283,8 +248,7 @@ class BaselinePipeline:
 
         img, image_path, file_sha = load_input(image)
         image_sha = image_hash(img)
-        names = list(self.classifier.class_names)
-        y = resolve_label(true_label, names)
+        y = resolve_label(true_label, list(self.classifier.class_names))
         clf = classifier_part(self.classifier)
         key = unit_key("explanation", method=self.method_name, image_sha256=image_sha, true_index=y,
                        classifier=clf, mllm=model_part(getattr(self.mllm, "info", None)),
@@ -293,27 +257,14 @@ class BaselinePipeline:
                        prompts={**self._prompt_versions(),
                                 **(self.intervention_prompts.versions() if testing else {})},
                        app_version=__version__, **self._identity())
-        done = units.get(key)
-        if done is not None and done.payload.get("manifest", {}).get("complete"):
-            ctx.progress("Loaded from the results store", 1, 1)
-            result = ExplanationResult.from_dict(done.payload)
-            result.result_key = key
-            return result
+        stored = stored_result(units, key, ctx)
+        if stored is not None:
+            return stored
 
         t = time.perf_counter()
-        ctx.check_cancelled()
-        ctx.progress("Classifying", 0, 1)
-        probs = tester.classify(units, img, image_sha, clf)
-        sample = sample_info(probs, names, y, image_path, image_sha)
-        ctx.progress("Classifying", 1, 1)
         self.last_artifacts["input"] = img
-        ctx.partial({"kind": "sample", "sample": sample})
+        sample = classify_query(ctx, tester, units, img, image_sha, clf, y, image_path, self.METHOD)
         timings["classify"] = time.perf_counter() - t
-        if sample.pred_index == y:
-            raise NemoError(f"The classifier predicts the true class '{names[y]}' for this image "
-                            f"(p = {probs[y]:.3f}); there is no error to explain.",
-                            hint=f"{self.METHOD} explains misclassifications: pick an image the classifier gets "
-                                 "wrong, or check the true label.")
 
         t = time.perf_counter()
         proposal = self._propose(ctx, units, img, image_sha, file_sha, clf, sample, cfg.n_candidates)
@@ -337,13 +288,7 @@ class BaselinePipeline:
             notes.append(f"The explanation was not scored with CEI: {tester.why_not()}.")
 
         if cfg.validate:
-            best = select_by_cei(candidates)
-            if best is None:
-                notes.append("No candidate could be tested, so none was selected; see each candidate's error.")
-            elif candidates[best].cei is not None and candidates[best].cei <= 0:
-                notes.append(f"No intervention raised the true-class probability (best CEI "
-                             f"{candidates[best].cei:+.2f}); the selected candidate is the least harmful one and "
-                             "may not name the cause.")
+            best = select_by_cei(candidates, notes)
         else:  # the explanation is the method's own answer, whether or not the test of it worked
             best = 0 if proposed and proposed[0] else None
             if best is None:
@@ -351,8 +296,7 @@ class BaselinePipeline:
             elif testing and candidates[0].cei is None:
                 notes.append(f"The explanation could not be scored with CEI: {candidates[0].error}")
         if transient:
-            notes.append("Some steps failed with an error (see the candidates); the result is marked incomplete "
-                         "and a re-run retries those steps.")
+            notes.append(INCOMPLETE_NOTE)
         timings["total"] = time.perf_counter() - t_start
         chosen = candidates[best] if best is not None else None
         result = ExplanationResult(
@@ -386,9 +330,7 @@ class BaselinePipeline:
             "config": cfg.as_dict(),
             "seeds": {"candidate_draws": f"draw 0 greedy; draw d>=1 seed {cfg.seed}*1000+d at temperature "
                                          f"{cfg.sampling_temperature}", "edit": cfg.seed},
-            "reference": self._reference_part(),
-            "input_file": str(image_path) if image_path else None,
-            "input_file_sha256": file_sha,
-            "units": {"computed": units.computed, "reused": units.reused},
+            "reference": reference_part(self.reference),
+            **run_record(image_path, file_sha, units),
             "details": jsonable(details or {}),
         }

@@ -155,6 +155,12 @@ class ZeroShotClassifierBase:
         swapped[indices] = self._embed_prompts(texts)
         return swapped
 
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """(N, D) float32 L2-normalised text embeddings in the image embeddings' space (cached per text)."""
+        if len(texts) == 0:
+            return np.zeros((0, 0), dtype=np.float32)
+        return self._embed_prompts(list(texts)).float().cpu().numpy()
+
     def clear_text_cache(self) -> None:
         self._text_cache.clear()
         self._class_text = None

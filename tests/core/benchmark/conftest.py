@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench_world import (FAMILY, families, load_double, make_imagenet_d, make_imagenet_r, make_imagenet_val,
-                         make_objectnet)
-from nemo_desktop.core.models.registry import ModelSpec
+from bench_world import families, make_imagenet_d, make_imagenet_r, make_imagenet_val, make_objectnet
 
 
 @pytest.fixture(scope="session")
@@ -33,44 +31,3 @@ def registered(monkeypatch):
     registry._ensure_builtin_families()
     for key, fn in families().items():
         monkeypatch.setitem(registry._FAMILIES, key, fn)
-
-
-def doubles_loader(made: dict | None = None):
-    """A runner loader that builds the doubles a config names (test-double:<what>) and keeps them by label."""
-    made = made if made is not None else {}
-
-    def load(ref):
-        r = ref.ref
-        spec = ModelSpec(ref.kind, FAMILY, r.split(":", 1)[1]) if isinstance(r, str) else \
-            ModelSpec(ref.kind, r["family"], r["source"], options=dict(r.get("options") or {}))
-        if spec.family == FAMILY:
-            obj = load_double(spec)
-        else:  # a real adapter (e.g. openai-compatible against a loopback server)
-            from nemo_desktop.core.models.registry import LoadOptions, load_model
-
-            obj = load_model(spec, LoadOptions(device="cpu"))
-        made.setdefault(ref.label, []).append(obj)
-        return obj
-
-    return load
-
-
-def base_config(data: dict, **over) -> dict:
-    cfg = {
-        "name": "tiny",
-        "seed": 3,
-        "samples_per_dataset": 2,
-        "imagenet_subset": {"root": str(data["val"]), "classes": "mini-imagenet"},
-        "datasets": [{"kind": "imagenet-r", "root": str(data["imagenet-r"]["root"])},
-                     {"kind": "objectnet", "root": str(data["objectnet"]["root"])},
-                     {"kind": "imagenet-d", "root": str(data["imagenet-d"]["root"])}],
-        "classifiers": {"ViT": "test-double:coded-imagenet", "CLIP": "test-double:coded-zero-shot"},
-        "mllms": {"Qwen": "test-double:scripted"},
-        "editors": {"Kontext": "test-double:restoring"},
-        "methods": [{"label": "SciTX", "method": "scitx",
-                     "options": {"k": 1, "m": 2, "edit_steps": 1, "thumbnail_side": 16}}],
-        "judges": {"GPT": "test-double:judge-gpt-fenced", "Claude": "test-double:judge-claude-fraction",
-                   "Gemini": "test-double:judge-gemini-stubborn"},
-    }
-    cfg.update(over)
-    return cfg

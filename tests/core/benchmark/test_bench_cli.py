@@ -5,7 +5,7 @@ import csv
 import io
 import json
 
-from conftest import base_config
+from bench_world import base_config
 from nemo_desktop.cli.main import main
 
 

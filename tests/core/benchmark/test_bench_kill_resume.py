@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import base_config
+from bench_world import base_config
 from nemo_desktop.core.benchmark.records import DONE, SAMPLE_KIND
 
 CHILD = Path(__file__).with_name("bench_child.py")

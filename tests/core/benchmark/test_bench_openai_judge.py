@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import base_config, doubles_loader
+from bench_world import base_config, doubles_loader
 from nemo_desktop.core.benchmark.config import parse_config
 from nemo_desktop.core.benchmark.records import DONE
 from nemo_desktop.core.benchmark.runner import BenchmarkRunner

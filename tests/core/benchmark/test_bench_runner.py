@@ -6,7 +6,7 @@ import json
 import pytest
 
 from bench_world import FixedConfig, FixedExplainer
-from conftest import base_config, doubles_loader
+from bench_world import base_config, doubles_loader
 from nemo_desktop.core.benchmark.config import parse_config
 from nemo_desktop.core.benchmark.merge import merge_stores
 from nemo_desktop.core.benchmark.records import DONE, ERROR, FAILED, SAMPLE_KIND, SELECTION_KIND, SHARD_KIND

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import base_config
+from bench_world import base_config
 from nemo_desktop.core.benchmark.config import parse_config
 from nemo_desktop.core.benchmark.records import DONE
 from nemo_desktop.core.benchmark.runner import BenchmarkRunner

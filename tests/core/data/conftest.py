@@ -10,7 +10,7 @@ import pytest
 from fixtures_tiny.digits_classifier import DigitsMLPClassifier, load_digits_arrays, write_digit_folder
 from nemo_desktop.core.store import ResultsStore
 
-N_REFERENCE = 300  # digits 0..299 form the reference dataset; the rest train the classifier
+from data_world import N_REFERENCE
 
 
 @pytest.fixture(scope="session")
@@ -52,8 +52,3 @@ def fresh_classifier(digits_classifier):
     """The session's classifier with its image counter reset (the MLP itself is shared, read-only)."""
     digits_classifier.images_seen = 0
     return digits_classifier
-
-
-def unit_rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
-    v = rng.standard_normal((n, d)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)

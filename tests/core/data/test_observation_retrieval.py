@@ -6,7 +6,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import unit_rows
+from data_world import unit_rows
 from nemo_desktop.core.data.datasets import FolderDataset
 from nemo_desktop.core.data.reference_index import IndexEntries, ReferenceIndex, build_index
 from nemo_desktop.core.data.retrieval import retrieve_observations

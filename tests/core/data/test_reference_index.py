@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import N_REFERENCE
+from data_world import N_REFERENCE
 from fixtures_tiny.digits_classifier import render_digit
 from nemo_desktop.core.data.datasets import CsvManifestDataset, FolderDataset
 from nemo_desktop.core.data.reference_index import ReferenceIndex, build_index, delete_index, index_id_for

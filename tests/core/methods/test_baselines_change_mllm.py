@@ -8,8 +8,7 @@ import pytest
 from PIL import Image
 
 from baseline_doubles import BaselineDigitsMLLM
-from conftest import write_reference
-from digits_world import EIGHT, HYPOTHESES, THREE, DigitsEditor, dominant_ink
+from digits_world import EIGHT, HYPOTHESES, THREE, DigitsEditor, dominant_ink, write_reference
 from nemo_desktop.core.data.reference_index import build_index
 from nemo_desktop.core.errors import ConfigError, NemoError
 from nemo_desktop.core.methods.change_mllm import ChangeMLLMConfig, ChangeMLLMPipeline

@@ -9,7 +9,8 @@ from nemo_desktop.core.methods.cam_mllm import CamMLLMConfig
 from nemo_desktop.core.methods.change_mllm import ChangeMLLMConfig
 from nemo_desktop.core.methods.registry import get_method, list_methods
 from nemo_desktop.core.methods.result import Candidate
-from nemo_desktop.core.methods.validation import select_by_cei, with_validation
+from nemo_desktop.core.methods.pipeline_steps import select_by_cei
+from nemo_desktop.core.methods.validation import with_validation
 
 
 def cand(cei, error=None):
@@ -22,6 +23,17 @@ def test_selection_is_the_cei_argmax_among_tested_candidates():
     assert select_by_cei([cand(5.0), cand(5.0)]) == 0  # ties: the first
     assert select_by_cei([cand(-9.0), cand(-2.0)]) == 1  # the least harmful when none helps
     assert select_by_cei([cand(None), cand(1.0, error="x")]) is None
+
+
+def test_selection_notes_say_when_the_choice_means_little():
+    notes = []
+    assert select_by_cei([cand(4.0)], notes) == 0 and notes == []
+    assert select_by_cei([cand(-9.0), cand(-2.0)], notes, noun="hypothesis") == 1
+    assert notes == ["No intervention raised the true-class probability (best CEI -2.00); the selected hypothesis "
+                     "is the least harmful one and may not name the cause."]
+    notes.clear()
+    assert select_by_cei([cand(None), cand(1.0, error="x")], notes) is None
+    assert notes == ["No candidate could be tested, so none was selected; see each candidate's error."]
 
 
 def test_every_baseline_has_a_validated_variant_with_the_same_config():

@@ -158,6 +158,18 @@ def test_standard_prompt_override_is_one_call_only(family, loaded, images):
         clf.set_class_prompt(3, before_prompt)
 
 
+@pytest.mark.parametrize("family", ZERO_SHOT)
+def test_zero_shot_text_embeddings_share_the_image_space(family, loaded, images):
+    clf = loaded(family)
+    texts = clf.embed_texts([clf.class_prompt(i) for i in range(len(TINY_CLASSES))])
+    assert texts.shape == (len(TINY_CLASSES), clf.embed(images[:1]).shape[1]) and texts.dtype == np.float32
+    assert np.allclose(np.linalg.norm(texts, axis=1), 1.0, atol=1e-5)
+    # The classifier's logits are exactly scale * cos(image, text) (+ bias) with these rows.
+    expected = clf.logit_scale * clf.embed(images) @ texts.T + (clf.logit_bias or 0.0)
+    assert np.allclose(clf.logits(images), expected, atol=1e-4)
+    assert clf.embed_texts([]).shape[0] == 0
+
+
 @pytest.mark.parametrize("family", CLASSIFIER_FAMILIES)
 def test_standard_oom_becomes_a_clear_error(family, loaded, images, monkeypatch):
     clf = loaded(family)
