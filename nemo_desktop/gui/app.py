@@ -17,6 +17,9 @@ log = logging.getLogger("nemo_desktop.gui")
 
 # Close the window at most this long after the event loop ended while worker threads finish.
 SHUTDOWN_WAIT_MS = 5000
+# Python hands the GIL to a waiting thread after this long (default 5 ms). Jobs run Python on worker threads;
+# a shorter interval lets the GUI thread, which needs the GIL for every slot and paint, in sooner.
+GIL_SWITCH_INTERVAL_S = 0.001
 
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
@@ -107,7 +110,11 @@ def build(argv: list[str] | None = None):
     """Parse options, create the QApplication, resolve paths, start logging, build the window (not shown)."""
     args, qt_args = parse_args(argv)
     apply_path_options(args)
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     app = create_application(qt_args)
+    from .binding_check import check_qt_binding
+
+    check_qt_binding()  # ConfigError: shown by main() like any start-up failure
 
     from nemo_desktop.core.logging_setup import setup_logging
     from nemo_desktop.core.store.paths import get_paths

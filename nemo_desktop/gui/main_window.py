@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import os
 
-from PySide6.QtCore import QSettings, Qt, QTimer, QUrl
+from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (QAction, QActionGroup, QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent,
                            QKeySequence)
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
@@ -16,6 +16,7 @@ from .dialogs.diagnose import DiagnoseDialog
 from .drops import DropScan, describe_rejected, scan_dropped
 from .jobs import FAILED, IO, JobHandle, JobRunner
 from .panes import Pane, pane_classes
+from .session import ModelSession
 from .settings import gui_settings
 from .widgets.error_dialog import show_error
 from .widgets.jobs_panel import JobsPanel
@@ -23,18 +24,22 @@ from .widgets.jobs_panel import JobsPanel
 log = logging.getLogger(__name__)
 
 APP_TITLE = "NEMO Desktop"
+WARM_UP_DELAY_MS = 1500  # after the first paint, idle imports prepare the first diagnosis
 
 
 class MainWindow(QMainWindow):
     # Closing with running jobs: cancel them, then wait at most this long for them to stop.
     CLOSE_WAIT_MS = 15_000
 
+    sig_models_changed = Signal()  # a model was loaded or unloaded (panes refresh what they show)
+
     def __init__(self, paths: AppPaths | None = None, runner: JobRunner | None = None,
-                 settings: QSettings | None = None):
+                 settings: QSettings | None = None, session: ModelSession | None = None):
         super().__init__()
         self.paths = paths or get_paths()
         self.settings = settings or gui_settings(self.paths)
         self.jobs = runner or JobRunner(parent=self)
+        self.session = session or ModelSession(self.paths)
         self._closing = False
         self._first_paint_done = False
         self.pane_actions: list[QAction] = []
@@ -71,6 +76,9 @@ class MainWindow(QMainWindow):
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
         return box
+
+    def show_status(self, text: str, ms: int = 8000) -> None:
+        self.statusBar().showMessage(text, ms)
 
     def show_pane(self, name: str) -> Pane:
         pane = self.panes[name]
@@ -215,12 +223,18 @@ class MainWindow(QMainWindow):
                               "NEMO Desktop diagnoses image files (PNG, JPEG, WebP, …) or folders of them. "
                               "It could not use what was dropped:\n\n" + describe_rejected(rejected))
             return
-        dialog = DiagnoseDialog(scan.images, rejected, self)
+        dialog = DiagnoseDialog(self, scan.images, rejected)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.sig_open_model_manager.connect(lambda: self.show_pane("model_manager"))
         dialog.open()
 
     # -- jobs ------------------------------------------------------------------------------------
+    def _warm_up(self) -> None:
+        from .session import warm_up_imports
+
+        self.jobs.submit(warm_up_imports, title="Preparing", lane=IO, ask_before_quit=False, visible=False,
+                         report_errors=False)
+
     def _report_job_failure(self, handle: JobHandle) -> None:
         """Never a silent failure: a failed job whose submitter did not take the error is shown here."""
         if handle.state == FAILED and handle.report_errors and handle.outcome is not None:
@@ -239,6 +253,7 @@ class MainWindow(QMainWindow):
             self._first_paint_done = True
             # After the first paint: whatever the visible pane loads must not delay the window appearing.
             QTimer.singleShot(0, self, lambda: self.current_pane().ensure_shown_once())
+            QTimer.singleShot(WARM_UP_DELAY_MS, self, self._warm_up)
 
     # -- layout persistence ----------------------------------------------------------------------
     def save_layout(self) -> None:
@@ -295,4 +310,6 @@ class MainWindow(QMainWindow):
                             self.CLOSE_WAIT_MS, [h.title for h in self.jobs.active_jobs()])
             self._closing = False
         self.save_layout()
+        if not self.jobs.busy:  # a job stuck in native code may still use the models and the store
+            self.session.close()
         event.accept()

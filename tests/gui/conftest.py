@@ -28,17 +28,97 @@ def runner(qtbot):
 
 @pytest.fixture
 def make_window(qtbot):
-    """Build main windows; their jobs are stopped before pytest-qt closes them."""
+    """Build main windows; at the end their jobs are stopped first, then they are closed and deleted (not by
+    pytest-qt, whose deletion could run inside the wait for the jobs)."""
     windows = []
 
     def make():
         from nemo_desktop.gui.main_window import MainWindow
 
         window = MainWindow()
-        qtbot.addWidget(window)
         windows.append(window)
         return window
 
     yield make
+    import shiboken6
+
     for window in windows:
-        assert window.jobs.shutdown(5000), f"test jobs did not stop: {window.jobs.active_jobs()}"
+        if shiboken6.isValid(window):
+            assert window.jobs.shutdown(5000), f"test jobs did not stop: {window.jobs.active_jobs()}"
+            window.close()
+            window.deleteLater()
+
+
+# -- the digits world: a real small classifier with a real colour shortcut, and honest test doubles for the
+# multimodal LLM and the editor (tests/core/methods/digits_world.py), shared with the SciTX tests.
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+_METHODS_TESTS = str(Path(__file__).resolve().parents[1] / "core" / "methods")
+if _METHODS_TESTS not in sys.path:
+    sys.path.insert(0, _METHODS_TESTS)
+
+
+@pytest.fixture(scope="session")
+def digits():
+    """(trained CNN, (test scans, labels), (train scans, labels)); trained once per session."""
+    import torch
+
+    from digits_world import train_digits_cnn
+
+    torch.set_num_threads(1)
+    return train_digits_cnn(seed=0, epochs=4)
+
+
+@pytest.fixture(scope="session")
+def digits_reference(digits, tmp_path_factory):
+    """A dataset folder (one sub-folder per class) of training digits in their training inks."""
+    import numpy as np
+
+    from digits_world import CLASS_NAMES, render, training_ink
+
+    folder = tmp_path_factory.mktemp("digits_reference")
+    _, _, (x_train, y_train) = digits
+    rng = np.random.default_rng(7)
+    counts = dict.fromkeys(range(len(CLASS_NAMES)), 0)
+    for x, y in zip(x_train, y_train):
+        y = int(y)
+        if counts[y] >= 5:
+            continue
+        d = folder / CLASS_NAMES[y]
+        d.mkdir(parents=True, exist_ok=True)
+        render(x, training_ink(y, rng)).save(d / f"{counts[y]:03d}.png")
+        counts[y] += 1
+    return folder
+
+
+@pytest.fixture(scope="session")
+def blue_three(digits, tmp_path_factory):
+    """A held-out 'three' drawn in blue, which the CNN takes for an 'eight' (the colour shortcut)."""
+    import numpy as np
+
+    from digits_world import EIGHT, THREE, DigitsCNNClassifier, render
+
+    model, (x_test, y_test), _ = digits
+    clf = DigitsCNNClassifier(model)
+    folder = tmp_path_factory.mktemp("query")
+    for i in np.flatnonzero(y_test == THREE):
+        img = render(x_test[i], "blue")
+        if int(clf.predict_proba([img])[0].argmax()) == EIGHT:
+            path = folder / f"blue_three_{i}.png"
+            img.save(path)
+            return path
+    pytest.fail("no blue three is misclassified as eight: the colour shortcut was not learned")
+
+
+@pytest.fixture
+def digits_window(make_window, digits):
+    """A main window whose session holds the digits CNN, the scripted MLLM and the PIL editor."""
+    from digits_world import DigitsCNNClassifier, DigitsEditor, ScriptedDigitsMLLM
+
+    window = make_window()
+    window.session.put("classifier", "digits-cnn", DigitsCNNClassifier(digits[0]))
+    window.session.put("mllm", "scripted-digits-mllm", ScriptedDigitsMLLM())
+    window.session.put("editor", "digits-editor", DigitsEditor())
+    window.sig_models_changed.emit()
+    return window

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 from gui_job_functions import fail_to_load, loop_until_cancelled
-from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QColor, QDragEnterEvent, QDropEvent, QImage
 from PySide6.QtWidgets import QApplication, QMessageBox
 
@@ -36,7 +36,7 @@ def _drop(window, paths):
     mime = QMimeData()  # must outlive the events: they only point to it
     mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
     args = (Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
-    enter = QDragEnterEvent(QPointF(20, 20), *args)
+    enter = QDragEnterEvent(QPoint(20, 20), *args)  # PySide6 6.11 takes a QPoint here
     QApplication.sendEvent(window, enter)
     drop = QDropEvent(QPointF(20, 20), *args)
     QApplication.sendEvent(window, drop)
@@ -116,8 +116,8 @@ def test_dropping_a_non_image_file_says_why(qtbot, make_window, tmp_path):
     assert not _visible(window, DiagnoseDialog)
 
 
-def test_dropping_images_and_a_folder_opens_the_diagnose_dialog(qtbot, make_window, tmp_path):
-    window = _shown(qtbot, make_window())
+def test_dropping_images_and_a_folder_opens_the_diagnose_dialog(qtbot, digits_window, tmp_path):
+    window = _shown(qtbot, digits_window)
     folder = tmp_path / "batch"
     folder.mkdir()
     _png(folder / "b.png", "blue")
@@ -131,8 +131,11 @@ def test_dropping_images_and_a_folder_opens_the_diagnose_dialog(qtbot, make_wind
     dialog = _visible(window, DiagnoseDialog)[0]
     assert [dialog.file_list.item(i).text() for i in range(dialog.file_list.count())] == ["cat.png", "a.png", "b.png"]
     assert "notes.txt" in dialog.skipped_label.text()
-    assert "cannot run a diagnosis yet" in dialog.status_label.text()  # says so, shows no made-up result
     assert dialog.windowTitle() == "Diagnose 3 images"
+    qtbot.waitUntil(lambda: dialog.report is not None, timeout=20000)  # classified by the current classifier
+    assert [p.path for p in dialog.report.images] == [str(single), str(folder / "a.png"), str(folder / "b.png")]
+    assert "test-double:digits-cnn" in dialog.status_label.text()
+    assert dialog.same_for_all.isVisible() and not dialog.diagnose_button.isEnabled()
 
 
 def test_a_failed_job_is_never_silent(qtbot, make_window):
@@ -144,12 +147,23 @@ def test_a_failed_job_is_never_silent(qtbot, make_window):
     assert "header too short" in dialog.details.toPlainText()
 
 
-def test_menu_actions_for_unfinished_panes_say_so(qtbot, make_window):
+def test_menu_actions_open_a_dataset_and_ask_what_to_export(qtbot, make_window, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    for cls, color in (("cat", "red"), ("dog", "blue")):
+        (tmp_path / "data" / cls).mkdir(parents=True)
+        _png(tmp_path / "data" / cls / "1.png", color)
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(tmp_path / "data"))
     window = _shown(qtbot, make_window())
-    window.action_open_dataset.trigger()
-    assert window.current_pane().NAME == "dataset_browser"
+    browser = window.panes["dataset_browser"]
+    with qtbot.waitSignal(browser.sig_opened, timeout=10000):
+        window.action_open_dataset.trigger()
+    assert window.current_pane() is browser and browser.grid_model.rowCount() == 2
+
+    window.action_export_report.trigger()  # nothing picked yet: it says what to do, no file dialog
+    assert window.current_pane().NAME == "report_exporter"
     box = _visible(window, QMessageBox)[0]
-    assert "Not available in this build yet" in box.text()
+    assert "Select one or more stored results" in box.text()
 
 
 def test_about_names_the_version_and_the_paths_in_use(qtbot, make_window, gui_home):

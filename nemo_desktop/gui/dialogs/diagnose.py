@@ -1,38 +1,126 @@
-"""Diagnosis dialog opened by dropping images (or File ▸ Diagnose image…).
+"""Diagnosis dialog, opened by dropping images (or File ▸ Diagnose image…).
 
-For now it lists the images and says what the diagnosis needs; the prediction, top-5, the true-label
-completer and the SciTX run come with the model layer and SciTX. It never shows an invented result.
+It classifies the images with the current classifier (GPU lane) and shows each one's prediction and
+top-5, asks for the true class with a completer over the classifier's classes, then runs SciTX with the
+current models (`workbench.run_job.explain_samples`) and opens the result in the explanation workbench.
+Nothing is shown that the models did not compute.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QListWidget, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtCore import QStringListModel, Qt, Signal
+from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtWidgets import (QCheckBox, QCompleter, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel,
+                               QLineEdit, QListWidget, QProgressBar, QPushButton, QVBoxLayout, QWidget)
+
+from nemo_desktop.core.jobs import JobContext
 
 from ..drops import describe_rejected
+from ..jobs import GPU, IO, JobHandle
+from ..samples import Sample
 
-NOT_READY = ("Diagnosing needs a classifier, a captioning model and an image editor set up in the Model "
-             "manager. This build cannot run a diagnosis yet.")
+PREVIEW_SIDE = 256
+METHOD = "scitx"
+
+
+@dataclass
+class ImagePrediction:
+    path: str
+    top5: list = field(default_factory=list)  # ClassScore, most probable first
+    error: str | None = None
+
+
+@dataclass
+class PredictionReport:
+    classifier_id: str
+    class_names: list[str]
+    images: list[ImagePrediction]
+
+
+def predict_images(session, paths: list[str], ctx: JobContext) -> PredictionReport:
+    """Top-5 of each image with the current classifier (loading the default one if needed)."""
+    from nemo_desktop.core.errors import NemoError
+    from nemo_desktop.core.images import load_image
+    from nemo_desktop.core.metrics.cei import top_k
+
+    classifier = session.ensure("classifier", ctx)
+    names = list(classifier.class_names)
+    out = []
+    for p in ctx.track(paths, stage="Classifying"):
+        try:
+            probs = classifier.predict_proba([load_image(p)])[0]
+            out.append(ImagePrediction(p, top_k(probs, names, 5)))
+        except NemoError as exc:
+            out.append(ImagePrediction(p, error=exc.message))
+    return PredictionReport(classifier.info.model_id, names, out)
+
+
+def load_preview(path: str, ctx: JobContext) -> QImage | None:
+    from nemo_desktop.core.images import thumbnail
+
+    try:
+        img = thumbnail(path, PREVIEW_SIDE)
+    except Exception:  # noqa: BLE001 - the prediction job reports unreadable images
+        return None
+    rgb = img.convert("RGB")
+    return QImage(rgb.tobytes(), rgb.width, rgb.height, 3 * rgb.width, QImage.Format.Format_RGB888).copy()
 
 
 class DiagnoseDialog(QDialog):
     sig_open_model_manager = Signal()
+    sig_explained = Signal(list)  # SampleOutcome list, once the diagnosis finished
 
-    def __init__(self, images: list[Path], rejected: list[tuple[str, str]] | None = None,
+    def __init__(self, host, images: list[Path], rejected: list[tuple[str, str]] | None = None,
                  parent: QWidget | None = None):
-        super().__init__(parent)
-        self.images = list(images)
+        super().__init__(parent if parent is not None else host)
+        self.host = host
+        self.images = [str(p) for p in images]
+        self.labels: dict[str, str] = {}
+        self.report: PredictionReport | None = None
+        self._class_lookup: dict[str, str] = {}
+        self._run: JobHandle | None = None
         self.setObjectName("diagnoseDialog")
         n = len(self.images)
         self.setWindowTitle(f"Diagnose {n} image{'s' if n != 1 else ''}")
-        self.setMinimumWidth(520)
+        self.setMinimumSize(760, 460)
 
         self.file_list = QListWidget()
         self.file_list.setObjectName("diagnoseFiles")
         for path in self.images:
-            self.file_list.addItem(path.name)
-            self.file_list.item(self.file_list.count() - 1).setToolTip(str(path))
+            self.file_list.addItem(Path(path).name)
+            self.file_list.item(self.file_list.count() - 1).setToolTip(path)
+        self.file_list.currentRowChanged.connect(self._show_image)
+        self.file_list.setMaximumWidth(240)
+
+        self.preview = QLabel("")
+        self.preview.setObjectName("diagnosePreview")
+        self.preview.setFixedSize(PREVIEW_SIDE, PREVIEW_SIDE)
+        self.preview.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.prediction_label = QLabel("Classifying…")
+        self.prediction_label.setObjectName("diagnosePrediction")
+        self.prediction_label.setWordWrap(True)
+        self.prediction_label.setTextFormat(Qt.TextFormat.RichText)
+        self.prediction_label.setAlignment(Qt.AlignmentFlag.AlignTop)
+
+        self.label_edit = QLineEdit()
+        self.label_edit.setObjectName("trueLabelEdit")
+        self.label_edit.setPlaceholderText("Type the true class…")
+        self.label_edit.setEnabled(False)
+        self.completer_model = QStringListModel(self)
+        self.completer = QCompleter(self.completer_model, self)
+        self.completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.completer.setFilterMode(Qt.MatchFlag.MatchContains)
+        self.completer.setMaxVisibleItems(12)
+        self.label_edit.setCompleter(self.completer)
+        self.label_edit.textChanged.connect(self._label_edited)
+        self.same_for_all = QCheckBox("Same true class for every image")
+        self.same_for_all.setChecked(True)
+        self.same_for_all.setVisible(n > 1)
+        self.label_hint = QLabel("")
+        self.label_hint.setObjectName("trueLabelHint")
+        self.label_hint.setWordWrap(True)
 
         self.skipped_label = QLabel()
         self.skipped_label.setObjectName("diagnoseSkipped")
@@ -42,20 +130,228 @@ class DiagnoseDialog(QDialog):
             self.skipped_label.setText("Skipped:\n" + describe_rejected(rejected))
         self.skipped_label.setVisible(bool(rejected))
 
-        self.status_label = QLabel(NOT_READY)
+        self.status_label = QLabel("Loading the classifier…")
         self.status_label.setObjectName("diagnoseStatus")
         self.status_label.setWordWrap(True)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 0)
 
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        models = QPushButton("Open Model manager")
-        buttons.addButton(models, QDialogButtonBox.ButtonRole.ActionRole)
-        models.clicked.connect(self.sig_open_model_manager)
-        models.clicked.connect(self.accept)
-        buttons.rejected.connect(self.reject)
+        self.buttons = QDialogButtonBox()
+        self.diagnose_button = self.buttons.addButton("Diagnose", QDialogButtonBox.ButtonRole.AcceptRole)
+        self.diagnose_button.setObjectName("diagnoseButton")
+        self.diagnose_button.setEnabled(False)
+        self.diagnose_button.setDefault(True)
+        self.models_button = QPushButton("Open Model manager")
+        self.buttons.addButton(self.models_button, QDialogButtonBox.ButtonRole.ActionRole)
+        self.close_button = self.buttons.addButton(QDialogButtonBox.StandardButton.Close)
+        self.models_button.clicked.connect(self.sig_open_model_manager)
+        self.diagnose_button.clicked.connect(self.diagnose)
+        self.close_button.clicked.connect(self._close_or_cancel)
 
+        form = QFormLayout()
+        form.addRow("True class:", self.label_edit)
+        right = QVBoxLayout()
+        top = QHBoxLayout()
+        top.addWidget(self.preview)
+        top.addWidget(self.prediction_label, 1)
+        right.addLayout(top)
+        right.addLayout(form)
+        right.addWidget(self.same_for_all)
+        right.addWidget(self.label_hint)
+        right.addStretch(1)
+        body = QHBoxLayout()
+        body.addWidget(self.file_list)
+        body.addLayout(right, 1)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("Images to diagnose:"))
-        layout.addWidget(self.file_list, 1)
+        layout.addLayout(body, 1)
         layout.addWidget(self.skipped_label)
         layout.addWidget(self.status_label)
-        layout.addWidget(buttons)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.buttons)
+
+        self._links: list[tuple] = []  # (signal, slot) from jobs, cut when the dialog closes
+        self._predict_job = self._start_prediction()
+        self.file_list.setCurrentRow(0)
+
+    def _link(self, signal, slot) -> None:
+        """Connect a job's signal to this dialog for as long as the dialog is open (a job may outlive it)."""
+        signal.connect(slot)
+        self._links.append((signal, slot))
+
+    def done(self, result: int) -> None:
+        for signal, slot in self._links:
+            try:
+                signal.disconnect(slot)
+            except (RuntimeError, TypeError):  # already gone with its handle
+                pass
+        self._links.clear()
+        super().done(result)
+
+    # -- prediction -------------------------------------------------------------------------------------
+    def _start_prediction(self) -> JobHandle:
+        session, paths = self.host.session, list(self.images)
+        handle = self.host.jobs.submit(lambda ctx: predict_images(session, paths, ctx),
+                                       title="Classifying the dropped images", lane=GPU)
+        self._link(handle.sig_progress, self._predict_progress)
+        self._link(handle.sig_done, self._predicted)
+        self._link(handle.sig_failed, self._prediction_failed)
+        handle.sig_finished.connect(self.host.sig_models_changed)
+        return handle
+
+    def _predict_progress(self, p) -> None:
+        self.status_label.setText(p.stage)
+
+    def _predicted(self, report: PredictionReport) -> None:
+        self.report = report
+        self.completer_model.setStringList(sorted(report.class_names, key=str.lower))
+        self._class_lookup = {n.lower(): n for n in report.class_names}
+        self.label_edit.setEnabled(True)
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.status_label.setText(f"Classifier: {report.classifier_id} ({len(report.class_names)} classes). Enter "
+                                  "the true class, then Diagnose: SciTX retrieves observations, hypothesises and "
+                                  "tests each hypothesis with a counterfactual.")
+        self._show_image(self.file_list.currentRow())
+        self.label_edit.setFocus()
+
+    def _prediction_failed(self, error: dict) -> None:
+        self.progress.setRange(0, 1)
+        self.status_label.setText(f"The images could not be classified: {error.get('message')} "
+                                  f"{error.get('hint') or ''}")
+
+    def prediction_for(self, row: int) -> ImagePrediction | None:
+        if self.report is None or not (0 <= row < len(self.report.images)):
+            return None
+        return self.report.images[row]
+
+    def _show_image(self, row: int) -> None:
+        if not 0 <= row < len(self.images):
+            return
+        path = self.images[row]
+        handle = self.host.jobs.submit(lambda ctx: load_preview(path, ctx), title="Preview", lane=IO,
+                                       ask_before_quit=False, visible=False)
+        self._link(handle.sig_done, lambda img, r=row: self._set_preview(r, img))
+        pred = self.prediction_for(row)
+        if pred is not None:
+            if pred.error:
+                self.prediction_label.setText(f"<b>Cannot be read:</b> {pred.error}")
+            else:
+                top = pred.top5[0]
+                rows = "".join(f"<tr><td>{i + 1}.</td><td>{c.name}</td><td align='right'>{c.prob:.3f}</td></tr>"
+                               for i, c in enumerate(pred.top5))
+                self.prediction_label.setText(f"Predicted: <b>{top.name}</b> (p = {top.prob:.3f})"
+                                              f"<br><br>Top-5:<table>{rows}</table>")
+        self.label_edit.blockSignals(True)
+        self.label_edit.setText(self.labels.get(path, ""))
+        self.label_edit.blockSignals(False)
+        self._validate()
+
+    def _set_preview(self, row: int, image: QImage | None) -> None:
+        if row != self.file_list.currentRow():
+            return
+        if image is None:
+            self.preview.setText("(cannot be shown)")
+        else:
+            self.preview.setPixmap(QPixmap.fromImage(image))
+
+    # -- true labels ------------------------------------------------------------------------------------
+    def canonical_label(self, text: str) -> str | None:
+        return self._class_lookup.get(text.strip().lower())
+
+    def _label_edited(self, text: str) -> None:
+        targets = self.images if self.same_for_all.isChecked() else [self.images[self.file_list.currentRow()]]
+        for path in targets:
+            self.labels[path] = text
+        self._validate()
+
+    def set_true_label(self, text: str) -> None:
+        self.label_edit.setText(text)
+
+    def _readable(self) -> list[str]:
+        return [p.path for p in (self.report.images if self.report else []) if not p.error]
+
+    def _validate(self) -> bool:
+        if self.report is None:
+            self.diagnose_button.setEnabled(False)
+            return False
+        missing = [Path(p).name for p in self._readable() if self.canonical_label(self.labels.get(p, "")) is None]
+        text = self.label_edit.text().strip()
+        if text and self.canonical_label(text) is None:
+            self.label_hint.setText(f"'{text}' is not one of the classifier's classes; pick one from the list.")
+        elif missing and len(self._readable()) > 1:
+            self.label_hint.setText(f"No true class yet for: {', '.join(missing[:5])}"
+                                    f"{' …' if len(missing) > 5 else ''}")
+        else:
+            self.label_hint.setText("")
+        running = self._run is not None and self._run.active
+        ok = bool(self._readable()) and not missing and not running
+        self.diagnose_button.setEnabled(ok)
+        return ok
+
+    def samples(self) -> list[Sample]:
+        out = []
+        preds = {p.path: p for p in (self.report.images if self.report else [])}
+        for path in self._readable():
+            top = preds[path].top5[0]
+            out.append(Sample(path, self.canonical_label(self.labels[path]), top.name, top.prob))
+        return out
+
+    # -- diagnosis --------------------------------------------------------------------------------------
+    def diagnose(self) -> JobHandle | None:
+        if not self._validate():
+            return None
+        from ..panes.workbench.run_job import AUTO, explain_samples
+
+        session, samples = self.host.session, self.samples()
+
+        def job(ctx):
+            s = session.settings()
+            return explain_samples(session, METHOD, {"k": s.scitx.k, "m": s.scitx.m}, samples, AUTO, ctx)
+
+        n = len(samples)
+        handle = self.host.jobs.submit(job, title=f"Diagnosing {n} image{'s' if n != 1 else ''}", lane=GPU)
+        self._run = handle
+        workbench = self.host.panes["workbench"]
+        workbench.ensure_shown_once()  # its lists load now, not when the result is ready
+        workbench.set_samples(samples)
+        workbench.start_watching(handle)
+        self.label_edit.setEnabled(False)
+        self.diagnose_button.setEnabled(False)
+        self.close_button.setText("Cancel")
+        self.progress.setRange(0, 0)
+        self._link(handle.sig_progress, self._run_progress)
+        self._link(handle.sig_done, self._explained)
+        self._link(handle.sig_finished, self._run_finished)
+        return handle
+
+    def _run_progress(self, p) -> None:
+        self.status_label.setText(p.stage + (f" ({p.done} of {p.total})" if p.total else ""))
+        if p.total:
+            self.progress.setRange(0, 1000)
+            self.progress.setValue(int(1000 * (p.fraction or 0)))
+
+    def _explained(self, outcomes) -> None:
+        workbench = self.host.show_pane("workbench")
+        workbench.show_outcomes(outcomes)
+        self.sig_explained.emit(outcomes)
+        self.accept()
+
+    def _run_finished(self, outcome) -> None:
+        if outcome.status != "done":
+            self.progress.setRange(0, 1)
+            self.progress.setValue(0)
+            self.status_label.setText("Cancelled; finished steps are stored, so diagnosing again resumes."
+                                      if outcome.status == "cancelled" else
+                                      f"The diagnosis failed: {(outcome.error or {}).get('message')}")
+            self.label_edit.setEnabled(True)
+            self.close_button.setText("Close")
+            self._validate()
+
+    def _close_or_cancel(self) -> None:
+        if self._run is not None and self._run.active:
+            self._run.cancel()
+            self.status_label.setText("Cancelling after the current step…")
+            return
+        if self._predict_job.active:
+            self._predict_job.cancel()
+        self.reject()

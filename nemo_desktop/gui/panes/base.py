@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Signal
 from PySide6.QtWidgets import QWidget
 
 if TYPE_CHECKING:
     from nemo_desktop.core.store.paths import AppPaths
 
     from ..jobs import JobRunner
+    from ..session import ModelSession
 
 
 class PaneHost(Protocol):
@@ -22,10 +23,14 @@ class PaneHost(Protocol):
 
     jobs: "JobRunner"
     paths: "AppPaths"
+    session: "ModelSession"     # models in memory, the results store (Qt-free)
+    sig_models_changed: Signal  # emitted after a model was loaded or unloaded
 
     def show_error(self, error: dict | BaseException | str) -> QWidget: ...
 
     def show_message(self, title: str, text: str) -> QWidget: ...
+
+    def show_status(self, text: str, ms: int = 8000) -> None: ...
 
     def show_pane(self, name: str) -> "Pane": ...
 

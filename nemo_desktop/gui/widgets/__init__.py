@@ -1,1 +1,1 @@
-"""Reusable widgets shared by the panes (error dialog, job status area, pane placeholders)."""
+"""Reusable widgets shared by the panes (error dialog, job status area)."""

@@ -116,10 +116,10 @@ class JobsPanel(QWidget):
             self._add(handle)
 
     def sizeHint(self) -> QSize:
-        return QSize(480, 130)  # the dock's first height: room for two jobs
+        return QSize(480, 96)  # the dock's first height: room for two jobs
 
     def summary(self) -> str:
-        jobs = self.runner.active_jobs()
+        jobs = [h for h in self.runner.active_jobs() if h.visible]
         if not jobs:
             return "No jobs running"
         running = [h for h in jobs if h.state == "running"]
@@ -130,6 +130,8 @@ class JobsPanel(QWidget):
         return text
 
     def _add(self, handle: JobHandle) -> None:
+        if not handle.visible:
+            return
         row = JobRow(handle)
         self.rows[handle.job_id] = row
         self._rows_layout.insertWidget(self._rows_layout.count() - 1, row)
@@ -138,6 +140,8 @@ class JobsPanel(QWidget):
         self._emit_summary()
 
     def _finished(self, handle: JobHandle) -> None:
+        if not handle.visible:
+            return
         self._emit_summary()
         QTimer.singleShot(FINISHED_ROW_MS, self, lambda: self._remove(handle.job_id))
 

@@ -1,12 +1,33 @@
-"""Dataset browser pane (placeholder until the dataset indexer exists in the core)."""
+"""Dataset browser pane: open a folder or CSV manifest, index it with the classifier, browse and filter.
+
+Opening reads the dataset on the I/O lane and shows it through its reference index when one exists.
+Indexing runs on the GPU lane (`core.data.reference_index.build_index`, resumable, with progress).
+Filters rebuild the grid's row array with numpy; thumbnails come from `ThumbnailLoader`.
+Selected images go to the explanation workbench with their true class.
+"""
 from __future__ import annotations
 
-from PySide6.QtWidgets import QVBoxLayout
+import time
+from pathlib import Path
 
-from ...widgets.placeholder import PlaceholderView
+import numpy as np
+from PySide6.QtCore import QSettings, QSortFilterProxyModel, Qt, QTimer, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QHeaderView,
+                               QLabel, QMenu, QProgressBar, QPushButton, QSizePolicy, QSplitter, QTableView, QToolButton,
+                               QVBoxLayout, QWidget)
+
+from ...jobs import GPU, IO, JobHandle
+from ...samples import Sample
+from ...thumbnails import ThumbnailLoader
 from ..base import Pane, PaneHost
+from .browse_data import BrowseData, count_new_images, index_dataset, open_browse_data, open_indexed
+from .filters import ALL, CORRECT, MISCLASSIFIED, FilterSpec, class_accuracy, filter_rows
+from .widgets.class_table import CLASS_ROLE, SORT_ROLE, ClassAccuracyModel
+from .widgets.grid import GridModel, make_grid_view
 
-NOT_READY = "Not available in this build yet: the dataset indexer is not part of it."
+ANY = -1
+COUNT_DELAY_MS = 400  # the comparison of an index with the files on disk waits for the first screen
+CORRECTNESS = (("All images", ALL), ("Correct", CORRECT), ("Misclassified", MISCLASSIFIED))
 
 
 class DatasetBrowserPane(Pane):
@@ -14,23 +35,418 @@ class DatasetBrowserPane(Pane):
     TITLE = "Dataset browser"
     SUMMARY = "Open a folder of images or a CSV manifest and see where the classifier goes wrong."
 
+    sig_opened = Signal(object)  # BrowseData, once shown
+    sig_filtered = Signal(int)  # rows shown after a filter
+
     def __init__(self, host: PaneHost, parent=None):
         super().__init__(host, parent)
-        self.placeholder = PlaceholderView(
-            self.TITLE, self.SUMMARY,
-            ["Indexing of the dataset in the background, with progress.",
-             "A thumbnail grid that stays fluid with 100,000 images (thumbnails made off the GUI thread "
-             "and cached on disk).",
-             "Filters: correct / misclassified, true class, predicted class, confidence; per-class accuracy.",
-             "Selected samples go to the Explanation workbench."],
-            NOT_READY)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.placeholder)
+        self.data: BrowseData | None = None
+        self.dataset_path: str | None = None
+        self._open_job: JobHandle | None = None
+        self._count_job: JobHandle | None = None
+        self._index_job: JobHandle | None = None
+        self.last_filter_ms: float | None = None
+        self.index_batch_size = 32  # images per classifier call while indexing (each batch is stored at once)
 
+        self.thumbnails = ThumbnailLoader(host.jobs, host.paths.thumbnails_dir, parent=self)
+        self.grid_model = GridModel(self.thumbnails, self)
+        self.grid = make_grid_view(self.grid_model)
+        self.grid.selectionModel().selectionChanged.connect(lambda *_: self._update_selection())
+        self.grid.doubleClicked.connect(lambda _i: self.explain_selected())
+
+        # -- top bar: open, index --
+        self.open_button = QToolButton()
+        self.open_button.setText("Open dataset")
+        self.open_button.setObjectName("openDatasetButton")
+        self.open_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(self.open_button)
+        menu.addAction("Folder with one sub-folder per class…", self.choose_folder)
+        menu.addAction("CSV manifest (path,label)…", self.choose_csv)
+        self.open_button.setMenu(menu)
+        self.path_label = QLabel("No dataset open.")
+        self.path_label.setObjectName("datasetPath")
+        self.path_label.setMinimumWidth(60)  # long paths must not widen the window
+        self.path_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.index_button = QPushButton("Index with the classifier")
+        self.index_button.setObjectName("indexButton")
+        self.index_button.setToolTip("Run every image through the current classifier (only new or changed images; "
+                                     "resumable) to see predictions and to use it as SciTX's reference set")
+        self.index_button.clicked.connect(self.index_dataset)
+        self.index_progress = QProgressBar()
+        self.index_progress.setObjectName("indexProgress")
+        self.index_progress.setMaximumWidth(220)
+        self.index_progress.hide()
+        self.cancel_index_button = QPushButton("Cancel")
+        self.cancel_index_button.clicked.connect(self.cancel_indexing)
+        self.cancel_index_button.hide()
+        top = QHBoxLayout()
+        top.addWidget(self.open_button)
+        top.addWidget(self.path_label, 1)
+        top.addWidget(self.index_progress)
+        top.addWidget(self.cancel_index_button)
+        top.addWidget(self.index_button)
+        self.info_label = QLabel("")
+        self.info_label.setObjectName("datasetInfo")
+        self.info_label.setWordWrap(True)
+
+        # -- filters --
+        self.correctness_combo = QComboBox()
+        self.correctness_combo.setObjectName("correctnessFilter")
+        for text, value in CORRECTNESS:
+            self.correctness_combo.addItem(text, value)
+        self.true_combo = QComboBox()
+        self.true_combo.setObjectName("trueClassFilter")
+        self.pred_combo = QComboBox()
+        self.pred_combo.setObjectName("predClassFilter")
+        for combo in (self.true_combo, self.pred_combo):
+            combo.setMinimumContentsLength(10)
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.conf_min = QDoubleSpinBox()
+        self.conf_max = QDoubleSpinBox()
+        for spin, value in ((self.conf_min, 0.0), (self.conf_max, 1.0)):
+            spin.setRange(0.0, 1.0)
+            spin.setSingleStep(0.05)
+            spin.setDecimals(2)
+            spin.setValue(value)
+        self.conf_min.setObjectName("confMin")
+        self.conf_max.setObjectName("confMax")
+        self.count_label = QLabel("")
+        self.count_label.setObjectName("shownCount")
+        # Filters apply a moment after the last change, so typing into a spin box filters once.
+        self._filter_timer = QTimer(self, singleShot=True, interval=120)
+        self._filter_timer.timeout.connect(self.apply_filters)
+        for combo in (self.correctness_combo, self.true_combo, self.pred_combo):
+            combo.currentIndexChanged.connect(lambda _i: self._filter_timer.start())
+        for spin in (self.conf_min, self.conf_max):
+            spin.valueChanged.connect(lambda _v: self._filter_timer.start())
+        filters = QHBoxLayout()
+        for w in (QLabel("Show:"), self.correctness_combo, QLabel("True:"), self.true_combo,
+                  QLabel("Predicted:"), self.pred_combo):
+            filters.addWidget(w)
+        filters.addStretch(1)
+        confidence = QHBoxLayout()
+        for w in (QLabel("Confidence:"), self.conf_min, QLabel("to"), self.conf_max):
+            confidence.addWidget(w)
+        confidence.addStretch(1)
+        confidence.addWidget(self.count_label)
+
+        # -- per-class accuracy --
+        self.class_model = ClassAccuracyModel(self)
+        self.class_proxy = QSortFilterProxyModel(self)
+        self.class_proxy.setSourceModel(self.class_model)
+        self.class_proxy.setSortRole(SORT_ROLE)
+        self.class_table = QTableView()
+        self.class_table.setObjectName("classAccuracy")
+        self.class_table.setModel(self.class_proxy)
+        self.class_table.setSortingEnabled(True)
+        self.class_table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)
+        self.class_table.verticalHeader().hide()
+        self.class_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.class_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        # Fixed widths: sizing columns to their contents would ask for every row of a 1000-class table.
+        header = self.class_table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for col, sample in ((1, " Images "), (2, " Correct "), (3, " Accuracy ")):
+            header.resizeSection(col, self.fontMetrics().horizontalAdvance(sample + "00") + 8)
+        self.class_table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        self.class_table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        self.class_table.clicked.connect(self._class_clicked)
+        self.class_table.setToolTip("Click a class to show its images")
+        self.accuracy_label = QLabel("")
+        self.accuracy_label.setObjectName("overallAccuracy")
+        side = QWidget()
+        sv = QVBoxLayout(side)
+        sv.setContentsMargins(0, 0, 0, 0)
+        sv.addWidget(QLabel("<b>Per-class accuracy</b>"))
+        sv.addWidget(self.accuracy_label)
+        sv.addWidget(self.class_table, 1)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("datasetSplitter")
+        self.splitter.addWidget(self.grid)
+        self.splitter.addWidget(side)
+        self.splitter.setStretchFactor(0, 4)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([900, 300])
+
+        # -- to the workbench --
+        self.selection_label = QLabel("")
+        self.explain_button = QPushButton("Explain in the workbench")
+        self.explain_button.setObjectName("explainSelectedButton")
+        self.explain_button.setToolTip("Send the selected images, with their true class, to the explanation "
+                                       "workbench")
+        self.explain_button.clicked.connect(self.explain_selected)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.selection_label, 1)
+        bottom.addWidget(self.explain_button)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.info_label)
+        layout.addLayout(filters)
+        layout.addLayout(confidence)
+        layout.addWidget(self.splitter, 1)
+        layout.addLayout(bottom)
+        self._set_filters_enabled(False)
+        self._update_selection()
+        self.index_button.setEnabled(False)
+
+    # -- opening --------------------------------------------------------------------------------------
     def open_dataset(self) -> None:
-        """File ▸ Open dataset…"""
-        self.host.show_message("Open dataset", NOT_READY)
+        """File ▸ Open dataset…: a folder (the common case); the button's menu also offers a CSV."""
+        self.choose_folder()
+
+    def choose_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Open a dataset folder (one sub-folder per class)")
+        if folder:
+            self.open_path(folder)
+
+    def choose_csv(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a CSV manifest", "", "CSV manifest (*.csv);;All files (*)")
+        if path:
+            self.open_path(path)
+
+    def open_path(self, path: str | Path, index_id: str | None = None) -> JobHandle:
+        """Show the dataset's reference index at once when it has one, then compare it with the files on
+        disk; read the files first only when there is no index."""
+        for job in (self._open_job, self._count_job):
+            if job is not None and job.active:
+                job.cancel()
+        path = str(path)
+        session = self.host.session
+        prefer = self._loaded_classifier_id()
+        self.path_label.setText(f"Opening {path}…")
+
+        def job(ctx):
+            store = session.store()
+            return open_indexed(path, store, ctx, prefer_classifier=prefer, index_id=index_id) or \
+                open_browse_data(path, store, ctx, prefer_classifier=prefer, index_id=index_id)
+
+        handle = self.host.jobs.submit(job, title=f"Opening {Path(path).name}", lane=IO, ask_before_quit=False)
+        handle.sig_done.connect(lambda data: self._opened(path, data))
+        handle.sig_failed.connect(lambda _e: self.path_label.setText(
+            f"Could not open {path}." if self.data is None else self.path_label.text()))
+        self._open_job = handle
+        return handle
+
+    def _opened(self, path: str, data: BrowseData) -> None:
+        self._show_data(path, data)
+        if data.not_indexed is None:  # shown from the index alone: then look for new files (may be slow)
+            # Reading a large dataset is CPU-bound Python that competes with the GUI thread for the GIL:
+            # start it once the first screen is painted.
+            QTimer.singleShot(COUNT_DELAY_MS, self, lambda: self._start_count(path, data))
+
+    def _start_count(self, path: str, data: BrowseData) -> None:
+        if data is not self.data:
+            return
+        handle = self.host.jobs.submit(lambda ctx: count_new_images(path, data, ctx),
+                                       title=f"Looking for new images in {Path(path).name}", lane=IO,
+                                       ask_before_quit=False, report_errors=False)
+        handle.sig_done.connect(lambda n: self._counted(data, n))
+        handle.sig_failed.connect(lambda e: data is self.data and self.info_label.setText(
+            self.info_label.text().replace("looking for new images…", "the files on disk could not be read "
+                                           f"({e.get('message')})")))
+        self._count_job = handle
+
+    def _counted(self, data: BrowseData, n: int) -> None:
+        if data is self.data:
+            data.not_indexed = n
+            self._describe(data)
+
+    def _loaded_classifier_id(self) -> str | None:
+        """The model id an index records for the loaded classifier (its ModelInfo.model_id)."""
+        model = self.host.session.get("classifier")
+        return getattr(getattr(model, "info", None), "model_id", None)
+
+    def show_data(self, path: str, data: BrowseData) -> None:
+        """Show `data` (already read, e.g. by a script) as if it had been opened from `path`."""
+        self._show_data(path, data)
+
+    def _show_data(self, path: str, data: BrowseData) -> None:
+        if self.data is None or data.root != self.data.root:
+            self.thumbnails.clear()  # another dataset: keep no pixmaps (the disk cache stays)
+        self.dataset_path = path
+        self.data = data
+        self._fill_class_combos(data)
+        self.class_model.set_rows(class_accuracy(data), data.indexed)
+        self._set_filters_enabled(True)
+        self.index_button.setEnabled(True)
+        self.path_label.setText(path)
+        self._describe(data)
+        self.apply_filters()
+        self.sig_opened.emit(data)
+
+    def _describe(self, data: BrowseData) -> None:
+        parts = [f"{len(data):,} images in {len(data.class_names)} classes"]
+        if data.indexed:
+            acc = float(data.correct.mean()) if len(data) else 0.0
+            parts.append(f"indexed with {data.classifier_id} ({100 * acc:.1f}% correct)")
+            if data.not_indexed is None:
+                parts.append("looking for new images…")
+            elif data.not_indexed:
+                parts.append(f"{data.not_indexed:,} new images not indexed yet")
+            if data.errors:
+                parts.append(f"{len(data.errors)} unreadable")
+            self.accuracy_label.setText(f"Overall: {100 * acc:.1f}% of {len(data):,}")
+        else:
+            parts.append("not indexed yet: index it to see the classifier's predictions")
+            self.accuracy_label.setText("Index the dataset to see accuracies.")
+        if data.skipped_labels:
+            parts.append(f"classes the classifier does not know were left out: "
+                         f"{', '.join(sorted(data.skipped_labels)[:5])}")
+        self.info_label.setText("; ".join(parts) + ".")
+
+    def _fill_class_combos(self, data: BrowseData) -> None:
+        for combo in (self.true_combo, self.pred_combo):
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItem("Any", ANY)
+            for i, name in enumerate(data.class_names):
+                combo.addItem(name, i)
+            combo.blockSignals(False)
+
+    def _set_filters_enabled(self, enabled: bool) -> None:
+        indexed = enabled and self.data is not None and self.data.indexed
+        self.true_combo.setEnabled(enabled)
+        for w in (self.correctness_combo, self.pred_combo, self.conf_min, self.conf_max):
+            w.setEnabled(indexed)
+
+    # -- filtering ------------------------------------------------------------------------------------
+    def filter_spec(self) -> FilterSpec:
+        true = self.true_combo.currentData()
+        pred = self.pred_combo.currentData()
+        return FilterSpec(correctness=self.correctness_combo.currentData() or ALL,
+                          true_class=None if true in (None, ANY) else int(true),
+                          pred_class=None if pred in (None, ANY) else int(pred),
+                          conf_min=self.conf_min.value(), conf_max=self.conf_max.value())
+
+    def apply_filters(self) -> int:
+        if self.data is None:
+            return 0
+        self._filter_timer.stop()
+        started = time.perf_counter()
+        spec = self.filter_spec() if self.data.indexed else FilterSpec(true_class=self.filter_spec().true_class)
+        rows = filter_rows(self.data, spec)
+        self.grid_model.set_view(self.data, rows)
+        self.last_filter_ms = 1000 * (time.perf_counter() - started)
+        self.count_label.setText(f"{len(rows):,} of {len(self.data):,} shown")
+        self._update_selection()
+        self.sig_filtered.emit(len(rows))
+        return len(rows)
+
+    def set_filter(self, *, correctness: str | None = None, true_class: int | None = None,
+                   pred_class: int | None = None, conf_min: float | None = None, conf_max: float | None = None) -> int:
+        """Set several filters and apply them once (scripts, tests, clicks in the class table)."""
+        widgets = (self.correctness_combo, self.true_combo, self.pred_combo, self.conf_min, self.conf_max)
+        for w in widgets:
+            w.blockSignals(True)
+        try:
+            if correctness is not None:
+                self.correctness_combo.setCurrentIndex(self.correctness_combo.findData(correctness))
+            if true_class is not None:
+                self.true_combo.setCurrentIndex(self.true_combo.findData(true_class))
+            if pred_class is not None:
+                self.pred_combo.setCurrentIndex(self.pred_combo.findData(pred_class))
+            if conf_min is not None:
+                self.conf_min.setValue(conf_min)
+            if conf_max is not None:
+                self.conf_max.setValue(conf_max)
+        finally:
+            for w in widgets:
+                w.blockSignals(False)
+        return self.apply_filters()
+
+    def _class_clicked(self, index) -> None:
+        self.set_filter(true_class=int(self.class_proxy.data(index, CLASS_ROLE)))
+
+    # -- indexing -------------------------------------------------------------------------------------
+    def index_dataset(self) -> JobHandle | None:
+        if self.dataset_path is None:
+            return None
+        if self._index_job is not None and self._index_job.active:
+            return self._index_job
+        path, session, batch = self.dataset_path, self.host.session, self.index_batch_size
+        handle = self.host.jobs.submit(lambda ctx: index_dataset(path, session, ctx, batch_size=batch),
+                                       title=f"Indexing {Path(path).name}", lane=GPU)
+        self._index_job = handle
+        self.index_button.setEnabled(False)
+        self.index_progress.setRange(0, 0)
+        self.index_progress.show()
+        self.cancel_index_button.show()
+        handle.sig_progress.connect(self._index_progress)
+        handle.sig_done.connect(lambda data: self._show_data(path, data))
+        handle.sig_cancelled.connect(lambda: self._reopen_after_cancel(path))
+        handle.sig_finished.connect(self._index_finished)
+        handle.sig_finished.connect(lambda _o: self.host.sig_models_changed.emit())  # it may have loaded one
+        return handle
+
+    def cancel_indexing(self) -> None:
+        if self._index_job is not None:
+            self._index_job.cancel()
+
+    def _index_progress(self, p) -> None:
+        if p.total:
+            self.index_progress.setRange(0, p.total)
+            self.index_progress.setValue(p.done)
+        else:
+            self.index_progress.setRange(0, 0)
+        self.index_progress.setFormat(f"{p.stage}: %v / %m" if p.total else p.stage)
+
+    def _index_finished(self, _outcome) -> None:
+        self.index_progress.hide()
+        self.cancel_index_button.hide()
+        self.index_button.setEnabled(self.dataset_path is not None)
+
+    def _reopen_after_cancel(self, path: str) -> None:
+        """A cancelled indexing keeps every finished batch: show what is indexed now."""
+        self.host.show_status("Indexing cancelled; the images indexed so far are kept. Index again to resume.")
+        self.open_path(path)
+
+    # -- selection to the workbench -------------------------------------------------------------------------
+    def selected_rows(self) -> list[int]:
+        return sorted(self.grid_model.dataset_row(i) for i in self.grid.selectionModel().selectedIndexes())
+
+    def selected_samples(self) -> list[Sample]:
+        d = self.data
+        if d is None:
+            return []
+        out = []
+        for r in self.selected_rows():
+            pred = d.class_names[d.preds[r]] if d.preds[r] >= 0 else None
+            conf = None if np.isnan(d.conf[r]) else float(d.conf[r])
+            out.append(Sample(d.paths[r], d.class_names[d.labels[r]], pred, conf, d.index_id))
+        return out
+
+    def _update_selection(self) -> None:
+        n = len(self.grid.selectionModel().selectedIndexes()) if self.grid.selectionModel() else 0
+        self.explain_button.setEnabled(n > 0)
+        self.selection_label.setText(f"{n} selected" if n else "Select images (Ctrl/Shift-click) to explain them.")
+
+    def explain_selected(self) -> None:
+        samples = self.selected_samples()
+        if samples:
+            workbench = self.host.show_pane("workbench")
+            workbench.set_samples(samples, index_id=self.data.index_id if self.data else None)  # type: ignore
+
+    # -- state ----------------------------------------------------------------------------------------------
+    def on_first_shown(self) -> None:
+        if self._restore_path and Path(self._restore_path).exists() and self.data is None:
+            self.open_path(self._restore_path)
+
+    _restore_path: str | None = None
+
+    def save_state(self, settings: QSettings) -> None:
+        settings.setValue("splitter", self.splitter.saveState())
+        if self.dataset_path:
+            settings.setValue("dataset", self.dataset_path)
+
+    def restore_state(self, settings: QSettings) -> None:
+        state = settings.value("splitter")
+        if state is not None:
+            self.splitter.restoreState(state)
+        self._restore_path = settings.value("dataset")
 
 
 PANE = DatasetBrowserPane

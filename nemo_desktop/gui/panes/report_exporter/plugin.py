@@ -1,12 +1,71 @@
-"""Report exporter pane (placeholder until the report engine exists in the core)."""
+"""Report exporter pane: pick stored diagnoses and runs, choose HTML or PDF, export with the core engine.
+
+The list comes from the results store (explanations and runs) on the I/O lane; each export goes through
+`core.reports.export_report` (one file per picked item, written atomically) on the I/O lane too.
+"""
 from __future__ import annotations
 
-from PySide6.QtWidgets import QVBoxLayout
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 
-from ...widgets.placeholder import PlaceholderView
+from PySide6.QtCore import QSettings, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
+                               QLabel, QPushButton, QRadioButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
+
+from nemo_desktop.core.jobs import JobContext
+
+from ...jobs import IO, JobHandle
 from ..base import Pane, PaneHost
 
-NOT_READY = "Not available in this build yet: the report engine is not part of it."
+ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+@dataclass(frozen=True)
+class ReportItem:
+    kind: str  # "result" | "run"
+    ident: str  # result key or run id
+    title: str
+    detail: str
+    created_at: float | None
+
+    def file_name(self, fmt: str) -> str:
+        stem = Path(self.title).stem if self.kind == "result" else self.title
+        safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in stem)[:40].strip("-") or self.kind
+        return f"nemo-{safe}-{self.ident[:8]}.{fmt}"
+
+
+def list_report_items(store, ctx: JobContext) -> list[ReportItem]:
+    ctx.progress("Reading the results store", 0, None)
+    items = []
+    for r in store.list_runs():
+        n = len(store.run_items(r["run_id"]))
+        items.append(ReportItem("run", r["run_id"], r.get("kind") or "run", f"{n} items, {r.get('status') or '—'}",
+                                r.get("created_at")))
+    for r in store.find(kind="explanation"):
+        p, s = r.payload, r.payload.get("sample", {})
+        cei = p.get("cei")
+        items.append(ReportItem("result", r.key, Path(s.get("image_path") or "image").name,
+                                f"{p.get('method', '?')}: {s.get('true_name', '?')} → {s.get('pred_name', '?')}"
+                                + ("" if cei is None else f", CEI {cei:+.1f}"), r.created_at))
+    return items
+
+
+def export_items(store, items: list[ReportItem], fmt: str, target: Path, ctx: JobContext,
+                 image_format: str | None = None) -> list[Path]:
+    """One report per item: into `target` when it is a folder, else `target` is the single file."""
+    from nemo_desktop.core.reports import export_report
+
+    written = []
+    for i, item in enumerate(items):
+        ctx.check_cancelled()
+        ctx.progress("Exporting reports", i, len(items), item.title)
+        out = target / item.file_name(fmt) if target.is_dir() else target
+        written.append(export_report(item.ident, store, fmt, out, image_format=image_format,
+                                     ctx=ctx.sub(item.title)))
+    ctx.progress("Exporting reports", len(items), len(items))
+    return written
 
 
 class ReportExporterPane(Pane):
@@ -14,20 +73,164 @@ class ReportExporterPane(Pane):
     TITLE = "Report exporter"
     SUMMARY = "Turn stored explanations into an HTML or PDF report."
 
+    sig_exported = Signal(list)  # paths written
+
     def __init__(self, host: PaneHost, parent=None):
         super().__init__(host, parent)
-        self.placeholder = PlaceholderView(
-            self.TITLE, self.SUMMARY,
-            ["The stored results, to pick from.", "HTML or PDF, and where to save it.",
-             "Export in the background, with progress."],
-            NOT_READY)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.placeholder)
+        self.items: list[ReportItem] = []
+        self.last_written: list[Path] = []
+        self.table = QTableWidget(0, 4)
+        self.table.setObjectName("reportItems")
+        self.table.setHorizontalHeaderLabels(["What", "Date", "Details", "Id"])
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        self.table.itemSelectionChanged.connect(self._update)
+        refresh = QPushButton("Refresh")
+        refresh.clicked.connect(self.refresh)
+        select_all = QPushButton("Select all")
+        select_all.clicked.connect(self.table.selectAll)
 
-    def export_report(self) -> None:
-        """File ▸ Export report…"""
-        self.host.show_message("Export report", NOT_READY)
+        self.html_radio = QRadioButton("HTML")
+        self.html_radio.setToolTip("One self-contained file, images included")
+        self.pdf_radio = QRadioButton("PDF")
+        self.html_radio.setChecked(True)
+        group = QButtonGroup(self)
+        group.addButton(self.html_radio)
+        group.addButton(self.pdf_radio)
+        self.images_combo = QComboBox()
+        self.images_combo.addItem("Images: automatic", None)
+        self.images_combo.addItem("Images: PNG", "png")
+        self.images_combo.addItem("Images: JPEG", "jpeg")
+        self.images_combo.setToolTip("Automatic: PNG (lossless) for a diagnosis, JPEG (about 6x smaller) for a run")
+        self.export_button = QPushButton("Export…")
+        self.export_button.setObjectName("exportButton")
+        self.export_button.clicked.connect(self.export_report)
+        self.open_button = QPushButton("Open")
+        self.open_button.setToolTip("Open the last exported report")
+        self.open_button.clicked.connect(self._open_last)
+        self.open_button.setEnabled(False)
+        self.status_label = QLabel("")
+        self.status_label.setObjectName("exportStatus")
+        self.status_label.setWordWrap(True)
+        self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        top = QHBoxLayout()
+        top.addWidget(QLabel(f"<h2>{self.TITLE}</h2>"), 1)
+        top.addWidget(select_all)
+        top.addWidget(refresh)
+        options = QHBoxLayout()
+        options.addWidget(self.html_radio)
+        options.addWidget(self.pdf_radio)
+        options.addWidget(self.images_combo)
+        options.addStretch(1)
+        options.addWidget(self.open_button)
+        options.addWidget(self.export_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(QLabel("Pick diagnoses and runs (Ctrl/Shift-click for several; each becomes one report):"))
+        layout.addWidget(self.table, 1)
+        layout.addLayout(options)
+        layout.addWidget(self.status_label)
+        self._job: JobHandle | None = None
+        self._update()
+
+    def on_first_shown(self) -> None:
+        self.refresh()
+
+    def refresh(self) -> JobHandle:
+        session = self.host.session
+        handle = self.host.jobs.submit(lambda ctx: list_report_items(session.store(), ctx),
+                                       title="Listing stored results", lane=IO, ask_before_quit=False, visible=False)
+        handle.sig_done.connect(self._show_items)
+        return handle
+
+    def _show_items(self, items: list[ReportItem]) -> None:
+        self.items = items
+        self.table.setRowCount(len(items))
+        for i, it in enumerate(items):
+            what = ("Run: " if it.kind == "run" else "Diagnosis: ") + it.title
+            when = datetime.fromtimestamp(it.created_at).strftime("%Y-%m-%d %H:%M") if it.created_at else "—"
+            for col, text in enumerate((what, when, it.detail, it.ident[:16])):
+                cell = QTableWidgetItem(text)
+                cell.setData(ITEM_ROLE, i)
+                self.table.setItem(i, col, cell)
+        if not items:
+            self.status_label.setText("No stored results yet: explain a sample in the workbench first.")
+        self._update()
+
+    def selected_items(self) -> list[ReportItem]:
+        rows = sorted({i.row() for i in self.table.selectedIndexes()})
+        return [self.items[r] for r in rows]
+
+    def select_keys(self, idents: list[str]) -> None:
+        self.table.clearSelection()
+        mode = self.table.selectionMode()
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.MultiSelection)
+        for i, it in enumerate(self.items):
+            if it.ident in idents:
+                self.table.selectRow(i)
+        self.table.setSelectionMode(mode)
+
+    @property
+    def fmt(self) -> str:
+        return "pdf" if self.pdf_radio.isChecked() else "html"
+
+    def _update(self) -> None:
+        busy = self._job is not None and self._job.active
+        self.export_button.setEnabled(bool(self.selected_items()) and not busy)
+
+    def export_report(self) -> JobHandle | None:
+        """File ▸ Export report…: asks where to write, then exports what is selected."""
+        items = self.selected_items()
+        if not items:
+            self.host.show_pane(self.NAME)
+            self.host.show_message("Export report", "Select one or more stored results or runs in the Report "
+                                                    "exporter first.")
+            return None
+        if len(items) == 1:
+            path, _ = QFileDialog.getSaveFileName(self, "Export report", items[0].file_name(self.fmt),
+                                                  f"{self.fmt.upper()} (*.{self.fmt})")
+            target = Path(path) if path else None
+        else:
+            folder = QFileDialog.getExistingDirectory(self, f"Folder for {len(items)} reports")
+            target = Path(folder) if folder else None
+        return self.export(items, target) if target else None
+
+    def export(self, items: list[ReportItem], target: Path) -> JobHandle:
+        fmt, session, images = self.fmt, self.host.session, self.images_combo.currentData()
+        n = len(items)
+        self._job = self.host.jobs.submit(
+            lambda ctx: export_items(session.store(), items, fmt, Path(target), ctx, images),
+            title=f"Exporting {n} {fmt.upper()} report{'s' if n != 1 else ''}", lane=IO)
+        self.status_label.setText("Exporting…")
+        self._job.sig_done.connect(self._exported)
+        self._job.sig_failed.connect(lambda e: self.status_label.setText(f"Export failed: {e.get('message')}"))
+        self._job.sig_finished.connect(lambda _o: self._update())
+        self._update()
+        return self._job
+
+    def _exported(self, paths: list[Path]) -> None:
+        self.last_written = list(paths)
+        self.open_button.setEnabled(bool(paths))
+        where = paths[0] if len(paths) == 1 else paths[0].parent
+        self.status_label.setText(f"Wrote {len(paths)} report{'s' if len(paths) != 1 else ''}: {where}")
+        self.host.show_status(f"Exported {len(paths)} report(s) to {where}")
+        self.sig_exported.emit(paths)
+
+    def _open_last(self) -> None:
+        if self.last_written:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.last_written[0])))
+
+    def save_state(self, settings: QSettings) -> None:
+        settings.setValue("format", self.fmt)
+
+    def restore_state(self, settings: QSettings) -> None:
+        if settings.value("format") == "pdf":
+            self.pdf_radio.setChecked(True)
 
 
 PANE = ReportExporterPane

@@ -1,10 +1,37 @@
-"""Explanation workbench pane (placeholder until SciTX exists in the core)."""
+"""Explanation workbench pane: pick a method and its settings, run it on samples, read the results.
+
+Samples come from the dataset browser (selected images) or a drop on the window. A run goes to the GPU
+lane with the current models (`run_job.explain_samples`); its stages show live. Results are read back from
+the results store, with the same image's results of other methods side by side. Past results are listed
+from the store.
+"""
 from __future__ import annotations
 
-from PySide6.QtWidgets import QVBoxLayout
+from datetime import datetime
+from pathlib import Path
 
-from ...widgets.placeholder import PlaceholderView
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
+                               QListWidget, QListWidgetItem, QProgressBar, QPushButton, QScrollArea, QSplitter,
+                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from ...jobs import GPU, IO, JobHandle
+from ...samples import Sample
 from ..base import Pane, PaneHost
+from .run_job import AUTO, SampleOutcome, StoredSummary, explain_samples, list_references, list_results
+from .widgets.method_form import MethodForm
+from .widgets.result_view import ResultBundle, ResultView, load_bundles
+
+DEFAULT_METHOD = "scitx"
+KEY_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def _methods_job(session, ctx):
+    """The registered methods, and the settings' defaults for their forms (so the form is built once)."""
+    from nemo_desktop.core.methods.registry import get_method, list_methods
+
+    s = session.settings()
+    return [get_method(name) for name in list_methods()], {"k": s.scitx.k, "m": s.scitx.m}
 
 
 class WorkbenchPane(Pane):
@@ -12,20 +39,382 @@ class WorkbenchPane(Pane):
     TITLE = "Explanation workbench"
     SUMMARY = "Explain why the classifier got a sample wrong, and test the explanation with counterfactuals."
 
+    sig_results_shown = Signal(list)  # the ExplanationResults now on screen
+
     def __init__(self, host: PaneHost, parent=None):
         super().__init__(host, parent)
-        self.placeholder = PlaceholderView(
-            self.TITLE, self.SUMMARY,
-            ["A method (SciTX and the baselines) and its settings, run on the selected samples with live "
-             "stage progress.",
-             "The original image, the observations grouped as Sets A/B/C with their captions.",
-             "Candidate hypotheses with their CEI; each counterfactual image beside the original with the "
-             "true-class probability before and after (or the rewritten prompt for zero-shot classifiers).",
-             "The selected explanation highlighted; past results from the store; methods side by side."],
-            "Not available in this build yet: the explanation methods are not part of it.")
+        self.samples: list[Sample] = []
+        self.methods: dict = {}
+        self._run_job: JobHandle | None = None
+        self._pending_index_id: str | None = None
+        self._settings_overrides: dict = {}
+
+        # -- samples --
+        self.sample_list = QListWidget()
+        self.sample_list.setObjectName("sampleList")
+        self.sample_list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.sample_list.setMaximumHeight(140)
+        remove, clear = QPushButton("Remove"), QPushButton("Clear")
+        remove.clicked.connect(self._remove_selected_samples)
+        clear.clicked.connect(lambda: self.set_samples([]))
+        samples_box = QGroupBox("Samples")
+        sv = QVBoxLayout(samples_box)
+        sv.addWidget(self.sample_list)
+        sv.addLayout(self._hbox(remove, clear))
+
+        # -- method --
+        self.method_combo = QComboBox()
+        self.method_combo.setObjectName("methodCombo")
+        self.method_combo.currentIndexChanged.connect(self._method_changed)
+        self.method_description = QLabel("")
+        self.method_description.setWordWrap(True)
+        self.method_description.setEnabled(False)
+        self.form = MethodForm()
+        self.reference_combo = QComboBox()
+        self.reference_combo.setObjectName("referenceCombo")
+        self.reference_combo.setToolTip("The reference index SciTX retrieves observations from")
+        for combo in (self.method_combo, self.reference_combo):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(16)
+        self.reference_combo.addItem("Latest index of the current classifier", AUTO)
+        self.reference_combo.addItem("No observations", None)
+        method_box = QGroupBox("Method")
+        mv = QVBoxLayout(method_box)
+        mv.addWidget(self.method_combo)
+        mv.addWidget(self.method_description)
+        mv.addWidget(self.form)
+        ref_form = QFormLayout()
+        ref_form.addRow("Observations from:", self.reference_combo)
+        mv.addLayout(ref_form)
+
+        # -- run --
+        self.run_button = QPushButton("Run on the samples")
+        self.run_button.setObjectName("runButton")
+        self.run_button.setToolTip("Explain the selected samples (all of them when none is selected)")
+        self.run_button.clicked.connect(lambda: self.run())
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setObjectName("cancelRunButton")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.progress = QProgressBar()
+        self.progress.setObjectName("runProgress")
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.stage_label = QLabel("")
+        self.stage_label.setObjectName("runStage")
+        self.stage_label.setWordWrap(True)
+        self.live_log = QListWidget()
+        self.live_log.setObjectName("liveLog")
+        self.live_log.setMaximumHeight(90)
+        self.live_log.setWordWrap(True)
+        run_box = QGroupBox("Run")
+        rv = QVBoxLayout(run_box)
+        rv.addLayout(self._hbox(self.run_button, self.cancel_button))
+        rv.addWidget(self.progress)
+        rv.addWidget(self.stage_label)
+        rv.addWidget(self.live_log)
+
+        # -- past results --
+        self.past_table = QTableWidget(0, 5)
+        self.past_table.setObjectName("pastResults")
+        self.past_table.setHorizontalHeaderLabels(["Date", "Image", "Method", "True → predicted", "CEI"])
+        self.past_table.verticalHeader().hide()
+        self.past_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.past_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.past_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.past_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.past_table.horizontalHeader().setStretchLastSection(True)
+        self.past_table.cellActivated.connect(lambda row, _c: self._open_past_row(row))
+        self.past_table.cellClicked.connect(lambda row, _c: self._open_past_row(row))
+        refresh = QPushButton("Refresh")
+        refresh.clicked.connect(self.refresh_past)
+        past_box = QGroupBox("Past results")
+        pv = QVBoxLayout(past_box)
+        pv.addWidget(self.past_table)
+        pv.addWidget(refresh, 0, Qt.AlignmentFlag.AlignRight)
+
+        left_inner = QWidget()
+        lv = QVBoxLayout(left_inner)
+        lv.setContentsMargins(0, 0, 4, 0)
+        for w in (samples_box, method_box, run_box):
+            lv.addWidget(w)
+        lv.addWidget(past_box, 1)
+        left = QScrollArea()
+        left.setWidgetResizable(True)
+        left.setWidget(left_inner)
+        left.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        left.setMinimumWidth(360)
+
+        self.result_view = ResultView()
+        self.result_view.sig_built.connect(lambda: self.sig_results_shown.emit(self.result_view.results()))
+        self._result_key: str | None = None  # shown, or being read
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("workbenchSplitter")
+        self.splitter.addWidget(left)
+        self.splitter.addWidget(self.result_view)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([380, 820])
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.placeholder)
+        layout.addWidget(self.splitter)
+        self._update_buttons()
+
+    @staticmethod
+    def _hbox(*widgets) -> QHBoxLayout:
+        h = QHBoxLayout()
+        for w in widgets:
+            h.addWidget(w)
+        h.addStretch(1)
+        return h
+
+    # -- first show: methods, references, past results -------------------------------------------------
+    def on_first_shown(self) -> None:
+        self.load_methods()
+        self.refresh_references()
+        self.refresh_past()
+
+    def load_methods(self) -> JobHandle:
+        session = self.host.session
+        handle = self.host.jobs.submit(lambda ctx: _methods_job(session, ctx), title="Reading the explanation "
+                                       "methods", lane=IO, ask_before_quit=False, visible=False)
+        handle.sig_done.connect(self._show_methods)
+        return handle
+
+    def _show_methods(self, found) -> None:
+        entries, self._settings_overrides = found
+        current = self.method_combo.currentData() or DEFAULT_METHOD
+        self.methods = {e.name: e for e in entries}
+        self.method_combo.blockSignals(True)
+        self.method_combo.clear()
+        for e in entries:
+            self.method_combo.addItem(e.name, e.name)
+            self.method_combo.setItemData(self.method_combo.count() - 1, e.description, Qt.ItemDataRole.ToolTipRole)
+        self.method_combo.setCurrentIndex(max(0, self.method_combo.findData(current)))
+        self.method_combo.blockSignals(False)
+        self._method_changed()
+
+    def _method_changed(self, _index: int = -1) -> None:
+        entry = self.methods.get(self.method_combo.currentData())
+        if entry is None:
+            return
+        self.method_description.setText(entry.description)
+        overrides = dict(self._settings_overrides)
+        self.form.set_config(entry.config, overrides)
+        self._update_buttons()
+
+    def select_method(self, name: str) -> None:
+        i = self.method_combo.findData(name)
+        if i >= 0:
+            self.method_combo.setCurrentIndex(i)
+
+    def refresh_references(self) -> JobHandle:
+        session = self.host.session
+        handle = self.host.jobs.submit(lambda ctx: list_references(session.store()), title="Listing reference "
+                                       "indexes", lane=IO, ask_before_quit=False, visible=False)
+        handle.sig_done.connect(self._show_references)
+        return handle
+
+    def _show_references(self, refs) -> None:
+        keep = self._pending_index_id or self.reference_combo.currentData()
+        self.reference_combo.blockSignals(True)
+        while self.reference_combo.count() > 2:
+            self.reference_combo.removeItem(2)
+        for r in refs:
+            self.reference_combo.addItem(f"{Path(r['dataset_root']).name} — {r['classifier_id']} ({r['entries']} "
+                                         f"images)", r["index_id"])
+            self.reference_combo.setItemData(self.reference_combo.count() - 1, r["dataset_root"],
+                                             Qt.ItemDataRole.ToolTipRole)
+        i = self.reference_combo.findData(keep)
+        self.reference_combo.setCurrentIndex(i if i >= 0 else 0)
+        self.reference_combo.blockSignals(False)
+        self._pending_index_id = None
+
+    # -- samples ----------------------------------------------------------------------------------------
+    def set_samples(self, samples: list[Sample], index_id: str | None = None) -> None:
+        self.samples = list(samples)
+        self.sample_list.clear()
+        for s in self.samples:
+            item = QListWidgetItem(s.describe())
+            item.setToolTip(s.path)
+            self.sample_list.addItem(item)
+        if index_id:
+            i = self.reference_combo.findData(index_id)
+            if i >= 0:
+                self.reference_combo.setCurrentIndex(i)
+            else:
+                self._pending_index_id = index_id
+                if self._shown_once:
+                    self.refresh_references()
+        self._update_buttons()
+
+    def _remove_selected_samples(self) -> None:
+        rows = sorted({i.row() for i in self.sample_list.selectedIndexes()}, reverse=True)
+        for r in rows:
+            del self.samples[r]
+            self.sample_list.takeItem(r)
+        self._update_buttons()
+
+    def chosen_samples(self) -> list[Sample]:
+        rows = sorted({i.row() for i in self.sample_list.selectedIndexes()})
+        return [self.samples[r] for r in rows] if rows else list(self.samples)
+
+    def _update_buttons(self) -> None:
+        running = self._run_job is not None and self._run_job.active
+        self.run_button.setEnabled(bool(self.samples) and bool(self.methods) and not running)
+        self.cancel_button.setEnabled(running)
+
+    # -- running ----------------------------------------------------------------------------------------
+    def run(self, samples: list[Sample] | None = None, method: str | None = None) -> JobHandle | None:
+        samples = list(samples) if samples is not None else self.chosen_samples()
+        method = method or self.method_combo.currentData() or DEFAULT_METHOD
+        if not samples:
+            self.host.show_message("Nothing to explain", "Add samples first: select images in the Dataset browser "
+                                                         "and press 'Explain in the workbench', or drop images on "
+                                                         "the window.")
+            return None
+        values = self.form.values() if self.methods else {}
+        reference = self.reference_combo.currentData()
+        session = self.host.session
+        n = len(samples)
+        handle = self.host.jobs.submit(
+            lambda ctx: explain_samples(session, method, values, samples, reference, ctx),
+            title=f"{method}: explaining {n} image{'s' if n != 1 else ''}", lane=GPU)
+        self.start_watching(handle)
+        return handle
+
+    def start_watching(self, handle: JobHandle) -> None:
+        """Show the live progress of a run (also used for runs started by the diagnosis dialog)."""
+        self._run_job = handle
+        self.live_log.clear()
+        self.progress.setRange(0, 0)
+        self.stage_label.setText("Starting…")
+        handle.sig_progress.connect(self._on_progress)
+        handle.sig_partial.connect(self._on_partial)
+        handle.sig_done.connect(self._on_done)
+        handle.sig_finished.connect(self._on_finished)
+        self._update_buttons()
+
+    def cancel(self) -> None:
+        if self._run_job is not None:
+            self._run_job.cancel()
+            self.stage_label.setText("Cancelling after the current step…")
+
+    def _on_progress(self, p) -> None:
+        self.stage_label.setText(p.stage + (f" ({p.done} of {p.total})" if p.total else ""))
+        if p.total:
+            self.progress.setRange(0, 1000)
+            self.progress.setValue(int(1000 * (p.fraction or 0)))
+        else:
+            self.progress.setRange(0, 0)
+
+    def _log(self, text: str) -> None:
+        self.live_log.addItem(text)
+        self.live_log.scrollToBottom()
+
+    def _on_partial(self, item) -> None:
+        if not isinstance(item, dict):
+            return
+        kind = item.get("kind")
+        if kind == "sample":
+            s = item["sample"]
+            self._log(f"{Path(s.image_path).name or 'image'}: predicted {s.pred_name} ({s.prob_pred:.2f}), "
+                      f"true {s.true_name} ({s.prob_true:.2f})")
+        elif kind == "observations":
+            self._log(f"{len(item['observations'])} observations retrieved and captioned")
+        elif kind == "candidate":
+            c = item["candidate"]
+            if c.cei is not None:
+                self._log(f"Hypothesis {item['index'] + 1}: CEI {c.cei:+.1f}")
+            elif c.hypothesis:
+                self._log(f"Hypothesis {item['index'] + 1}: {c.hypothesis[:120]}")
+        elif kind == "outcome":
+            o: SampleOutcome = item["outcome"]
+            if o.error:
+                self._log(f"{o.sample.name}: failed: {o.error.get('message')}")
+            elif o.result is not None and o.result.result_key:
+                self._log(f"{o.sample.name}: done")
+                self.open_result(o.result.result_key)
+
+    def _on_done(self, outcomes: list[SampleOutcome]) -> None:
+        failed = [o for o in outcomes if o.error]
+        if failed:
+            detail = "\n\n".join(f"{o.sample.path}: {o.error.get('message')}\n{o.error.get('hint') or ''}"
+                                 for o in failed)
+            self.host.show_error({"type": "ExplanationError", "message": f"{len(failed)} of {len(outcomes)} images "
+                                  "could not be explained.", "hint": failed[0].error.get("hint") or
+                                  failed[0].error.get("message"), "detail": detail})
+        self.refresh_past()
+
+    def _on_finished(self, outcome) -> None:
+        self.progress.setRange(0, 1)
+        self.progress.setValue(1 if outcome.status == "done" else 0)
+        self.stage_label.setText({"done": "Done.", "cancelled": "Cancelled; finished steps are stored and a new "
+                                  "run resumes from them."}.get(outcome.status, "Failed (see the error)."))
+        self._update_buttons()
+        self.host.sig_models_changed.emit()  # the run may have loaded the default models
+
+    # -- results ----------------------------------------------------------------------------------------
+    def open_result(self, key: str) -> JobHandle | None:
+        if key == self._result_key:
+            return None  # already shown (or being read)
+        self._result_key = key
+        session = self.host.session
+        handle = self.host.jobs.submit(lambda ctx: load_bundles(session.store(), key, ctx),
+                                       title="Opening a result", lane=IO, ask_before_quit=False, visible=False)
+        handle.sig_done.connect(self.show_bundles)
+        handle.sig_failed.connect(lambda _e: setattr(self, "_result_key", None))
+        return handle
+
+    def show_bundles(self, bundles: list[ResultBundle]) -> None:
+        """Show results side by side; `sig_results_shown` follows once every column is built."""
+        self._result_key = bundles[0].key if bundles else None
+        self.result_view.show_bundles(bundles)
+
+    def show_outcomes(self, outcomes: list[SampleOutcome]) -> None:
+        """Open the first explained sample of a finished run (the others are in Past results)."""
+        for o in outcomes:
+            if o.result is not None and o.result.result_key:
+                self.open_result(o.result.result_key)
+                break
+        self.refresh_past()
+
+    def refresh_past(self) -> JobHandle:
+        session = self.host.session
+        handle = self.host.jobs.submit(lambda ctx: list_results(session.store()), title="Listing past results",
+                                       lane=IO, ask_before_quit=False, visible=False)
+        handle.sig_done.connect(self._show_past)
+        return handle
+
+    def _show_past(self, rows: list[StoredSummary]) -> None:
+        self.past_table.setRowCount(len(rows))
+        for i, r in enumerate(rows):
+            cells = (datetime.fromtimestamp(r.created_at).strftime("%m-%d %H:%M"), r.image, r.method,
+                     f"{r.true_name} → {r.pred_name}", "—" if r.cei is None else f"{r.cei:+.1f}")
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setData(KEY_ROLE, r.key)
+                if col == 1:
+                    item.setToolTip(r.explanation or "")
+                self.past_table.setItem(i, col, item)
+
+    def _open_past_row(self, row: int) -> None:
+        item = self.past_table.item(row, 0)
+        if item is not None:
+            self._result_key = None  # reopening on purpose reads it again (another method may have run)
+            self.open_result(item.data(KEY_ROLE))
+
+    # -- state ------------------------------------------------------------------------------------------
+    def save_state(self, settings: QSettings) -> None:
+        settings.setValue("splitter", self.splitter.saveState())
+        if self.method_combo.currentData():
+            settings.setValue("method", self.method_combo.currentData())
+
+    def restore_state(self, settings: QSettings) -> None:
+        state = settings.value("splitter")
+        if state is not None:
+            self.splitter.restoreState(state)
+        method = settings.value("method")
+        if method:
+            self.method_combo.addItem(method, method)  # replaced by the real list on first show
 
 
 PANE = WorkbenchPane

@@ -1,4 +1,8 @@
-"""The catalog as a Qt table model: one row per model, sortable; estimates are marked with "≈"."""
+"""The catalog as a Qt table model: one row per model, sortable; estimates are marked with "≈".
+
+The status column joins what is on disk (the row) with live state the pane sets: a running download's
+percentage and the models in memory ("loaded").
+"""
 from __future__ import annotations
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
@@ -22,11 +26,51 @@ class CatalogTableModel(QAbstractTableModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.rows: list[CatalogRow] = []
+        self.downloading: dict[str, float | None] = {}  # entry id -> fraction done (None: starting)
+        self.loaded: dict[str, str] = {}  # entry id -> kind it is loaded as
 
     def set_rows(self, rows: list[CatalogRow]) -> None:
         self.beginResetModel()
         self.rows = list(rows)
         self.endResetModel()
+
+    def replace_row(self, row: CatalogRow) -> None:
+        for i, r in enumerate(self.rows):
+            if r.entry.id == row.entry.id:
+                self.rows[i] = row
+                self._status_changed(i)
+                return
+
+    def row_of(self, entry_id: str) -> int:
+        return next((i for i, r in enumerate(self.rows) if r.entry.id == entry_id), -1)
+
+    def set_downloading(self, entry_id: str, fraction: float | None, active: bool = True) -> None:
+        if active:
+            self.downloading[entry_id] = fraction
+        else:
+            self.downloading.pop(entry_id, None)
+        self._status_changed(self.row_of(entry_id))
+
+    def set_loaded(self, loaded: dict[str, str]) -> None:
+        """`loaded`: kind -> ref of the models in memory (refs that are catalog ids mark their rows)."""
+        self.loaded = {ref: kind for kind, ref in loaded.items()}
+        if self.rows:
+            self.dataChanged.emit(self.index(0, 2), self.index(len(self.rows) - 1, 2))
+
+    def status_text(self, row: CatalogRow) -> str:
+        e = row.entry
+        if e.id in self.loaded:
+            return "loaded"
+        if e.id in self.downloading:
+            fraction = self.downloading[e.id]
+            return "downloading…" if fraction is None else f"downloading {100 * fraction:.0f}%"
+        if row.status == "partial" and row.size_on_disk:
+            return f"partial ({_size(row.size_on_disk)})"
+        return row.status
+
+    def _status_changed(self, i: int) -> None:
+        if i >= 0:
+            self.dataChanged.emit(self.index(i, 2), self.index(i, 2))
 
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
@@ -45,9 +89,9 @@ class CatalogTableModel(QAbstractTableModel):
         row = self.rows[index.row()]
         e, col = row.entry, index.column()
         if role == Qt.ItemDataRole.DisplayRole:
-            return self._text(row, col)
+            return self.status_text(row) if col == 2 else self._text(row, col)
         if role == _SORT_ROLE:
-            return (e.id, e.kind, row.status, e.disk_size_bytes, e.vram_bf16_gb, e.license, e.gated,
+            return (e.id, e.kind, self.status_text(row), e.disk_size_bytes, e.vram_bf16_gb, e.license, e.gated,
                     e.recommended_gpu)[col]
         if role == Qt.ItemDataRole.ToolTipRole:
             tip = f"{e.description}\nRepository: {e.repo} ({e.revision})"
@@ -55,6 +99,8 @@ class CatalogTableModel(QAbstractTableModel):
                 tip += f"\nEstimated: {', '.join(e.estimated)}"
             if e.notes:
                 tip += f"\n{e.notes}"
+            if e.origin != "shipped":
+                tip += f"\nFrom your catalog: {e.origin}"
             return tip
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (3, 4):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -67,10 +113,6 @@ class CatalogTableModel(QAbstractTableModel):
             return e.id + ("  ★" if e.paper_default else "")
         if col == 1:
             return KIND_TEXT.get(e.kind, e.kind)
-        if col == 2:
-            if row.status == "partial" and row.size_on_disk:
-                return f"partial ({_size(row.size_on_disk)})"
-            return row.status
         if col == 3:
             return ("≈ " if "disk_size_bytes" in e.estimated else "") + _size(e.disk_size_bytes)
         if col == 4:

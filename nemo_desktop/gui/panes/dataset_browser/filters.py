@@ -1,0 +1,71 @@
+"""Filters and per-class accuracy over BrowseData (Qt-free, numpy: a few milliseconds at 100,000 images).
+
+A filter produces the array of dataset rows to show, in display order; the grid's model then shows that
+array. Rebuilding an index array is cheaper than a QSortFilterProxyModel asking Python about every row.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .browse_data import BrowseData
+
+ALL, CORRECT, MISCLASSIFIED = "all", "correct", "misclassified"
+
+
+@dataclass(frozen=True)
+class FilterSpec:
+    correctness: str = ALL
+    true_class: int | None = None
+    pred_class: int | None = None
+    conf_min: float = 0.0  # confidence = P(predicted class)
+    conf_max: float = 1.0
+
+    @property
+    def needs_predictions(self) -> bool:
+        return (self.correctness != ALL or self.pred_class is not None
+                or self.conf_min > 0.0 or self.conf_max < 1.0)
+
+
+def filter_rows(data: BrowseData, spec: FilterSpec) -> np.ndarray:
+    """Rows of `data` that pass `spec` (int64, ascending). Prediction filters match nothing in an
+    un-indexed dataset: there are no predictions to match."""
+    n = len(data)
+    if spec.needs_predictions and not data.indexed:
+        return np.empty(0, np.int64)
+    mask = np.ones(n, bool)
+    if spec.true_class is not None:
+        mask &= data.labels == spec.true_class
+    if spec.pred_class is not None:
+        mask &= data.preds == spec.pred_class
+    if spec.correctness == CORRECT:
+        mask &= data.preds == data.labels
+    elif spec.correctness == MISCLASSIFIED:
+        mask &= data.preds != data.labels
+    if spec.conf_min > 0.0:
+        mask &= data.conf >= spec.conf_min
+    if spec.conf_max < 1.0:
+        mask &= data.conf <= spec.conf_max
+    return np.flatnonzero(mask)
+
+
+@dataclass(frozen=True)
+class ClassAccuracy:
+    index: int
+    name: str
+    images: int
+    correct: int
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.images if self.images else None
+
+
+def class_accuracy(data: BrowseData) -> list[ClassAccuracy]:
+    """Per true class: images and how many the classifier gets right (classes without images included)."""
+    c = len(data.class_names)
+    images = np.bincount(data.labels, minlength=c) if len(data) else np.zeros(c, np.int64)
+    right = np.bincount(data.labels[data.correct], minlength=c) if data.indexed and len(data) else \
+        np.zeros(c, np.int64)
+    return [ClassAccuracy(i, data.class_names[i], int(images[i]), int(right[i])) for i in range(c)]

@@ -1,0 +1,1 @@
+"""Widgets of the dataset browser (grid, per-class accuracy)."""

@@ -1,0 +1,147 @@
+"""The thumbnail grid: a QListView in icon mode over a list model that holds only an index array.
+
+The model shows `rows` (dataset rows in display order, from the numpy filter); everything else is read
+from the BrowseData arrays when the view paints an item, so 100,000 images cost no Python objects per
+item. Items have one size (`uniformItemSizes`) and the view lays them out in batches, so opening or
+filtering shows the first screen at once while the rest is laid out between events.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QRect, QSize, Qt
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen, QPixmap
+from PySide6.QtWidgets import QAbstractItemView, QListView, QStyle, QStyledItemDelegate, QStyleOptionViewItem
+
+from ....thumbnails import SIDE, ThumbnailLoader, ThumbRequest
+from ..browse_data import BrowseData
+
+ROW_ROLE = Qt.ItemDataRole.UserRole + 1  # the dataset row of an item
+CELL = QSize(SIDE + 24, SIDE + 46)
+LAYOUT_BATCH = 400  # items laid out per event-loop turn (keeps each turn short at 100k items)
+GOOD, BAD = QColor(46, 160, 67), QColor(218, 54, 51)
+
+
+class GridModel(QAbstractListModel):
+    def __init__(self, thumbnails: ThumbnailLoader, parent=None):
+        super().__init__(parent)
+        self.thumbnails = thumbnails
+        self.data_: BrowseData | None = None
+        self.rows = np.empty(0, np.int64)
+        thumbnails.sig_ready.connect(self._thumbnails_ready)
+
+    def set_view(self, data: BrowseData | None, rows: np.ndarray) -> None:
+        self.beginResetModel()
+        self.data_ = data
+        self.rows = np.asarray(rows, np.int64)
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.rows)
+
+    def dataset_row(self, index: QModelIndex) -> int:
+        return int(self.rows[index.row()])
+
+    def thumb_request(self, r: int) -> ThumbRequest:
+        """Keyed by path: the same image keeps its thumbnail when the dataset is re-shown (after indexing)."""
+        d = self.data_
+        sha = d.sha256[r] if d.sha256 is not None else None
+        return ThumbRequest(d.paths[r], d.paths[r], sha)
+
+    def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or self.data_ is None:
+            return None
+        d, r = self.data_, int(self.rows[index.row()])
+        if role == Qt.ItemDataRole.DisplayRole:
+            return Path(d.paths[r]).name
+        if role == ROW_ROLE:
+            return r
+        if role == Qt.ItemDataRole.ToolTipRole:
+            lines = [d.paths[r], f"True class: {d.class_names[d.labels[r]]}"]
+            if d.preds[r] >= 0:
+                lines.append(f"Predicted: {d.class_names[d.preds[r]]} (p = {d.conf[r]:.3f})")
+                lines.append(f"P(true class) = {d.prob_true[r]:.3f}")
+            return "\n".join(lines)
+        return None
+
+    def _thumbnails_ready(self, _keys: list) -> None:
+        # Thumbnails are asked for by painting, so the new ones belong to items on screen: repaint those
+        # (mapping 100,000 paths back to rows would cost more than the repaint).
+        if len(self.rows):
+            self.dataChanged.emit(self.index(0), self.index(len(self.rows) - 1), [Qt.ItemDataRole.DecorationRole])
+
+
+class GridDelegate(QStyledItemDelegate):
+    """Thumbnail, a green/red frame (correct/misclassified), the true class and the prediction."""
+
+    def __init__(self, model: GridModel, parent=None):
+        super().__init__(parent)
+        self.model = model
+        self._placeholder = QPixmap(SIDE, SIDE)
+        self._placeholder.fill(QColor(225, 225, 225))
+
+    def sizeHint(self, option, index) -> QSize:
+        return CELL
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+        m = self.model
+        d = m.data_
+        if d is None:
+            return
+        r = int(m.rows[index.row()])
+        rect = option.rect.adjusted(2, 2, -2, -2)
+        painter.save()
+        if option.state & QStyle.StateFlag.State_Selected:
+            painter.fillRect(rect, option.palette.highlight())
+        pm = m.thumbnails.pixmap(m.thumb_request(r))
+        thumb_box = QRect(rect.left() + (rect.width() - SIDE) // 2, rect.top() + 4, SIDE, SIDE)
+        if pm is None:
+            painter.drawPixmap(thumb_box, self._placeholder)
+            if m.thumbnails.failed(d.paths[r]):
+                painter.setPen(QColor(120, 120, 120))
+                painter.drawText(thumb_box, Qt.AlignmentFlag.AlignCenter, "unreadable")
+        else:
+            # Fit the box: small images (icons, dataset crops) are scaled up so they can be seen.
+            scale = min(SIDE / max(1, pm.width()), SIDE / max(1, pm.height()))
+            target = QRect(0, 0, max(1, round(pm.width() * scale)), max(1, round(pm.height() * scale)))
+            target.moveCenter(thumb_box.center())
+            painter.drawPixmap(target, pm)
+        if d.preds[r] >= 0:
+            painter.setPen(QPen(GOOD if d.preds[r] == d.labels[r] else BAD, 3))
+            painter.drawRect(thumb_box.adjusted(-1, -1, 1, 1))
+        fm = QFontMetrics(option.font)
+        text_color = option.palette.highlightedText().color() if option.state & QStyle.StateFlag.State_Selected \
+            else option.palette.text().color()
+        painter.setPen(text_color)
+        line = QRect(rect.left() + 2, thumb_box.bottom() + 4, rect.width() - 4, fm.height())
+        painter.drawText(line, Qt.AlignmentFlag.AlignHCenter,
+                         fm.elidedText(d.class_names[d.labels[r]], Qt.TextElideMode.ElideRight, line.width()))
+        if d.preds[r] >= 0 and d.preds[r] != d.labels[r]:
+            line.translate(0, fm.height())
+            painter.setPen(BAD if not option.state & QStyle.StateFlag.State_Selected else text_color)
+            conf = d.conf[r]
+            text = f"→ {d.class_names[d.preds[r]]}" + ("" if math.isnan(conf) else f" {conf:.2f}")
+            painter.drawText(line, Qt.AlignmentFlag.AlignHCenter,
+                             fm.elidedText(text, Qt.TextElideMode.ElideRight, line.width()))
+        painter.restore()
+
+
+def make_grid_view(model: GridModel) -> QListView:
+    view = QListView()
+    view.setObjectName("thumbnailGrid")
+    view.setViewMode(QListView.ViewMode.IconMode)
+    view.setMovement(QListView.Movement.Static)
+    view.setResizeMode(QListView.ResizeMode.Adjust)
+    view.setUniformItemSizes(True)
+    view.setGridSize(CELL)
+    view.setIconSize(QSize(SIDE, SIDE))
+    view.setLayoutMode(QListView.LayoutMode.Batched)
+    view.setBatchSize(LAYOUT_BATCH)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+    view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+    view.setWordWrap(False)
+    view.setModel(model)
+    view.setItemDelegate(GridDelegate(model, view))
+    return view

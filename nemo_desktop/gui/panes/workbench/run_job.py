@@ -1,0 +1,171 @@
+"""Running an explanation method on samples, and reading results back (Qt-free: jobs).
+
+`explain_samples` runs on the GPU lane with the session's current models (loading the defaults when none
+is in memory). Each finished sample is passed on at once as a partial result, so the workbench shows it
+while the next one runs; a failed sample is recorded and the others go on.
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nemo_desktop.core.errors import ConfigError, JobCancelled, NemoError
+from nemo_desktop.core.jobs import JobContext, describe_exception
+
+from ...samples import Sample
+
+AUTO = "auto"  # reference index: the most recent one built with the current classifier
+
+
+@dataclass
+class SampleOutcome:
+    sample: Sample
+    result: Any = None  # ExplanationResult
+    error: dict | None = None
+
+
+def field_kind(annotation: Any) -> str | None:
+    """'int', 'int?', 'float', 'float?', 'bool', 'size?' (an optional (width, height)), or None (not editable
+    in a form) for a config field's type; '?' means None is allowed (the method's default)."""
+    import types
+
+    optional = False
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) != 1:
+            return None
+        annotation, optional = rest[0], True
+    if annotation is bool:
+        base = "bool"
+    elif annotation is int:
+        base = "int"
+    elif annotation is float:
+        base = "float"
+    elif typing.get_origin(annotation) is tuple and typing.get_args(annotation) == (int, int):
+        base = "size"
+    else:
+        return None
+    return base + ("?" if optional else "")
+
+
+def config_fields(config_cls) -> list[tuple[str, Any, Any]]:
+    """(name, default, type annotation) of a method's config dataclass, in declaration order."""
+    if config_cls is None:
+        return []
+    hints = {}
+    try:
+        hints = typing.get_type_hints(config_cls)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to their text
+        pass
+    out = []
+    for f in dataclasses.fields(config_cls):
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        out.append((f.name, default, hints.get(f.name, f.type)))
+    return out
+
+
+def default_reference(store, classifier) -> str | None:
+    from nemo_desktop.core.data.reference_index import ReferenceIndex
+
+    model_id = classifier.info.model_id
+    return next((r["index_id"] for r in ReferenceIndex.list(store) if r["classifier_id"] == model_id
+                 and r["entries"]), None)
+
+
+def list_references(store) -> list[dict]:
+    from nemo_desktop.core.data.reference_index import ReferenceIndex
+
+    return ReferenceIndex.list(store)
+
+
+def explain_samples(session, method_name: str, config_values: dict, samples: list[Sample], reference: str | None,
+                    ctx: JobContext) -> list[SampleOutcome]:
+    """Explain each sample with `method_name`; raises when the only sample (or every sample) fails."""
+    from nemo_desktop.core.methods.registry import get_method
+
+    if not samples:
+        raise ConfigError("No sample to explain.", hint="Select images in the Dataset browser, or drop images on "
+                                                        "the window.")
+    entry = get_method(method_name)
+    known = {f.name for f in dataclasses.fields(entry.config)} if entry.config else set()
+    config = entry.config(**{k: v for k, v in config_values.items() if k in known}) if entry.config else None
+    classifier = session.ensure("classifier", ctx.sub("Models"))
+    editor = None
+    if entry.needs_editor and not getattr(classifier, "zero_shot", False):
+        editor = session.ensure("editor", ctx.sub("Models"))
+    mllm = session.ensure("mllm", ctx.sub("Models"))
+    store = session.store()
+    index_id = default_reference(store, classifier) if reference == AUTO else reference
+    ctx.progress("Loading the reference index", 0, None)
+    index = session.reference_index(index_id, classifier)
+    method = entry.factory(classifier, mllm, editor=editor, store=store, reference=index, config=config)
+
+    outcomes: list[SampleOutcome] = []
+    n = len(samples)
+    for i, sample in enumerate(samples):
+        ctx.check_cancelled()
+        sub = ctx.sub(f"Image {i + 1} of {n}" if n > 1 else Path(sample.path).name)
+        try:
+            result = method(sample.path, sample.true_label, sub)
+        except JobCancelled:
+            raise
+        except Exception as exc:  # noqa: BLE001 - this sample failed; the others go on
+            if n == 1:
+                raise
+            outcome = SampleOutcome(sample, error=describe_exception(exc))
+        else:
+            outcome = SampleOutcome(sample, result=result)
+        outcomes.append(outcome)
+        ctx.partial({"kind": "outcome", "index": i, "outcome": outcome})
+    if all(o.error for o in outcomes):
+        first = outcomes[0].error
+        raise NemoError(f"None of the {n} images could be explained. First: {first['message']}",
+                        hint=first.get("hint"), detail="\n\n".join(f"{o.sample.name}: {o.error['message']}"
+                                                                   for o in outcomes))
+    return outcomes
+
+
+@dataclass
+class StoredSummary:
+    key: str
+    created_at: float
+    method: str
+    image: str
+    image_sha256: str
+    true_name: str
+    pred_name: str
+    cei: float | None
+    explanation: str | None
+
+
+def list_results(store, limit: int = 500) -> list[StoredSummary]:
+    out = []
+    for r in store.find(kind="explanation", limit=limit):
+        p, s = r.payload, r.payload.get("sample", {})
+        out.append(StoredSummary(r.key, r.created_at, p.get("method", "?"), Path(s.get("image_path") or "").name
+                                 or "(image)", s.get("image_sha256", ""), s.get("true_name", "?"),
+                                 s.get("pred_name", "?"), p.get("cei"), p.get("explanation")))
+    return out
+
+
+def results_for_sample(store, key: str) -> list:
+    """The stored result `key` first, then the latest result of every other method on the same image."""
+    first = store.get(key)
+    if first is None:
+        raise ConfigError("That result is no longer in the results store.",
+                          hint="It may have been cleared (nemo cache clear); run the explanation again.")
+    sha = first.payload.get("sample", {}).get("image_sha256")
+    seen = {first.payload.get("method")}
+    out = [first]
+    if sha:
+        for r in store.find(kind="explanation"):
+            method = r.payload.get("method")
+            if method not in seen and r.payload.get("sample", {}).get("image_sha256") == sha:
+                seen.add(method)
+                out.append(r)
+    return out

@@ -1,0 +1,1 @@
+"""Widgets of the explanation workbench (method settings, result view)."""

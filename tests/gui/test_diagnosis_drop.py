@@ -1,0 +1,90 @@
+"""Drag-and-drop diagnosis: simulated drag-enter and drop events on the window open the diagnosis dialog,
+which shows the classifier's prediction and top-5, completes the true class, runs SciTX and opens the result
+in the workbench. Without usable models the failure is shown, never silent."""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication
+
+from nemo_desktop.gui.dialogs.diagnose import DiagnoseDialog
+from nemo_desktop.gui.widgets.error_dialog import ErrorDialog
+
+pytestmark = pytest.mark.gui
+
+
+def drop_files(window, paths):
+    mime = QMimeData()  # must outlive the events: they only point to it
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    args = (Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    enter = QDragEnterEvent(QPoint(30, 30), *args)  # PySide6 6.11 takes a QPoint here
+    QApplication.sendEvent(window, enter)
+    drop = QDropEvent(QPointF(30, 30), *args)
+    QApplication.sendEvent(window, drop)
+    assert enter.isAccepted() and drop.isAccepted()
+    return mime
+
+
+def _dialog(qtbot, window) -> DiagnoseDialog:
+    qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(DiagnoseDialog)), timeout=10000)
+    return next(d for d in window.findChildren(DiagnoseDialog) if d.isVisible())
+
+
+def test_drop_predict_complete_the_label_and_diagnose(qtbot, digits_window, digits_reference, blue_three):
+    from nemo_desktop.core.data.reference_index import build_index
+
+    window = digits_window
+    build_index(digits_reference, window.session.get("classifier"), window.session.store())
+    window.show()
+    qtbot.waitExposed(window)
+    _mime = drop_files(window, [blue_three])
+    dialog = _dialog(qtbot, window)
+    assert dialog.windowTitle() == "Diagnose 1 image"
+
+    # Prediction and top-5 from the current classifier.
+    qtbot.waitUntil(lambda: dialog.report is not None, timeout=20000)
+    prediction = dialog.report.images[0]
+    assert prediction.top5[0].name == "eight" and len(prediction.top5) == 5
+    assert "Predicted: <b>eight</b>" in dialog.prediction_label.text()
+    assert "Top-5" in dialog.prediction_label.text()
+    assert not dialog.diagnose_button.isEnabled()  # no true class yet
+
+    # The completer searches the classifier's classes.
+    completer = dialog.label_edit.completer()
+    completer.setCompletionPrefix("hre")
+    found = [completer.completionModel().index(i, 0).data() for i in range(completer.completionCount())]
+    assert found == ["three"]
+    qtbot.keyClicks(dialog.label_edit, "thre")
+    assert not dialog.diagnose_button.isEnabled() and "not one of the classifier's classes" in \
+        dialog.label_hint.text()
+    qtbot.keyClicks(dialog.label_edit, "e")
+    assert dialog.diagnose_button.isEnabled()
+
+    workbench = window.panes["workbench"]
+    with qtbot.waitSignal(dialog.sig_explained, timeout=60000) as explained:
+        qtbot.mouseClick(dialog.diagnose_button, Qt.MouseButton.LeftButton)
+    outcome = explained.args[0][0]
+    assert outcome.error is None and "blue ink" in outcome.result.explanation
+    assert window.current_pane() is workbench
+    qtbot.waitUntil(lambda: len(workbench.result_view.columns) == 1, timeout=10000)
+    assert workbench.result_view.results()[0].explanation == outcome.result.explanation
+    assert [s.true_label for s in workbench.samples] == ["three"]
+    qtbot.waitUntil(lambda: not any(d.isVisible() for d in window.findChildren(DiagnoseDialog)), timeout=5000)
+
+
+def test_dropping_an_image_without_models_reports_why(qtbot, make_window, blue_three, monkeypatch):
+    window = make_window()
+    window.show()
+    qtbot.waitExposed(window)
+    _mime = drop_files(window, [blue_three])
+    dialog = _dialog(qtbot, window)
+    # No classifier is loaded and the default one's weights are not on this computer (offline tests).
+    qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(ErrorDialog)), timeout=30000)
+    error = next(d for d in window.findChildren(ErrorDialog) if d.isVisible())
+    assert "not in the local Hugging Face cache" in error.message_label.text()
+    assert "Download" in error.hint_label.text() or "offline" in error.hint_label.text().lower()
+    assert "could not be classified" in dialog.status_label.text()
+    assert not dialog.diagnose_button.isEnabled()
+    with qtbot.waitSignal(dialog.sig_open_model_manager, timeout=2000):
+        dialog.models_button.click()
