@@ -14,6 +14,7 @@ Unmatched labels raise a ConfigError that lists them, unless `skip_unmatched=Tru
 from __future__ import annotations
 
 import csv
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -253,7 +254,8 @@ class CsvManifestDataset(LabelledImageDataset):
                         raise ConfigError(f"{csv_path.name}, line {line_no}: empty path or label.",
                                           hint="Every row needs both a path and a label.")
                     path = Path(p).expanduser()
-                    raw.append(((path if path.is_absolute() else base / path).resolve(), label))
+                    # normpath, not resolve(): no file-system call per row (100k-row manifests open in 0.x s).
+                    raw.append((Path(os.path.normpath(path if path.is_absolute() else base / path)), label))
         except (OSError, UnicodeDecodeError, csv.Error) as exc:
             raise ConfigError(f"Cannot read the manifest {csv_path}: {exc}",
                               hint="Save it as UTF-8 CSV with a path,label header.") from exc
