@@ -53,11 +53,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except NemoError as exc:
         log.debug("command failed", exc_info=True)
-        print(f"error: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        if args.verbose and exc.detail:
-            print(exc.detail, file=sys.stderr)
+        err = exc.to_dict()  # redacted
+        print(f"error: {err['message']}", file=sys.stderr)
+        if err["hint"]:
+            print(f"hint: {err['hint']}", file=sys.stderr)
+        if args.verbose and err["detail"]:
+            print(err["detail"], file=sys.stderr)
         return 2
 
 

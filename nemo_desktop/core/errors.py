@@ -16,10 +16,19 @@ class NemoError(Exception):
         self.detail = detail
 
     def user_text(self) -> str:
-        return self.message if not self.hint else f"{self.message}\n{self.hint}"
+        from .secrets import redact
+
+        return redact(self.message if not self.hint else f"{self.message}\n{self.hint}")
 
     def to_dict(self) -> dict:
-        return {"type": type(self).__name__, "message": self.message, "hint": self.hint, "detail": self.detail}
+        """Serialisable form for dialogs, stored failures and JSON output; token shapes are redacted."""
+        from .secrets import redact
+
+        def clean(text: str | None) -> str | None:
+            return None if text is None else redact(text)
+
+        return {"type": type(self).__name__, "message": clean(self.message), "hint": clean(self.hint),
+                "detail": clean(self.detail)}
 
 
 class JobCancelled(NemoError):

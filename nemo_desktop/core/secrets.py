@@ -33,6 +33,36 @@ _known: set[str] = set()
 _lock = threading.Lock()
 
 
+# Keys of a config mapping whose values must be references to secrets, never the secrets themselves.
+SECRET_FIELD_NAMES = frozenset({"api_key", "apikey", "key", "token", "secret", "password", "api_key_ref",
+                                "token_ref"})
+# env:NAME, keyring:SERVICE/USER, or a bare variable NAME (meaning env:NAME).
+_SECRET_REF_RE = re.compile(r"^((env:)?[A-Za-z_][A-Za-z0-9_]*|keyring:[^/\s]+/[^\s]+)$")
+
+
+def is_secret_reference(value: object) -> bool:
+    """True for a reference such as 'env:OPENAI_API_KEY' or 'keyring:nemo/openai'; False for anything that
+    could be the secret itself (including a token shape that happens to match the reference syntax)."""
+    return (isinstance(value, str) and bool(_SECRET_REF_RE.match(value))
+            and not any(p.search(value) for p in SECRET_PATTERNS))
+
+
+def find_inline_secrets(data: object, path: str = "") -> list[str]:
+    """Where (dotted paths) a nested config holds a secret-named field whose value is not a reference."""
+    found: list[str] = []
+    if isinstance(data, dict):
+        for k, v in data.items():
+            where = f"{path}.{k}" if path else str(k)
+            if str(k).lower() in SECRET_FIELD_NAMES and v is not None and not is_secret_reference(v):
+                found.append(where)
+            else:
+                found.extend(find_inline_secrets(v, where))
+    elif isinstance(data, (list, tuple)):
+        for i, v in enumerate(data):
+            found.extend(find_inline_secrets(v, f"{path}[{i}]"))
+    return found
+
+
 def register_secret(value: str | None) -> None:
     """Remember a secret value so that redaction removes it wherever it appears."""
     if value and len(value) >= _MIN_SECRET_LEN:

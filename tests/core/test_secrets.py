@@ -119,3 +119,42 @@ def test_filter_on_root_handlers_covers_child_loggers_args_and_tracebacks():
 def test_filter_survives_a_broken_format_string():
     record = logging.LogRecord("n", logging.INFO, __file__, 1, "value %s %s", (KEY,), None)
     assert SecretsFilter().filter(record) is True
+
+
+def test_benchmark_config_refuses_an_inline_key_before_anything_is_stored():
+    from nemo_desktop.core.benchmark.config import parse_config
+    from nemo_desktop.core.errors import ConfigError
+
+    key = "sk-" + "z" * 40
+    cfg = {"name": "x", "judges": {"GPT": {"family": "openai-compatible", "source": "gpt",
+                                            "options": {"api_key": key}}}}
+    with pytest.raises(ConfigError) as e:
+        parse_config(cfg)
+    assert "judges.GPT.options.api_key" in e.value.message
+    assert key not in e.value.message + (e.value.hint or "")
+
+
+def test_secret_references_are_accepted_and_keys_are_not():
+    from nemo_desktop.core.secrets import find_inline_secrets, is_secret_reference
+
+    assert is_secret_reference("env:OPENAI_API_KEY") and is_secret_reference("keyring:nemo/openai")
+    assert not is_secret_reference("sk-" + "a" * 30) and not is_secret_reference("hf_" + "b" * 34)
+    assert find_inline_secrets({"a": [{"token": "env:HF_TOKEN"}, {"token": "abc def"}]}) == ["a[1].token"]
+
+
+def test_error_dicts_never_carry_a_token():
+    from nemo_desktop.core.errors import ModelError
+
+    tok = "hf_" + "Q" * 34
+    d = ModelError(f"failed with {tok}", detail=f"Authorization: Bearer {tok}").to_dict()
+    assert tok not in str(d)
+
+
+def test_endpoint_urls_with_credentials_are_refused():
+    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.models.adapters.openai_compatible import normalize_base_url
+
+    assert normalize_base_url("http://localhost:8000") == "http://localhost:8000/v1"
+    for bad in ("https://user:secret@api.example.com/v1", "https://api.example.com/v1?api_key=abc"):
+        with pytest.raises(ConfigError):
+            normalize_base_url(bad)

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..secrets import find_inline_secrets
 from .selection import DEFAULT_N
 
 _LABEL = re.compile(r"^[^|/\n]{1,80}$")
@@ -170,6 +171,11 @@ def parse_config(data: dict, *, base_dir: Path | None = None) -> BenchConfig:
     if unknown:
         raise ConfigError(f"Unknown benchmark config key(s): {', '.join(unknown)}.",
                           hint=f"Known keys: {', '.join(sorted(known))}.")
+    inline = find_inline_secrets(data)
+    if inline:  # the config is stored with the run: a key in it would land in the results database
+        raise ConfigError(f"The benchmark config holds a secret in {', '.join(inline)}.",
+                          hint="Give the NAME of an environment variable (api_key = \"env:OPENAI_API_KEY\") or "
+                               "'keyring:SERVICE/USER' instead of the key itself.")
     base_dir = base_dir or Path.cwd()
     name = str(data.get("name") or "bench")
     if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", name):

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import ConfigError
-from ..secrets import SECRET_PATTERNS
+from ..secrets import SECRET_FIELD_NAMES as _SECRET_KEYS, is_secret_reference
 from .atomic import atomic_write_text
 from .paths import AppPaths, get_paths
 
@@ -37,9 +37,6 @@ SETTINGS_SCHEMA_VERSION = 2
 DEVICES_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 HF_CACHE_CHOICES = ("huggingface-default", "app")
-_SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password"}
-# Same vocabulary as core/secrets.py (env:NAME, keyring:SERVICE/USER), plus a bare NAME meaning env:NAME.
-_SECRET_REF_RE = re.compile(r"^((env:)?[A-Za-z_][A-Za-z0-9_]*|keyring:[^/\s]+/[^\s]+)$")
 
 
 def _bad(where: str, problem: str) -> ConfigError:
@@ -52,8 +49,7 @@ def _check_secret_ref(where: str, value: Any) -> None:
     """A reference to a secret (env var NAME, env:NAME or keyring:SERVICE/USER), never the secret itself."""
     if value is None:
         return
-    looks_like_a_key = isinstance(value, str) and any(p.search(value) for p in SECRET_PATTERNS)  # e.g. hf_...
-    if not isinstance(value, str) or not _SECRET_REF_RE.match(value) or looks_like_a_key:
+    if not is_secret_reference(value):
         # Never echo the value: it may be the key someone pasted by mistake.
         raise _bad(where, "must be the NAME of an environment variable (e.g. OPENAI_API_KEY) or "
                           "'keyring:SERVICE/USER', not the key itself")

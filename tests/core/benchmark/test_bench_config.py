@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from nemo_desktop.core.errors import ConfigError
+
 from nemo_desktop.core.benchmark.config import load_config, parse_config
 from nemo_desktop.core.benchmark.tables import CellStats, RunData, table2, table5
 from nemo_desktop.core.resources import resource_path
@@ -45,7 +47,7 @@ def test_run_identity_ignores_execution_options_and_resolves_paths(tmp_path):
     f = tmp_path / "c.json"
     f.write_text(json.dumps(base))
     assert load_config(f).run_id == a.run_id and a.run_id.startswith("x-")
-    with pytest.raises(Exception, match="cannot be parsed"):
+    with pytest.raises(ConfigError, match="cannot be parsed"):
         (tmp_path / "bad.toml").write_text("name = ")
         load_config(tmp_path / "bad.toml")
 

@@ -252,6 +252,10 @@ def normalize_base_url(url: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ConfigError(f"'{url}' is not an http(s) URL.",
                           hint="Give the endpoint's base URL, e.g. http://localhost:8000/v1.")
+    if parts.username or parts.password or parts.query:
+        # The base URL is recorded in manifests and reports; credentials must travel as an api_key reference.
+        raise ConfigError("The endpoint URL must not contain a user name, password or query string.",
+                          hint="Put the key in an environment variable and give its name as the API key reference.")
     return url if parts.path else url + "/v1"
 
 
