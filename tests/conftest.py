@@ -18,6 +18,11 @@ os.environ["NEMO_HOME"] = os.path.join(_SESSION_TMP, "nemo_home")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.pop("HF_TOKEN", None)
 
+# Python child processes of tests import tests/sitecustomize.py at start-up, which installs the same guard.
+_TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+os.environ["NEMO_TEST_NETWORK_GUARD"] = "1"
+_inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != _TESTS_DIR]
+os.environ["PYTHONPATH"] = os.pathsep.join([_TESTS_DIR, *_inherited])
 
 network_guard.install()
 

@@ -1,4 +1,7 @@
+import os
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -29,3 +32,26 @@ def test_loopback_is_allowed():
     finally:
         c.close()
         srv.close()
+
+
+def test_hostname_lookups_by_name_are_refused():
+    with pytest.raises(NetworkAccessInTest):
+        socket.gethostbyname("huggingface.co")
+    with pytest.raises(NetworkAccessInTest):
+        socket.gethostbyname_ex("huggingface.co")
+    assert socket.gethostbyname("localhost").startswith("127.")
+
+
+def test_python_child_processes_are_guarded_too():
+    code = "import socket; socket.create_connection(('93.184.216.34', 80), timeout=1)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "NetworkAccessInTest: test tried to resolve a network host: '93.184.216.34'" in proc.stderr
+
+
+def test_the_child_guard_is_off_without_its_variable():
+    code = "import socket; print(socket.getaddrinfo.__module__)"
+    env = {k: v for k, v in os.environ.items() if k != "NEMO_TEST_NETWORK_GUARD"}
+    unguarded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    guarded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (unguarded.stdout.strip(), guarded.stdout.strip()) == ("socket", "network_guard")

@@ -153,6 +153,23 @@ def test_download_shows_progress_cancels_resumes_and_deletes(qtbot, make_window,
     assert not (gui_home.parent / "hf" / "hub" / "models--org--tiny").exists()
 
 
+def test_a_download_gets_the_token_of_the_settings_reference_not_through_the_environment(hub, gui_home, monkeypatch):
+    import os
+
+    from nemo_desktop.core.jobs import JobContext
+    from nemo_desktop.gui.panes.model_manager.catalog_rows import download_entry
+
+    token = "hf_allowedTOKENforTESTS"
+    hub.repos["org/gated"] = FakeRepo({"config.json": b"{}", "model.safetensors": b"g" * 100}, gated=True,
+                                      allowed_tokens={token})
+    _write_user_catalog(gui_home, [_entry(id="tiny-gated", repo="org/gated", gated=True, disk_size_bytes=102)])
+    monkeypatch.setenv("MY_HF_TOKEN", token)
+    env_before = dict(os.environ)
+    path = download_entry(get_entry("tiny-gated"), "env:MY_HF_TOKEN", JobContext())
+    assert path.endswith(hub.repos["org/gated"].sha)
+    assert dict(os.environ) == env_before and "HF_TOKEN" not in os.environ
+
+
 # -- import, load, unload -----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

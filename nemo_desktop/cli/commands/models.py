@@ -59,11 +59,12 @@ def run_list(args) -> int:
     rows = [(e, entry_status(e, cache)) for e in sorted(list_catalog(args.kind), key=lambda e: (e.kind, e.id))]
     if args.json:
         print(json.dumps({"cache_dir": cache,
-                          "models": [{**e.to_dict(), **st, "license_url": e.license_url} for e, st in rows]},
+                          "models": [{**e.to_dict(), **st.to_dict(), "license_url": e.license_url}
+                                     for e, st in rows]},
                          indent=2))
         return 0
     header = ("ID", "KIND", "STATUS", "SIZE", "VRAM bf16", "LICENSE", "GATED")
-    table = [header] + [(e.id + (" *" if e.paper_default else ""), e.kind, st["status"],
+    table = [header] + [(e.id + (" *" if e.paper_default else ""), e.kind, st.status,
                          format_size(e.disk_size_bytes), f"{e.vram_bf16_gb:g} GB", e.license,
                          "yes" if e.gated else "no") for e, st in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]

@@ -13,8 +13,10 @@ continues with the file it was on. (huggingface_hub >= 1.x deletes a file's part
 transfer fails, so a single large file restarts from zero; transient network errors inside one run are
 resumed by the library with HTTP Range requests.)
 
-`HF_HUB_OFFLINE=1` is honoured here before any network code runs. Tokens are resolved by huggingface_hub
-(HF_TOKEN, or the token stored by `hf auth login`) and never printed or logged.
+`HF_HUB_OFFLINE=1` is honoured here before any network code runs. A token passed as `token=` (the GUI
+resolves the user's env:/keyring: reference) goes to huggingface_hub's calls directly, never through this
+process's environment; without one huggingface_hub resolves it (HF_TOKEN, or the token stored by
+`hf auth login`). Tokens are never printed or logged.
 """
 from __future__ import annotations
 
@@ -24,12 +26,13 @@ import os
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
 from ..errors import GatedModelError, JobCancelled, ModelError, NemoError, WeightsNotFoundError
 from ..jobs import JobContext
+from ..secrets import register_secret
 
 
 HUB_URL = "https://huggingface.co"
@@ -244,16 +247,26 @@ def is_local_source(repo: str) -> bool:
     return repo.startswith((".", "/", "~")) or Path(repo).expanduser().exists()
 
 
-def entry_status(entry, cache_dir: str | None = None) -> dict:
-    """Where a catalog entry's weights stand, without network: status is "downloaded", "partial" or
-    "not downloaded" for Hub repositories, "local" or "missing" for a folder on disk."""
+@dataclass(frozen=True)
+class EntryStatus:
+    """Where a catalog entry's weights stand, as `nemo models list` and the model manager show it."""
+    status: str  # "downloaded" | "partial" | "not downloaded" (Hub) | "local" | "missing" (folder on disk)
+    size_on_disk: int | None = None  # bytes in the cache; None for a folder on disk
+    commit: str | None = None
+    path: str | None = None  # the snapshot folder, or the folder on disk
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def entry_status(entry, cache_dir: str | None = None) -> EntryStatus:
+    """The status of a catalog entry's weights, from the local cache or disk only (no network)."""
     if is_local_source(entry.repo):
         folder = Path(entry.repo).expanduser()
-        return {"status": "local" if folder.exists() else "missing", "size_on_disk": None, "commit": None,
-                "path": str(folder)}
+        return EntryStatus("local" if folder.exists() else "missing", path=str(folder))
     st = repo_status(entry.repo, entry.revision, cache_dir, list(entry.allow_patterns or []) or None)
     status = {"downloaded": "downloaded", "partial": "partial"}.get(st.state, "not downloaded")
-    return {"status": status, "size_on_disk": st.size_on_disk, "commit": st.commit, "path": st.snapshot_path}
+    return EntryStatus(status, st.size_on_disk, st.commit, st.snapshot_path)
 
 
 def require_snapshot(repo_id: str, revision: str | None = None, cache_dir: str | None = None, *,
@@ -338,13 +351,16 @@ def gated_error(repo_id: str, *, have_token: bool, detail: str | None = None) ->
     return GatedModelError(msg, hint=hint, detail=detail)
 
 
-def translate_hub_error(exc: BaseException, repo_id: str, *, revision: str | None = None) -> NemoError | None:
-    """A user-facing NemoError for a huggingface_hub / network exception, or None if it is none of those."""
+def translate_hub_error(exc: BaseException, repo_id: str, *, revision: str | None = None,
+                        have_token: bool | None = None) -> NemoError | None:
+    """A user-facing NemoError for a huggingface_hub / network exception, or None if it is none of those.
+
+    `have_token`: whether the failed call sent a token; None = whether huggingface_hub finds one itself."""
     from huggingface_hub import errors as hf_errors
 
     detail = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, hf_errors.GatedRepoError):
-        return gated_error(repo_id, have_token=_have_token(), detail=detail)
+        return gated_error(repo_id, have_token=_have_token() if have_token is None else have_token, detail=detail)
     if isinstance(exc, hf_errors.RevisionNotFoundError):
         return ModelError(f"Revision '{revision}' of {repo_id} does not exist on the Hugging Face Hub.",
                           hint="Check the revision (branch, tag or commit) in the catalog entry or model spec.",
@@ -451,12 +467,14 @@ def _file_bar_class(meter: _ByteMeter) -> type:
 
 def download_repo(repo_id: str, *, ctx: JobContext | None = None, revision: str | None = None,
                   cache_dir: str | None = None, allow_patterns: list[str] | None = None,
-                  gated: bool | None = None, max_workers: int = 4, model_id: str | None = None) -> str:
+                  gated: bool | None = None, max_workers: int = 4, model_id: str | None = None,
+                  token: str | None = None) -> str:
     """Download the files a loader needs into the hub cache; returns the snapshot folder.
 
     Progress: `ctx.progress("Downloading <repo>", bytes_done, bytes_total, current_file, rate=bytes/s)`.
     Cancel: `ctx.cancel_token.cancel()` stops between files and inside a running transfer (JobCancelled).
     Resume: files already cached are skipped. `gated=True` (from the catalog) fails early without a token.
+    Token: `token` when given (sent to the Hub only, never logged), else huggingface_hub's own.
     """
     ctx = ctx or JobContext()
     cache = resolve_cache_dir(cache_dir)
@@ -465,7 +483,9 @@ def download_repo(repo_id: str, *, ctx: JobContext | None = None, revision: str 
         if status.downloaded:
             return status.snapshot_path  # type: ignore[return-value]
         raise weights_not_found(repo_id, status, model_id=model_id)
-    if gated and not _have_token():
+    token = token or None  # "" is no token: let huggingface_hub look for one
+    register_secret(token)  # redacted from any log or error text that might quote it
+    if gated and not (token or _have_token()):
         raise gated_error(repo_id, have_token=False)
 
     from huggingface_hub import HfApi
@@ -473,10 +493,11 @@ def download_repo(repo_id: str, *, ctx: JobContext | None = None, revision: str 
     stage = f"Downloading {repo_id}"
     ctx.progress(stage, 0, None, "listing files")
     try:
-        info = HfApi(endpoint=_endpoint()).model_info(repo_id, revision=revision, files_metadata=True)
+        info = HfApi(endpoint=_endpoint(), token=token).model_info(repo_id, revision=revision, files_metadata=True)
     except Exception as exc:  # noqa: BLE001 - translated below
-        raise (translate_hub_error(exc, repo_id, revision=revision) or exc) from exc
-    if getattr(info, "gated", False) and not _have_token():
+        err = translate_hub_error(exc, repo_id, revision=revision, have_token=True if token else None)
+        raise (err or exc) from exc
+    if getattr(info, "gated", False) and not (token or _have_token()):
         raise gated_error(repo_id, have_token=False)
     sizes = {s.rfilename: int(s.size or 0) for s in (info.siblings or [])}
     files = _filter(sizes, allow_patterns)
@@ -487,14 +508,15 @@ def download_repo(repo_id: str, *, ctx: JobContext | None = None, revision: str 
     todo = [f for f in files if not (snapshot / f).exists()]
     meter = _ByteMeter(ctx, stage, sum(sizes[f] for f in files), sum(sizes[f] for f in files if f not in todo))
     meter.add(0, force=True)
-    _fetch(repo_id, info.sha, todo, cache, meter, max_workers)
+    _fetch(repo_id, info.sha, todo, cache, meter, max_workers, token)
     _write_ref(repo_folder(repo_id, cache), revision or "main", info.sha)
     meter.current = "done"
     meter.add(0, force=True)
     return str(snapshot)
 
 
-def _fetch(repo_id: str, commit: str, files: list[str], cache: str, meter: _ByteMeter, max_workers: int) -> None:
+def _fetch(repo_id: str, commit: str, files: list[str], cache: str, meter: _ByteMeter, max_workers: int,
+           token: str | None) -> None:
     from huggingface_hub import hf_hub_download
 
     bar = _file_bar_class(meter)
@@ -503,11 +525,11 @@ def _fetch(repo_id: str, commit: str, files: list[str], cache: str, meter: _Byte
         meter.check()  # between files
         try:
             hf_hub_download(repo_id, filename, revision=commit, cache_dir=cache, endpoint=_endpoint(),
-                            tqdm_class=bar)
+                            tqdm_class=bar, token=token)
         except JobCancelled:
             raise
         except Exception as exc:  # noqa: BLE001 - translated below
-            raise (translate_hub_error(exc, repo_id) or exc) from exc
+            raise (translate_hub_error(exc, repo_id, have_token=True if token else None) or exc) from exc
 
     pool = ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="nemo-download")
     futures = [pool.submit(one, f) for f in files]

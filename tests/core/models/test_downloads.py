@@ -2,8 +2,10 @@
 against a local Hub on 127.0.0.1 (fixtures_tiny/hub_server.py). No test reaches the real network."""
 from __future__ import annotations
 
+import logging
 import os
 import socket
+from types import SimpleNamespace
 
 import pytest
 
@@ -155,6 +157,22 @@ def test_offline_download_of_a_cached_repo_returns_the_snapshot(tmp_path, no_net
     assert no_network == []
 
 
+def test_entry_status_of_hub_and_local_entries(tmp_path, no_network):
+    def entry(repo, allow_patterns=None):
+        return SimpleNamespace(repo=repo, revision="main", allow_patterns=allow_patterns)
+
+    make_cached_repo(tmp_path, "org/complete", {"config.json": b"{}", "model.safetensors": b"w" * 10})
+    make_cached_repo(tmp_path, "org/partial", {"model_index.json": DIFFUSERS_FILES["model_index.json"]})
+    st = dl.entry_status(entry("org/complete"), str(tmp_path))
+    assert st == dl.EntryStatus("downloaded", 12, SHA, str(tmp_path / "models--org--complete" / "snapshots" / SHA))
+    assert dl.entry_status(entry("org/partial"), str(tmp_path)).status == "partial"
+    assert dl.entry_status(entry("org/absent"), str(tmp_path)).to_dict() == {
+        "status": "not downloaded", "size_on_disk": 0, "commit": None, "path": None}
+    assert dl.entry_status(entry(str(tmp_path)), str(tmp_path)) == dl.EntryStatus("local", path=str(tmp_path))
+    gone = tmp_path / "gone"
+    assert dl.entry_status(entry(str(gone)), str(tmp_path)) == dl.EntryStatus("missing", path=str(gone))
+
+
 def test_cache_dir_follows_hf_home_and_portable_mode(tmp_path, monkeypatch):
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hfhome"))
@@ -288,6 +306,27 @@ def test_gated_repo_with_a_token_that_has_no_access(hub, tmp_path, monkeypatch):
     assert token not in str(err.value.to_dict())
     monkeypatch.setenv("HF_TOKEN", "hf_allowedTOKENforTESTS")
     assert dl.download_repo("org/gated", cache_dir=str(tmp_path), gated=True).endswith(hub.repos["org/gated"].sha)
+
+
+def test_gated_repo_downloads_with_an_explicit_token_and_leaves_the_environment_alone(hub, tmp_path, caplog):
+    """The GUI passes the token its settings point to; it must reach the Hub without going through os.environ."""
+    token = "hf_allowedTOKENforTESTS"
+    env_before = dict(os.environ)
+    caplog.set_level(logging.DEBUG)
+    path = dl.download_repo("org/gated", cache_dir=str(tmp_path), gated=True, token=token)
+    assert path.endswith(hub.repos["org/gated"].sha)
+    assert dl.repo_status("org/gated", cache_dir=str(tmp_path)).downloaded
+    assert dict(os.environ) == env_before
+    sent = [{k.lower(): v for k, v in h.items()}.get("authorization") for _m, _p, h in hub.requests]
+    assert sent and set(sent) == {f"Bearer {token}"}  # model info and every file
+    assert token not in caplog.text
+
+    other = "hf_otherTOKENwithoutACCESS"  # an explicit token without access is reported as such
+    with pytest.raises(GatedModelError) as err:
+        dl.download_repo("org/gated", cache_dir=str(tmp_path / "other"), gated=True, token=other)
+    assert "has no access" in err.value.message and "accept the license" in err.value.hint
+    assert other not in str(err.value.to_dict()) and other not in caplog.text
+    assert dict(os.environ) == env_before
 
 
 def test_status_uses_the_listing_cached_by_snapshot_download(hub, tmp_path):

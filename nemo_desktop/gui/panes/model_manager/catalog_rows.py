@@ -2,8 +2,7 @@
 
 Status comes from the local Hugging Face cache only (no network): downloaded / partial / not downloaded,
 or local / missing for entries that point to files on disk. "downloading n%" and "loaded" are live states
-the pane lays over these. `entry_status` mirrors `nemo models list` (cli/commands/models.py); core offers
-no per-entry status function yet, so the rule lives here for the GUI.
+the pane lays over these. The status itself is core's `entry_status`, the one `nemo models list` shows.
 """
 from __future__ import annotations
 
@@ -28,18 +27,11 @@ class CatalogSnapshot:
     cache_dir: str
 
 
-def _is_local(repo: str) -> bool:
-    return repo.startswith((".", "/", "~")) or Path(repo).expanduser().exists()
+def catalog_row(entry, cache_dir: str) -> CatalogRow:
+    from nemo_desktop.core.models.downloads import entry_status
 
-
-def entry_status(entry, cache_dir: str) -> CatalogRow:
-    from nemo_desktop.core.models.downloads import repo_status
-
-    if _is_local(entry.repo):
-        return CatalogRow(entry, "local" if Path(entry.repo).expanduser().exists() else "missing")
-    st = repo_status(entry.repo, entry.revision, cache_dir, list(entry.allow_patterns or []) or None)
-    status = {"downloaded": "downloaded", "partial": "partial"}.get(st.state, "not downloaded")
-    return CatalogRow(entry, status, st.size_on_disk or None)
+    st = entry_status(entry, cache_dir)
+    return CatalogRow(entry, st.status, st.size_on_disk or None)
 
 
 def load_catalog(ctx: JobContext) -> CatalogSnapshot:
@@ -49,46 +41,42 @@ def load_catalog(ctx: JobContext) -> CatalogSnapshot:
     ctx.progress("Reading the model catalog", 0, None)
     cache = resolve_cache_dir()
     entries = sorted(list_catalog(), key=lambda e: (KIND_ORDER.get(e.kind, 9), e.id))
-    rows = [entry_status(e, cache) for e in ctx.track(entries, stage="Checking the weights cache")]
+    rows = [catalog_row(e, cache) for e in ctx.track(entries, stage="Checking the weights cache")]
     return CatalogSnapshot(rows, cache)
 
 
 def refresh_row(entry, ctx: JobContext) -> CatalogRow:
     from nemo_desktop.core.models.downloads import resolve_cache_dir
 
-    return entry_status(entry, resolve_cache_dir())
+    return catalog_row(entry, resolve_cache_dir())
 
 
 # -- actions (jobs on the I/O lane) ----------------------------------------------------------------------
 
-def use_hub_token(token_ref: str | None) -> None:
-    """Make the token the settings point to visible to huggingface_hub (which reads HF_TOKEN).
+def hub_token(token_ref: str | None) -> str | None:
+    """The token the settings point to (env: or keyring:), passed to the download as an argument.
 
-    Only when HF_TOKEN itself is not set: an explicit environment always wins. The value stays in this
-    process (never written anywhere) and is registered for redaction by core.secrets.
+    None for no reference and for the default env:HF_TOKEN: huggingface_hub then finds the token itself
+    (HF_TOKEN, or `hf auth login`), and an unset HF_TOKEN still allows public models. resolve_secret
+    registers the value for redaction; it is never put into this process's environment.
     """
-    import os
-
     from nemo_desktop.core.secrets import resolve_secret
 
-    if not token_ref or token_ref == "env:HF_TOKEN" or os.environ.get("HF_TOKEN"):
-        return
-    value = resolve_secret(token_ref)
-    if value:
-        os.environ["HF_TOKEN"] = value
+    if not token_ref or token_ref.strip() == "env:HF_TOKEN":
+        return None
+    return resolve_secret(token_ref)
 
 
 def download_entry(entry, token_ref: str | None, ctx: JobContext) -> str:
     from nemo_desktop.core.errors import ConfigError
-    from nemo_desktop.core.models.downloads import download_repo
+    from nemo_desktop.core.models.downloads import download_repo, is_local_source
 
-    if _is_local(entry.repo):
+    if is_local_source(entry.repo):
         raise ConfigError(f"{entry.id} points to files on this computer ({entry.repo}); there is nothing to "
                           "download.")
-    use_hub_token(token_ref)
     return download_repo(entry.repo, ctx=ctx, revision=entry.revision or None,
                          allow_patterns=list(entry.allow_patterns) if entry.allow_patterns else None,
-                         gated=entry.gated, model_id=entry.id)
+                         gated=entry.gated, model_id=entry.id, token=hub_token(token_ref))
 
 
 def delete_entry_weights(entry, ctx: JobContext) -> int:
