@@ -13,13 +13,14 @@ from pathlib import Path
 from PySide6.QtCore import QStringListModel, Qt, Signal
 from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import (QCheckBox, QCompleter, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel,
-                               QLineEdit, QListWidget, QProgressBar, QPushButton, QVBoxLayout, QWidget)
+                               QLineEdit, QListWidget, QPushButton, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.jobs import JobContext
 
 from ..drops import describe_rejected
 from ..jobs import GPU, IO, JobHandle
 from ..samples import Sample
+from ..widgets.progress_bar import ProgressBar
 
 PREVIEW_SIDE = 256
 METHOD = "scitx"
@@ -133,7 +134,7 @@ class DiagnoseDialog(QDialog):
         self.status_label = QLabel("Loading the classifier…")
         self.status_label.setObjectName("diagnoseStatus")
         self.status_label.setWordWrap(True)
-        self.progress = QProgressBar()
+        self.progress = ProgressBar()
         self.progress.setRange(0, 0)
 
         self.buttons = QDialogButtonBox()

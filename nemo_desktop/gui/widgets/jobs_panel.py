@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
-from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QScrollArea,
+from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea,
                                QVBoxLayout, QWidget)
 
 from nemo_desktop.core.jobs import Progress
 
 from ..jobs import CANCELLED, DONE, FAILED, JobHandle, JobRunner
+from .progress_bar import ProgressBar
 
 # A finished row stays visible briefly so that a fast job is still seen to have run.
 FINISHED_ROW_MS = 4000
@@ -38,7 +39,7 @@ class JobRow(QFrame):
         self.title.setFont(font)
         self.stage = QLabel("Queued" if handle.state == "queued" else progress_text(handle.progress))
         self.stage.setTextFormat(Qt.TextFormat.PlainText)
-        self.bar = QProgressBar()
+        self.bar = ProgressBar()
         # Empty while queued, busy once started until a progress report brings a total.
         self.bar.setRange(0, 1 if handle.state == "queued" else 0)
         self.bar.setMaximumWidth(220)

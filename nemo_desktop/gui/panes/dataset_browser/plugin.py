@@ -13,12 +13,13 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import QSettings, QSortFilterProxyModel, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QMenu, QProgressBar, QPushButton, QSizePolicy, QSplitter, QTableView, QToolButton,
+                               QLabel, QMenu, QPushButton, QSizePolicy, QSplitter, QTableView, QToolButton,
                                QVBoxLayout, QWidget)
 
 from ...jobs import GPU, IO, JobHandle
 from ...samples import Sample
 from ...thumbnails import ThumbnailLoader
+from ...widgets.progress_bar import ProgressBar
 from ..base import Pane, PaneHost
 from .browse_data import BrowseData, count_new_images, index_dataset, open_browse_data, open_indexed
 from .filters import ALL, CORRECT, MISCLASSIFIED, FilterSpec, class_accuracy, filter_rows
@@ -73,7 +74,7 @@ class DatasetBrowserPane(Pane):
         self.index_button.setToolTip("Run every image through the current classifier (only new or changed images; "
                                      "resumable) to see predictions and to use it as SciTX's reference set")
         self.index_button.clicked.connect(self.index_dataset)
-        self.index_progress = QProgressBar()
+        self.index_progress = ProgressBar()
         self.index_progress.setObjectName("indexProgress")
         self.index_progress.setMaximumWidth(220)
         self.index_progress.hide()

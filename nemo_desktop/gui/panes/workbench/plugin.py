@@ -12,11 +12,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
-                               QListWidget, QListWidgetItem, QProgressBar, QPushButton, QScrollArea, QSplitter,
+                               QListWidget, QListWidgetItem, QPushButton, QScrollArea, QSplitter,
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ...jobs import GPU, IO, JobHandle
 from ...samples import Sample
+from ...widgets.progress_bar import ProgressBar
 from ..base import Pane, PaneHost
 from .run_job import AUTO, SampleOutcome, StoredSummary, explain_samples, list_references, list_results
 from .widgets.method_form import MethodForm
@@ -96,7 +97,7 @@ class WorkbenchPane(Pane):
         self.cancel_button.setObjectName("cancelRunButton")
         self.cancel_button.setEnabled(False)
         self.cancel_button.clicked.connect(self.cancel)
-        self.progress = QProgressBar()
+        self.progress = ProgressBar()
         self.progress.setObjectName("runProgress")
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
