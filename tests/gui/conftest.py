@@ -95,20 +95,9 @@ def digits_reference(digits, tmp_path_factory):
 @pytest.fixture(scope="session")
 def blue_three(digits, tmp_path_factory):
     """A held-out 'three' drawn in blue, which the CNN takes for an 'eight' (the colour shortcut)."""
-    import numpy as np
+    from digits_world import save_misclassified_blue_three
 
-    from digits_world import EIGHT, THREE, DigitsCNNClassifier, render
-
-    model, (x_test, y_test), _ = digits
-    clf = DigitsCNNClassifier(model)
-    folder = tmp_path_factory.mktemp("query")
-    for i in np.flatnonzero(y_test == THREE):
-        img = render(x_test[i], "blue")
-        if int(clf.predict_proba([img])[0].argmax()) == EIGHT:
-            path = folder / f"blue_three_{i}.png"
-            img.save(path)
-            return path
-    pytest.fail("no blue three is misclassified as eight: the colour shortcut was not learned")
+    return save_misclassified_blue_three(digits, tmp_path_factory.mktemp("query"))
 
 
 @pytest.fixture

@@ -1,10 +1,9 @@
 """Fixtures for the SciTX tests: the digits world (a CNN trained once per session) and reference folders."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from digits_world import EIGHT, THREE, DigitsCNNClassifier, render, train_digits_cnn, write_reference
+from digits_world import DigitsCNNClassifier, save_misclassified_blue_three, train_digits_cnn, write_reference
 
 
 @pytest.fixture(scope="session")
@@ -24,16 +23,7 @@ def digits_classifier(digits):
 @pytest.fixture(scope="session")
 def blue_three(digits, tmp_path_factory):
     """Path of a held-out 'three' drawn in blue that the CNN takes for an 'eight'."""
-    model, (x_test, y_test), _ = digits
-    clf = DigitsCNNClassifier(model)
-    folder = tmp_path_factory.mktemp("query")
-    for i in np.flatnonzero(y_test == THREE):
-        img = render(x_test[i], "blue")
-        if int(clf.predict_proba([img])[0].argmax()) == EIGHT:
-            path = folder / f"blue_three_{i}.png"
-            img.save(path)
-            return path
-    pytest.fail("no blue three is misclassified as eight: the colour shortcut was not learned")
+    return save_misclassified_blue_three(digits, tmp_path_factory.mktemp("query"))
 
 
 @pytest.fixture(scope="session")

@@ -82,6 +82,22 @@ def write_reference(folder, digits, per_class=12, skip_classes=()):
 
 
 # -- the classifier -----------------------------------------------------------------------------------------
+def save_misclassified_blue_three(digits, folder):
+    """Save a held-out 'three' drawn in blue that the CNN takes for an 'eight' (the colour shortcut) and
+    return its path; fail loudly if the trained CNN did not learn the shortcut."""
+    import pytest
+
+    model, (x_test, y_test), _ = digits
+    clf = DigitsCNNClassifier(model)
+    for i in np.flatnonzero(y_test == THREE):
+        img = render(x_test[i], "blue")
+        if int(clf.predict_proba([img])[0].argmax()) == EIGHT:
+            path = folder / f"blue_three_{i}.png"
+            img.save(path)
+            return path
+    pytest.fail("no blue three is misclassified as eight: the colour shortcut was not learned")
+
+
 def _to_tensor(images):
     import torch
 

@@ -28,6 +28,7 @@ SMALL = dict(m=2, hypothesis_max_new_tokens=12, intervention_max_new_tokens=12, 
 def tiny(tmp_path_factory):
     from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_clip, build_tiny_open_clip, build_tiny_timm
     from fixtures_tiny.editors import build_tiny_instruct_pix2pix
+    from fixtures_tiny.images import write_random_reference
     from fixtures_tiny.mllm import build_tiny_qwen_vl
 
     root = tmp_path_factory.mktemp("tiny-baselines")
@@ -38,14 +39,7 @@ def tiny(tmp_path_factory):
              "open_clip": f"open_clip:local-dir:{oc['local_dir']}",
              "mllm": f"transformers-mllm:{build_tiny_qwen_vl(root, 'qwen2_vl')}",
              "editor": f"diffusers-instruct-pix2pix:{build_tiny_instruct_pix2pix(root)}"}
-    rng = np.random.default_rng(0)
-    ref = root / "reference"
-    for c in TINY_CLASSES:
-        (ref / c).mkdir(parents=True)
-        for i in range(2):
-            Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(ref / c / f"{i}.png")
-    query = root / "query.png"
-    Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(query)
+    ref, query = write_random_reference(root, TINY_CLASSES)
     return {"specs": specs, "reference": ref, "query": query, "classes": TINY_CLASSES}
 
 

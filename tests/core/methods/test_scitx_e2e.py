@@ -29,19 +29,13 @@ SMALL = dict(k=1, m=2, caption_max_new_tokens=8, hypothesis_max_new_tokens=12, i
 def tiny(tmp_path_factory):
     from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_timm
     from fixtures_tiny.editors import build_tiny_instruct_pix2pix
+    from fixtures_tiny.images import write_random_reference
     from fixtures_tiny.mllm import build_tiny_qwen_vl
 
     root = tmp_path_factory.mktemp("tiny-scitx")
     paths = {"classifier": build_tiny_timm(root / "timm", label_names=TINY_CLASSES, input_size=32),
              "mllm": build_tiny_qwen_vl(root, "qwen2_vl"), "editor": build_tiny_instruct_pix2pix(root)}
-    rng = np.random.default_rng(0)
-    ref = root / "reference"
-    for c in TINY_CLASSES:
-        (ref / c).mkdir(parents=True)
-        for i in range(2):
-            Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(ref / c / f"{i}.png")
-    query = root / "query.png"
-    Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(query)
+    ref, query = write_random_reference(root, TINY_CLASSES)
     specs = {"classifier": f"timm:local-dir:{paths['classifier']}", "mllm": f"transformers-mllm:{paths['mllm']}",
              "editor": f"diffusers-instruct-pix2pix:{paths['editor']}"}
     return {"paths": paths, "reference": ref, "query": query, "specs": specs}

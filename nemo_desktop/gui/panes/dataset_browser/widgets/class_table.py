@@ -1,16 +1,19 @@
 """Per-class accuracy as a sortable table (class, images, correct, accuracy)."""
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtCore import QModelIndex, Qt
 
 from ..filters import ClassAccuracy
+from ....widgets.row_table_model import RowTableModel
 
 COLUMNS = ("Class", "Images", "Correct", "Accuracy")
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 CLASS_ROLE = Qt.ItemDataRole.UserRole + 2
 
 
-class ClassAccuracyModel(QAbstractTableModel):
+class ClassAccuracyModel(RowTableModel):
+    columns = COLUMNS
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self.rows: list[ClassAccuracy] = []
@@ -20,17 +23,6 @@ class ClassAccuracyModel(QAbstractTableModel):
         self.beginResetModel()
         self.rows, self.indexed = rows, indexed
         self.endResetModel()
-
-    def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
-        return None
 
     def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():

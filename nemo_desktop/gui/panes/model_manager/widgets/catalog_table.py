@@ -5,9 +5,10 @@ percentage and the models in memory ("loaded").
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 
 from ..catalog_rows import CatalogRow
+from ....widgets.row_table_model import RowTableModel
 
 COLUMNS = ("Model", "Kind", "Status", "Size", "GPU memory (bf16)", "License", "Gated", "Recommended GPU")
 KIND_TEXT = {"classifier": "Classifier", "mllm": "Multimodal LLM", "editor": "Image editor"}
@@ -20,7 +21,8 @@ def _size(n_bytes: int) -> str:
     return format_size(n_bytes)
 
 
-class CatalogTableModel(QAbstractTableModel):
+class CatalogTableModel(RowTableModel):
+    columns = COLUMNS
     SORT_ROLE = _SORT_ROLE
 
     def __init__(self, parent=None):
@@ -71,17 +73,6 @@ class CatalogTableModel(QAbstractTableModel):
     def _status_changed(self, i: int) -> None:
         if i >= 0:
             self.dataChanged.emit(self.index(i, 2), self.index(i, 2))
-
-    def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
-        return None
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
