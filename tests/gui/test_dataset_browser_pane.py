@@ -123,3 +123,25 @@ def test_cancelling_indexing_keeps_the_finished_batches(qtbot, make_window, digi
     assert 0 < len(pane.data) < 50 and pane.data.not_indexed == 50 - len(pane.data)
     assert f"{50 - len(pane.data)} new images not indexed yet" in pane.info_label.text()
     assert not pane.index_progress.isVisible() and pane.index_button.isEnabled()
+
+
+def test_arriving_thumbnails_repaint_only_the_items_that_waited_for_them(qtbot, make_window, tmp_path):
+    folder = tmp_path / "many" / "blue"
+    folder.mkdir(parents=True)
+    for i in range(300):
+        Image.new("RGB", (24, 24), (i % 256, 80, 160)).save(folder / f"{i:03d}.png")
+    window = make_window()
+    window.resize(900, 700)
+    pane = _browser(qtbot, window)
+    data = _open(qtbot, pane, tmp_path / "many")
+    assert len(data) == 300
+    changed: list[tuple[int, int]] = []
+    pane.grid_model.dataChanged.connect(lambda first, last, _roles: changed.append((first.row(), last.row())))
+    pane.grid.viewport().repaint()
+    qtbot.waitUntil(lambda: bool(changed) and not pane.thumbnails.busy, timeout=20000)
+    # Only the items on screen were painted, so only they wait for thumbnails and repaint.
+    on_screen = {i for i in range(300) if pane.grid.visualRect(pane.grid_model.index(i))
+                 .intersects(pane.grid.viewport().rect())}
+    assert 0 < len(on_screen) < 300
+    assert all(first in on_screen and last in on_screen for first, last in changed)
+    assert not pane.grid_model._awaiting  # every painted item got its thumbnail

@@ -21,6 +21,7 @@ from ..browse_data import BrowseData
 ROW_ROLE = Qt.ItemDataRole.UserRole + 1  # the dataset row of an item
 CELL = QSize(SIDE + 24, SIDE + 46)
 LAYOUT_BATCH = 400  # items laid out per event-loop turn (keeps each turn short at 100k items)
+AWAITING_MAX = 2000  # painted items remembered while their thumbnail is made (a few screens' worth)
 GOOD, BAD = QColor(46, 160, 67), QColor(218, 54, 51)
 
 
@@ -30,12 +31,16 @@ class GridModel(QAbstractListModel):
         self.thumbnails = thumbnails
         self.data_: BrowseData | None = None
         self.rows = np.empty(0, np.int64)
+        # Thumbnail key -> view row of items painted before their thumbnail existed: only those repaint when
+        # it arrives (a dataChanged over every row makes the view visit all 100,000 of them).
+        self._awaiting: dict[object, int] = {}
         thumbnails.sig_ready.connect(self._thumbnails_ready)
 
     def set_view(self, data: BrowseData | None, rows: np.ndarray) -> None:
         self.beginResetModel()
         self.data_ = data
         self.rows = np.asarray(rows, np.int64)
+        self._awaiting.clear()
         self.endResetModel()
 
     def rowCount(self, parent=QModelIndex()) -> int:
@@ -66,11 +71,20 @@ class GridModel(QAbstractListModel):
             return "\n".join(lines)
         return None
 
-    def _thumbnails_ready(self, _keys: list) -> None:
-        # Thumbnails are asked for by painting, so the new ones belong to items on screen: repaint those
-        # (mapping 100,000 paths back to rows would cost more than the repaint).
-        if len(self.rows):
-            self.dataChanged.emit(self.index(0), self.index(len(self.rows) - 1), [Qt.ItemDataRole.DecorationRole])
+    def pixmap_for(self, view_row: int) -> QPixmap | None:
+        """The row's thumbnail, or None while it is made (the row then repaints when it arrives)."""
+        req = self.thumb_request(int(self.rows[view_row]))
+        pm = self.thumbnails.pixmap(req)
+        if pm is None and not self.thumbnails.failed(req.key):
+            self._awaiting[req.key] = view_row
+            while len(self._awaiting) > AWAITING_MAX:
+                del self._awaiting[next(iter(self._awaiting))]
+        return pm
+
+    def _thumbnails_ready(self, keys: list) -> None:
+        rows = [row for row in (self._awaiting.pop(k, None) for k in keys) if row is not None]
+        if rows:  # painted together, so close together: one range
+            self.dataChanged.emit(self.index(min(rows)), self.index(max(rows)), [Qt.ItemDataRole.DecorationRole])
 
 
 class GridDelegate(QStyledItemDelegate):
@@ -95,7 +109,7 @@ class GridDelegate(QStyledItemDelegate):
         painter.save()
         if option.state & QStyle.StateFlag.State_Selected:
             painter.fillRect(rect, option.palette.highlight())
-        pm = m.thumbnails.pixmap(m.thumb_request(r))
+        pm = m.pixmap_for(index.row())
         thumb_box = QRect(rect.left() + (rect.width() - SIDE) // 2, rect.top() + 4, SIDE, SIDE)
         if pm is None:
             painter.drawPixmap(thumb_box, self._placeholder)
