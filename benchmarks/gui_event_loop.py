@@ -129,6 +129,8 @@ def main() -> int:
           f"{idle['max_ms']:.1f} ms (p99 {idle['p99_ms']:.1f} ms); without the machine's own stalls "
           f"{1000 * idle_app[2]:.1f} ms; a sleeping probe process alone stalled up to "
           f"{1000 * noise.longest(t_idle, t_idle + args.baseline):.0f} ms")
+    for end, gap, own in attributable(meter, noise)[:3]:
+        print(f"  {1000 * gap:6.1f} ms (own {1000 * own:5.1f} ms) at +{end - t_idle:5.1f} s  {meter.split(end)}")
 
     timeline: list[tuple[float, str]] = []  # what happened when, to explain the longest gaps
     gc_pauses: list[tuple[float, float, str]] = []

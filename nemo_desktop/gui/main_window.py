@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import os
 
-from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (QAction, QActionGroup, QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent,
                            QKeySequence)
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
@@ -27,6 +27,22 @@ APP_TITLE = "NEMO Desktop"
 WARM_UP_DELAY_MS = 1500  # after the first paint, idle imports prepare the first diagnosis
 
 
+class _FirstPaint(QObject):
+    """Calls `then()` once, after the window's first paint, and stops watching (a paintEvent override would
+    make every later repaint call into Python, and so wait for the GIL while a job runs Python)."""
+
+    def __init__(self, window: QWidget, then):
+        super().__init__(window)
+        self._then = then
+        window.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Type.Paint:
+            obj.removeEventFilter(self)
+            QTimer.singleShot(0, self, self._then)  # after the paint itself
+        return False
+
+
 class MainWindow(QMainWindow):
     # Closing with running jobs: cancel them, then wait at most this long for them to stop.
     CLOSE_WAIT_MS = 15_000
@@ -41,7 +57,7 @@ class MainWindow(QMainWindow):
         self.jobs = runner or JobRunner(parent=self)
         self.session = session or ModelSession(self.paths)
         self._closing = False
-        self._first_paint_done = False
+        self._first_paint = _FirstPaint(self, self._after_first_paint)
         self.pane_actions: list[QAction] = []
         self.setObjectName("mainWindow")
         self.setWindowTitle(APP_TITLE)
@@ -247,13 +263,10 @@ class MainWindow(QMainWindow):
         if self.isVisible():
             self.current_pane().ensure_shown_once()
 
-    def paintEvent(self, event) -> None:
-        super().paintEvent(event)
-        if not self._first_paint_done:
-            self._first_paint_done = True
-            # After the first paint: whatever the visible pane loads must not delay the window appearing.
-            QTimer.singleShot(0, self, lambda: self.current_pane().ensure_shown_once())
-            QTimer.singleShot(WARM_UP_DELAY_MS, self, self._warm_up)
+    def _after_first_paint(self) -> None:
+        # Whatever the visible pane loads must not delay the window appearing.
+        QTimer.singleShot(0, self, lambda: self.current_pane().ensure_shown_once())
+        QTimer.singleShot(WARM_UP_DELAY_MS, self, self._warm_up)
 
     # -- layout persistence ----------------------------------------------------------------------
     def save_layout(self) -> None:
