@@ -88,3 +88,21 @@ def test_dropping_an_image_without_models_reports_why(qtbot, make_window, blue_t
     assert not dialog.diagnose_button.isEnabled()
     with qtbot.waitSignal(dialog.sig_open_model_manager, timeout=2000):
         dialog.models_button.click()
+
+
+def test_class_names_from_the_model_are_shown_as_text_not_markup(qtbot, make_window, digits, blue_three):
+    from digits_world import CLASS_NAMES, DigitsCNNClassifier
+
+    names = [n if n != "eight" else "<i>eight</i> & <img src='x.png'>" for n in CLASS_NAMES]
+    window = make_window()
+    window.session.put("classifier", "digits-cnn", DigitsCNNClassifier(digits[0], class_names=names))
+    window.show()
+    qtbot.waitExposed(window)
+    _mime = drop_files(window, [blue_three])
+    dialog = _dialog(qtbot, window)
+    qtbot.waitUntil(lambda: dialog.report is not None, timeout=20000)
+    text = dialog.prediction_label.text()
+    assert "Predicted: <b>&lt;i&gt;eight&lt;/i&gt; &amp; &lt;img src=&#x27;x.png&#x27;&gt;</b>" in text
+    assert "<img" not in text and "<i>" not in text
+    qtbot.keyClicks(dialog.label_edit, "<b>three")  # what the user types is shown as typed
+    assert dialog.label_hint.textFormat() == Qt.TextFormat.PlainText and "<b>three" in dialog.label_hint.text()

@@ -7,6 +7,7 @@ Nothing is shown that the models did not compute.
 """
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,6 +123,7 @@ class DiagnoseDialog(QDialog):
         self.label_hint = QLabel("")
         self.label_hint.setObjectName("trueLabelHint")
         self.label_hint.setWordWrap(True)
+        self.label_hint.setTextFormat(Qt.TextFormat.PlainText)  # shows what the user typed
 
         self.skipped_label = QLabel()
         self.skipped_label.setObjectName("diagnoseSkipped")
@@ -134,6 +136,7 @@ class DiagnoseDialog(QDialog):
         self.status_label = QLabel("Loading the classifier…")
         self.status_label.setObjectName("diagnoseStatus")
         self.status_label.setWordWrap(True)
+        self.status_label.setTextFormat(Qt.TextFormat.PlainText)  # error messages, model names
         self.progress = ProgressBar()
         self.progress.setRange(0, 0)
 
@@ -235,12 +238,12 @@ class DiagnoseDialog(QDialog):
         pred = self.prediction_for(row)
         if pred is not None:
             if pred.error:
-                self.prediction_label.setText(f"<b>Cannot be read:</b> {pred.error}")
+                self.prediction_label.setText(f"<b>Cannot be read:</b> {html.escape(pred.error)}")
             else:
                 top = pred.top5[0]
-                rows = "".join(f"<tr><td>{i + 1}.</td><td>{c.name}</td><td align='right'>{c.prob:.3f}</td></tr>"
+                rows = "".join(f"<tr><td>{i + 1}.</td><td>{html.escape(c.name)}</td><td align='right'>{c.prob:.3f}</td></tr>"
                                for i, c in enumerate(pred.top5))
-                self.prediction_label.setText(f"Predicted: <b>{top.name}</b> (p = {top.prob:.3f})"
+                self.prediction_label.setText(f"Predicted: <b>{html.escape(top.name)}</b> (p = {top.prob:.3f})"
                                               f"<br><br>Top-5:<table>{rows}</table>")
         self.label_edit.blockSignals(True)
         self.label_edit.setText(self.labels.get(path, ""))

@@ -7,6 +7,8 @@ Downloads and file work run on the I/O lane, loading and unloading on the GPU la
 """
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import QSettings, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton,
                                QScrollArea, QSplitter, QTableView, QVBoxLayout, QWidget)
@@ -81,6 +83,7 @@ class ModelManagerPane(Pane):
         self.status_label = QLabel("")
         self.status_label.setObjectName("catalogStatus")
         self.status_label.setWordWrap(True)
+        self.status_label.setTextFormat(Qt.TextFormat.PlainText)  # error messages
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.loaded_label = QLabel("")
         self.loaded_label.setObjectName("loadedModels")
@@ -303,7 +306,7 @@ class ModelManagerPane(Pane):
     def _on_models_changed(self) -> None:
         loaded = self.host.session.loaded()
         self.model.set_loaded(loaded)
-        parts = [f"{KIND_TEXT[k]}: <b>{loaded[k]}</b>" for k in ("classifier", "mllm", "editor") if k in loaded]
+        parts = [f"{KIND_TEXT[k]}: <b>{html.escape(loaded[k])}</b>" for k in ("classifier", "mllm", "editor") if k in loaded]
         self.loaded_label.setText("In memory — " + "; ".join(parts) if parts else
                                   "No model in memory; a diagnosis loads the defaults it needs.")
         self._update_buttons()

@@ -116,6 +116,7 @@ class ReportExporterPane(Pane):
         self.status_label = QLabel("")
         self.status_label.setObjectName("exportStatus")
         self.status_label.setWordWrap(True)
+        self.status_label.setTextFormat(Qt.TextFormat.PlainText)  # error messages, paths
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
         top = QHBoxLayout()

@@ -22,6 +22,7 @@ class DiskPanel(QGroupBox):
         self.summary = QLabel("")
         self.summary.setObjectName("diskSummary")
         self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.PlainText)  # error messages, paths
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.table = QTableWidget(0, 3)
         self.table.setObjectName("diskTable")
