@@ -13,7 +13,15 @@ steps into the measured window). A 5 ms timer in the GUI thread records the gaps
 
 Printed: the longest gap (target < 50 ms) and the 99th percentile during the measured phase, and, for
 information, the same during the first model loading (which imports torch, transformers and diffusers on
-the GPU lane's thread).
+the GPU lane's thread) and during a baseline with no model job (the grid scrolled, thumbnails made).
+Alongside (benchmarks/_stall_meter.py): the part of each gap that no machine stall overlapped (sleeping
+probe processes, one pinned per CPU, see when the machine itself stalls: on a shared virtual machine that
+reaches hundreds of ms), how the GUI thread spent the gap (ran / waited for a CPU / asleep, mostly waiting
+for the GIL), the job events just before it, and the GUI-thread CPU time of the costliest job-signal
+handlers. `--why` adds the Qt events handled inside each long gap (the event filter slows the window).
+
+The package is byte-compiled first (not timed), as an installed one is: with PYTHONDONTWRITEBYTECODE set,
+every first import on a worker thread would compile source while holding the GIL.
 """
 from __future__ import annotations
 
@@ -61,6 +69,11 @@ def main() -> int:
     args = parser.parse_args()
 
     import _tiny_models as tiny
+    import compileall
+
+    import nemo_desktop
+
+    compileall.compile_dir(str(Path(nemo_desktop.__file__).parent), quiet=1)
 
     work = Path(tempfile.mkdtemp(prefix="nemo-bench-loop-"))
     os.environ["NEMO_HOME"] = str(work / "home")
