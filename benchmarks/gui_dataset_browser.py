@@ -200,7 +200,7 @@ def main() -> None:
         times = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            model.dataChanged.emit(model.index(first), model.index(last))
+            model.dataChanged.emit(model.index(first, 0), model.index(last, 0))
             app.processEvents()
             times.append(time.perf_counter() - t0)
         arrival[label] = statistics.median(times)

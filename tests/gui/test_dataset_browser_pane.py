@@ -140,7 +140,7 @@ def test_arriving_thumbnails_repaint_only_the_items_that_waited_for_them(qtbot, 
     pane.grid.viewport().repaint()
     qtbot.waitUntil(lambda: bool(changed) and not pane.thumbnails.busy, timeout=20000)
     # Only the items on screen were painted, so only they wait for thumbnails and repaint.
-    on_screen = {i for i in range(300) if pane.grid.visualRect(pane.grid_model.index(i))
+    on_screen = {i for i in range(300) if pane.grid.visualRect(pane.grid_model.index(i, 0))
                  .intersects(pane.grid.viewport().rect())}
     assert 0 < len(on_screen) < 300
     assert all(first in on_screen and last in on_screen for first, last in changed)

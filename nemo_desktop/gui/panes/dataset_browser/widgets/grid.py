@@ -11,8 +11,8 @@ import math
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QRect, QSize, Qt
-from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen, QPixmap
+from PySide6.QtCore import QModelIndex, QRect, QSize, Qt
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen, QPixmap, QStandardItemModel
 from PySide6.QtWidgets import QAbstractItemView, QListView, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from ....thumbnails import SIDE, ThumbnailLoader, ThumbRequest
@@ -25,9 +25,14 @@ AWAITING_MAX = 2000  # painted items remembered while their thumbnail is made (a
 GOOD, BAD = QColor(46, 160, 67), QColor(218, 54, 51)
 
 
-class GridModel(QAbstractListModel):
+class GridModel(QStandardItemModel):
+    """Rows without items: Qt keeps the row count in C++, so laying out and painting the view never calls
+    Python for rowCount (it did ~36 times per painted item, each call a wait for the GIL while a job runs
+    Python); only the delegate's paint and the tooltip's data() come to Python."""
+
     def __init__(self, thumbnails: ThumbnailLoader, parent=None):
         super().__init__(parent)
+        self.setColumnCount(1)
         self.thumbnails = thumbnails
         self.data_: BrowseData | None = None
         self.rows = np.empty(0, np.int64)
@@ -41,10 +46,10 @@ class GridModel(QAbstractListModel):
         self.data_ = data
         self.rows = np.asarray(rows, np.int64)
         self._awaiting.clear()
+        self.blockSignals(True)  # the view learns of the new rows from the reset, not row by row
+        self.setRowCount(len(self.rows))
+        self.blockSignals(False)
         self.endResetModel()
-
-    def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.rows)
 
     def dataset_row(self, index: QModelIndex) -> int:
         return int(self.rows[index.row()])
@@ -84,7 +89,7 @@ class GridModel(QAbstractListModel):
     def _thumbnails_ready(self, keys: list) -> None:
         rows = [row for row in (self._awaiting.pop(k, None) for k in keys) if row is not None]
         if rows:  # painted together, so close together: one range
-            self.dataChanged.emit(self.index(min(rows)), self.index(max(rows)), [Qt.ItemDataRole.DecorationRole])
+            self.dataChanged.emit(self.index(min(rows), 0), self.index(max(rows), 0), [Qt.ItemDataRole.DecorationRole])
 
 
 class GridDelegate(QStyledItemDelegate):
@@ -154,6 +159,10 @@ def make_grid_view(model: GridModel) -> QListView:
     view.setLayoutMode(QListView.LayoutMode.Batched)
     view.setBatchSize(LAYOUT_BATCH)
     view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+    # The model's empty rows report Qt's default flags (editable, draggable); a flags() override would make
+    # every paint call Python. The view neither edits nor drags instead.
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    view.setDragEnabled(False)
     view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
     view.setWordWrap(False)
     view.setModel(model)
