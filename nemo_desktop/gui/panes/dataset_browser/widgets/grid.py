@@ -89,7 +89,8 @@ class GridModel(QStandardItemModel):
     def _thumbnails_ready(self, keys: list) -> None:
         rows = [row for row in (self._awaiting.pop(k, None) for k in keys) if row is not None]
         if rows:  # painted together, so close together: one range
-            self.dataChanged.emit(self.index(min(rows), 0), self.index(max(rows), 0), [Qt.ItemDataRole.DecorationRole])
+            self.dataChanged.emit(self.index(min(rows), 0), self.index(max(rows), 0),
+                                  [Qt.ItemDataRole.DecorationRole])
 
 
 class GridDelegate(QStyledItemDelegate):
