@@ -14,6 +14,12 @@ class ProgressBar(QProgressBar):
     painted together with everything else in the next paint event.
     """
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Opaque: a busy bar animates ~10 times a second; a transparent one makes each frame repaint its
+        # parents as well (dialogs and panes are Python subclasses: each paint waits for the GIL).
+        self.setAutoFillBackground(True)
+
     def _deferred(self, change, *args) -> None:
         if not self.isVisible() or not self.updatesEnabled():  # nothing would be repainted now anyway
             change(*args)

@@ -166,6 +166,9 @@ def make_grid_view(model: GridModel) -> QListView:
     view.setDragEnabled(False)
     view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
     view.setWordWrap(False)
+    # Opaque: repainting the scroll bar while scrolling then stops here instead of repainting every ancestor
+    # up to the main window (each a Python subclass, so each paint a wait for the GIL while a job runs).
+    view.setAutoFillBackground(True)
     view.setModel(model)
     view.setItemDelegate(GridDelegate(model, view))
     return view
