@@ -139,3 +139,55 @@ def test_killed_between_temp_file_and_rename_shows_nothing(db_path):
         assert len(leftovers) == 1 and leftovers[0].stat().st_size == 4096  # complete, but never renamed
         assert s.cleanup() == {"tmp": 1, "orphans": 0}
         assert s.check() == [] and list(s.artifacts_dir.rglob("*.tmp")) == []
+
+
+_OPEN_AT_GO = """
+import sys, time
+from pathlib import Path
+from nemo_desktop.core.store import ResultsStore
+db, go = Path(sys.argv[1]), Path(sys.argv[2])
+while not go.exists():
+    time.sleep(0.0005)
+with ResultsStore.open(db_path=db) as s:
+    print("OK", s.info()["journal_mode"])
+"""
+
+
+def test_processes_opening_a_fresh_store_at_the_same_moment(tmp_path):
+    """SQLite refuses the loser of two simultaneous switches to WAL without waiting; opening must retry."""
+    for round_ in range(3):
+        db, go = tmp_path / f"r{round_}" / "results.sqlite", tmp_path / f"go{round_}"
+        procs = [subprocess.Popen([sys.executable, "-c", _OPEN_AT_GO, str(db), str(go)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(6)]
+        time.sleep(1.0)  # let the interpreters start
+        go.touch()
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            assert p.returncode == 0 and out.strip() == "OK wal", err[-2000:]
+
+
+class _FlakyConnection:
+    """Test double: answers the WAL switch with SQLite's busy error `busy_times` times."""
+
+    def __init__(self, busy_times: int, error: str = "database is locked"):
+        self.busy_times, self.error, self.calls = busy_times, error, 0
+
+    def execute(self, sql):
+        self.calls += 1
+        if self.calls <= self.busy_times:
+            raise dbmod.sqlite3.OperationalError(self.error)
+        return self
+
+    def fetchone(self):
+        return ("wal",)
+
+
+def test_enable_wal_retries_a_busy_switch_until_the_timeout():
+    conn = _FlakyConnection(busy_times=3)
+    assert dbmod.enable_wal(conn, timeout_s=5) == "wal" and conn.calls == 4
+    with pytest.raises(dbmod.sqlite3.OperationalError, match="locked"):
+        dbmod.enable_wal(_FlakyConnection(busy_times=10**6), timeout_s=0.05)
+    other = _FlakyConnection(busy_times=1, error="disk I/O error")  # not busy: no retry
+    with pytest.raises(dbmod.sqlite3.OperationalError, match="disk"):
+        dbmod.enable_wal(other, timeout_s=5)
+    assert other.calls == 1
