@@ -130,3 +130,27 @@ def test_the_desktop_entry_starts_the_gui_entry_point():
     scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["gui-scripts"]
     assert desktop["Type"] == "Application" and desktop["Exec"].split()[0] in scripts
     assert desktop["Name"] == "NEMO Desktop" and desktop["Terminal"] == "false"
+
+
+def test_class_table_sorts_itself_and_keeps_the_order_across_updates(qapp):
+    from PySide6.QtCore import Qt
+
+    from nemo_desktop.gui.panes.dataset_browser.filters import ClassAccuracy
+    from nemo_desktop.gui.panes.dataset_browser.widgets.class_table import CLASS_ROLE, ClassAccuracyModel
+
+    rows = [ClassAccuracy(0, "cat", 10, 9), ClassAccuracy(1, "Ant", 4, 1), ClassAccuracy(2, "dog", 0, 0),
+            ClassAccuracy(3, "bee", 8, 6)]
+    model = ClassAccuracyModel()
+    model.set_rows(rows, indexed=True)
+    names = lambda: [model.index(r, 0).data() for r in range(model.rowCount())]  # noqa: E731
+    assert names() == ["cat", "Ant", "dog", "bee"]  # the classifier's order until a column is clicked
+    model.sort(3, Qt.SortOrder.DescendingOrder)  # accuracy, best first; a class without images last
+    assert names() == ["cat", "bee", "Ant", "dog"]
+    assert [model.index(r, 3).data() for r in range(4)] == ["90.0%", "75.0%", "25.0%", "—"]
+    model.sort(0, Qt.SortOrder.AscendingOrder)  # names, ignoring case
+    assert names() == ["Ant", "bee", "cat", "dog"]
+    assert model.index(0, 2).data(CLASS_ROLE) == 1  # every cell knows its class (a click filters by it)
+    model.set_rows(list(reversed(rows)), indexed=True)  # new counts keep the user's sort
+    assert names() == ["Ant", "bee", "cat", "dog"]
+    model.sort(-1)
+    assert names() == ["cat", "Ant", "dog", "bee"]

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QSettings, QSortFilterProxyModel, Qt, QTimer, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QHeaderView,
                                QLabel, QMenu, QPushButton, QSizePolicy, QSplitter, QTableView, QToolButton,
                                QVBoxLayout, QWidget)
@@ -23,7 +23,7 @@ from ...widgets.progress_bar import ProgressBar
 from ..base import Pane, PaneHost
 from .browse_data import BrowseData, count_new_images, index_dataset, open_browse_data, open_indexed
 from .filters import ALL, CORRECT, MISCLASSIFIED, FilterSpec, class_accuracy, filter_rows
-from .widgets.class_table import CLASS_ROLE, SORT_ROLE, ClassAccuracyModel
+from .widgets.class_table import CLASS_ROLE, ClassAccuracyModel
 from .widgets.grid import GridModel, make_grid_view
 
 ANY = -1
@@ -133,13 +133,10 @@ class DatasetBrowserPane(Pane):
         confidence.addWidget(self.count_label)
 
         # -- per-class accuracy --
-        self.class_model = ClassAccuracyModel(self)
-        self.class_proxy = QSortFilterProxyModel(self)
-        self.class_proxy.setSourceModel(self.class_model)
-        self.class_proxy.setSortRole(SORT_ROLE)
+        self.class_model = ClassAccuracyModel(self)  # sorts itself (no proxy: see its sort())
         self.class_table = QTableView()
         self.class_table.setObjectName("classAccuracy")
-        self.class_table.setModel(self.class_proxy)
+        self.class_table.setModel(self.class_model)
         self.class_table.setSortingEnabled(True)
         self.class_table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)
         self.class_table.verticalHeader().hide()
@@ -360,7 +357,7 @@ class DatasetBrowserPane(Pane):
         return self.apply_filters()
 
     def _class_clicked(self, index) -> None:
-        self.set_filter(true_class=int(self.class_proxy.data(index, CLASS_ROLE)))
+        self.set_filter(true_class=int(self.class_model.data(index, CLASS_ROLE)))
 
     # -- indexing -------------------------------------------------------------------------------------
     def index_dataset(self) -> JobHandle | None:
