@@ -45,15 +45,12 @@ class CamMLLMPipeline(BaselinePipeline):
     """CamMLLM with its components injected; one `__call__` explains one image."""
 
     METHOD = METHOD
+    CONFIG = CamMLLMConfig
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.prompt = load_prompt("cam_mllm")
         self.repair = self.intervention_prompts.repair
-
-    @classmethod
-    def default_config(cls) -> CamMLLMConfig:
-        return CamMLLMConfig()
 
     def _prompt_versions(self) -> dict[str, str]:
         return {"cam_mllm": self.prompt.version, "repair": self.repair.version}

@@ -47,16 +47,13 @@ class ChangeMLLMPipeline(BaselinePipeline):
     """ChangeMLLM with its components injected; one `__call__` explains one image."""
 
     METHOD = METHOD
+    CONFIG = ChangeMLLMConfig
     needs_reference = True
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.prompt = load_prompt("change_mllm")
         self.repair = self.intervention_prompts.repair
-
-    @classmethod
-    def default_config(cls) -> ChangeMLLMConfig:
-        return ChangeMLLMConfig()
 
     def _prompt_versions(self) -> dict[str, str]:
         return {"change_mllm": self.prompt.version, "repair": self.repair.version}

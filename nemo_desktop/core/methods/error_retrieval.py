@@ -240,6 +240,7 @@ class ErrorRetrievalPipeline(BaselinePipeline):
     """ErrorRetrieval with its components injected; one `__call__` explains one image."""
 
     METHOD = METHOD
+    CONFIG = ErrorRetrievalConfig
     needs_mllm = False
 
     def __init__(self, classifier: Any, mllm: Any = None, editor: Any = None, store: Any = None,
@@ -266,10 +267,6 @@ class ErrorRetrievalPipeline(BaselinePipeline):
                 ref = cfg.retrieval_model or DEFAULT_RETRIEVAL_MODEL
                 self._space = JointSpace(load_model(resolve_model_ref(ref, "classifier"), LoadOptions()))
         return self._space
-
-    @classmethod
-    def default_config(cls) -> ErrorRetrievalConfig:
-        return ErrorRetrievalConfig()
 
     def _identity(self) -> dict[str, Any]:
         return {"embedder": model_part(self.space.info), "corpus_sha256": self.corpus.sha256}

@@ -181,6 +181,7 @@ class BaselinePipeline:
     """
 
     METHOD = ""
+    CONFIG: type[BaselineConfig] = BaselineConfig  # the method's settings class
     VALIDATED = False  # the `<method>-validated` registry entry is a subclass with True
     needs_mllm = True  # False: the method proposes without an MLLM (it still needs one for CEI)
     needs_reference = False
@@ -193,15 +194,11 @@ class BaselinePipeline:
         self.editor = editor
         self.store = store
         self.reference = reference
-        self.config = with_validation(config, type(self.default_config()), self.VALIDATED)
+        self.config = with_validation(config, self.CONFIG, self.VALIDATED)
         self.intervention_prompts = intervention_prompts or InterventionPrompts.load()
         self.last_artifacts: dict[str, Any] = {}
 
     # -- subclass hooks ------------------------------------------------------------------------------------
-    @classmethod
-    def default_config(cls) -> BaselineConfig:
-        return BaselineConfig()
-
     def _propose(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, file_sha: str | None,
                  clf: dict, sample: Any, n: int) -> Proposal:
         raise NotImplementedError
