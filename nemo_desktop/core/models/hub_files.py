@@ -8,13 +8,13 @@ mode included) and the wording of Hub errors come from `downloads.py`, the one p
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
 from typing import Sequence
 
 from ..errors import ModelError
+from ..store.keys import content_hash
 from .downloads import offline_mode, resolve_cache_dir, translate_hub_error, weights_not_found
 from .registry import LoadOptions
 
@@ -80,14 +80,6 @@ def commit_from_path(path: str | os.PathLike) -> str | None:
     return None
 
 
-def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def weights_revision(weights_file: str | os.PathLike) -> str:
     """What pins a weights file: its cache commit hash, else `sha256:<hex>` of its bytes."""
-    return commit_from_path(weights_file) or f"sha256:{file_sha256(weights_file)}"
+    return commit_from_path(weights_file) or f"sha256:{content_hash(weights_file)}"

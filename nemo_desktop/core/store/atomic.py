@@ -11,11 +11,22 @@ import contextlib
 import os
 import re
 import secrets
+import time
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
 TMP_SUFFIX = ".tmp"
 _TMP_PID_RE = re.compile(r"\.(\d+)-[0-9a-f]+\.tmp$")
+
+
+def corrupt_aside_name(path: Path) -> Path:
+    """A free name next to `path` for moving an unreadable file aside: `<name>.corrupt-<time>[-n]`."""
+    base = f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}"
+    target, n = path.with_name(base), 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{base}-{n}")
+    return target
 
 
 def temp_name_for(path: Path) -> Path:

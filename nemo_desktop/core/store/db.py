@@ -30,7 +30,8 @@ from pathlib import Path, PurePath
 from typing import Any, Iterator, Mapping
 
 from ..errors import StoreError
-from .atomic import TMP_SUFFIX, atomic_write_bytes, atomic_writer, temp_writer_alive
+from .atomic import TMP_SUFFIX, atomic_write_bytes, atomic_writer, corrupt_aside_name, temp_writer_alive
+from .keys import content_hash
 from .migrations import CURRENT_VERSION, migrate, user_version
 from .paths import AppPaths, get_paths
 
@@ -41,7 +42,6 @@ _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB (primary codes)
 _ENVIRONMENT_CODES = {5: "busy", 6: "locked", 8: "read-only", 10: "I/O error", 13: "full", 14: "cannot open"}
 _FIELD_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ARRAY_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-_HASH_CHUNK = 1 << 20
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # Prefixes of the strings check() returns; callers may group problems by them.
@@ -151,23 +151,6 @@ def _dump_json(obj: Any, what: str) -> str:
         return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_json_default)
     except ValueError as exc:  # NaN / infinity: SQLite's JSON functions would reject the row later
         raise ValueError(f"{what} contains NaN or infinity, which cannot be stored as JSON; use None") from exc
-
-
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_HASH_CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _timestamped_aside(path: Path) -> Path:
-    base = f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}"
-    candidate, n = path.with_name(base), 1
-    while candidate.exists():
-        n += 1
-        candidate = path.with_name(f"{base}-{n}")
-    return candidate
 
 
 
@@ -295,7 +278,7 @@ class ResultsStore:
 
     @staticmethod
     def _move_aside(db: Path) -> Path:
-        target = _timestamped_aside(db)
+        target = corrupt_aside_name(db)
         try:
             os.replace(db, target)
         except FileNotFoundError:  # another process moved it first
@@ -654,7 +637,7 @@ class ResultsStore:
                 f" and {len(used_by) - 3} more" if len(used_by) > 3 else "")
             if not path.is_file():
                 problems.append(f"{PROBLEM_MISSING}: {path} (used by {who}) does not exist")
-            elif _file_sha256(path) != sha:
+            elif content_hash(path) != sha:
                 problems.append(f"{PROBLEM_CORRUPT}: {path} (used by {who}) does not match its sha256")
         referenced = {self._artifact_path(sha, ext) for sha, ext in users}
         for p in on_disk:

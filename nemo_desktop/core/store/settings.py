@@ -20,14 +20,13 @@ import json
 import logging
 import os
 import re
-import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import ConfigError
 from ..secrets import SECRET_FIELD_NAMES as _SECRET_KEYS, is_secret_reference
-from .atomic import atomic_write_text
+from .atomic import atomic_write_text, corrupt_aside_name
 from .paths import AppPaths, get_paths
 
 log = logging.getLogger(__name__)
@@ -296,11 +295,7 @@ def _settings_path(paths: AppPaths | None, path: str | os.PathLike | None) -> Pa
 
 
 def _move_aside(path: Path) -> Path:
-    base = f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}"
-    target, n = path.with_name(base), 1
-    while target.exists():
-        n += 1
-        target = path.with_name(f"{base}-{n}")
+    target = corrupt_aside_name(path)
     os.replace(path, target)
     return target
 

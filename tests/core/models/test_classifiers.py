@@ -5,7 +5,10 @@ through the registry exactly like real checkpoints (timm, HF CLIP, HF SigLIP, op
 tiny fixture in `STANDARD_SPECS`, and then gets the standard checks for free."""
 from __future__ import annotations
 
+import hashlib
+
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +17,6 @@ from PIL import Image
 from fixtures_tiny.classifiers import (OPEN_CLIP_TINY_NAME, TINY_CLASSES, build_tiny_clip, build_tiny_open_clip,
                                        build_tiny_siglip, build_tiny_timm, install_in_hf_cache, write_class_file)
 from nemo_desktop.core.errors import ConfigError, ModelError, OutOfMemoryError, WeightsNotFoundError
-from nemo_desktop.core.models.hub_files import file_sha256
 from nemo_desktop.core.models.protocols import Classifier, ModelInfo, ZeroShotClassifier
 from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, list_families, load_model
 from nemo_desktop.core.models.vocab import load_vocabulary
@@ -23,6 +25,10 @@ torch = pytest.importorskip("torch")
 
 CPU = LoadOptions(device="cpu")
 COMMIT = "fedcba9876543210fedcba9876543210fedcba98"
+
+
+def _sha256_of(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 # -- fixtures ----------------------------------------------------------------------------------------------
@@ -192,7 +198,7 @@ def test_timm_uses_the_saved_preprocessing_and_label_names(loaded, tiny, images)
     clf = loaded("timm")
     assert clf.data_config["input_size"] == (3, 64, 64)
     assert tuple(clf.preprocess(images[:2]).shape) == (2, 3, 64, 64)
-    assert clf.info.revision == "sha256:" + file_sha256(tiny["timm"] / "model.safetensors")
+    assert clf.info.revision == "sha256:" + _sha256_of(tiny["timm"] / "model.safetensors")
 
 
 def test_timm_preprocess_equals_timms_own_transform(loaded, images):
@@ -271,7 +277,7 @@ def test_timm_user_checkpoint_loads(filename, user_checkpoint, images):
                      options={"class_file": str(user_checkpoint["classes"]), "data_config": {"input_size": (3, 64, 64)}})
     clf = load_model(spec, CPU)
     assert clf.class_names == TINY_CLASSES
-    assert clf.info.revision == "sha256:" + file_sha256(ckpt)
+    assert clf.info.revision == "sha256:" + _sha256_of(ckpt)
     probs = clf.predict_proba(images)
     assert probs.shape == (len(images), len(TINY_CLASSES)) and np.allclose(probs.sum(axis=1), 1.0, atol=1e-5)
 
@@ -354,7 +360,7 @@ def test_siglip_probabilities_follow_the_sigmoid_ranking(loaded, images):
 
 
 def test_hf_revision_and_hub_source(tiny, tmp_path, images, loaded):
-    assert loaded("hf-clip").info.revision == "sha256:" + file_sha256(tiny["clip"] / "model.safetensors")
+    assert loaded("hf-clip").info.revision == "sha256:" + _sha256_of(tiny["clip"] / "model.safetensors")
     cache = tmp_path / "hub"
     install_in_hf_cache(cache, "nemo-test/tiny-clip", tiny["clip"], commit=COMMIT)
     hub = load_model(ModelSpec("classifier", "hf-clip", "nemo-test/tiny-clip",
@@ -409,7 +415,7 @@ def test_open_clip_config_dir_with_checkpoint_matches_local_dir(tiny, loaded, im
     spec = ModelSpec("classifier", "open_clip", f"{OPEN_CLIP_TINY_NAME}@{tiny['open_clip_checkpoint']}",
                      options={"config_dir": str(tiny["open_clip_config_dir"]), "class_names": TINY_CLASSES})
     clf = load_model(spec, CPU)
-    assert clf.info.revision == "sha256:" + file_sha256(tiny["open_clip_checkpoint"])
+    assert clf.info.revision == "sha256:" + _sha256_of(tiny["open_clip_checkpoint"])
     assert clf.class_prompt(0) == "a photo of a cat."
     assert np.allclose(clf.predict_proba(images), loaded("open_clip").predict_proba(images), atol=1e-6)
 
