@@ -72,24 +72,10 @@ def digits():
 
 @pytest.fixture(scope="session")
 def digits_reference(digits, tmp_path_factory):
-    """A dataset folder (one sub-folder per class) of training digits in their training inks."""
-    import numpy as np
+    """A dataset folder (one sub-folder per class) of five training digits per class in their training inks."""
+    from digits_world import write_reference
 
-    from digits_world import CLASS_NAMES, render, training_ink
-
-    folder = tmp_path_factory.mktemp("digits_reference")
-    _, _, (x_train, y_train) = digits
-    rng = np.random.default_rng(7)
-    counts = dict.fromkeys(range(len(CLASS_NAMES)), 0)
-    for x, y in zip(x_train, y_train):
-        y = int(y)
-        if counts[y] >= 5:
-            continue
-        d = folder / CLASS_NAMES[y]
-        d.mkdir(parents=True, exist_ok=True)
-        render(x, training_ink(y, rng)).save(d / f"{counts[y]:03d}.png")
-        counts[y] += 1
-    return folder
+    return write_reference(tmp_path_factory.mktemp("digits_reference"), digits, per_class=5)
 
 
 @pytest.fixture(scope="session")
