@@ -85,7 +85,6 @@ class StallMeter:
             self.ends.append(now)
             self.sched.append(sched)
         self._last = now
-        self._last_sched = sched
 
     def start(self) -> "StallMeter":
         self.gaps, self.ends, self.sched, self._last = [], [], [], None

@@ -4,9 +4,8 @@ in the workbench. Without usable models the failure is shown, never silent."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
-from PySide6.QtGui import QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QApplication
+from gui_drops import simulate_drop
+from PySide6.QtCore import Qt
 
 from nemo_desktop.gui.dialogs.diagnose import DiagnoseDialog
 from nemo_desktop.gui.widgets.error_dialog import ErrorDialog
@@ -15,14 +14,8 @@ pytestmark = pytest.mark.gui
 
 
 def drop_files(window, paths):
-    mime = QMimeData()  # must outlive the events: they only point to it
-    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
-    args = (Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
-    enter = QDragEnterEvent(QPoint(30, 30), *args)  # PySide6 6.11 takes a QPoint here
-    QApplication.sendEvent(window, enter)
-    drop = QDropEvent(QPointF(30, 30), *args)
-    QApplication.sendEvent(window, drop)
-    assert enter.isAccepted() and drop.isAccepted()
+    entered, dropped, mime = simulate_drop(window, paths)
+    assert entered and dropped
     return mime
 
 

@@ -8,10 +8,11 @@ import sys
 import textwrap
 
 import pytest
+from gui_drops import simulate_drop
 from gui_job_functions import fail_to_load, loop_until_cancelled
-from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
-from PySide6.QtGui import QColor, QDragEnterEvent, QDropEvent, QImage
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QImage
+from PySide6.QtWidgets import QMessageBox
 
 from nemo_desktop.gui.dialogs.diagnose import DiagnoseDialog
 from nemo_desktop.gui.jobs import CANCELLED, RUNNING
@@ -29,18 +30,6 @@ def _shown(qtbot, window):
     window.activateWindow()
     qtbot.waitUntil(window.isActiveWindow, timeout=2000)  # shortcuts only reach the active window
     return window
-
-
-def _drop(window, paths):
-    """Drag-enter then drop, as a real drag does; returns the events and the mime data they point to."""
-    mime = QMimeData()  # must outlive the events: they only point to it
-    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
-    args = (Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
-    enter = QDragEnterEvent(QPoint(20, 20), *args)  # PySide6 6.11 takes a QPoint here
-    QApplication.sendEvent(window, enter)
-    drop = QDropEvent(QPointF(20, 20), *args)
-    QApplication.sendEvent(window, drop)
-    return enter.isAccepted(), drop.isAccepted(), mime
 
 
 def _png(path, color="red"):
@@ -107,7 +96,7 @@ def test_dropping_a_non_image_file_says_why(qtbot, make_window, tmp_path):
     window = _shown(qtbot, make_window())
     notes = tmp_path / "notes.txt"
     notes.write_text("not a picture")
-    entered, dropped, _mime = _drop(window, [notes])
+    entered, dropped, _mime = simulate_drop(window, [notes])
     assert entered and dropped
     qtbot.waitUntil(lambda: bool(_visible(window, QMessageBox)), timeout=5000)
     box = _visible(window, QMessageBox)[0]
@@ -126,7 +115,7 @@ def test_dropping_images_and_a_folder_opens_the_diagnose_dialog(qtbot, digits_wi
     single = _png(tmp_path / "cat.png")
     notes = tmp_path / "notes.txt"
     notes.write_text("x")
-    _drop(window, [single, folder, notes])
+    simulate_drop(window, [single, folder, notes])
     qtbot.waitUntil(lambda: bool(_visible(window, DiagnoseDialog)), timeout=5000)
     dialog = _visible(window, DiagnoseDialog)[0]
     assert [dialog.file_list.item(i).text() for i in range(dialog.file_list.count())] == ["cat.png", "a.png", "b.png"]
