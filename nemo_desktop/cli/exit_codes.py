@@ -1,0 +1,22 @@
+"""The `nemo` command's exit codes, one scheme for every command (documented in the README and `nemo --help`).
+
+    0  success
+    1  partial: some items failed, the others completed (their results are in the store)
+    2  usage error (bad arguments, unknown model or method, a file that is not there)
+    3  runtime error (nothing completed: a model failed to load, every request failed, ...)
+    130 interrupted (Ctrl-C); completed results are kept and a re-run resumes
+"""
+from __future__ import annotations
+
+SUCCESS = 0
+PARTIAL = 1
+USAGE = 2
+RUNTIME = 3
+INTERRUPTED = 130
+
+
+def for_counts(done: int, failed: int) -> int:
+    """The exit code of a batch command: success, partial, or runtime error when nothing completed."""
+    if failed == 0:
+        return SUCCESS
+    return PARTIAL if done > 0 else RUNTIME
