@@ -459,27 +459,29 @@ class BenchmarkRunner:
                 self._process(pair, cell, outcome, build, judge=judge)
 
     def _build_method(self, cell: Cell, classifier: Any, reference: Any) -> Any:
-        from dataclasses import fields
-
         from ..methods.registry import get_method
+        from ..registry import Components, build_analysis, make_config
+        from ..registry.params import config_params
 
-        entry = get_method(cell.method.method)
+        spec = get_method(cell.method.method)
         options = dict(cell.method.options)
-        config = None
-        if entry.config is not None:
-            known = {f.name for f in fields(entry.config)}
-            unknown = sorted(set(options) - known)
-            if unknown:
-                raise ConfigError(f"Method '{cell.method.label}' ({cell.method.method}) has no option(s) "
-                                  f"{', '.join(unknown)}.", hint=f"Its options are: {', '.join(sorted(known))}.")
-            if "seed" in known and "seed" not in options:
-                options["seed"] = self.config.seed
-            config = entry.config(**options)
-        elif options:
-            raise ConfigError(f"Method '{cell.method.label}' ({cell.method.method}) takes no options.")
-        mllm = self.pool.get(self._ref(self.config.mllms, cell.mllm)) if cell.mllm else None
-        editor = self.pool.get(self._ref(self.config.editors, cell.editor)) if cell.editor else None
-        return entry.factory(classifier, mllm, editor=editor, store=self.store, reference=reference, config=config)
+        try:
+            if any(p.name == "seed" for p in config_params(spec.config)):
+                options.setdefault("seed", self.config.seed)
+            config = make_config(spec, options)
+        except ConfigError as exc:  # name the config's label: the user wrote the options under it
+            raise ConfigError(f"Method '{cell.method.label}' ({cell.method.method}): {exc.message}",
+                              hint=exc.hint) from None
+        components = Components(classifier=classifier, store=self.store, reference=reference,
+                                mllm=self.pool.get(self._ref(self.config.mllms, cell.mllm)) if cell.mllm else None,
+                                editor=self.pool.get(self._ref(self.config.editors, cell.editor)) if cell.editor
+                                else None)
+        from ..registry.build import wanted_components
+
+        for role, (ref, kind) in wanted_components(spec, config, components).items():
+            # Its own pool slot, so an embedder never evicts the classifier under test.
+            setattr(components, role, self.pool.get(ModelRef(f"{role}:{ref}", kind, ref), slot=role))
+        return build_analysis(spec, components, config)
 
     @staticmethod
     def _ref(refs: list[ModelRef], label: str) -> ModelRef:

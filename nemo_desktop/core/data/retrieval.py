@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from ..methods.result import Observation
+from ..records import Observation
 
 SET_TRUE, SET_PRED, SET_RANDOM, SET_SIMILAR = "A", "B", "C", "S"
 DEFAULT_K = 3

@@ -47,10 +47,12 @@ from ..errors import ConfigError
 from ..jobs import JobContext
 from ..resources import resource_path
 from .intervention import UnitCache, model_manifest, model_part, sha_text, unit_key
+from ..registry import Inputs
 from .registry import register_method
 from .result import Candidate
 from .validation import VALIDATED_SUFFIX, BaselineConfig, BaselinePipeline, Proposal
 
+VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)
 METHOD = "error-retrieval"
 DEFAULT_RETRIEVAL_MODEL = "clip-vit-b32"  # catalog id of openai/clip-vit-base-patch32, the paper's CLIP
 CORPUS_FILE = "error_corpus.v1.json"
@@ -233,7 +235,17 @@ class ErrorRetrievalConfig(BaselineConfig):
         self.corpus_files = tuple(str(f) for f in self.corpus_files)
 
 
-@register_method(METHOD, config=ErrorRetrievalConfig,
+def retrieval_embedder(config: ErrorRetrievalConfig | None, components: Any) -> dict[str, tuple[str, str]]:
+    """The joint-space model to load (role 'embedder'): `retrieval_model`, else the default CLIP for a classifier
+    that is not zero-shot; nothing when a zero-shot classifier is its own space."""
+    ref = getattr(config, "retrieval_model", None)
+    if ref is None and not getattr(components, "zero_shot", False):
+        ref = DEFAULT_RETRIEVAL_MODEL
+    return {"embedder": (ref, "classifier")} if ref else {}
+
+
+@register_method(METHOD, config=ErrorRetrievalConfig, version=VERSION, default_components=retrieval_embedder,
+                 inputs=Inputs(mllm="optional", editor="optional", embedder="optional"),
                  description="ErrorRetrieval: the error-corpus sentence that best sets the image apart from its "
                              "class caption in CLIP space (paper baseline).")
 class ErrorRetrievalPipeline(BaselinePipeline):
@@ -241,7 +253,6 @@ class ErrorRetrievalPipeline(BaselinePipeline):
 
     METHOD = METHOD
     CONFIG = ErrorRetrievalConfig
-    needs_mllm = False
 
     def __init__(self, classifier: Any, mllm: Any = None, editor: Any = None, store: Any = None,
                  reference: Any = None, config: ErrorRetrievalConfig | None = None, *, embedder: Any = None,
@@ -255,17 +266,16 @@ class ErrorRetrievalPipeline(BaselinePipeline):
 
     @property
     def space(self) -> JointSpace:
-        """The joint image-text space (see the module docstring), loaded on first use."""
+        """The joint image-text space (see the module docstring): the injected embedder, else a zero-shot
+        classifier itself. Models are loaded by the caller (`retrieval_embedder`), never here."""
         if self._space is None:
             cfg: ErrorRetrievalConfig = self.config  # type: ignore[assignment]
             if cfg.retrieval_model is None and getattr(self.classifier, "zero_shot", False):
                 self._space = JointSpace(self.classifier)
             else:
-                from ..models.catalog import resolve_model_ref
-                from ..models.registry import LoadOptions, load_model
-
-                ref = cfg.retrieval_model or DEFAULT_RETRIEVAL_MODEL
-                self._space = JointSpace(load_model(resolve_model_ref(ref, "classifier"), LoadOptions()))
+                raise ConfigError("ErrorRetrieval needs a joint image-text embedder for this classifier, and none "
+                                  "was given.", hint=f"Give --retrieval-model (default {DEFAULT_RETRIEVAL_MODEL}); "
+                                                     "from Python, pass embedder= to the pipeline.")
         return self._space
 
     def _identity(self) -> dict[str, Any]:
@@ -334,7 +344,9 @@ def _finite(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
 
-@register_method(METHOD + VALIDATED_SUFFIX, config=ErrorRetrievalConfig, needs_editor=True,
+@register_method(METHOD + VALIDATED_SUFFIX, config=ErrorRetrievalConfig, version=VERSION,
+                 default_components=retrieval_embedder,
+                 inputs=Inputs(mllm="required", editor="interventions", embedder="optional"),
                  description="ErrorRetrieval with validation: the M best sentences, the one with the largest CEI "
                              "(Table 2).")
 class ErrorRetrievalValidatedPipeline(ErrorRetrievalPipeline):

@@ -56,7 +56,7 @@ import time
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from PIL import Image
 
@@ -71,17 +71,42 @@ from .labels import resolve_label
 from .pipeline_steps import INCOMPLETE_NOTE, classify_query, run_record, select_by_cei, stored_result
 from .prompts import PromptTemplate, load_prompt
 from .reference import check_reference, embed_query, load_reference_image, reference_part
+from ..registry import Inputs
 from .registry import register_method
 from .result import Candidate, ExplanationResult, Observation, SampleInfo
 from .validation import draw_hypotheses
 
 
+VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)
 METHOD = "scitx"
 EMPTY_SET = "  - (no examples available)"
 
 
 @dataclass
 class SciTXConfig:
+    # Labels, help and ranges for the CLI options and the settings form (core/registry/params.py).
+    FIELD_INFO: ClassVar[dict[str, dict]] = {
+        "k": {"label": "Observations per set", "min": 0, "max": 50,
+              "help": "correct reference images retrieved per set (k of the true class + k of the predicted class)"},
+        "m": {"label": "Hypotheses (M)", "min": 1, "max": 20, "help": "candidate hypotheses tested by intervention"},
+        "seed": {"label": "Seed", "help": "seed of candidate sampling, retrieval and edits"},
+        "class_relevance": {"label": "Class relevance", "help": "retrieve within the true and predicted classes; "
+                                                                "off = the paper's Table 5 ablation"},
+        "edit_steps": {"label": "Edit steps", "min": 1, "max": 200, "help": "diffusion steps of the editor"},
+        "edit_guidance": {"label": "Edit guidance", "min": 0.0, "max": 50.0, "help": "guidance scale of the editor"},
+        "edit_size": {"label": "Edit size", "help": "edit at this size (width x height)"},
+        "caption_max_new_tokens": {"label": "Caption tokens", "min": 1, "help": "cap on each caption reply"},
+        "hypothesis_max_new_tokens": {"label": "Hypothesis tokens", "min": 1, "help": "cap on each hypothesis reply"},
+        "intervention_max_new_tokens": {"label": "Intervention tokens", "min": 1,
+                                        "help": "cap on each edit-instruction / prompt-rewrite reply"},
+        "sampling_temperature": {"label": "Sampling temperature", "min": 0.0, "max": 2.0,
+                                 "help": "temperature of hypothesis draws 2..M (draw 1 is greedy)"},
+        "max_extra_draws": {"label": "Extra draws", "min": 0, "max": 20,
+                            "help": "extra hypothesis draws allowed to replace duplicates"},
+        "thumbnail_side": {"label": "Thumbnail side", "min": 8, "max": 1024,
+                           "help": "pixels of the observation thumbnails kept with the result"},
+    }
+
     k: int = 3  # observations per set (A: true class, B: predicted class, C: random)
     m: int = 3  # hypothesis candidates
     seed: int = 0
@@ -126,7 +151,8 @@ def load_scitx_prompts() -> _Prompts:
                     load_prompt("json_repair"))
 
 
-@register_method(METHOD, config=SciTXConfig, needs_editor=True,
+@register_method(METHOD, config=SciTXConfig, version=VERSION,
+                 inputs=Inputs(mllm="required", editor="interventions", reference="optional"),
                  description="SciTX: retrieve observations, hypothesise, test each hypothesis by "
                              "counterfactual intervention, keep the one with the largest CEI.")
 class SciTXPipeline:
@@ -183,7 +209,7 @@ class SciTXPipeline:
                                    classifier=clf, mllm=model_part(self.mllm.info),
                                    editor=None if self.zero_shot else model_part(self.editor.info),
                                    reference=reference_part(self.reference), config=cfg.as_dict(),
-                                   prompts=self.prompts.versions(), app_version=__version__)
+                                   prompts=self.prompts.versions(), version=VERSION)
         stored = stored_result(units, explanation_key, ctx)
         if stored is not None:
             return stored
@@ -343,6 +369,7 @@ class SciTXPipeline:
                   complete: bool) -> dict[str, Any]:
         return {
             "method": METHOD,
+            "version": VERSION,
             "app_version": __version__,
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "complete": complete,

@@ -29,7 +29,7 @@ import time
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from PIL import Image
 
@@ -51,6 +51,40 @@ VALIDATED_SUFFIX = "-validated"
 
 @dataclass
 class BaselineConfig:
+    # Labels, help and ranges for the CLI options and the settings form (core/registry/params.py).
+    FIELD_INFO: ClassVar[dict[str, dict]] = {
+        "m": {"label": "Candidates (M)", "min": 1, "max": 20,
+              "help": "candidates tested when validating (Table 2); without validation one candidate"},
+        "validate": {"label": "Validate", "help": "draw M candidates and keep the one with the largest CEI"},
+        "score": {"label": "Score with CEI", "help": "CEI of the explanation when the classifier can be tested"},
+        "seed": {"label": "Seed", "help": "seed of candidate sampling and edits"},
+        "sampling_temperature": {"label": "Sampling temperature", "min": 0.0, "max": 2.0,
+                                 "help": "temperature of draws 2..M (draw 1 is greedy)"},
+        "max_extra_draws": {"label": "Extra draws", "min": 0, "max": 20,
+                            "help": "extra draws allowed to replace duplicate candidates"},
+        "edit_steps": {"label": "Edit steps", "min": 1, "max": 200, "help": "diffusion steps of the editor"},
+        "edit_guidance": {"label": "Edit guidance", "min": 0.0, "max": 50.0, "help": "guidance scale of the editor"},
+        "edit_size": {"label": "Edit size", "help": "edit at this size (width x height)"},
+        "intervention_max_new_tokens": {"label": "Intervention tokens", "min": 1,
+                                        "help": "cap on each edit-instruction / prompt-rewrite reply"},
+        "hypothesis_max_new_tokens": {"label": "Hypothesis tokens", "min": 1, "help": "cap on each hypothesis reply"},
+        "gradcam_layer": {"label": "Grad-CAM layer", "help": "dotted module name; default: chosen per architecture"},
+        "overlay_alpha": {"label": "Overlay opacity", "min": 0.0, "max": 1.0, "help": "heat-map opacity"},
+        "overlay_min_side": {"label": "Overlay size", "min": 8, "max": 2048,
+                             "help": "enlarge small inputs so the MLLM can read the overlay"},
+        "show_original": {"label": "Show original", "help": "also show the MLLM the original image"},
+        "reference_max_side": {"label": "Reference size", "min": 8, "max": 4096,
+                               "help": "longest side of the stored reference copy"},
+        "contrast": {"label": "Ranking", "choices": ("pdiff", "fpdiff", "tops"),
+                     "help": "how error sentences are ranked against the class caption"},
+        "filter_k": {"label": "FPDiff filter", "min": 1, "help": "fpdiff: sentences most similar to the image"},
+        "reference_caption": {"label": "Reference caption", "help": "default: the corpus's ('a photo of a {class}.')"},
+        "retrieval_model": {"label": "Retrieval model",
+                            "help": "joint image-text model (catalog id or family:source); default: the classifier "
+                                    "if zero-shot, else clip-vit-b32"},
+        "show_top": {"label": "Ranked sentences kept", "min": 1, "help": "ranked sentences kept in the manifest"},
+    }
+
     m: int = 3  # candidates tested when validating (Table 2); without validation one candidate
     validate: bool = False
     score: bool = True  # CEI of the explanation when the classifier can be tested (Table 1's CEI)
@@ -183,8 +217,6 @@ class BaselinePipeline:
     METHOD = ""
     CONFIG: type[BaselineConfig] = BaselineConfig  # the method's settings class
     VALIDATED = False  # the `<method>-validated` registry entry is a subclass with True
-    needs_mllm = True  # False: the method proposes without an MLLM (it still needs one for CEI)
-    needs_reference = False
 
     def __init__(self, classifier: Any, mllm: Any = None, editor: Any = None, store: Any = None,
                  reference: Any = None, config: BaselineConfig | None = None,
@@ -215,6 +247,13 @@ class BaselinePipeline:
 
     # -- identity ------------------------------------------------------------------------------------------
     @property
+    def spec(self):
+        """This method's registry entry (its declared inputs and version)."""
+        from .registry import get_method
+
+        return get_method(self.method_name)
+
+    @property
     def method_name(self) -> str:
         return self.METHOD + (VALIDATED_SUFFIX if self.config.validate else "")
 
@@ -233,9 +272,10 @@ class BaselinePipeline:
                               f"{tester.why_not()}.",
                               hint="Give an MLLM and an image editor (--mllm, --editor), or use a zero-shot "
                                    "classifier, whose candidates are tested by rewriting its prompt.")
-        if self.needs_mllm and self.mllm is None:
+        spec = self.spec  # inputs are declared once, in the registry entry
+        if spec.inputs.mllm == "required" and self.mllm is None:
             raise ConfigError(f"{self.METHOD} needs a multimodal LLM.", hint="Give one with --mllm.")
-        if self.needs_reference:
+        if spec.inputs.reference == "required":
             check_reference(self.reference, self.classifier)
         t_start = time.perf_counter()
         timings: dict[str, float] = {}
@@ -253,7 +293,7 @@ class BaselinePipeline:
                        testing=testing, config=cfg.as_dict(),
                        prompts={**self._prompt_versions(),
                                 **(self.intervention_prompts.versions() if testing else {})},
-                       app_version=__version__, **self._identity())
+                       version=spec.version, **self._identity())
         stored = stored_result(units, key, ctx)
         if stored is not None:
             return stored
@@ -314,6 +354,7 @@ class BaselinePipeline:
             "method": self.method_name,
             "base_method": self.METHOD,
             "validated": cfg.validate,
+            "version": self.spec.version,
             "app_version": __version__,
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "complete": complete,

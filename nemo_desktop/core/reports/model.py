@@ -591,7 +591,7 @@ def _global_explanation(run: dict, store) -> list[Block] | None:
     g = (run.get("config") or {}).get("global_explanation")
     score = None
     if g is None:
-        from ..methods.global_explanation import GLOBAL_KIND, SCORE_KIND  # the kinds `nemo global` writes
+        from ..analyses.global_explanation import GLOBAL_KIND, SCORE_KIND  # the kinds `nemo global` writes
 
         found = store.find(kind=GLOBAL_KIND, run_id=run["run_id"], limit=1)
         if found:

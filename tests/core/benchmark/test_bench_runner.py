@@ -24,11 +24,13 @@ def open_store(path):
 
 @pytest.fixture
 def fixed_method(monkeypatch):
-    from nemo_desktop.core.methods import registry
+    from nemo_desktop.core.registry import AnalysisSpec, Inputs, list_analyses
+    from nemo_desktop.core.registry import registry
 
-    registry._ensure_builtin()
-    monkeypatch.setitem(registry._METHODS, "fixed",
-                        registry.MethodEntry("fixed", FixedExplainer, FixedConfig, "test double", False))
+    list_analyses()  # the built-in analyses first, so the double is only added
+    monkeypatch.setitem(registry._SPECS, "fixed",
+                        AnalysisSpec("fixed", "sample", "test", FixedExplainer, FixedConfig,
+                                     inputs=Inputs(mllm="optional", editor="optional"), description="test double"))
 
 
 def run(config: dict, store, made=None, **kw):

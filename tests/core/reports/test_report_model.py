@@ -143,7 +143,7 @@ def test_run_report_groups_by_dataset_and_classifier_from_payloads(store):
 
 
 def test_global_explanation_and_its_score_as_nemo_global_stores_them(store):
-    from nemo_desktop.core.methods.global_explanation import GLOBAL_KIND, SCORE_KIND, GlobalExplanation
+    from nemo_desktop.core.analyses.global_explanation import GLOBAL_KIND, SCORE_KIND, GlobalExplanation
 
     run_id = make_run(store, n_samples=1, methods=("scitx",), config={}, failed_items=0)
     assert "Global explanation" not in _sections(build_run_report(run_id, store))
