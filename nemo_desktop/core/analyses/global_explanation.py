@@ -408,6 +408,9 @@ class GlobalAnalysisResult:
 
     @property
     def key(self) -> str | None:
+        """The summary's store key, joined with the score's when the explanation was scored (two records)."""
+        if self.score is not None and self.score.result_key:
+            return f"{self.explanation.result_key}+{self.score.result_key}"
         return self.explanation.result_key
 
     @property
