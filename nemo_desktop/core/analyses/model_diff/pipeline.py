@@ -17,7 +17,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from ... import __version__
+from .... import __version__
 from ...errors import MalformedOutputError
 from ...jobs import JobContext, null_context
 from .cache import KIND_CONDITION, KIND_RESULT, UnitMemo
