@@ -136,6 +136,7 @@ class Optimizer:
 
     def _iterate(self, t: int, beam: list[CandidateRecord], observed: list[ConditionMeasurement], ctx: JobContext) \
             -> tuple[IterationRecord, list[ConditionMeasurement]]:
+        ctx.check_cancelled()
         cfg, start = self.cfg, time.perf_counter()
         calls0, eval0 = self.explainer.calls, self.scorer.calls
         record = IterationRecord(t=t)
