@@ -78,3 +78,25 @@ def test_shipped_open_conditions():
     space = load_open_conditions("gender")
     assert space.size() == 100 and space.class_labels() == ("man", "woman")
     assert space.parse_proposal({"condition": "a woman holding a kite", "label": "1"}).label == "woman"
+
+
+def test_attribute_dataset_csv(tmp_path):
+    from PIL import Image
+
+    from nemo_desktop.core.analyses.model_diff.attribute_dataset import AttributeDataset
+
+    rows = ["path,label,light,background"]
+    for i in range(5):
+        Image.new("RGB", (8, 8), (i * 40, 0, 0)).save(tmp_path / f"{i}.png")
+        rows.append(f"{i}.png,{'cat' if i < 3 else 'dog'},{'day' if i % 2 else 'night'},grass")
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    ds = AttributeDataset(tmp_path / "data.csv")
+    conds = ds.space.all_conditions()
+    assert {c.text for c in conds} == {"light=day, background=grass", "light=night, background=grass"}
+    assert ds.space.class_labels() == ("cat", "dog")
+    cell = next(c for c in conds if c.label == "cat" and c.get("light") == "night")
+    pairs = ds.sample(cell, 10, seed=0)
+    assert len(pairs) == 2 and {p[1] for p in pairs} == {"cat"}  # fewer than m: the cell's n
+    (tmp_path / "bad.csv").write_text("file,label\nx.png,cat\n")
+    with pytest.raises(ConfigError, match="path"):
+        AttributeDataset(tmp_path / "bad.csv")
