@@ -49,8 +49,11 @@ def test_optimization_recovers_the_planted_difference(run):
 
 def test_raw_and_summarization_observe_exactly_the_optimization_budget(run):
     _, result, _, _, _ = run
-    for method in ("raw-differences", "summarization", "optimization"):
+    for method in ("raw-differences", "summarization"):
         assert result.explanation(method).observed_conditions == CONFIG.observed_budget
+    # Optimization observes C0 plus the valid proposals; repeated/invalid ones are dropped and recorded
+    valid = sum(e.valid for r in result.iterations for e in r.explored)
+    assert result.explanation("optimization").observed_conditions == CONFIG.initial_conditions + valid
     assert len(result.explanation("raw-differences").text.splitlines()) == CONFIG.observed_budget
 
 
