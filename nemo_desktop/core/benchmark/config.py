@@ -1,6 +1,6 @@
 """Benchmark run configuration: datasets x classifiers x MLLMs x editors x methods, judges, selection.
 
-A JSON or TOML file (see resources/benchmarks/configs/ for the paper's Tables 1-5):
+A JSON or TOML file (see nemo_desktop/resources/benchmarks/configs/ for the paper's Tables 1-5):
 
     name = "table1"                    # the run id is <name>-<8 hex of the config's hash>
     seed = 0                           # selection (and the methods' seed unless their options set one)
@@ -144,7 +144,7 @@ def load_config(path: str | Path) -> BenchConfig:
     p = Path(path).expanduser()
     if not p.is_file():
         raise ConfigError(f"Benchmark config not found: {p}", hint="Give a .toml or .json file "
-                                                                   "(examples: resources/benchmarks/configs/).")
+                                                                   "(examples: nemo_desktop/resources/benchmarks/configs/).")
     text = p.read_text(encoding="utf-8")
     try:
         if p.suffix.lower() == ".toml":

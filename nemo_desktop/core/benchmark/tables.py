@@ -8,7 +8,7 @@
   Table 5  retrieval ablation: CEI of one method with `class_relevance = false` vs `true`, per classifier.
 
 Tables 2-5 are built for every (dataset, classifier) whose run has their axis; a run made from the
-matching config in resources/benchmarks/configs/ reproduces the paper's setting.
+matching config in nemo_desktop/resources/benchmarks/configs/ reproduces the paper's setting.
 
 Each value is the mean over the cell's finished samples; `n` counts them. LLM Match of a sample is the mean
 of the judges that scored it; samples without an explanation or without any judge's score are left out

@@ -29,7 +29,7 @@ when it is a zero-shot CLIP/SigLIP/open_clip model; otherwise the paper's CLIP V
 (`DEFAULT_RETRIEVAL_MODEL`), loaded on first use. `error-retrieval-validated` takes the M
 best-ranked sentences as candidates and keeps the one with the largest CEI (validation.py).
 
-The corpus ships in resources/error_corpus/ (see its README for where the sentences come from); files in
+The corpus ships in nemo_desktop/resources/error_corpus/ (see its README for where the sentences come from); files in
 `<config dir>/error_corpus/` (*.json, *.tsv) extend it.
 """
 from __future__ import annotations
@@ -132,11 +132,11 @@ def _read_json(path: Path) -> dict:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"Cannot read the error-corpus file {path}: {exc}",
-                          hint="It must be JSON with a 'sentences' list (see resources/error_corpus/README.md).") \
+                          hint="It must be JSON with a 'sentences' list (see nemo_desktop/resources/error_corpus/README.md).") \
             from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("sentences"), list):
         raise ConfigError(f"The error-corpus file {path} has no 'sentences' list.",
-                          hint="See resources/error_corpus/README.md for the format.")
+                          hint="See nemo_desktop/resources/error_corpus/README.md for the format.")
     return doc
 
 

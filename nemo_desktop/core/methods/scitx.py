@@ -13,7 +13,7 @@ the stored result reports only "Loaded from the results store". Partial results 
 
 1. Survey: classify the image, retrieve correctly classified references of the true class (Set A), of the
    predicted class (Set B) and random ones (Set C) from the reference index, caption each (appendix A of
-   the paper does not print the caption prompt; ours is resources/prompts/scitx_caption.v1.txt).
+   the paper does not print the caption prompt; ours is nemo_desktop/resources/prompts/scitx_caption.v1.txt).
 2. Hypothesis: the image plus the A.1 prompt with the captions -> JSON {"cause_of_error": ...}.
 3. Experiment: from the hypothesis alone (text only; the MLLM does not see the image), the A.3 prompt
    gives an edit instruction that the editor applies at the image's own resolution (ordinary classifiers),
@@ -37,7 +37,7 @@ share one context so a bad reply loses all of them, and a long list degrades sma
 draws keep each candidate independently parseable, retryable and cacheable, and stay reproducible.
 
 Parsing: robust JSON extraction (`parsing.extract_field`); if a reply cannot be read, ONE follow-up turn
-with resources/prompts/json_repair.v1.txt (temperature 0), then the candidate records the error and keeps
+with nemo_desktop/resources/prompts/json_repair.v1.txt (temperature 0), then the candidate records the error and keeps
 the raw replies. Such parse outcomes are deterministic and cached; exceptions raised by a model (out of
 memory, endpoint down) are recorded on the candidate but not cached, and the result is then marked
 incomplete so that a re-run retries exactly those units.

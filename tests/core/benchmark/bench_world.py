@@ -79,7 +79,7 @@ def make_imagenet_r(root: Path, *, classes: int = 4, per_class: int = 4, wrong: 
 def make_objectnet(root: Path) -> dict:
     """objectnet-1.0/images/<folder>/<hash>.png, with a non-overlap class folder that must be skipped."""
     vocab = load_vocabulary("objectnet")
-    all_folders = json.loads((Path(__file__).resolve().parents[3] / "resources" / "benchmarks" / "objectnet" /
+    all_folders = json.loads((Path(__file__).resolve().parents[3] / "nemo_desktop" / "resources" / "benchmarks" / "objectnet" /
                               "folder_to_objectnet_label.json").read_text())
     other = next(f for f in sorted(all_folders) if f not in vocab.folders)
     base = root / "objectnet-1.0"
