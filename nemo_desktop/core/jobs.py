@@ -83,9 +83,8 @@ class JobContext:
         span: tuple[float, float] = (0.0, 1.0),
     ) -> None:
         self._on_progress = on_progress
-        # The slice of the root job's progress this context covers (the root: 0..1).
+        # The slice of the root job's progress this context covers (the root, and plain sub-steps: 0..1).
         self._span = span
-        self._nested = span != (0.0, 1.0)
         self._on_partial = on_partial
         self.cancel_token = cancel or CancelToken()
         self.partial_results: list[Any] = []
@@ -123,7 +122,7 @@ class JobContext:
             self.progress(stage, i + 1, total)
 
     def _overall(self, done: int, total: int | None) -> float | None:
-        if not self._nested:
+        if self._span == (0.0, 1.0):  # the whole job: the stage's own fraction says it all
             return None
         start, end = self._span
         frac = min(1.0, max(0.0, done / total)) if total else 0.0

@@ -22,7 +22,7 @@ from ..loading import add_device_options
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("explain", help="explain a misclassified image (SciTX or a baseline) and test the explanation",
-                              description=__doc__.split("\n\n")[0])
+                              description=__doc__.split("\n\n")[0], derive_options=_method_options)
     p.add_argument("image", metavar="IMAGE", help="the misclassified image")
     p.add_argument("--true-label", "-y", required=True, metavar="LABEL", help="its true class: name or index")
     p.add_argument("--classifier", "-c", required=True, metavar="ID", help="catalog id or <family>:<source>")
@@ -48,19 +48,22 @@ def register(subparsers) -> None:
     p.add_argument("--max-new-tokens", type=int, metavar="N",
                    help="cap on every MLLM reply (default: 160 for captions, 512 for hypotheses, 256 for "
                         "interventions)")
-    # Every other setting comes from the methods' config fields (core/registry/params.py): a new field is a new
-    # option. An option the chosen method does not have is refused.
-    from ...core.methods.registry import get_method, list_methods
-    from ..options import add_config_options
-
-    add_config_options(p, [get_method(n).config for n in list_methods()],
-                       skip=("validate", "class_relevance", "corpus_files"))
     p.add_argument("--json", metavar="OUT", help="write the full result as JSON to OUT ('-' for stdout)")
     add_device_options(p)
     p.set_defaults(func=run)
 
 
-# -- loading ------------------------------------------------------------------------------------------------
+def _method_options(p) -> None:
+    """Every other setting comes from the methods' config fields (core/registry/params.py): a new field is a new
+    option. An option the chosen method does not have is refused (make_config)."""
+    from ...core.methods.registry import get_method, list_methods
+    from ..options import add_config_options
+
+    add_config_options(p, [get_method(n).config for n in list_methods()],
+                       skip=("validate", "class_relevance", "corpus_files"))
+
+
+# -- the method -----------------------------------------------------------------------------------------------
 def method_name(method: str, validate: bool) -> str:
     """The registry name for --method/--validate: a baseline's `-validated` variant; SciTX always validates."""
     from ...core.methods.registry import list_methods

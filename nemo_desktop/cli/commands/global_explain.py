@@ -15,20 +15,23 @@ from ..loading import add_device_options
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("global", help="one global explanation of a run's errors (and its CEI)",
-                              description=__doc__.split("\n\n")[0])
+                              description=__doc__.split("\n\n")[0], derive_options=_analysis_options)
     p.add_argument("run", metavar="RUN", help="run id in the results store")
     p.add_argument("--mllm", "-l", metavar="ID", help="MLLM that writes the summary (default: the explanations')")
     p.add_argument("--classifier", "-c", metavar="ID", help="classifier for --score (default: the explanations')")
     p.add_argument("--editor", "-e", metavar="ID", help="image editor for --score (default: the explanations')")
-    # The analysis' settings (--method, --chunk-size, --max-new-tokens, --seed, --edit-steps) come from its config.
-    from ...core.registry import get_analysis
-    from ..options import add_config_options
-
-    add_config_options(p, [get_analysis("global-explanation").config], skip=("score",))
     p.add_argument("--score", action="store_true", help="score the global explanation with CEI on every sample")
     p.add_argument("--json", metavar="OUT", help="write the global explanation (and score) as JSON ('-': stdout)")
     add_device_options(p)
     p.set_defaults(func=run)
+
+
+def _analysis_options(p) -> None:
+    """The analysis' settings (--method, --chunk-size, --max-new-tokens, --seed, --edit-steps) from its config."""
+    from ...core.registry import get_analysis
+    from ..options import add_config_options
+
+    add_config_options(p, [get_analysis("global-explanation").config], skip=("score",))
 
 
 def format_global(g, score=None) -> str:

@@ -70,12 +70,6 @@ def _base_kind(annotation: Any) -> tuple[str | None, bool]:
     return None, optional
 
 
-def field_kind(annotation: Any) -> str | None:
-    """'int', 'int?', 'float', 'float?', 'bool', 'str', 'size?' ... or None for a field a form cannot edit."""
-    kind, optional = _base_kind(annotation)
-    return None if kind is None else kind + ("?" if optional else "")
-
-
 def config_params(config_cls: type | None) -> list[ParamInfo]:
     """The parameters of a config dataclass, in declaration order."""
     if config_cls is None:
@@ -125,8 +119,7 @@ def parse_value(param: ParamInfo, text: str) -> Any:
     except ValueError:
         want = {"size": "WIDTHxHEIGHT, e.g. 512x512", "bool": "true or false"}.get(param.kind or "", param.kind)
         raise ConfigError(f"{param.cli_flag} takes {want}, not '{text}'.") from None
-    check_range(param, value)
-    return value
+    return value  # ranges and choices are checked once, by make_config
 
 
 def check_range(param: ParamInfo, value: Any) -> None:

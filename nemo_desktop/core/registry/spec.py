@@ -84,16 +84,7 @@ class AnalysisSpec:
         if self.kind not in KINDS:
             raise ValueError(f"AnalysisSpec.kind must be one of {KINDS}, not {self.kind!r}")
 
-    # -- what older code asked the method registry ------------------------------------------------------
     @property
     def needs_editor(self) -> bool:
         """True when image interventions need an editor (a classifier that is not zero-shot)."""
         return self.inputs.editor in ("required", "interventions")
-
-    @property
-    def needs_mllm(self) -> bool:
-        return self.inputs.mllm == "required"
-
-    @property
-    def needs_reference(self) -> bool:
-        return self.inputs.reference == "required"

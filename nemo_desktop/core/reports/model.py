@@ -19,24 +19,8 @@ Where the builders read things (the contract other modules write to):
 """
 from __future__ import annotations
 
-from .document import (
-                       DASH,
-                       MAIN_IMAGE_PX,
-                       SET_TITLES,
-                       THUMB_PX,
-                       Block,
-                       Cell,
-                       Figures,
-                       Histogram,
-                       HistogramSeries,
-                       Index,
-                       IndexRow,
-                       KeyValues,
-                       Paragraph,
-                       ReportDocument,
-                       Section,
-                       Table,
-)
+from .document import (DASH, MAIN_IMAGE_PX, SET_TITLES, THUMB_PX, Block, Cell, Figures, Histogram, HistogramSeries,
+                       Index, IndexRow, KeyValues, Paragraph, ReportDocument, Section, Table)
 from .format import clip, fmt_cei, fmt_num, fmt_prob, llm_match_of
 from .images import ImageCache, ReportImage
 from .runs import build_run_report

@@ -7,34 +7,13 @@ import statistics
 
 from ..errors import ConfigError
 from ..jobs import JobContext, null_context
-from .document import (
-    DASH,
-    MAIN_IMAGE_PX,
-    Block,
-    Cell,
-    Figures,
-    Histogram,
-    HistogramSeries,
-    Index,
-    IndexRow,
-    KeyValues,
-    ReportDocument,
-    Section,
-    Table,
-)
+from .document import (DASH, MAIN_IMAGE_PX, Block, Cell, Figures, Histogram, HistogramSeries, Index, IndexRow,
+                       KeyValues, ReportDocument, Section, Table)
 from .format import _date, _display_name, _flatten, _name_of, _now, clip, fmt_cei, fmt_num
 from .images import ImageCache
 from .sections import run_sections
-from .sections.sample import (
-    _diagnosis_children,
-    _doc_meta,
-    _evidence_images,
-    _explanation_blocks,
-    _load_stored,
-    _Loaded,
-    _sample_blocks,
-    _wanted_images,
-)
+from .sections.sample import (_diagnosis_children, _doc_meta, _evidence_images, _explanation_blocks, _load_stored,
+                              _Loaded, _sample_blocks, _wanted_images)
 
 
 # ------------------------------------------------------------------------------------------- runs

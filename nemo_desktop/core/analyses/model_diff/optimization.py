@@ -113,12 +113,16 @@ class Optimizer:
         record = IterationRecord(t=0, candidates=candidates, n_conditions=len(observed),
                                  lines=[m.line() for m in observed])
         self._select(record, candidates)
+        self._finish(record, observed, calls0, eval0, start)
+        return record, observed
+
+    def _finish(self, record: IterationRecord, observed: list, calls0: int, eval0: int, start: float) -> None:
+        """Close an iteration: its call counts and time, stored (for resume), reported."""
         record.llm_calls, record.evaluator_calls = self.explainer.calls - calls0, self.scorer.calls - eval0
         record.seconds = time.perf_counter() - start
         self._store(record, observed)
         if self.on_iteration:
             self.on_iteration(record)
-        return record, observed
 
     def _select(self, record: IterationRecord, pool: list[CandidateRecord]) -> None:
         valid = [(c, i) for i, c in enumerate(pool) if c.error is None and c.score is not None]
@@ -183,9 +187,5 @@ class Optimizer:
                 children.append(child)
         record.rescored, record.candidates = rescored, children
         self._select(record, rescored + children)
-        record.llm_calls, record.evaluator_calls = self.explainer.calls - calls0, self.scorer.calls - eval0
-        record.seconds = time.perf_counter() - start
-        self._store(record, grown)
-        if self.on_iteration:
-            self.on_iteration(record)
+        self._finish(record, grown, calls0, eval0, start)
         return record, grown

@@ -8,34 +8,10 @@ from typing import Any, Iterator
 from ...errors import ConfigError
 from ...jobs import JobContext, null_context
 from ...methods.result import Candidate, ClassScore, ExplanationResult, Observation
-from ..document import (
-    DASH,
-    MAIN_IMAGE_PX,
-    SET_TITLES,
-    THUMB_PX,
-    Block,
-    Cell,
-    Figures,
-    KeyValues,
-    Paragraph,
-    ReportDocument,
-    Section,
-    Table,
-)
-from ..format import (
-    _date,
-    _display_name,
-    _flatten,
-    _label,
-    _name_of,
-    _now,
-    _short,
-    clip,
-    fmt_cei,
-    fmt_num,
-    fmt_prob,
-    llm_match_of,
-)
+from ..document import (DASH, MAIN_IMAGE_PX, SET_TITLES, THUMB_PX, Block, Cell, Figures, KeyValues, Paragraph,
+                        ReportDocument, Section, Table)
+from ..format import (_date, _display_name, _flatten, _label, _name_of, _now, _short, clip, fmt_cei, fmt_num, fmt_prob,
+                      llm_match_of)
 from ..images import ImageCache, ReportImage
 from . import result_report
 

@@ -6,8 +6,6 @@ while the next one runs; a failed sample is recorded and the others go on.
 """
 from __future__ import annotations
 
-import dataclasses
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,30 +23,6 @@ class SampleOutcome:
     sample: Sample
     result: Any = None  # ExplanationResult
     error: dict | None = None
-
-
-def field_kind(annotation: Any) -> str | None:
-    """The settings form's kind of a config field's type (see core/registry/params.py)."""
-    from nemo_desktop.core.registry.params import field_kind as kind
-
-    return kind(annotation)
-
-
-def config_fields(config_cls) -> list[tuple[str, Any, Any]]:
-    """(name, default, type annotation) of a method's config dataclass, in declaration order."""
-    if config_cls is None:
-        return []
-    hints = {}
-    try:
-        hints = typing.get_type_hints(config_cls)
-    except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to their text
-        pass
-    out = []
-    for f in dataclasses.fields(config_cls):
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
-        out.append((f.name, default, hints.get(f.name, f.type)))
-    return out
 
 
 def default_reference(store, classifier) -> str | None:
