@@ -31,6 +31,7 @@ from typing import Any, Iterator, Mapping
 
 from ..errors import StoreError
 from .atomic import TMP_SUFFIX, atomic_write_bytes, atomic_writer, corrupt_aside_name, temp_writer_alive
+from .disk_space import disk_full_error, is_disk_full
 from .keys import content_hash
 from .migrations import CURRENT_VERSION, migrate, user_version
 from .paths import AppPaths, get_paths
@@ -77,6 +78,8 @@ def _translate(exc: sqlite3.Error, db_path: Path) -> StoreError | None:
     what = _ENVIRONMENT_CODES.get(_primary_code(exc) or -1)
     if what is None:
         return None
+    if is_disk_full(exc, db_path):  # "database or disk is full", or "disk I/O error" on a disk with no space left
+        return disk_full_error(db_path, exc)
     hints = {
         "busy": "Another NEMO Desktop process kept the database locked for more than 30 s; wait for it to "
                 "finish or close it, then try again.",
@@ -380,6 +383,8 @@ class ResultsStore:
             raise StoreError(f"Could not write the artifact file {path}: its folder disappeared.",
                              hint="Do not remove the store folder while NEMO Desktop is running.") from None
         except OSError as exc:
+            if is_disk_full(exc, path):
+                raise disk_full_error(path, exc, self.store_dir) from exc
             raise StoreError(f"Could not write the artifact file {path}.",
                              hint="Check free disk space and the store folder's permissions.",
                              detail=repr(exc)) from exc
@@ -577,6 +582,8 @@ class ResultsStore:
             with atomic_writer(path) as f:  # streamed: no second in-memory copy of a large matrix
                 np.save(f, np.asarray(arr), allow_pickle=False)
         except OSError as exc:
+            if is_disk_full(exc, path):
+                raise disk_full_error(path, exc, self.store_dir) from exc
             raise StoreError(f"Could not write the array file {path}.",
                              hint="Check free disk space and the store folder's permissions.",
                              detail=repr(exc)) from exc
