@@ -297,6 +297,7 @@ def build_index(dataset: LabelledImageDataset | str | Path, classifier, store, c
     class_names = list(classifier.class_names)
 
     existing, errors = _open_or_create(store, index_id, dataset, info, class_names, feature_dtype)
+    store.cleanup_tmp()  # temporary files of a build killed mid-write (writers still running keep theirs)
     try:
         return _update(store, index_id, dataset, classifier, class_names, existing, errors, ctx, batch_size, report,
                        start_time)
