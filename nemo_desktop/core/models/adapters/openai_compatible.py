@@ -6,7 +6,7 @@ hosted APIs), using only the standard library's HTTP client.
 
 `source` is the API base URL including its version path (as OpenAI clients expect); a bare host gets
 "/v1". Options: model (default: the only model the server lists), api_key (a reference, see
-core/secrets.py), timeout (s, bounding each request as a whole: connect, send, full answer), max_retries, backoff_base (s), max_retry_after (s),
+core/secrets.py), timeout (s, per request), max_retries, backoff_base (s), max_retry_after (s),
 concurrency (parallel requests in chat_batch), image_format ("JPEG" at quality 95 by default: several
 times smaller and faster to encode than PNG, see benchmarks/image_decode.py; "PNG" for lossless),
 max_image_side (px, default 2048),
@@ -33,8 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 from ...errors import ConfigError, MalformedOutputError, ModelError
-from ...jobs import cancel_scope, current_cancel_token
 from ...images import to_data_url
+from ...jobs import cancel_scope, current_cancel_token
 from ...secrets import describe_secret_ref, redact, resolve_secret
 from ..protocols import ChatMessage, ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
