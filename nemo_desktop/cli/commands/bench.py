@@ -129,7 +129,16 @@ def run_bench(args) -> int:
         write_json(summary.to_dict(), args.json, default=str)
     if args.json != "-":
         print(format_summary(summary))
-    return 0 if summary.complete else 1
+    return exit_code(summary)
+
+
+def exit_code(summary) -> int:
+    """0 when every item of the shard is done, 1 (partial) when some are, 3 when none is (see exit_codes)."""
+    from ...core.benchmark.records import DONE
+    from ..exit_codes import for_counts
+
+    done = summary.statuses.get(DONE, 0)
+    return for_counts(done, summary.total - done)
 
 
 def format_summary(s) -> str:

@@ -193,4 +193,16 @@ def run(args) -> int:
         print(format_result(result))
         if args.json:
             print(f"Full result written to {args.json}.")
-    return 0
+    return exit_code(result)
+
+
+def exit_code(result) -> int:
+    """0: an explanation, every step worked; 1 (partial): an explanation, but some candidates or steps failed;
+    3 (runtime): no explanation at all (e.g. every request to the model endpoint failed)."""
+    from ...core.methods.pipeline_steps import INCOMPLETE_NOTE
+    from ..exit_codes import PARTIAL, RUNTIME, SUCCESS
+
+    if result.explanation is None:
+        return RUNTIME
+    failed = any(c.error for c in result.candidates) or INCOMPLETE_NOTE in result.notes
+    return PARTIAL if failed else SUCCESS

@@ -231,6 +231,9 @@ class BenchmarkRunner:
     def run(self) -> RunSummary:
         t0 = time.perf_counter()
         self._ensure_run()
+        leftovers = self.store.cleanup_tmp()  # a run killed mid-write left these; its resume removes them
+        if leftovers:
+            log.info("removed %d temporary file(s) left by an interrupted write", leftovers)
         self._items = {it["item_id"]: it for it in self.store.run_items(self.run_id)}
         try:
             pairs = self._prepare()

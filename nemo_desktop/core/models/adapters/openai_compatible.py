@@ -13,7 +13,8 @@ max_image_side (px, default 2048),
 max_new_tokens (default when a call passes None), extra_body (dict merged into every request).
 
 Retries with exponential backoff and jitter on 408/429/5xx and connection failures, honouring
-Retry-After. Read timeouts are not retried (a server that is slow once is usually slow again).
+Retry-After. Timeouts are not retried (a server that is slow once is usually slow again). The running job's
+cancel token (core/jobs.py `current_cancel_token`) interrupts a request in flight and a wait between retries.
 The API key is sent only in the Authorization header; it never enters a log record or an error.
 """
 from __future__ import annotations
@@ -33,9 +34,11 @@ from typing import Any, Sequence
 
 from ...errors import ConfigError, MalformedOutputError, ModelError
 from ...images import to_data_url
+from ...jobs import cancel_scope, current_cancel_token
 from ...secrets import describe_secret_ref, redact, resolve_secret
 from ..protocols import ChatMessage, ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
+from .http_deadline import fetch
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +89,7 @@ class OpenAICompatibleMLLM:
         if seed is not None:
             body["seed"] = int(seed)
         reply = self._request("POST", "/chat/completions", body)
-        text = _reply_text(reply)
+        text = _reply_text(reply, self.base_url)
         self.last_usage = reply.get("usage") or {}
         return text
 
@@ -95,8 +98,11 @@ class OpenAICompatibleMLLM:
         if not conversations:
             return []
 
+        token = current_cancel_token()  # pool threads do not inherit it: hand it on
+
         def one(conv):
-            return self.chat(conv, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+            with cancel_scope(token):
+                return self.chat(conv, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
 
         if len(conversations) == 1 or self.concurrency == 1:
             return [one(c) for c in conversations]
@@ -149,13 +155,16 @@ class OpenAICompatibleMLLM:
                 delay = self._delay(attempt, exc.retry_after)
                 log.warning("%s from %s; retrying in %.1f s (%d of %d)", exc.summary, self.base_url, delay,
                             attempt + 1, self.max_retries)
-                time.sleep(delay)
+                cancel = current_cancel_token()
+                if cancel is None:
+                    time.sleep(delay)
+                elif cancel.wait(delay):
+                    cancel.raise_if_cancelled()
         raise AssertionError("unreachable")
 
     def _send(self, request: urllib.request.Request, path: str) -> dict:
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as resp:
-                raw = resp.read()
+            raw = fetch(request, timeout=self.timeout, cancel=current_cancel_token())  # bounds the whole exchange
         except urllib.error.HTTPError as exc:
             raw = _read_quietly(exc)
             if exc.code in RETRY_STATUS:
@@ -259,11 +268,11 @@ def normalize_base_url(url: str) -> str:
     return url if parts.path else url + "/v1"
 
 
-def _reply_text(reply: Any) -> str:
+def _reply_text(reply: Any, base_url: str) -> str:
     try:
         message = reply["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
-        raise MalformedOutputError("The endpoint's reply has no choices[0].message.",
+        raise MalformedOutputError(f"The reply of {base_url} has no choices[0].message.",
                                    hint="The server may not be OpenAI-compatible, or it failed mid-answer.",
                                    detail=str(reply)[:_BODY_SNIPPET]) from None
     content = message.get("content") if isinstance(message, dict) else None
@@ -271,7 +280,7 @@ def _reply_text(reply: Any) -> str:
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
     if not isinstance(content, str):
         refusal = message.get("refusal") if isinstance(message, dict) else None
-        raise MalformedOutputError("The endpoint returned no text" + (f" (refusal: {refusal})" if refusal else "")
+        raise MalformedOutputError(f"{base_url} returned no text" + (f" (refusal: {refusal})" if refusal else "")
                                    + ".", hint="Rephrase the request or try another model.",
                                    detail=str(reply)[:_BODY_SNIPPET])
     return content
