@@ -23,6 +23,9 @@ LABELS = {
     "class_relevance": ("Class-relevant observations", "Off: retrieve by similarity only (the paper's Table 5 "
                                                        "ablation)"),
     "sampling_temperature": ("Sampling temperature", "For hypotheses 2..m (the first is greedy)"),
+    "sampling_top_p": ("Sampling top-p", "Nucleus sampling for hypotheses 2..m (1 = off)"),
+    "sampling_top_k": ("Sampling top-k", "For hypotheses 2..m (0 = off; the model's own setting is never used)"),
+    "sampling_min_p": ("Sampling min-p", "For hypotheses 2..m (0 = off)"),
 }
 INT_MAX = 1_000_000
 
