@@ -147,8 +147,8 @@ def plant_generation_config(model_dir, fields: dict) -> None:
 def build_tiny_json_qwen_vl(tmp_dir, *, generation: dict | None = None) -> Path:
     """A tiny Qwen2-VL whose weights are set (not trained) to a known token chain, whatever the prompt:
 
-        <generation prompt> -> JSON_OPEN -> word (uniform over JSON_WORDS)
-        word -> another word (each logit 0) or JSON_CLOSE (logit 1) ;  JSON_CLOSE -> <|im_end|>
+        <generation prompt> -> JSON_OPEN -> word (JSON_WORDS[i] with logit -0.1 i)
+        word -> another word (the same logits) or JSON_CLOSE (logit 1) ;  JSON_CLOSE -> <|im_end|>
 
     Every attention output and MLP is zeroed, so each position's logits depend on its own token only; the
     embeddings of the chain's tokens are basis vectors and lm_head holds the transition logits. Greedy
@@ -188,8 +188,9 @@ def build_tiny_json_qwen_vl(tmp_dir, *, generation: dict | None = None) -> Path:
             emb[state] = 0.0
             emb[state, j] = 1.0
         head[tok(JSON_OPEN), 0] = 20.0 / scale
-        head[words, 1] = 0.0
-        head[words, 3:3 + len(words)] = 0.0
+        ranked = torch.arange(len(words), dtype=head.dtype).unsqueeze(1) * (-0.1 / scale)  # no ties: one argmax
+        head[words, 1:2] = ranked
+        head[words, 3:3 + len(words)] = ranked
         head[tok(JSON_CLOSE), 3:3 + len(words)] = 1.0 / scale
         head[ids["<|im_end|>"], 2] = 20.0 / scale
     model.generation_config.eos_token_id = ids["<|im_end|>"]
