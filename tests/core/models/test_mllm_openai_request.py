@@ -172,6 +172,18 @@ def test_sampled_calls_send_every_sampling_field(endpoint):
     assert b[3]["top_p"] == 0.95 and "top_k" not in b[3] and "min_p" not in b[3]  # OpenAI rejects those
 
 
+def test_response_format_goes_out_verbatim_or_as_json_object(endpoint):
+    url, state = endpoint
+    state["policy"] = lambda body: None
+    schema = {"type": "json_schema", "json_schema": {"name": "llm_match", "strict": True, "schema": {
+        "type": "object", "properties": {"score": {"type": "number", "enum": [0, 0.5, 1]}},
+        "required": ["score"], "additionalProperties": False}}}
+    _load(url, response_format=schema).chat([ChatMessage.user("hi")])
+    _load(url, response_format="json_object").chat([ChatMessage.user("hi")])
+    assert state["bodies"][0]["response_format"] == schema
+    assert state["bodies"][1]["response_format"] == {"type": "json_object"}
+
+
 @pytest.mark.parametrize("options", [{"token_limit_field": "max_output_tokens"}, {"sampling_fields": "tgi"},
                                      {"response_format": "json"}, {"send_temperature": "no"}])
 def test_bad_request_options_are_config_errors(endpoint, options):
