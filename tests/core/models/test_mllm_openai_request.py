@@ -42,7 +42,8 @@ def reasoning_model_policy(body: dict) -> dict | None:
 
 @pytest.fixture
 def endpoint():
-    state = {"bodies": [], "policy": reasoning_model_policy, "reply": '{"reasoning": "named", "score": 1.0}'}
+    state = {"bodies": [], "policy": reasoning_model_policy, "reply": '{"reasoning": "named", "score": 1.0}',
+             "owned_by": "openai", "listings": 0}
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
@@ -57,7 +58,9 @@ def endpoint():
             self.wfile.write(data)
 
         def do_GET(self):
-            self._send(200, {"object": "list", "data": [{"id": "reasoner", "object": "model"}]})
+            state["listings"] += 1
+            self._send(200, {"object": "list", "data": [{"id": "reasoner", "object": "model",
+                                                          "owned_by": state["owned_by"]}]})
 
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -162,7 +165,7 @@ def test_sampled_calls_send_every_sampling_field(endpoint):
     vllm.chat([ChatMessage.user("hi")], temperature=0.7, seed=3)
     vllm.chat([ChatMessage.user("hi")], temperature=0.7, top_k=20, min_p=0.05, seed=4)
     vllm.chat([ChatMessage.user("hi")])
-    openai = _load(url)
+    openai = _load(url, sampling_fields="openai")
     openai.chat([ChatMessage.user("hi")], temperature=0.7, top_k=20, seed=5)
     b = state["bodies"]
     assert {k: b[0][k] for k in ("temperature", "top_p", "top_k", "min_p", "seed")} == \
@@ -170,6 +173,21 @@ def test_sampled_calls_send_every_sampling_field(endpoint):
     assert (b[1]["top_k"], b[1]["min_p"]) == (20, 0.05)
     assert b[2]["temperature"] == 0.0 and not {"top_p", "top_k", "min_p", "seed"} & set(b[2])
     assert b[3]["top_p"] == 0.95 and "top_k" not in b[3] and "min_p" not in b[3]  # OpenAI rejects those
+
+
+@pytest.mark.parametrize("owned_by, extended", [("vllm", True), ("sglang", True), ("openai", False)])
+def test_auto_sampling_fields_follow_the_serving_engine(endpoint, owned_by, extended):
+    """By default a vLLM/SGLang server gets top_k and min_p, so its generation_config default (Qwen2.5-VL:
+    top_k=1) cannot make sampled draws greedy; the listing is asked once, and only for sampled calls."""
+    url, state = endpoint
+    state["policy"], state["owned_by"] = (lambda body: None), owned_by
+    mllm = _load(url)
+    mllm.chat([ChatMessage.user("hi")])
+    assert state["listings"] == 0
+    for seed in (1, 2):
+        mllm.chat([ChatMessage.user("hi")], temperature=0.7, seed=seed)
+    assert state["listings"] == 1
+    assert all(("top_k" in b and b["top_k"] == -1) == extended for b in state["bodies"][1:])
 
 
 def test_response_format_goes_out_verbatim_or_as_json_object(endpoint):
@@ -185,7 +203,7 @@ def test_response_format_goes_out_verbatim_or_as_json_object(endpoint):
 
 
 @pytest.mark.parametrize("options", [{"token_limit_field": "max_output_tokens"}, {"sampling_fields": "tgi"},
-                                     {"response_format": "json"}, {"send_temperature": "no"}])
+                                     {"response_format": "json"}, {"send_temperature": "no"}, {"sampling_fields": "vLLM"}])
 def test_bad_request_options_are_config_errors(endpoint, options):
     with pytest.raises(ConfigError):
         _load(endpoint[0], **options)

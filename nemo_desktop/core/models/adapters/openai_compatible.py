@@ -13,8 +13,8 @@ max_image_side (px, default 2048),
 max_new_tokens (default when a call passes None), extra_body (dict merged into every request).
 Per-model request options (openai_request.py): token_limit_field ("max_tokens" or "max_completion_tokens"),
 send_temperature (false for models that accept only their default), reasoning_effort, response_format
-("json_object" or an OpenAI response_format object such as a JSON schema), sampling_fields ("openai", or
-"vllm" to send top_k and min_p too). A 400 reply naming a field the model does not support is answered by
+("json_object" or an OpenAI response_format object such as a JSON schema), sampling_fields ("openai", "vllm"
+to send top_k and min_p too, or by default "auto": "vllm" when GET /models says vLLM or SGLang serves it). A 400 reply naming a field the model does not support is answered by
 adjusting the request once (logged) and sending it again.
 
 Retries with exponential backoff and jitter on 408/429/5xx and connection failures, honouring
@@ -91,7 +91,7 @@ class OpenAICompatibleMLLM:
         self.model = model or self._only_served_model()
         self.last_usage: dict[str, Any] = {}
         self.request_options = request or RequestOptions()
-        self.shaper = RequestShaper(self.request_options, self.base_url)
+        self.shaper = RequestShaper(self.request_options, self.base_url, self._serving_engine)
         self.info = ModelInfo(model_id=model_id or f"{FAMILY}:{self.model}@{self.base_url}", family=FAMILY,
                               revision=None, extra={"base_url": self.base_url, "model": self.model,
                                                     **({"request": self.request_options.non_default()}
@@ -148,6 +148,17 @@ class OpenAICompatibleMLLM:
             raise MalformedOutputError(f"{self.base_url}/models did not return a model list.",
                                        hint="Check that the base URL points to an OpenAI-compatible API.")
         return [str(m.get("id")) for m in data if isinstance(m, dict) and m.get("id")]
+
+    def _serving_engine(self) -> str | None:
+        """`owned_by` of this model in GET /models ("vllm", "sglang", "openai", ...), or None if unknown."""
+        try:
+            reply = self._request("GET", "/models", None, retry=False)
+        except Exception:  # noqa: BLE001 - only decides which optional sampling fields to send
+            return None
+        for m in (reply.get("data") if isinstance(reply, dict) else None) or []:
+            if isinstance(m, dict) and m.get("id") == self.model:
+                return str(m.get("owned_by") or "").lower() or None
+        return None
 
     # -- request building ------------------------------------------------------------------------------
 

@@ -8,8 +8,10 @@ send (`RequestOptions`); when a server still answers HTTP 400 naming one of the 
 is sent again; every later request of that adapter uses the adjusted shape, and the change is logged once.
 
 Sampling: a greedy call sends `temperature: 0`; a sampled call sends every sampling field explicitly
-(temperature and top_p always, top_k and min_p with `sampling_fields = "vllm"`), so a server that applies the
-model's generation_config by default (vLLM) cannot turn the draws greedy (Qwen2.5-VL ships top_k=1). top_k
+(temperature and top_p always; top_k and min_p where the server takes them: `sampling_fields = "vllm"`, or by
+default "auto", which asks the model listing whether vLLM or SGLang serves it, `owned_by`), so a server that
+applies the model's generation_config by default (vLLM) cannot turn the draws greedy (Qwen2.5-VL ships
+top_k=1). top_k
 "off" goes out as -1: vLLM and SGLang both read -1 as off, while older vLLM rejects 0 (vllm-project/vllm#17553).
 """
 from __future__ import annotations
@@ -18,7 +20,7 @@ import logging
 import re
 import threading
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ...errors import ConfigError
 from ..sampling import Sampling
@@ -26,7 +28,8 @@ from ..sampling import Sampling
 log = logging.getLogger(__name__)
 
 TOKEN_FIELDS = ("max_tokens", "max_completion_tokens")
-SAMPLING_FIELDS = ("openai", "vllm")
+SAMPLING_FIELDS = ("auto", "openai", "vllm")
+EXTENDED_SAMPLING_SERVERS = ("vllm", "sglang")  # `owned_by` of their /models entries; both take top_k, min_p
 # Fields a request can go on without when a server rejects them (the token limit is renamed instead).
 DROPPABLE = ("temperature", "top_p", "top_k", "min_p", "seed", "reasoning_effort", "response_format")
 _UNSUPPORTED = re.compile(r"unsupported|not supported|unrecognized|unknown|not allowed|not permitted|"
@@ -41,7 +44,7 @@ class RequestOptions:
     send_temperature: bool = True  # False: no temperature/top_p/top_k/min_p (the model's own sampling)
     reasoning_effort: str | None = None  # e.g. "low" | "medium" | "high" (reasoning models)
     response_format: Any = None  # "json_object", or an OpenAI response_format object (e.g. a JSON schema)
-    sampling_fields: str = "openai"  # "vllm": also top_k and min_p (vLLM, SGLang)
+    sampling_fields: str = "auto"  # "vllm": also top_k and min_p (vLLM, SGLang); "auto": ask the server
 
     def __post_init__(self) -> None:
         if self.token_limit_field not in TOKEN_FIELDS:
@@ -51,7 +54,8 @@ class RequestOptions:
         if self.sampling_fields not in SAMPLING_FIELDS:
             raise ConfigError(f"sampling_fields must be one of {', '.join(SAMPLING_FIELDS)}, "
                               f"not {self.sampling_fields!r}.",
-                              hint="'vllm' also sends top_k and min_p, which vLLM and SGLang accept.")
+                              hint="'vllm' also sends top_k and min_p, which vLLM and SGLang accept; 'auto' "
+                                   "does so when the server's model listing says vLLM or SGLang serves it.")
         if not isinstance(self.send_temperature, bool):
             raise ConfigError(f"send_temperature must be true or false, not {self.send_temperature!r}.")
         if self.reasoning_effort is not None and (not isinstance(self.reasoning_effort, str)
@@ -71,9 +75,11 @@ class RequestOptions:
 class RequestShaper:
     """Builds request bodies from RequestOptions plus what the server's 400 replies taught. Thread-safe."""
 
-    def __init__(self, options: RequestOptions, where: str) -> None:
+    def __init__(self, options: RequestOptions, where: str, detect_server: Callable[[], str | None] = lambda: None):
         self.options = options
         self.where = where
+        self._detect_server = detect_server  # the serving engine (`owned_by`), asked once for "auto"
+        self._sampling_fields = None if options.sampling_fields == "auto" else options.sampling_fields
         self._lock = threading.Lock()
         self._token_field = options.token_limit_field
         self._dropped: set[str] = set()
@@ -89,6 +95,15 @@ class RequestShaper:
                 out["not_sent"] = sorted(self._dropped)
             return out
 
+    def sampling_fields(self) -> str:
+        """"openai" or "vllm"; for "auto", decided on the first sampled call from the server's listing."""
+        if self._sampling_fields is None:
+            server = self._detect_server()
+            self._sampling_fields = "vllm" if server in EXTENDED_SAMPLING_SERVERS else "openai"
+            log.info("%s: sending %s sampling fields (server: %s).", self.where, self._sampling_fields,
+                     server or "unknown")
+        return self._sampling_fields
+
     def body(self, model: str, messages: list[dict], max_tokens: int, sampling: Sampling | None,
              seed: int | None) -> dict[str, Any]:
         opts = self.options
@@ -102,7 +117,7 @@ class RequestShaper:
             else:
                 body["temperature"] = sampling.temperature
                 body["top_p"] = sampling.top_p
-                if opts.sampling_fields == "vllm":
+                if self.sampling_fields() == "vllm":
                     body["top_k"] = sampling.top_k if sampling.top_k > 0 else -1
                     body["min_p"] = sampling.min_p
         if seed is not None:
