@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from ..errors import ConfigError
 from ..methods.validation import normalise_hypothesis

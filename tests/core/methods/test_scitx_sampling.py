@@ -91,8 +91,8 @@ def scitx_parts(tmp_path_factory, json_mllm):
             "wrong": (pred + 1) % len(clf.class_names)}
 
 
-SMALL = dict(k=1, m=3, caption_max_new_tokens=12, hypothesis_max_new_tokens=16, intervention_max_new_tokens=16,
-             edit_steps=2)
+SMALL = {"k": 1, "m": 3, "caption_max_new_tokens": 12, "hypothesis_max_new_tokens": 16,
+         "intervention_max_new_tokens": 16, "edit_steps": 2}
 
 
 def test_scitx_m3_scores_three_distinct_candidates(scitx_parts, json_mllm, store):

@@ -19,8 +19,9 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ...errors import ConfigError
 from ..sampling import Sampling
@@ -33,7 +34,7 @@ EXTENDED_SAMPLING_SERVERS = ("vllm", "sglang")  # `owned_by` of their /models en
 # Fields a request can go on without when a server rejects them (the token limit is renamed instead).
 DROPPABLE = ("temperature", "top_p", "top_k", "min_p", "seed", "reasoning_effort", "response_format")
 _UNSUPPORTED = re.compile(r"unsupported|not supported|unrecognized|unknown|not allowed|not permitted|"
-                          r"does not support|extra (?:inputs|fields)|invalid (?:field|parameter|argument)", re.I)
+                          r"does not support|extra (?:inputs|fields)|invalid (?:field|parameter|argument)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
