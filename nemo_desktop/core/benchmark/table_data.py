@@ -32,6 +32,7 @@ class SampleOutcome:
     why_no_llm: str | None = None
     why_no_cei: str | None = None
     distinct_scored: int | None = None  # distinct candidates with a CEI (see methods.validation.candidate_counts)
+    judged: bool = False  # the run has judges (so a missing LLM Match is "unjudged")
 
     @property
     def finished(self) -> bool:
@@ -82,7 +83,7 @@ class CellStats:
 
     @property
     def unjudged(self) -> int:
-        return sum(1 for o in self.samples.values() if o.status == DONE and o.llm is None and o.why_no_llm)
+        return sum(1 for o in self.samples.values() if o.status == DONE and o.judged and o.llm is None)
 
     @property
     def distinct_scored(self) -> list[int]:
@@ -180,6 +181,7 @@ def _outcome(p: dict, stats: CellStats) -> SampleOutcome:
     result = p.get("result") or {}
     llm = p.get("llm_match")
     if isinstance(llm, dict):
+        o.judged = True
         if llm.get("score") is not None:
             o.llm = float(llm["score"])
         elif not result.get("explanation"):

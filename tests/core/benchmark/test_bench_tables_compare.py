@@ -115,3 +115,9 @@ def test_a_run_with_a_failing_method_through_the_cli(bench_data, store, tmp_path
         other.close()
     with pytest.raises(ConfigError, match="missing"):
         parse_config({**cfg, "tables": {"missing": "skip"}})
+
+
+def test_unjudged_counts_only_runs_with_judges():
+    no_judges = _cell("A", {"s1": SampleOutcome(DONE, cei=1.0, why_no_llm="not judged (the run has no judges)")})
+    judged = _cell("B", {"s1": SampleOutcome(DONE, cei=1.0, why_no_llm="no judge gave a score", judged=True)})
+    assert (no_judges.unjudged, judged.unjudged) == (0, 1)
