@@ -44,8 +44,11 @@ def register(subparsers) -> None:
                                    "has their axis, Tables 2-5 (validation, editors, MLLM backbones, retrieval).")
     t.add_argument("run", metavar="RUN", help="run id (printed by `nemo bench run`)")
     t.add_argument("--format", choices=("md", "csv", "json"), default="md")
-    t.add_argument("--table", nargs="+", choices=("1", "2", "3", "4", "5", "timings"), metavar="T",
-                   help="which tables (1 2 3 4 5 timings; default: 1-5, those the run has)")
+    t.add_argument("--table", nargs="+", choices=("1", "2", "3", "4", "5", "candidates", "timings"), metavar="T",
+                   help="which tables (1 2 3 4 5 candidates timings; default: 1-5 and candidates, those the run has)")
+    t.add_argument("--missing", choices=("drop", "zero"),
+                   help="a sample a compared method finished without a value: left out for every method (drop, "
+                        "the default) or counted as 0 (zero); default: the run config's [tables] missing")
     t.add_argument("--store", metavar="DIR", help="results store folder or .sqlite file (default: the user's store)")
     t.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     t.set_defaults(func=table_bench)
@@ -206,7 +209,7 @@ def table_bench(args) -> int:
 
     store = open_store(args.store)
     try:
-        data = collect(store, args.run)
+        data = collect(store, args.run, missing=args.missing)
         text = render(data, build_tables(data, args.table), args.format)
     finally:
         store.close()

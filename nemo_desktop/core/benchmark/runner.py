@@ -271,7 +271,8 @@ class BenchmarkRunner:
         config = {"name": self.config.name, "config": self.config.raw, "config_sha256": self.config.sha256,
                   "datasets": [d.label for d in self.config.datasets],
                   "classifiers": [c.label for c in self.config.classifiers],
-                  "methods": [m.label for m in self.config.methods], "judges": [j.label for j in self.config.judges]}
+                  "methods": [m.label for m in self.config.methods], "judges": [j.label for j in self.config.judges],
+                  "tables": self.config.tables}
         if run is None:
             self.store.create_run(RUN_KIND, config, run_id=self.run_id)
         elif (run.get("config") or {}).get("config_sha256") != self.config.sha256:

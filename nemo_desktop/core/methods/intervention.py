@@ -137,9 +137,11 @@ def safe_json(raw: str, field_name: str) -> dict | None:
 
 
 def ask_json(mllm: Any, repair: PromptTemplate, messages: list[ChatMessage], field_name: str, max_new_tokens: int,
-             temperature: float, seed: int | None) -> dict[str, Any]:
-    """Ask, parse `field_name`; one repair turn if unreadable. Returns value/error/raw replies/parsed."""
-    raw = mllm.chat(messages, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+             temperature: float, seed: int | None, sampling: Any = None) -> dict[str, Any]:
+    """Ask, parse `field_name`; one repair turn (greedy) if unreadable. Returns value/error/raw replies/parsed.
+    `sampling` (models.sampling.Sampling) makes the first call a sampled draw with every field explicit."""
+    ask = sampling.chat_kwargs() if sampling is not None else {"temperature": temperature}
+    raw = mllm.chat(messages, max_new_tokens=max_new_tokens, seed=seed, **ask)
     try:
         return {"value": extract_field(raw, field_name), "error": None, "raw_reply": raw,
                 "repair_reply": None, "parsed": safe_json(raw, field_name)}

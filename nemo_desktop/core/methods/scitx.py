@@ -28,8 +28,13 @@ How the M distinct candidates are obtained
 ------------------------------------------
 The A.1 prompt asks for ONE JSON object, and the paper decodes at temperature 0, which yields one
 hypothesis. We keep the prompt verbatim and draw M times: draw 0 is greedy (temperature 0, exactly the
-paper's decoding, so candidate 1 is the paper's hypothesis), and draw d >= 1 samples at
-`sampling_temperature` (default 0.7) with seed `seed * 1000 + d`. A draw whose hypothesis repeats an
+paper's decoding, so candidate 1 is the paper's hypothesis), and draw d >= 1 samples with seed
+`seed * 1000 + d` and explicit sampling settings (`sampling_temperature` 0.7, `sampling_top_p` 0.95,
+`sampling_top_k` 0 = off, `sampling_min_p` 0 = off: this project's values, the paper gives none). All four are
+set on every sampled call, overriding the checkpoint's generation_config: Qwen2/2.5-VL-Instruct ship
+top_k=1, top_p=0.001, which would make every "sampled" draw the greedy one. They are in each draw's cache key
+and in the manifest ("sampling"), and the manifest's "candidate_counts" says how many distinct candidates
+were scored (a note says why, when fewer than M). A draw whose hypothesis repeats an
 earlier one (same words, ignoring case and punctuation) is replaced by the next draw, at most
 `max_extra_draws` times per sample; a duplicate left after that is kept as a candidate with an error.
 Why not one prompt asking for a list of M: it changes the paper's prompt and output format, the M items
@@ -64,6 +69,7 @@ from ... import __version__
 from ..errors import ConfigError, JobCancelled, NemoError
 from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
+from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, Sampling
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
                            classifier_part, error_text, image_hash, jsonable, load_input, model_manifest, model_part,
                            sha_text, unit_key)
@@ -74,7 +80,7 @@ from .reference import check_reference, embed_query, load_reference_image, refer
 from ..registry import Inputs
 from .registry import register_method
 from .result import Candidate, ExplanationResult, Observation, SampleInfo
-from .validation import draw_hypotheses
+from .validation import candidate_counts, candidate_note, draw_hypotheses, sampling_of
 
 
 VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)
@@ -117,15 +123,25 @@ class SciTXConfig:
     caption_max_new_tokens: int = 160
     hypothesis_max_new_tokens: int = 512
     intervention_max_new_tokens: int = 256
-    sampling_temperature: float = 0.7  # for hypothesis draws 2..M (draw 1 is greedy)
+    # Hypothesis draws 2..M (draw 1 is greedy): every sampling field is explicit, so that a checkpoint's
+    # generation_config (Qwen2.5-VL: top_k=1) cannot make them greedy. This project's values: models/sampling.py.
+    sampling_temperature: float = DEFAULT_TEMPERATURE
+    sampling_top_p: float = DEFAULT_TOP_P
+    sampling_top_k: int = DEFAULT_TOP_K  # 0 = off
+    sampling_min_p: float = DEFAULT_MIN_P  # 0 = off
     max_extra_draws: int = 3  # extra hypothesis draws allowed to replace duplicates
     thumbnail_side: int = 192  # observation thumbnails kept with the result
 
     def __post_init__(self) -> None:
         if self.k < 0 or self.m < 1:
             raise ConfigError(f"SciTX needs k >= 0 and m >= 1 (got k={self.k}, m={self.m}).")
+        _ = self.sampling  # validates the sampling settings
         if self.edit_size is not None:
             self.edit_size = (int(self.edit_size[0]), int(self.edit_size[1]))
+
+    @property
+    def sampling(self) -> Sampling:
+        return sampling_of(self)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -246,6 +262,10 @@ class SciTXPipeline:
 
         # -- 5. conclusion --------------------------------------------------------------------------
         best = select_by_cei(candidates, notes, noun="hypothesis")
+        counts = candidate_counts(candidates)
+        note = candidate_note(counts)
+        if note:
+            notes.append(note)
         if transient:
             notes.append(INCOMPLETE_NOTE)
         timings["total"] = time.perf_counter() - t_start
@@ -254,7 +274,7 @@ class SciTXPipeline:
             explanation=candidates[best].hypothesis if best is not None else None,
             selected_index=best, cei=candidates[best].cei if best is not None else None,
             candidates=candidates, observations=observations, timings=timings, notes=notes,
-            manifest=self._manifest(cfg, image_path, file_sha, units, not transient))
+            manifest=self._manifest(cfg, image_path, file_sha, units, not transient, counts))
         self._store_result(units, explanation_key, result, img, edited)
         return result
 
@@ -360,13 +380,13 @@ class SciTXPipeline:
             ctx, units, self.mllm, [ChatMessage.user(img, prompt)], m=cfg.m,
             key_parts={"image_sha256": image_sha, "prompt_sha256": sha_text(prompt)},
             prompt=self.prompts.hypothesis, repair=self.prompts.repair, seed=cfg.seed,
-            sampling_temperature=cfg.sampling_temperature, max_extra_draws=cfg.max_extra_draws,
+            sampling=cfg.sampling, max_extra_draws=cfg.max_extra_draws,
             max_new_tokens=cfg.hypothesis_max_new_tokens)
         return candidates, transient
 
     # --------------------------------------------------------------------------------------- records
     def _manifest(self, cfg: SciTXConfig, image_path: Path | None, file_sha: str | None, units: UnitCache,
-                  complete: bool) -> dict[str, Any]:
+                  complete: bool, counts: dict[str, int]) -> dict[str, Any]:
         return {
             "method": METHOD,
             "version": VERSION,
@@ -380,9 +400,10 @@ class SciTXPipeline:
             "intervention": "prompt" if self.zero_shot else "image",
             "prompts": self.prompts.versions(),
             "config": cfg.as_dict(),
-            "seeds": {"hypothesis_draws": f"draw 0 greedy; draw d>=1 seed {cfg.seed}*1000+d at temperature "
-                                          f"{cfg.sampling_temperature}", "edit": cfg.seed,
+            "seeds": {"hypothesis_draws": f"draw 0 greedy; draw d>=1 seed {cfg.seed}*1000+d", "edit": cfg.seed,
                       "retrieval": cfg.seed},
+            "sampling": {"draw_0": "greedy", "draws_1_on": cfg.sampling.as_dict()},
+            "candidate_counts": counts,
             "reference": reference_part(self.reference),
             **run_record(image_path, file_sha, units),
         }

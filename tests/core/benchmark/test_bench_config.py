@@ -8,7 +8,9 @@ import pytest
 from nemo_desktop.core.errors import ConfigError
 
 from nemo_desktop.core.benchmark.config import load_config, parse_config
-from nemo_desktop.core.benchmark.tables import CellStats, RunData, table2, table5
+from nemo_desktop.core.benchmark.records import DONE
+from nemo_desktop.core.benchmark.table_data import CellStats, RunData, SampleOutcome
+from nemo_desktop.core.benchmark.tables import table2, table5
 from nemo_desktop.core.resources import resource_path
 
 CONFIGS = sorted(resource_path("benchmarks", "configs").glob("table*.toml"))
@@ -56,7 +58,7 @@ def _data(methods: list[dict], cells: dict[str, tuple[list[float], list[float]]]
     stats = {}
     for label, (llm, cei) in cells.items():
         st = CellStats("D", "C", "M", None, label)
-        st.llm, st.cei, st.done = llm, cei, len(cei)
+        st.samples = {f"s{i}": SampleOutcome(DONE, llm=a, cei=b) for i, (a, b) in enumerate(zip(llm, cei))}
         stats[("D", "C", "M", None, label)] = st
     run = {"run_id": "r", "config": {"config": {"methods": methods}, "methods": [m["label"] for m in methods]}}
     return RunData(run, stats, [], [])

@@ -84,7 +84,7 @@ class JsonWritingMLLM:
 
     info = ModelInfo("test-double:json-writer", "test-double", "1")
 
-    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None):
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
         text = "\n".join(p for m in messages for p in m.content if isinstance(p, str))
         if "cause_of_error" in text:
             return json.dumps({"cause_of_error": f"The background texture misleads the model (draw {seed})."})
