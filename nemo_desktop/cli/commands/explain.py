@@ -44,7 +44,12 @@ def register(subparsers) -> None:
                         "zero-shot, else clip-vit-b32)")
     p.add_argument("--corpus", action="append", default=[], metavar="FILE",
                    help="error-retrieval: extra error-sentence file (.json or .tsv; repeatable)")
-    p.add_argument("--k", type=int, default=3, metavar="N", help="observations per set A/B/C (default 3)")
+    p.add_argument("--k", type=int, default=3, metavar="N",
+                   help="observations per set: N of the true class (A) + N of the predicted class (B) (default 3)")
+    p.add_argument("--k-random", type=int, metavar="N",
+                   help="random observations of other classes in Set C (default: --k; 0 = Algorithm 1 literally)")
+    p.add_argument("--k-pooled", action="store_true",
+                   help="take the --k nearest of the true and predicted classes together instead of --k of each")
     p.add_argument("--m", type=int, default=3, metavar="N",
                    help="hypothesis candidates (default 3; baselines use them with --validate)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of sampling, retrieval and edits (0)")
@@ -196,6 +201,7 @@ def run(args) -> int:
                           hint="Give a reference dataset or index id" + (", or 'none' for no observations."
                                                                           if entry.name == "scitx" else "."))
     wanted = dict(k=args.k, m=args.m, seed=args.seed, class_relevance=not args.no_class_relevance,
+                  k_random=args.k_random, k_scope="pooled" if args.k_pooled else "per-set",
                   edit_steps=args.edit_steps, edit_guidance=args.edit_guidance, edit_size=_parse_size(args.edit_size),
                   corpus_files=tuple(args.corpus))
     if args.max_new_tokens is not None:

@@ -14,7 +14,10 @@ from ..run_job import config_fields, field_kind
 
 PRIMARY = ("k", "m", "seed", "edit_steps", "edit_size")
 LABELS = {
-    "k": ("Observations per set (k)", "Reference images retrieved for each of Sets A, B and C"),
+    "k": ("Observations per set (k)", "Reference images of the true class (Set A) and, as many again, of the "
+                                      "predicted class (Set B)"),
+    "k_random": ("Random observations", "Set C: random references of other classes (default: k; 0 = the "
+                                        "paper's Algorithm 1, true and predicted classes only)"),
     "m": ("Hypotheses (m)", "Candidate explanations generated and each tested by a counterfactual"),
     "seed": ("Seed", "Seed of sampling, retrieval and image edits: the same seed gives the same result"),
     "edit_steps": ("Editor steps", "Diffusion steps of the image editor (default: the editor's own)"),
