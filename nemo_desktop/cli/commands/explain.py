@@ -57,7 +57,9 @@ def register(subparsers) -> None:
                    help="retrieve by similarity only (the paper's Table 5 ablation)")
     p.add_argument("--edit-steps", type=int, metavar="N", help="diffusion steps of the editor (its default)")
     p.add_argument("--edit-guidance", type=float, metavar="G", help="guidance scale of the editor (its default)")
-    p.add_argument("--edit-size", metavar="WxH", help="edit at this size instead of the image's own")
+    p.add_argument("--edit-size", metavar="WxH|native",
+                   help="edit at this size, or 'native' for the image's own size (default: the editor's preferred "
+                        "working resolution, aspect ratio kept; the result is resized back to the image's size)")
     p.add_argument("--max-new-tokens", type=int, metavar="N",
                    help="cap on every MLLM reply (default: 160 for captions, 512 for hypotheses, 256 for "
                         "interventions)")
@@ -71,7 +73,7 @@ def register(subparsers) -> None:
 def _parse_size(text: str | None):
     from ...core.errors import ConfigError
 
-    if not text:
+    if not text or text.strip().lower() == "native":
         return None
     try:
         w, h = (int(v) for v in text.lower().split("x"))
@@ -203,6 +205,7 @@ def run(args) -> int:
     wanted = dict(k=args.k, m=args.m, seed=args.seed, class_relevance=not args.no_class_relevance,
                   k_random=args.k_random, k_scope="pooled" if args.k_pooled else "per-set",
                   edit_steps=args.edit_steps, edit_guidance=args.edit_guidance, edit_size=_parse_size(args.edit_size),
+                  edit_resolution="native" if (args.edit_size or "").strip().lower() == "native" else "preferred",
                   corpus_files=tuple(args.corpus))
     if args.max_new_tokens is not None:
         if args.max_new_tokens < 1:

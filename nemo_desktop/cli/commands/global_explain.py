@@ -105,6 +105,8 @@ def run(args) -> int:
                     _recorded_setting(explanations, "edit_steps"),
                     edit_guidance=_recorded_setting(explanations, "edit_guidance"),
                     edit_size=tuple(size) if size else None,
+                    # Results from before the setting existed were edited at the image's own size.
+                    edit_resolution=_recorded_setting(explanations, "edit_resolution") or "native",
                     max_new_tokens=_recorded_setting(explanations, "intervention_max_new_tokens") or 256)
                 score = GlobalScorer(classifier, mllm, editor, store, settings).score(g, explanations, ctx)
     except JobCancelled as exc:

@@ -86,7 +86,7 @@ from ..errors import ConfigError, JobCancelled, NemoError
 from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
-                           classifier_part, error_text, image_hash, jsonable, load_input, model_manifest, model_part,
+                           check_edit_resolution, classifier_part, error_text, image_hash, jsonable, load_input, model_manifest, model_part,
                            sha_text, unit_key)
 from .labels import resolve_label
 from .pipeline_steps import INCOMPLETE_NOTE, classify_query, run_record, select_by_cei, stored_result
@@ -113,7 +113,8 @@ class SciTXConfig:
     k_scope: str = "per-set"  # "per-set" (k of each class) | "pooled" (the k nearest of both classes together)
     edit_steps: int | None = None  # None = the editor's default
     edit_guidance: float | None = None
-    edit_size: tuple[int, int] | None = None  # (width, height); None = the input image's size
+    edit_size: tuple[int, int] | None = None  # (width, height); None = see edit_resolution
+    edit_resolution: str = "preferred"  # "preferred": the editor's working resolution; "native": the image's size
     caption_max_new_tokens: int = 160
     hypothesis_max_new_tokens: int = 512
     intervention_max_new_tokens: int = 256
@@ -131,6 +132,7 @@ class SciTXConfig:
             raise ConfigError(f"Unknown k_scope '{self.k_scope}'.", hint=f"Use one of: {', '.join(K_SCOPES)}.")
         if self.edit_size is not None:
             self.edit_size = (int(self.edit_size[0]), int(self.edit_size[1]))
+        check_edit_resolution(self.edit_resolution)
 
     @property
     def random_count(self) -> int:
@@ -264,7 +266,7 @@ class SciTXPipeline:
             explanation=candidates[best].hypothesis if best is not None else None,
             selected_index=best, cei=candidates[best].cei if best is not None else None,
             candidates=candidates, observations=observations, timings=timings, notes=notes,
-            manifest=self._manifest(cfg, image_path, file_sha, units, not transient))
+            manifest=self._manifest(cfg, image_path, file_sha, units, not transient, tester.edit_record(img)))
         self._store_result(units, explanation_key, result, img, edited)
         return result
 
@@ -385,7 +387,7 @@ class SciTXPipeline:
 
     # --------------------------------------------------------------------------------------- records
     def _manifest(self, cfg: SciTXConfig, image_path: Path | None, file_sha: str | None, units: UnitCache,
-                  complete: bool) -> dict[str, Any]:
+                  complete: bool, edit: dict[str, Any] | None) -> dict[str, Any]:
         return {
             "method": METHOD,
             "app_version": __version__,
@@ -396,6 +398,7 @@ class SciTXPipeline:
                        "editor": None if self.zero_shot else model_manifest(self.editor.info)},
             "zero_shot": self.zero_shot,
             "intervention": "prompt" if self.zero_shot else "image",
+            "edit": edit,  # working size of the edits (None for prompt interventions)
             "prompts": self.prompts.versions(),
             "config": cfg.as_dict(),
             # Resolved observation counts (see "How many observations"): what the A.1 prompt was given.
