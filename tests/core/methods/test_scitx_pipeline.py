@@ -355,3 +355,45 @@ def test_ablation_never_shows_other_class_neighbours_as_random(digits_classifier
     randoms = [o for o in result.observations if o.set_name == "C"]
     assert len(c_lines) == len(randoms) == 3 and not any(line.startswith("  - [") for line in c_lines)
     assert all(o.label_index not in (sample.true_index, sample.pred_index) for o in randoms)
+
+
+# -- editor resolution ---------------------------------------------------------------------------------------
+class PreferredSizeEditor(DigitsEditor):
+    """The digits editor double plus a declared preferred working resolution (2x the input, like an editor
+    trained above the input's size); records the size each edit was asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[tuple[int, int]] = []
+
+    def preferred_size(self, width, height):
+        return 2 * width, 2 * height
+
+    def edit(self, image, instruction, *, size=None, **kw):
+        self.sizes.append(tuple(size))
+        return super().edit(image, instruction, size=size, **kw)
+
+
+@pytest.mark.parametrize("settings, expected", [({}, "preferred"), ({"edit_resolution": "native"}, "native"),
+                                                ({"edit_size": (40, 24)}, "explicit")])
+def test_edits_run_at_the_working_size_and_come_back_at_the_input_size(digits_classifier, blue_three, store, index,
+                                                                       settings, expected):
+    editor = PreferredSizeEditor()
+    result = make(digits_classifier, store, index, editor=editor, m=2, **settings)(blue_three, "three")
+    w, h = Image.open(blue_three).size
+    working = {"preferred": (2 * w, 2 * h), "native": (w, h), "explicit": (40, 24)}[expected]
+    assert editor.sizes and set(editor.sizes) == {working}
+    edits = store.find("edit")
+    assert all(r.load_image("image").size == (w, h) for r in edits)  # resized back to the input
+    assert all(r.payload["size"] == list(working) and r.payload["output_size"] == [w, h] for r in edits)
+    record = result.manifest["edit"]
+    assert record["working_size"] == list(working) and record["output_resized_to"] == [w, h]
+    assert record["resolution"] == settings.get("edit_resolution", "preferred")
+
+
+def test_an_editor_without_a_preferred_size_edits_natively_and_says_so(digits_classifier, blue_three, store, index):
+    result = make(digits_classifier, store, index, m=1)(blue_three, "three")
+    assert result.manifest["edit"]["working_size"] == list(Image.open(blue_three).size)
+    assert "declares no preferred" in result.manifest["edit"]["working_size_from"]
+    with pytest.raises(ConfigError):
+        SciTXConfig(edit_resolution="huge")
