@@ -392,6 +392,7 @@ class BenchmarkRunner:
                 if label is not None:
                     w.writerow([str(p), label])
         ident = hashlib.sha256(json.dumps([ds.describe()["kind"], str(ds.root), getattr(ds, "splits", None),
+                                           getattr(ds, "border_crop", 0),  # cropped pixels: another index
                                            subset.describe() if subset else None, view.info.model_id,
                                            view.info.revision, list(view.class_names)], sort_keys=True,
                                           default=str).encode("utf-8")).hexdigest()[:16]
