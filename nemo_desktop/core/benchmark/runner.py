@@ -454,12 +454,12 @@ class BenchmarkRunner:
                             from ..data.reference_index import ReferenceIndex
 
                             reference = ReferenceIndex.load(self.store, pair.index_id)
-                        methods[cell.id] = self._build_method(cell, adapted.classifier, reference)
+                        methods[cell.id] = self._build_method(cell, adapted.classifier, reference, pair)
                     return methods[cell.id]
 
                 self._process(pair, cell, outcome, build, judge=judge)
 
-    def _build_method(self, cell: Cell, classifier: Any, reference: Any) -> Any:
+    def _build_method(self, cell: Cell, classifier: Any, reference: Any, pair: Pair | None = None) -> Any:
         from dataclasses import fields
 
         from ..methods.registry import get_method
@@ -480,7 +480,38 @@ class BenchmarkRunner:
             raise ConfigError(f"Method '{cell.method.label}' ({cell.method.method}) takes no options.")
         mllm = self.pool.get(self._ref(self.config.mllms, cell.mllm)) if cell.mllm else None
         editor = self.pool.get(self._ref(self.config.editors, cell.editor)) if cell.editor else None
+        first = self.config.editors[0].label if self.config.editors else None
+        if self.config.editor_protocol == "rescore" and pair is not None and cell.editor not in (None, first):
+            return self._rescorer(cell, pair, first, classifier, mllm, editor, config)
         return entry.factory(classifier, mllm, editor=editor, store=self.store, reference=reference, config=config)
+
+    def _rescorer(self, cell: Cell, pair: Pair, first: str, classifier: Any, mllm: Any, editor: Any,
+                  config: Any) -> Any:
+        """editor_protocol = "rescore": this cell tests again, with its editor, the explanation that the same
+        method chose with the first editor (core/methods/rescore.py)."""
+        from ..methods.intervention import InterventionSettings
+        from ..methods.rescore import RescoredExplanation
+
+        source_cell = cell_id(cell.dataset, cell.classifier, cell.mllm, first, cell.method.label)
+        sample_of_path = {str(s.path): s.sample_id for s in pair.sample_of.values()}
+        sample_of_path.update({str(Path(s.path).resolve()): s.sample_id for s in pair.sample_of.values()})
+
+        def source(path: Path | None) -> ExplanationResult | None:
+            sample_id = sample_of_path.get(str(path)) if path is not None else None
+            it = self._items.get(item_id(source_cell, sample_id)) if sample_id else None
+            if it is None or it["status"] not in (EXPLAINED, DONE) or not it.get("result_key"):
+                return None
+            stored = self.store.get(it["result_key"])
+            if stored is None:
+                return None
+            result = ExplanationResult.from_dict(stored.payload.get("result", stored.payload))
+            result.result_key = stored.key
+            return result
+
+        settings = (InterventionSettings.from_config(config) if config is not None and hasattr(config, "edit_size")
+                    else InterventionSettings(seed=self.config.seed))
+        return RescoredExplanation(classifier, mllm, editor, store=self.store, settings=settings, source=source,
+                                   source_label=f"cell '{source_cell}'")
 
     @staticmethod
     def _ref(refs: list[ModelRef], label: str) -> ModelRef:
