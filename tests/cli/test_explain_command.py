@@ -9,6 +9,7 @@ from nemo_desktop.core.methods.result import Candidate, ClassScore, ExplanationR
 def test_edit_size_parsing():
     assert explain._parse_size("512x384") == (512, 384)
     assert explain._parse_size(None) is None
+    assert explain._parse_size("native") is None  # the image's own size: edit_resolution = "native"
     for bad in ("512", "0x5", "axb"):
         with pytest.raises(ConfigError):
             explain._parse_size(bad)

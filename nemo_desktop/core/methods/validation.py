@@ -38,8 +38,8 @@ from ..errors import ConfigError, JobCancelled
 from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache, ask_json,
-                           check_edit_resolution, classifier_part, error_text, image_hash, jsonable, load_input, model_manifest,
-                           model_part, raw_replies, unit_key)
+                           check_edit_resolution, classifier_part, error_text, image_hash, jsonable, load_input,
+                           model_manifest, model_part, raw_replies, unit_key)
 from .labels import resolve_label
 from .pipeline_steps import INCOMPLETE_NOTE, classify_query, run_record, select_by_cei, stored_result
 from .prompts import PromptTemplate

@@ -103,11 +103,11 @@ def test_without_contrast_a_class_heavy_sentence_wins():
 
 def test_the_corpus_changes_the_key_and_the_answer(store):
     space = PlantedSpace(VECTORS, {SKETCH: IMAGE_VECTOR})
-    first = ErrorRetrievalPipeline(FixedClassifier(), None, store=store, embedder=space, corpus=corpus(), config=PDIFF)(sketch(),
-                                                                                                         "cat")
+    first = ErrorRetrievalPipeline(FixedClassifier(), None, store=store, embedder=space, corpus=corpus(),
+                                   config=PDIFF)(sketch(), "cat")
     smaller = corpus([t for t in CORPUS if t != PLANTED])
-    second = ErrorRetrievalPipeline(FixedClassifier(), None, store=store, embedder=space, corpus=smaller, config=PDIFF)(sketch(),
-                                                                                                         "cat")
+    second = ErrorRetrievalPipeline(FixedClassifier(), None, store=store, embedder=space, corpus=smaller,
+                                    config=PDIFF)(sketch(), "cat")
     assert second.result_key != first.result_key and second.explanation != first.explanation
 
 

@@ -21,8 +21,9 @@ LABELS = {
     "m": ("Hypotheses (m)", "Candidate explanations generated and each tested by a counterfactual"),
     "seed": ("Seed", "Seed of sampling, retrieval and image edits: the same seed gives the same result"),
     "edit_steps": ("Editor steps", "Diffusion steps of the image editor (default: the editor's own)"),
-    "edit_size": ("Editor resolution", "Size the image is edited at (default: the editor's preferred working resolution, "
-                                         "aspect ratio kept; the result is resized back to the image's size)"),
+    "edit_size": ("Editor resolution", "Size the image is edited at (default: the editor's preferred working "
+                                       "resolution, aspect ratio kept; the result is resized back to the image's "
+                                       "size)"),
     "edit_guidance": ("Editor guidance", "Guidance scale of the image editor (default: the editor's own)"),
     "class_relevance": ("Class-relevant observations", "Off: retrieve by similarity only (the paper's Table 5 "
                                                        "ablation)"),
