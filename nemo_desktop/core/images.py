@@ -20,6 +20,7 @@ from typing import Union
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from .errors import InputImageError
+from .image_borders import border_for, crop_border
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ def load_image(src: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS, max_si
         w, h = img.size
         if w * h > max_pixels:
             raise _too_large(label, (w, h), max_pixels)
+        border = border_for(src) if isinstance(src, (str, os.PathLike)) else 0  # e.g. ObjectNet's frame
         if max_side and img.format == "JPEG":
             img.draft("RGB", (max_side, max_side))  # DCT-domain downscale: decode only what is needed
         try:
@@ -72,6 +74,8 @@ def load_image(src: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS, max_si
         except _DECODE_ERRORS as exc:
             raise _decode_error(label, exc) from None
         _apply_orientation(img, label)
+        if border:
+            img = crop_border(img, border, scale=min(img.size) / min(w, h))
         try:
             rgb = to_rgb(img)
         except (ValueError, OSError) as exc:  # an exotic colour mode PIL cannot convert

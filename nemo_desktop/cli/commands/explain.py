@@ -45,6 +45,12 @@ def register(subparsers) -> None:
                    help="error-retrieval: extra error-sentence file (.json or .tsv; repeatable)")
     p.add_argument("--no-class-relevance", action="store_true",
                    help="retrieve by similarity only (the paper's Table 5 ablation)")
+    p.add_argument("--k-pooled", action="store_true",
+                   help="take the --k nearest of the true and predicted classes together instead of --k of each "
+                        "(same as --k-scope pooled)")
+    p.add_argument("--edit-size", metavar="WxH|native",
+                   help="edit at this size, or 'native' for the image's own size (default: the editor's preferred "
+                        "working resolution, aspect ratio kept; the result is resized back to the image's size)")
     p.add_argument("--max-new-tokens", type=int, metavar="N",
                    help="cap on every MLLM reply (default: 160 for captions, 512 for hypotheses, 256 for "
                         "interventions)")
@@ -54,7 +60,7 @@ def register(subparsers) -> None:
     from ..options import add_config_options
 
     add_config_options(p, [get_method(n).config for n in list_methods()],
-                       skip=("validate", "class_relevance", "corpus_files"))
+                       skip=("validate", "class_relevance", "corpus_files", "edit_size"))
     p.add_argument("--json", metavar="OUT", help="write the full result as JSON to OUT ('-' for stdout)")
     add_device_options(p)
     p.set_defaults(func=run)
@@ -139,6 +145,18 @@ def _options(args, spec) -> dict:
         options["class_relevance"] = False
     if args.corpus:
         options["corpus_files"] = tuple(args.corpus)
+    if args.k_pooled:
+        options["k_scope"] = "pooled"
+    if args.edit_size:
+        if args.edit_size.strip().lower() == "native":
+            options["edit_resolution"] = "native"
+        else:
+            from ...core.registry.params import config_params, parse_value
+
+            size = next((p for p in config_params(spec.config) if p.name == "edit_size"), None)
+            if size is None:
+                raise ConfigError(f"The method {spec.name} has no option edit_size.")
+            options["edit_size"] = parse_value(size, args.edit_size)
     return options
 
 

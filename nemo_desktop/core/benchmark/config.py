@@ -19,6 +19,8 @@ A JSON or TOML file (see resources/benchmarks/configs/ for the paper's Tables 1-
     "Qwen2.5-VL-7B" = "qwen2.5-vl-7b"
     [editors]
     Kontext = "flux-kontext-dev"
+    editor_protocol = "reselect"       # with several editors: "reselect" (each editor runs the whole method)
+                                       # or "rescore" (the first editor's explanations, re-tested by the others)
     [[methods]]
     label = "SciTX"
     method = "scitx"                   # method registry name
@@ -49,6 +51,7 @@ _LABEL = re.compile(r"^[^|/\n]{1,80}$")
 EXECUTION_KEYS = ("device", "dtype", "index_batch_size", "judge_mode", "store")
 REPORT_KEYS = ("tables",)  # how results are reported, not what is computed: outside the hash too
 JUDGE_MODES = ("inline", "after")
+EDITOR_PROTOCOLS = ("reselect", "rescore")
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,7 @@ class BenchConfig:
     judge_mode: str = "inline"
     raw: dict = field(default_factory=dict)  # the config as given, minus execution options
     tables: dict = field(default_factory=dict)  # reporting options: {"missing": "drop" | "zero"}
+    editor_protocol: str = "reselect"  # "reselect" | "rescore" (core/methods/rescore.py)
 
     @property
     def sha256(self) -> str:
@@ -171,7 +175,8 @@ def parse_config(data: dict, *, base_dir: Path | None = None) -> BenchConfig:
     if not isinstance(data, dict):
         raise ConfigError("A benchmark config must be a table / object at the top level.")
     known = {"name", "seed", "samples_per_dataset", "datasets", "classifiers", "mllms", "mllm", "editors",
-             "editor", "methods", "judges", "imagenet_subset", "aggregate", *EXECUTION_KEYS, *REPORT_KEYS}
+             "editor", "methods", "judges", "imagenet_subset", "aggregate", "editor_protocol", *EXECUTION_KEYS,
+             *REPORT_KEYS}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"Unknown benchmark config key(s): {', '.join(unknown)}.",
@@ -203,6 +208,11 @@ def parse_config(data: dict, *, base_dir: Path | None = None) -> BenchConfig:
         per_class = s.get("per_class")
         subset = SubsetConfig(str(_path(s["root"], base_dir)), s.get("classes", "mini-imagenet"),
                               None if per_class is None else _int(per_class, "imagenet_subset.per_class", minimum=1))
+    editor_protocol = str(data.get("editor_protocol", "reselect"))
+    if editor_protocol not in EDITOR_PROTOCOLS:
+        raise ConfigError(f"editor_protocol must be one of {', '.join(EDITOR_PROTOCOLS)}, not '{editor_protocol}'.",
+                          hint="'reselect': every editor runs the whole method; 'rescore': the first editor's "
+                               "explanations are tested again with the other editors (paper Table 3).")
     aggregate = str(data.get("aggregate", "max"))
     if aggregate not in ("max", "sum"):
         raise ConfigError(f"aggregate must be 'max' or 'sum', not '{aggregate}'.")
@@ -219,7 +229,7 @@ def parse_config(data: dict, *, base_dir: Path | None = None) -> BenchConfig:
     return BenchConfig(name, seed, n, datasets, classifiers, mllms, editors, methods, judges, subset, aggregate,
                        str(data.get("device", "auto")), str(data.get("dtype", "auto")),
                        _int(data.get("index_batch_size", 32), "index_batch_size", minimum=1), judge_mode, raw,
-                       tables)
+                       tables, editor_protocol=editor_protocol)
 
 
 def _tables(value: Any) -> dict:

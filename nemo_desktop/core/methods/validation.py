@@ -41,8 +41,8 @@ from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
 from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, Sampling
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache, ask_json,
-                           classifier_part, error_text, image_hash, jsonable, load_input, model_manifest,
-                           model_part, raw_replies, unit_key)
+                           check_edit_resolution, classifier_part, error_text, image_hash, jsonable, load_input,
+                           model_manifest, model_part, raw_replies, unit_key)
 from .labels import resolve_label
 from .pipeline_steps import INCOMPLETE_NOTE, classify_query, run_record, select_by_cei, stored_result
 from .prompts import PromptTemplate
@@ -100,13 +100,15 @@ class BaselineConfig:
     max_extra_draws: int = 3  # extra draws allowed to replace duplicate candidates
     edit_steps: int | None = None
     edit_guidance: float | None = None
-    edit_size: tuple[int, int] | None = None
+    edit_size: tuple[int, int] | None = None  # None = see edit_resolution (InterventionSettings)
     intervention_max_new_tokens: int = 256
+    edit_resolution: str = "preferred"  # "preferred": the editor's working resolution; "native": the image's size
 
     def __post_init__(self) -> None:
         if self.m < 1:
             raise ConfigError(f"The number of candidates m must be at least 1 (got {self.m}).")
         _ = self.sampling  # validates the sampling settings
+        check_edit_resolution(self.edit_resolution)
         if self.edit_size is not None:
             self.edit_size = (int(self.edit_size[0]), int(self.edit_size[1]))
 
@@ -388,7 +390,7 @@ class BaselinePipeline:
             selected_index=best, cei=chosen.cei if chosen else None, candidates=candidates,
             observations=proposal.observations or [], evidence=dict(proposal.evidence or {}), timings=timings,
             notes=notes, manifest=self._manifest(candidates, image_path, file_sha, units, not transient, testing, tester,
-                                                 proposal.details))
+                                                 proposal.details, tester.edit_record(img) if testing else None))
         if units.store is not None:
             result.result_key = key
             units.store.put(key, "explanation", result.to_dict(), dict(self.last_artifacts))
@@ -396,7 +398,8 @@ class BaselinePipeline:
 
     def _manifest(self, candidates: list[Candidate], image_path: Path | None, file_sha: str | None,
                   units: UnitCache, complete: bool,
-                  testing: bool, tester: CounterfactualTester, details: dict | None) -> dict[str, Any]:
+                  testing: bool, tester: CounterfactualTester, details: dict | None,
+                  edit: dict[str, Any] | None = None) -> dict[str, Any]:
         cfg = self.config
         return {
             "method": self.method_name,
@@ -412,6 +415,7 @@ class BaselinePipeline:
                        **self._models_manifest()},
             "zero_shot": tester.zero_shot,
             "intervention": tester.kind if testing else None,
+            "edit": edit,  # working size of the edits (None when no image was edited)
             "prompts": {**self._prompt_versions(), **(self.intervention_prompts.versions() if testing else {})},
             "config": cfg.as_dict(),
             "seeds": {"candidate_draws": f"draw 0 greedy; draw d>=1 seed {cfg.seed}*1000+d", "edit": cfg.seed},

@@ -96,4 +96,6 @@ class ImageEditor(Protocol):
              guidance: float | None = None, size: tuple[int, int] | None = None,
              on_step: StepCallback | None = None) -> Image.Image:
         """Apply a natural-language edit. `size` (width, height) is honoured exactly (default: the input's
-        size). `on_step` is called after every denoising step; returning False cancels (JobCancelled)."""
+        size). `on_step` is called after every denoising step; returning False cancels (JobCancelled).
+        An editor may also offer `preferred_size(width, height) -> (w, h)`, its preferred working resolution
+        for an input of that shape; callers then edit at that size by default (methods/intervention.py)."""
