@@ -101,7 +101,7 @@ from .reference import check_reference, embed_query, load_reference_image, refer
 from ..registry import Inputs
 from .registry import register_method
 from .result import Candidate, ExplanationResult, Observation, SampleInfo
-from .validation import candidate_counts, candidate_note, draw_hypotheses, sampling_of
+from .validation import SHARED_FIELD_INFO, candidate_counts, candidate_note, draw_hypotheses, sampling_of
 
 
 VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)
@@ -133,6 +133,7 @@ class SciTXConfig:
                             "help": "extra hypothesis draws allowed to replace duplicates"},
         "thumbnail_side": {"label": "Thumbnail side", "min": 8, "max": 1024,
                            "help": "pixels of the observation thumbnails kept with the result"},
+        **SHARED_FIELD_INFO,
     }
 
     # K per set: k of the true class (Set A) + k of the predicted class (Set B); see "How many observations".

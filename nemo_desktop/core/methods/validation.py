@@ -52,6 +52,22 @@ from .result import Candidate, ExplanationResult, Observation
 VALIDATED_SUFFIX = "-validated"
 
 
+# Settings SciTX and the baselines share (labels, help and ranges for the CLI and the settings form).
+SHARED_FIELD_INFO: dict[str, dict] = {
+    "sampling_top_p": {"label": "Sampling top-p", "min": 0.0, "max": 1.0,
+                       "help": "nucleus sampling of draws 2..M (1 = off)"},
+    "sampling_top_k": {"label": "Sampling top-k", "min": 0,
+                       "help": "top-k of draws 2..M (0 = off; the checkpoint's own value is never used)"},
+    "sampling_min_p": {"label": "Sampling min-p", "min": 0.0, "max": 1.0, "help": "min-p of draws 2..M (0 = off)"},
+    "edit_resolution": {"label": "Edit resolution", "choices": ("preferred", "native"),
+                        "help": "preferred: the editor's working resolution; native: the image's own size"},
+    "k_random": {"label": "Random observations (Set C)", "min": 0,
+                 "help": "random observations of other classes (default: k; 0 = Algorithm 1 literally)"},
+    "k_scope": {"label": "K scope", "choices": ("per-set", "pooled"),
+                "help": "per-set: k of each class; pooled: the k nearest of both classes together"},
+}
+
+
 @dataclass
 class BaselineConfig:
     # Labels, help and ranges for the CLI options and the settings form (core/registry/params.py).
@@ -78,14 +94,19 @@ class BaselineConfig:
         "show_original": {"label": "Show original", "help": "also show the MLLM the original image"},
         "reference_max_side": {"label": "Reference size", "min": 8, "max": 4096,
                                "help": "longest side of the stored reference copy"},
-        "contrast": {"label": "Ranking", "choices": ("pdiff", "fpdiff", "tops"),
-                     "help": "how error sentences are ranked against the class caption"},
+        "contrast": {"label": "Ranking", "choices": ("similarity", "tops", "pdiff", "fpdiff"),
+                     "help": "similarity: the paper's plain image-sentence similarity; pdiff/fpdiff: contrast with "
+                             "the class caption (this project's)"},
+        "corpus": {"label": "Error corpus", "choices": ("failure-statements", "class-captions"),
+                   "help": "failure-statements: paper-style, class-agnostic; class-captions: not comparable with "
+                           "the paper's numbers"},
         "filter_k": {"label": "FPDiff filter", "min": 1, "help": "fpdiff: sentences most similar to the image"},
         "reference_caption": {"label": "Reference caption", "help": "default: the corpus's ('a photo of a {class}.')"},
         "retrieval_model": {"label": "Retrieval model",
                             "help": "joint image-text model (catalog id or family:source); default: the classifier "
                                     "if zero-shot, else clip-vit-b32"},
         "show_top": {"label": "Ranked sentences kept", "min": 1, "help": "ranked sentences kept in the manifest"},
+        **SHARED_FIELD_INFO,
     }
 
     m: int = 3  # candidates tested when validating (Table 2); without validation one candidate
