@@ -14,6 +14,8 @@ sub-step onto a slice of the parent's progress. `run_job` wraps the call and tur
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
 import time
 import traceback
@@ -41,6 +43,30 @@ class CancelToken:
     def raise_if_cancelled(self) -> None:
         if self._event.is_set():
             raise JobCancelled()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`, waking at once on cancel; True when cancelled."""
+        return self._event.wait(seconds)
+
+
+# The token of the job running in this thread: blocking I/O deep inside a model adapter (an HTTP request),
+# which no JobContext reaches, is interrupted by it. Set by run_job and the CLI's cancellable_job.
+_current_token: contextvars.ContextVar[CancelToken | None] = contextvars.ContextVar("nemo_cancel_token",
+                                                                                     default=None)
+
+
+def current_cancel_token() -> CancelToken | None:
+    return _current_token.get()
+
+
+@contextlib.contextmanager
+def cancel_scope(token: CancelToken | None) -> Iterator[None]:
+    """Make `token` the current job's cancel token in this thread for the block."""
+    reset = _current_token.set(token)
+    try:
+        yield
+    finally:
+        _current_token.reset(reset)
 
 
 @dataclass(frozen=True)
@@ -206,7 +232,8 @@ def run_job(fn: Callable[[JobContext], T], ctx: JobContext | None = None) -> Job
     ctx = ctx or JobContext()
     start = time.perf_counter()
     try:
-        result = fn(ctx)
+        with cancel_scope(ctx.cancel_token):
+            result = fn(ctx)
         status, error = "done", None
     except JobCancelled as exc:
         result, status, error = None, "cancelled", exc.to_dict()

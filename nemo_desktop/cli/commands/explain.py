@@ -41,10 +41,16 @@ def register(subparsers) -> None:
     p.add_argument("--validate", action="store_true",
                    help="baselines: draw --m candidates and keep the one with the largest CEI (paper Table 2); "
                         "SciTX always does")
-    p.add_argument("--corpus", action="append", default=[], metavar="FILE",
+    p.add_argument("--corpus-file", action="append", default=[], metavar="FILE",
                    help="error-retrieval: extra error-sentence file (.json or .tsv; repeatable)")
     p.add_argument("--no-class-relevance", action="store_true",
                    help="retrieve by similarity only (the paper's Table 5 ablation)")
+    p.add_argument("--k-pooled", action="store_true",
+                   help="take the --k nearest of the true and predicted classes together instead of --k of each "
+                        "(same as --k-scope pooled)")
+    p.add_argument("--edit-size", metavar="WxH|native",
+                   help="edit at this size, or 'native' for the image's own size (default: the editor's preferred "
+                        "working resolution, aspect ratio kept; the result is resized back to the image's size)")
     p.add_argument("--max-new-tokens", type=int, metavar="N",
                    help="cap on every MLLM reply (default: 160 for captions, 512 for hypotheses, 256 for "
                         "interventions)")
@@ -60,7 +66,7 @@ def _method_options(p) -> None:
     from ..options import add_config_options
 
     add_config_options(p, [get_method(n).config for n in list_methods()],
-                       skip=("validate", "class_relevance", "corpus_files"))
+                       skip=("validate", "class_relevance", "corpus_files", "edit_size"))
 
 
 # -- the method -----------------------------------------------------------------------------------------------
@@ -140,8 +146,20 @@ def _options(args, spec) -> dict:
                 options.setdefault(name, args.max_new_tokens)
     if args.no_class_relevance:
         options["class_relevance"] = False
-    if args.corpus:
-        options["corpus_files"] = tuple(args.corpus)
+    if args.corpus_file:
+        options["corpus_files"] = tuple(args.corpus_file)
+    if args.k_pooled:
+        options["k_scope"] = "pooled"
+    if args.edit_size:
+        if args.edit_size.strip().lower() == "native":
+            options["edit_resolution"] = "native"
+        else:
+            from ...core.registry.params import config_params, parse_value
+
+            size = next((p for p in config_params(spec.config) if p.name == "edit_size"), None)
+            if size is None:
+                raise ConfigError(f"The method {spec.name} has no option edit_size.")
+            options["edit_size"] = parse_value(size, args.edit_size)
     return options
 
 
@@ -196,4 +214,16 @@ def run(args) -> int:
         print(format_result(result))
         if args.json:
             print(f"Full result written to {args.json}.")
-    return 0
+    return exit_code(result)
+
+
+def exit_code(result) -> int:
+    """0: an explanation, every step worked; 1 (partial): an explanation, but some candidates or steps failed;
+    3 (runtime): no explanation at all (e.g. every request to the model endpoint failed)."""
+    from ...core.methods.pipeline_steps import INCOMPLETE_NOTE
+    from ..exit_codes import PARTIAL, RUNTIME, SUCCESS
+
+    if result.explanation is None:
+        return RUNTIME
+    failed = any(c.error for c in result.candidates) or INCOMPLETE_NOTE in result.notes
+    return PARTIAL if failed else SUCCESS

@@ -99,4 +99,6 @@ def run(args) -> int:
                    ensure_ascii=False)
     if args.json != "-":
         print(format_global(g, score))
-    return 0 if g.explanation else 1
+    from ..exit_codes import RUNTIME, SUCCESS
+
+    return SUCCESS if g.explanation else RUNTIME  # no explanation is a failed run, not a partial one

@@ -468,6 +468,8 @@ class GlobalExplanationAnalysis:
                 recorded_setting(explanations, "edit_steps"),
                 edit_guidance=recorded_setting(explanations, "edit_guidance"),
                 edit_size=tuple(size) if size else None,
+                # Results from before the setting existed were edited at the image's own size.
+                edit_resolution=recorded_setting(explanations, "edit_resolution") or "native",
                 max_new_tokens=recorded_setting(explanations, "intervention_max_new_tokens") or 256)
             score = GlobalScorer(self.classifier, self.mllm, self.editor, self.store, settings).score(
                 g, explanations, ctx.sub("Scoring", 0.3, 1.0))

@@ -194,10 +194,15 @@ class ImageNetR(_VocabularyBenchmark):
 
 
 class ObjectNet(_VocabularyBenchmark):
+    """ObjectNet's 113 ImageNet-overlap classes. Its images carry a red border: opening the dataset registers
+    a crop of `border_crop` pixels per side for every image loaded from under its root (core/image_borders.py),
+    as the standard ObjectNet loaders do."""
+
     kind = "objectnet"
     display_name = "ObjectNet"
     criterion_key = "objectnet"
     vocabulary_name = "objectnet"
+    border_crop = 2
 
     def __init__(self, root: str | Path) -> None:
         root = _existing_dir(root, "ObjectNet", "objectnet-1.0/images/<folder>/<image>")
@@ -224,6 +229,12 @@ class ObjectNet(_VocabularyBenchmark):
         if unknown:
             notes.append(f"ignored {len(unknown)} folder(s) that are not ObjectNet classes: {', '.join(unknown[:5])}")
         super().__init__(root, vocab.names, samples, notes)
+        from ..image_borders import register_border_crop
+
+        register_border_crop(root, self.border_crop)
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "border_crop": self.border_crop}
 
 
 @lru_cache(maxsize=1)

@@ -68,7 +68,7 @@ class CamMLLMPipeline(BaselinePipeline):
             ctx, units, self.mllm, [ChatMessage.user(*parts)], m=n,
             key_parts={"image_sha256": image_sha, "overlay_sha256": image_hash(overlay),
                        "show_original": cfg.show_original, "prompt_sha256": sha_text(prompt)},
-            prompt=self.prompt, repair=self.repair, seed=cfg.seed, sampling_temperature=cfg.sampling_temperature,
+            prompt=self.prompt, repair=self.repair, seed=cfg.seed, sampling=cfg.sampling,
             max_extra_draws=cfg.max_extra_draws, max_new_tokens=cfg.hypothesis_max_new_tokens)
         return Proposal(candidates=candidates, transient=transient,
                         evidence={"Grad-CAM overlay": OVERLAY, "Grad-CAM heatmap": HEATMAP},

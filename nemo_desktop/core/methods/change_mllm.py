@@ -78,7 +78,7 @@ class ChangeMLLMPipeline(BaselinePipeline):
             ctx, units, self.mllm, [ChatMessage.user(img, ref_img, prompt)], m=n,
             key_parts={"image_sha256": image_sha, "reference_sha256": obs.image_sha256,
                        "prompt_sha256": sha_text(prompt)},
-            prompt=self.prompt, repair=self.repair, seed=cfg.seed, sampling_temperature=cfg.sampling_temperature,
+            prompt=self.prompt, repair=self.repair, seed=cfg.seed, sampling=cfg.sampling,
             max_extra_draws=cfg.max_extra_draws, max_new_tokens=cfg.hypothesis_max_new_tokens)
         differences = [(o.get("parsed") or {}).get("visual_differences") for o in outcomes]
         stored = ref_img.copy()

@@ -79,7 +79,9 @@ SAMPLE_VARIATIONS = {
     "edit_size": (32, 32), "caption_max_new_tokens": 100, "hypothesis_max_new_tokens": 300,
     "intervention_max_new_tokens": 200, "sampling_temperature": 0.5, "max_extra_draws": 1, "thumbnail_side": 24,
     "validate": True, "score": False, "gradcam_layer": "features.0", "overlay_alpha": 0.3, "overlay_min_side": 64,
-    "show_original": True, "reference_max_side": 64, "contrast": "tops", "filter_k": 5,
+    "show_original": True, "reference_max_side": 64, "contrast": "pdiff", "filter_k": 5,
+    "k_random": 0, "k_scope": "pooled", "edit_resolution": "native", "sampling_top_p": 0.8, "sampling_top_k": 5,
+    "sampling_min_p": 0.1, "corpus": "class-captions",
     "reference_caption": "a drawing of a {class}.", "corpus_files": (), "retrieval_model": None, "show_top": 3,
 }
 
@@ -227,7 +229,7 @@ def test_cli_help_offers_every_setting(name, capsys):
     with pytest.raises(SystemExit):
         main([*command, "--help"])
     out = capsys.readouterr().out
-    aliases = {"class_relevance": "--no-class-relevance", "corpus_files": "--corpus", "validate": "--validate",
+    aliases = {"class_relevance": "--no-class-relevance", "corpus_files": "--corpus-file", "validate": "--validate",
                "score": "--score"}
     for p in config_params(spec.config):
         if p.kind is None:
