@@ -5,7 +5,7 @@ from __future__ import annotations
 from nemo_desktop.cli.commands import bench, explain
 from nemo_desktop.cli.exit_codes import PARTIAL, RUNTIME, SUCCESS
 from nemo_desktop.core.benchmark.records import DONE, EXPLAINED, FAILED
-from nemo_desktop.core.benchmark.runner import RunSummary
+from nemo_desktop.core.benchmark.work_units import RunSummary
 from nemo_desktop.core.methods.pipeline_steps import INCOMPLETE_NOTE
 from nemo_desktop.core.methods.result import Candidate, ExplanationResult, SampleInfo
 

@@ -107,7 +107,8 @@ class _RunProgress(StageBars):
 
 def run_bench(args) -> int:
     from ...core.benchmark.config import load_config
-    from ...core.benchmark.runner import BenchmarkRunner, Shard
+    from ...core.benchmark.runner import BenchmarkRunner
+    from ...core.benchmark.work_units import Shard
     from ...core.errors import JobCancelled
     from ..output import write_json
     from ..progress import cancellable_job

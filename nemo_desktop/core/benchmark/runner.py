@@ -24,7 +24,6 @@ and share its cached units. `nemo bench merge` combines the shard stores (merge.
 from __future__ import annotations
 
 import csv
-import gc
 import hashlib
 import io
 import json
@@ -33,172 +32,24 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import ConfigError, JobCancelled, ModelError, NemoError, StoreError
 from ..jobs import JobContext, Progress, describe_exception, null_context
 from ..methods.result import ExplanationResult
-from .config import BenchConfig, DatasetConfig, MethodConfig, ModelRef
+from .config import BenchConfig, DatasetConfig, ModelRef
 from .datasets import Adapted, BenchmarkDataset, ImageNetSubset, open_benchmark_dataset, open_imagenet_subset
 from .judge import Criterion, LLMMatchJudge, Verdict, custom_criterion, llm_match, load_criterion
+from .model_pool import ModelPool, default_loader
 from .records import (DONE, ERROR, EXPLAINED, FAILED, INCOMPLETE, RUN_KIND, SAMPLE_KIND, SELECTION_KIND, SHARD_KIND,
                       cell_id, item_id, load_artifacts, run_status)
-from .selection import Outcome, Selection, select_misclassified, shard_of
+from .selection import Outcome, select_misclassified, shard_of
+from .work_units import Cell, Pair, RunSummary, Shard, _Eta
 
 log = logging.getLogger(__name__)
 PROGRESS_STAGE = "Benchmark"
 _SHARD_RECORD_EVERY = 25  # computed items between two writes of the shard record
-
-
-@dataclass(frozen=True)
-class Shard:
-    index: int  # 0-based
-    count: int
-
-    @classmethod
-    def parse(cls, text: str | None) -> "Shard":
-        """'i/n' with 1 <= i <= n (shard 1 of 4 is '1/4')."""
-        if not text:
-            return cls(0, 1)
-        try:
-            i, n = (int(x) for x in str(text).split("/"))
-        except ValueError:
-            raise ConfigError(f"--shard must look like i/n (e.g. 1/4), not '{text}'.") from None
-        if n < 1 or not 1 <= i <= n:
-            raise ConfigError(f"--shard {text}: i must be between 1 and n.", hint="Shards are numbered 1/n ... n/n.")
-        return cls(i - 1, n)
-
-    def __str__(self) -> str:
-        return f"{self.index + 1}/{self.count}"
-
-
-@dataclass
-class Cell:
-    dataset: str
-    classifier: str
-    mllm: str | None
-    editor: str | None
-    method: MethodConfig
-
-    @property
-    def id(self) -> str:
-        return cell_id(self.dataset, self.classifier, self.mllm, self.editor, self.method.label)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "classifier": self.classifier, "mllm": self.mllm, "editor": self.editor,
-                "method": self.method.label, "method_name": self.method.method, "validation": self.method.validation,
-                "variant_of": self.method.variant_of, "options": dict(self.method.options)}
-
-
-@dataclass
-class Pair:
-    """One dataset x classifier, prepared: its index, selection and this shard's samples."""
-
-    dataset_cfg: DatasetConfig
-    classifier_ref: ModelRef
-    dataset: BenchmarkDataset
-    zero_shot: bool
-    index_id: str
-    selection: Selection
-    selection_key: str
-    criterion: Criterion | None
-    protocol: str
-    assigned: list[Outcome] = field(default_factory=list)
-    sample_of: dict[str, Any] = field(default_factory=dict)  # outcome.path -> Sample
-
-
-@dataclass
-class RunSummary:
-    run_id: str
-    shard: str
-    total: int = 0  # items of this shard
-    finished_before: int = 0  # done/failed when the run started
-    computed: int = 0  # items processed in this call
-    statuses: dict[str, int] = field(default_factory=dict)  # final status of every item of this shard
-    seconds: float = 0.0
-    method_s: float = 0.0  # wall time inside the methods (this call)
-    judge_s: float = 0.0  # wall time inside the judges (this call)
-    runner_s: float = 0.0  # the rest of the per-item time: the runner's own overhead
-    load_s: float = 0.0  # loading models and building methods on first use (not per-item work)
-    stage_s: dict[str, float] = field(default_factory=dict)  # method stages, as recorded by the methods
-    prepare_s: float = 0.0
-    selections: dict[str, dict] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    cancelled: bool = False
-
-    @property
-    def complete(self) -> bool:
-        return self.statuses.get(DONE, 0) + self.statuses.get(FAILED, 0) == self.total
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        d["complete"] = self.complete
-        return d
-
-
-class _Eta:
-    """Items per minute and time left, from the items computed in this call only (skips are free)."""
-
-    def __init__(self, total: int, done: int) -> None:
-        self.total, self.done, self.computed, self.busy = total, done, 0, 0.0
-
-    def add(self, seconds: float | None) -> None:
-        self.done += 1
-        if seconds is not None:
-            self.computed += 1
-            self.busy += seconds
-
-    def text(self) -> str:
-        if not self.computed:
-            return f"{self.done}/{self.total}"
-        per = self.busy / self.computed
-        left = max(0, self.total - self.done) * per
-        return f"{self.done}/{self.total} · {60.0 / per if per > 0 else 0:.1f} samples/min · ETA {_duration(left)}"
-
-
-def _duration(s: float) -> str:
-    s = int(round(s))
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
-
-
-class ModelPool:
-    """Loaded models by kind: at most one classifier, MLLM and editor at a time (GPU memory), all judges."""
-
-    def __init__(self, loader: Callable[[ModelRef], Any]) -> None:
-        self._loader = loader
-        self._loaded: dict[str, tuple[str, Any]] = {}
-
-    def get(self, ref: ModelRef, slot: str | None = None) -> Any:
-        slot = slot or ref.kind
-        held = self._loaded.get(slot)
-        if held is not None and held[0] == ref.label:
-            return held[1]
-        if held is not None:
-            self.release(slot)
-        model = self._loader(ref)
-        self._loaded[slot] = (ref.label, model)
-        return model
-
-    def release(self, *slots: str) -> None:
-        released = False
-        for slot in list(slots or self._loaded):
-            held = self._loaded.pop(slot, None)
-            if held is not None:
-                released = True
-                fn = getattr(held[1], "unload", None)
-                if callable(fn):
-                    fn()
-        if released:
-            gc.collect()  # drop the last references before the next model is loaded
-
-
-def default_loader(config: BenchConfig) -> Callable[[ModelRef], Any]:
-    from ..models.registry import LoadOptions, load_model
-
-    options = LoadOptions(device=config.device, dtype=config.dtype)
-    return lambda ref: load_model(ref.spec(), options)
 
 
 def _transient(exc: BaseException) -> bool:

@@ -9,7 +9,8 @@ from bench_world import base_config, doubles_loader
 from nemo_desktop.core.benchmark.config import parse_config
 from nemo_desktop.core.benchmark.merge import merge_stores
 from nemo_desktop.core.benchmark.records import DONE, ERROR, FAILED, SAMPLE_KIND, SELECTION_KIND, SHARD_KIND
-from nemo_desktop.core.benchmark.runner import BenchmarkRunner, Shard
+from nemo_desktop.core.benchmark.runner import BenchmarkRunner
+from nemo_desktop.core.benchmark.work_units import Shard
 from nemo_desktop.core.benchmark.tables import build_tables, collect, render
 from nemo_desktop.core.errors import ConfigError, StoreError
 from nemo_desktop.core.models.vocab import load_vocabulary
