@@ -1,4 +1,4 @@
-"""The main window: four panes as tabs, the menu, the jobs status area, drag-and-drop, saved layout."""
+"""The main window: the panes as tabs, the menu, the jobs status area, drag-and-drop, saved layout."""
 from __future__ import annotations
 
 import logging

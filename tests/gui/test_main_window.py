@@ -21,7 +21,7 @@ from nemo_desktop.gui.widgets.error_dialog import ErrorDialog
 
 pytestmark = pytest.mark.gui
 
-PANE_TITLES = ["Model manager", "Dataset browser", "Explanation workbench", "Report exporter"]
+PANE_TITLES = ["Model manager", "Dataset browser", "Explanation workbench", "Analyses", "Report exporter"]
 
 
 def _shown(qtbot, window):
@@ -43,12 +43,12 @@ def _visible(window, cls):
     return [w for w in window.findChildren(cls) if w.isVisible()]
 
 
-def test_window_opens_with_four_panes(qtbot, make_window):
+def test_window_opens_with_its_panes(qtbot, make_window):
     window = _shown(qtbot, make_window())
     assert window.windowTitle() == "NEMO Desktop"
     assert [window.tabs.tabText(i) for i in range(window.tabs.count())] == PANE_TITLES
-    assert all(isinstance(window.tabs.widget(i), Pane) for i in range(4))
-    assert list(window.panes) == ["model_manager", "dataset_browser", "workbench", "report_exporter"]
+    assert all(isinstance(window.tabs.widget(i), Pane) for i in range(5))
+    assert list(window.panes) == ["model_manager", "dataset_browser", "workbench", "analyses", "report_exporter"]
 
 
 def test_ctrl_2_switches_to_the_dataset_browser(qtbot, make_window):
@@ -56,9 +56,9 @@ def test_ctrl_2_switches_to_the_dataset_browser(qtbot, make_window):
     assert window.current_pane().NAME == "model_manager"
     qtbot.keyClick(window, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
     assert window.current_pane().NAME == "dataset_browser"
-    qtbot.keyClick(window, Qt.Key.Key_4, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(window, Qt.Key.Key_5, Qt.KeyboardModifier.ControlModifier)
     assert window.current_pane().NAME == "report_exporter"
-    assert window.pane_actions[3].isChecked()
+    assert window.pane_actions[4].isChecked()
 
 
 def test_layout_is_restored_in_the_next_window(qtbot, make_window, gui_home):
@@ -212,6 +212,6 @@ def test_window_start_imports_no_heavy_ml_library(tmp_path):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report == {"heavy": [], "home": str(home.resolve()), "panes": 4}
+    assert report == {"heavy": [], "home": str(home.resolve()), "panes": 5}
     assert "NEMO Desktop" in (home / "logs" / "nemo.log").read_text()  # logging went under --home
     assert (home / "config" / "gui.ini").is_file()

@@ -17,7 +17,8 @@ KINDS: tuple[str, ...] = ("sample", "dataset", "model", "fit")
 # hypotheses are tested by rewriting its prompt).
 Need = Literal["none", "optional", "required", "interventions"]
 NEEDS: tuple[str, ...] = ("none", "optional", "required", "interventions")
-DataKind = Literal["image", "index", "run", "conditions", "dataset"]
+# What an analysis runs on (core/registry/data_inputs.py); "none": its components and settings say it all.
+DataKind = Literal["image", "index", "run", "conditions", "dataset", "none"]
 
 # Component roles an analysis can declare, in the order forms and help list them.
 ROLES: tuple[str, ...] = ("classifier", "classifier_b", "mllm", "editor", "embedder", "generator", "judge",

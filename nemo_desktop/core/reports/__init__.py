@@ -13,7 +13,7 @@ from ..errors import ConfigError
 from ..jobs import JobContext
 from .html import render_html
 from .images import FORMATS as IMAGE_FORMATS
-from .model import ReportDocument, build_run_report, build_single_report
+from .model import ReportDocument, build_result_report, build_run_report, build_single_report
 
 FORMATS = ("html", "pdf")
 
@@ -61,6 +61,8 @@ def build_report(target: Any, store, *, image_format: str | None = None,
         if kind == "run":
             return build_run_report(ident, store, ctx=ctx, **fmt)
         return build_single_report(ident, store, ctx=ctx, **fmt)
+    if getattr(target, "kind", "sample") != "sample" and getattr(target, "analysis", None):
+        return build_result_report(target, store, ctx=ctx)  # a dataset / model / fit analysis' own section
     return build_single_report(target, store, ctx=ctx, **fmt)
 
 

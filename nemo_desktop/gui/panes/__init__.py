@@ -1,11 +1,11 @@
-"""The four panes, in tab order. Each `panes/<name>/plugin.py` exposes `PANE`, a `Pane` subclass."""
+"""The panes, in tab order. Each `panes/<name>/plugin.py` exposes `PANE`, a `Pane` subclass."""
 from __future__ import annotations
 
 import importlib
 
 from .base import Pane, PaneHost
 
-PANE_NAMES = ("model_manager", "dataset_browser", "workbench", "report_exporter")
+PANE_NAMES = ("model_manager", "dataset_browser", "workbench", "analyses", "report_exporter")
 
 
 def pane_classes() -> list[type[Pane]]:

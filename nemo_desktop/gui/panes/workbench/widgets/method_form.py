@@ -32,7 +32,7 @@ class MethodForm(QWidget):
             g.deleteLater()
         self._groups, self.editors = [], {}
         primary, more = QFormLayout(), QFormLayout()
-        for param in config_params(config_cls):
+        for param in config_params(config_cls) if config_cls is not None else []:
             kind, name = param.form_kind, param.name
             if kind is None or kind.startswith("paths"):
                 continue

@@ -1,0 +1,69 @@
+"""What an analysis is run on, chosen the same way for every analysis: its `Inputs.data` kind says what to ask for
+(a stored run, a reference index, a dataset folder, an image), and `call_args` turns the choice into the
+arguments the analysis object is called with. The GUI's Analyses page and scripts use this; the CLI's commands
+name the same things as positional arguments.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .spec import AnalysisSpec
+
+# What to ask the user for, per data kind: (label, how it is chosen). "store": one of `data_choices`;
+# "folder" / "file": a path; "none": nothing (the analysis' components and settings say it all).
+DATA_PROMPTS: dict[str, tuple[str, str]] = {
+    "run": ("Run", "store"),
+    "index": ("Reference index", "store"),
+    "dataset": ("Dataset folder (one sub-folder per class)", "folder"),
+    "conditions": ("Conditions folder", "folder"),
+    "image": ("Image", "file"),
+    "none": ("", "none"),
+}
+# The catalog kind a component role is loaded from (an embedder is a classifier model, a judge an MLLM).
+ROLE_CATALOG_KIND = {"classifier": "classifier", "classifier_b": "classifier", "embedder": "classifier",
+                     "mllm": "mllm", "judge": "mllm", "editor": "editor"}
+
+
+@dataclass(frozen=True)
+class DataChoice:
+    value: str  # what call_args receives
+    label: str  # what the user reads
+
+
+def data_prompt(spec: AnalysisSpec) -> tuple[str, str]:
+    return DATA_PROMPTS.get(spec.inputs.data, (spec.inputs.data, "folder"))
+
+
+def data_choices(spec: AnalysisSpec, store: Any) -> list[DataChoice]:
+    """The stored runs or reference indexes `spec` can run on, newest first (empty for path-chosen data)."""
+    data = spec.inputs.data
+    if data == "run":
+        out = []
+        for r in store.list_runs():
+            n = len(store.run_items(r["run_id"]))
+            out.append(DataChoice(r["run_id"], f"{r['run_id']} ({r.get('kind') or 'run'}, {n} items, "
+                                               f"{r.get('status') or 'unknown status'})"))
+        return out
+    if data == "index":
+        from ..data.reference_index import ReferenceIndex
+
+        return [DataChoice(r["index_id"], f"{Path(r['dataset_root']).name} with {r['classifier_id']} "
+                                          f"({r['entries']} images)") for r in ReferenceIndex.list(store)]
+    return []
+
+
+def call_args(spec: AnalysisSpec, value: str | None) -> tuple:
+    """The positional arguments `spec`'s analysis object is called with (before the JobContext)."""
+    how = data_prompt(spec)[1]
+    if how == "none":
+        return ()
+    if not value:
+        raise ConfigError(f"Choose the {data_prompt(spec)[0].lower()} to run '{spec.name}' on.")
+    if how == "folder" and not Path(value).is_dir():
+        raise ConfigError(f"{value} is not a folder.", hint="Choose an existing folder.")
+    if how == "file" and not Path(value).is_file():
+        raise ConfigError(f"{value} is not a file.", hint="Choose an existing image file.")
+    return (value,)

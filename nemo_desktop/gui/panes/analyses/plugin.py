@@ -1,0 +1,309 @@
+"""Analyses pane: every registered dataset, model and fit analysis on one page of the same shape.
+
+Pick an analysis; the page asks for what it runs on (a stored run, a reference index, a folder), the models it
+declares (the current one of each kind, or one from the catalog), and its settings (the form built from its
+config); Run sends it to the GPU lane with progress and Cancel; the result shows as its report section renders
+it, and Export writes that report as HTML or PDF. Nothing here is specific to one analysis (run_job.py).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
+                               QListWidget, QListWidgetItem, QPushButton, QScrollArea, QSplitter, QTextBrowser,
+                               QVBoxLayout, QWidget)
+
+from ...jobs import GPU, IO, JobHandle
+from ...widgets.progress_bar import ProgressBar
+from ..base import Pane, PaneHost
+from ..workbench.widgets.method_form import MethodForm
+from .run_job import (NONE, SESSION_KINDS, PageData, export_result, list_page_analyses, page_data, result_html,
+                      run_page_analysis)
+
+NAME_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+class AnalysesPane(Pane):
+    NAME = "analyses"
+    TITLE = "Analyses"
+    SUMMARY = "Dataset- and model-level analyses: failure modes, model differences, competency, global explanations."
+
+    sig_result_shown = Signal(object)  # the analysis result now on screen
+
+    def __init__(self, host: PaneHost, parent=None):
+        super().__init__(host, parent)
+        self.page: PageData | None = None
+        self.result: Any = None
+        self._run_job: JobHandle | None = None
+        self._model_boxes: dict[str, QComboBox] = {}
+
+        self.analysis_list = QListWidget()
+        self.analysis_list.setObjectName("analysisList")
+        self.analysis_list.currentItemChanged.connect(lambda item, _prev: self._select(item))
+
+        self.description = QLabel("")
+        self.description.setObjectName("analysisDescription")
+        self.description.setWordWrap(True)
+        # What it runs on: a stored run / index (combo box) or a path (line edit + Browse).
+        self.data_label = QLabel("")
+        self.data_combo = QComboBox()
+        self.data_combo.setObjectName("analysisData")
+        self.data_path = QLineEdit()
+        self.data_path.setObjectName("analysisDataPath")
+        self.browse_button = QPushButton("Browse…")
+        self.browse_button.clicked.connect(self._browse)
+        data_row = QHBoxLayout()
+        for w in (self.data_label, self.data_combo, self.data_path, self.browse_button):
+            data_row.addWidget(w)
+        self.models_box = QGroupBox("Models")
+        self.models_form = QFormLayout(self.models_box)
+        self.form = MethodForm()
+        settings_box = QGroupBox("Settings")
+        QVBoxLayout(settings_box).addWidget(self.form)
+
+        self.run_button = QPushButton("Run")
+        self.run_button.setObjectName("runAnalysisButton")
+        self.run_button.clicked.connect(lambda: self.run())
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setObjectName("cancelAnalysisButton")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.export_button = QPushButton("Export report…")
+        self.export_button.setObjectName("exportAnalysisButton")
+        self.export_button.setEnabled(False)
+        self.export_button.clicked.connect(lambda: self.export())
+        self.progress = ProgressBar()
+        self.progress.setObjectName("analysisProgress")
+        self.progress.setRange(0, 1)
+        self.stage_label = QLabel("")
+        self.stage_label.setObjectName("analysisStage")
+        self.stage_label.setWordWrap(True)
+        buttons = QHBoxLayout()
+        for b in (self.run_button, self.cancel_button, self.export_button):
+            buttons.addWidget(b)
+
+        left = QWidget()
+        lv = QVBoxLayout(left)
+        for w in (self.description, self.models_box, settings_box):
+            lv.addWidget(w)
+        lv.insertLayout(1, data_row)
+        lv.addLayout(buttons)
+        lv.addWidget(self.progress)
+        lv.addWidget(self.stage_label)
+        lv.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(left)
+
+        self.result_view = QTextBrowser()
+        self.result_view.setObjectName("analysisResult")
+        self.result_view.setOpenExternalLinks(False)
+        self.result_view.setPlaceholderText("Choose an analysis on the left, then Run. Its result shows here.")
+
+        splitter = QSplitter()
+        splitter.addWidget(self.analysis_list)
+        splitter.addWidget(scroll)
+        splitter.addWidget(self.result_view)
+        splitter.setSizes([220, 420, 560])
+        self.splitter = splitter
+        QVBoxLayout(self).addWidget(splitter)
+
+    # -- the list of analyses -----------------------------------------------------------------------------
+    def on_first_shown(self) -> None:
+        self.refresh()
+
+    def refresh(self) -> JobHandle:
+        handle = self.host.jobs.submit(lambda ctx: list_page_analyses(), title="Reading the analyses", lane=IO,
+                                       visible=False)
+        handle.sig_done.connect(self._show_analyses)
+        return handle
+
+    def _show_analyses(self, specs: list) -> None:
+        self.analysis_list.clear()
+        for spec in specs:
+            item = QListWidgetItem(f"{spec.name}  ({spec.kind})")
+            item.setData(NAME_ROLE, spec.name)
+            item.setToolTip(spec.description)
+            self.analysis_list.addItem(item)
+        if specs:
+            self.analysis_list.setCurrentRow(0)
+
+    def select_analysis(self, name: str) -> None:
+        for i in range(self.analysis_list.count()):
+            if self.analysis_list.item(i).data(NAME_ROLE) == name:
+                self.analysis_list.setCurrentRow(i)
+                return
+        raise KeyError(name)
+
+    def _select(self, item: QListWidgetItem | None) -> None:
+        if item is None:
+            return
+        name, session = item.data(NAME_ROLE), self.host.session
+        handle = self.host.jobs.submit(lambda ctx: page_data(session, name, ctx), title=f"Preparing {name}",
+                                       lane=IO, visible=False)
+        handle.sig_done.connect(self._show_page)
+
+    # -- one analysis' page --------------------------------------------------------------------------------
+    def _show_page(self, page: PageData) -> None:
+        from nemo_desktop.core.registry.data_inputs import data_prompt
+        from nemo_desktop.core.registry.spec import ROLE_LABELS
+
+        self.page, spec = page, page.spec
+        self.description.setText(spec.description or spec.name)
+        label, how = data_prompt(spec)
+        self.data_label.setText(label + ":" if label else "")
+        self.data_combo.clear()
+        for c in page.data_choices:
+            self.data_combo.addItem(c.label, c.value)
+        if how == "store" and not page.data_choices:
+            self.data_combo.addItem(f"(no {label.lower()} in the results store yet)", None)
+        for w, show in ((self.data_label, how != "none"), (self.data_combo, how == "store"),
+                        (self.data_path, how in ("folder", "file")), (self.browse_button, how in ("folder", "file"))):
+            w.setVisible(show)
+        while self.models_form.rowCount():
+            self.models_form.removeRow(0)
+        self._model_boxes = {}
+        for role in spec.inputs.used():
+            box = QComboBox()
+            box.setObjectName(f"model_{role}")
+            need = spec.inputs.need(role)
+            if role == "fitted":
+                for key, text in page.fitted_choices:
+                    box.addItem(text, key)
+                if not page.fitted_choices:
+                    box.addItem(f"(fit '{spec.inputs.fitted}' first)", None)
+            elif role == "reference":
+                box.addItem("(none)", NONE)
+                for c in page.data_choices if spec.inputs.data == "index" else []:
+                    box.addItem(c.label, c.value)
+            else:
+                if role in SESSION_KINDS:
+                    current = page.current.get(role) or "none chosen"
+                    box.addItem(f"current ({current})" if need != "optional" else "(none)", NONE)
+                else:
+                    box.addItem("(none)", NONE)
+                for ref in page.model_choices.get(role, []):
+                    box.addItem(ref, ref)
+                box.setEditable(True)  # a local path or hf: spec works too
+            box.setToolTip(f"{ROLE_LABELS.get(role, role)}: {need}")
+            self._model_boxes[role] = box
+            self.models_form.addRow(f"{ROLE_LABELS.get(role, role)}" + (" (optional)" if need == "optional" else "")
+                                    + ":", box)
+        self.models_box.setVisible(bool(self._model_boxes))
+        self.form.set_config(spec.config)
+        self._update_buttons()
+
+    def _browse(self) -> None:
+        from nemo_desktop.core.registry.data_inputs import data_prompt
+
+        if self.page is None:
+            return
+        if data_prompt(self.page.spec)[1] == "file":
+            path, _ = QFileDialog.getOpenFileName(self, "Choose an image")
+        else:
+            path = QFileDialog.getExistingDirectory(self, "Choose a folder")
+        if path:
+            self.data_path.setText(path)
+
+    def chosen_models(self) -> dict[str, str]:
+        out = {}
+        for role, box in self._model_boxes.items():
+            data = box.currentData()
+            text = box.currentText().strip()
+            # An edited entry (a path or spec typed by the user) has no item data of its own.
+            out[role] = data if data is not None and box.itemText(box.currentIndex()) == text else text
+            if out[role] is None:
+                out[role] = NONE
+        return out
+
+    def chosen_data(self) -> str | None:
+        from nemo_desktop.core.registry.data_inputs import data_prompt
+
+        how = data_prompt(self.page.spec)[1] if self.page else "none"
+        if how == "store":
+            return self.data_combo.currentData()
+        if how in ("folder", "file"):
+            return self.data_path.text().strip() or None
+        return None
+
+    # -- run, cancel, result, export -------------------------------------------------------------------------
+    def run(self) -> JobHandle | None:
+        if self.page is None:
+            self.host.show_message("No analysis", "Choose an analysis in the list first.")
+            return None
+        name, values = self.page.spec.name, self.form.values()
+        models, data, session = self.chosen_models(), self.chosen_data(), self.host.session
+        handle = self.host.jobs.submit(lambda ctx: run_page_analysis(session, name, values, models, data, ctx),
+                                       title=f"{name}", lane=GPU)
+        self._run_job = handle
+        self.progress.setRange(0, 0)
+        self.stage_label.setText("Starting…")
+        handle.sig_progress.connect(self._on_progress)
+        handle.sig_done.connect(self._on_done)
+        handle.sig_finished.connect(self._on_finished)
+        self._update_buttons()
+        return handle
+
+    def cancel(self) -> None:
+        if self._run_job is not None:
+            self._run_job.cancel()
+            self.stage_label.setText("Cancelling after the current step…")
+
+    def _on_progress(self, p) -> None:
+        self.stage_label.setText(p.stage + (f" ({p.done} of {p.total})" if p.total else ""))
+        if p.total:
+            self.progress.setRange(0, 1000)
+            self.progress.setValue(int(1000 * (p.overall_fraction or 0)))
+
+    def _on_done(self, result: Any) -> None:
+        self.result = result
+        store = self.host.session.store()
+        handle = self.host.jobs.submit(lambda ctx: result_html(result, store, ctx), title="Rendering the result",
+                                       lane=IO, visible=False)
+        handle.sig_done.connect(self._show_html)
+
+    def _show_html(self, html: str) -> None:
+        self.result_view.setHtml(html)
+        self._update_buttons()
+        self.sig_result_shown.emit(self.result)
+
+    def _on_finished(self, outcome) -> None:
+        self._run_job = None
+        self.progress.setRange(0, 1)
+        self.progress.setValue(1 if outcome.status == "done" else 0)
+        self.stage_label.setText({"done": "Done.", "cancelled": "Cancelled: nothing was lost; run again to go on.",
+                                  "failed": "Failed (see the message)."}.get(outcome.status, outcome.status))
+        self._update_buttons()
+        self.host.sig_models_changed.emit()  # the run may have loaded models
+
+    def export(self, path: str | None = None) -> JobHandle | None:
+        if self.result is None:
+            return None
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, "Export report", f"{self.page.spec.name}.html",
+                                                  "HTML (*.html);;PDF (*.pdf)")
+            if not path:
+                return None
+        result, store = self.result, self.host.session.store()
+        handle = self.host.jobs.submit(lambda ctx: export_result(result, store, path, ctx), title="Exporting",
+                                       lane=IO)
+        handle.sig_done.connect(lambda p: self.host.show_status(f"Report written to {p}"))
+        return handle
+
+    def _update_buttons(self) -> None:
+        running = self._run_job is not None
+        self.run_button.setEnabled(self.page is not None and not running)
+        self.cancel_button.setEnabled(running)
+        self.export_button.setEnabled(self.result is not None and not running)
+
+    def save_state(self, settings: QSettings) -> None:
+        settings.setValue("splitter", self.splitter.saveState())
+
+    def restore_state(self, settings: QSettings) -> None:
+        state = settings.value("splitter")
+        if state is not None:
+            self.splitter.restoreState(state)
+
+
+PANE = AnalysesPane
