@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import logging
 import os
@@ -24,73 +23,25 @@ import re
 import sqlite3
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from ..errors import StoreError
-from .atomic import TMP_SUFFIX, atomic_write_bytes, atomic_writer, corrupt_aside_name, temp_writer_alive
+from .arrays import ArraysMixin
+from .atomic import atomic_write_bytes, corrupt_aside_name
 from .disk_space import disk_full_error, is_disk_full
-from .keys import content_hash
-from .migrations import CURRENT_VERSION, migrate, user_version
+from .maintenance import MaintenanceMixin
+from .migrations import CURRENT_VERSION, migrate
 from .paths import AppPaths, get_paths
+from .runs import RunsMixin
+from .serialize import _dump_json, _encode_artifact
+from .sqlite_errors import BUSY_TIMEOUT_MS, _is_corruption, _translate, enable_wal
 
 log = logging.getLogger(__name__)
 
-BUSY_TIMEOUT_MS = 30_000
-_CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB (primary codes)
-_ENVIRONMENT_CODES = {5: "busy", 6: "locked", 8: "read-only", 10: "I/O error", 13: "full", 14: "cannot open"}
 _FIELD_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ARRAY_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-
-# Prefixes of the strings check() returns; callers may group problems by them.
-PROBLEM_DATABASE = "database"
-PROBLEM_MISSING = "missing artifact"
-PROBLEM_CORRUPT = "corrupt artifact"
-PROBLEM_TMP = "leftover temp file"
-PROBLEM_ORPHAN = "orphan artifact"
-PROBLEM_KEPT = "kept for salvage"
-
-
-def _primary_code(exc: BaseException) -> int | None:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return None if code is None else code & 0xFF
-
-
-def _is_corruption(exc: BaseException) -> bool:
-    if not isinstance(exc, sqlite3.DatabaseError):
-        return False
-    code = _primary_code(exc)
-    if code is not None:
-        return code in _CORRUPT_CODES
-    text = str(exc).lower()
-    return "not a database" in text or "malformed" in text
-
-
-def _translate(exc: sqlite3.Error, db_path: Path) -> StoreError | None:
-    """Environment failures (busy, disk full, corrupt, ...) become StoreError; programming errors stay as-is."""
-    if _is_corruption(exc):
-        return StoreError(f"The results database {db_path} is damaged ({exc}).",
-                          hint="Run `nemo cache check`. Moving the file aside (NEMO Desktop then starts a fresh "
-                               "store) keeps the old data for inspection.", detail=repr(exc))
-    what = _ENVIRONMENT_CODES.get(_primary_code(exc) or -1)
-    if what is None:
-        return None
-    if is_disk_full(exc, db_path):  # "database or disk is full", or "disk I/O error" on a disk with no space left
-        return disk_full_error(db_path, exc)
-    hints = {
-        "busy": "Another NEMO Desktop process kept the database locked for more than 30 s; wait for it to "
-                "finish or close it, then try again.",
-        "locked": "Another NEMO Desktop process kept the database locked; try again.",
-        "read-only": "Check the permissions of the store folder, or choose another one with NEMO_HOME.",
-        "I/O error": "Check the disk holding the store (free space, permissions, errors in the system log).",
-        "full": "Free some disk space (e.g. `nemo cache clear`), or move the store with NEMO_HOME.",
-        "cannot open": "Check that the folder exists and is writable, or choose another one with NEMO_HOME.",
-    }
-    return StoreError(f"The results database {db_path} could not be used ({what}: {exc}).", hint=hints[what],
-                      detail=repr(exc))
 
 
 @dataclass
@@ -124,59 +75,7 @@ class StoredResult:
         return np.load(self._path(name), allow_pickle=False)
 
 
-def _encode_artifact(name: str, value: Any) -> tuple[str, bytes]:
-    """(extension, file bytes): PNG for PIL images, .npy for numpy arrays, .bin for bytes."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return "bin", bytes(value)
-    module = type(value).__module__
-    if module.startswith("PIL."):
-        buf = io.BytesIO()
-        value.save(buf, format="PNG")
-        return "png", buf.getvalue()
-    if module == "numpy" and type(value).__name__ == "ndarray":
-        import numpy as np
-
-        buf = io.BytesIO()
-        np.save(buf, value, allow_pickle=False)
-        return "npy", buf.getvalue()
-    raise TypeError(f"artifact {name!r}: expected bytes, a PIL image or a numpy array, not {type(value).__name__}")
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, PurePath):
-        return value.as_posix()
-    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
-        return value.item()  # numpy scalars (probabilities, indices)
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-def _dump_json(obj: Any, what: str) -> str:
-    try:
-        return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_json_default)
-    except ValueError as exc:  # NaN / infinity: SQLite's JSON functions would reject the row later
-        raise ValueError(f"{what} contains NaN or infinity, which cannot be stored as JSON; use None") from exc
-
-
-
-def enable_wal(conn: sqlite3.Connection, timeout_s: float = BUSY_TIMEOUT_MS / 1000) -> str:
-    """Switch to WAL and return the journal mode now in force.
-
-    Two processes opening a fresh database at once: SQLite answers the loser's switch with "database is
-    locked" at once, without its busy handler (measured: 4 of 25 rounds of six processes failed). Retry
-    until the usual busy timeout; by then the winner has switched the file to WAL for everybody.
-    """
-    deadline, delay = time.monotonic() + timeout_s, 0.002
-    while True:
-        try:
-            return conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        except sqlite3.OperationalError as exc:
-            busy = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY or "locked" in str(exc)
-            if not busy or time.monotonic() + delay > deadline:
-                raise
-            time.sleep(delay)
-            delay = min(2 * delay, 0.1)
-
-class ResultsStore:
+class ResultsStore(RunsMixin, ArraysMixin, MaintenanceMixin):
     """See STORE_API.md. Open with `ResultsStore.open(...)`; usable as a context manager."""
 
     def __init__(self, conn: sqlite3.Connection, db_path: Path, artifacts_dir: Path,
@@ -498,234 +397,6 @@ class ResultsStore:
         if kind is None:
             self.cleanup()
         return n
-
-    # ---------------------------------------------------------------- runs
-
-    def create_run(self, kind: str, config: dict, run_id: str | None = None) -> str:
-        run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
-        try:
-            with self.transaction() as conn:
-                conn.execute("INSERT INTO runs(run_id, kind, config, created_at, status) VALUES (?, ?, ?, ?, ?)",
-                             (run_id, kind, _dump_json(config, "run config"), time.time(), "created"))
-        except sqlite3.IntegrityError as exc:
-            raise StoreError(f"A run with id {run_id!r} already exists.",
-                             hint="Resume that run, or choose another id.", detail=repr(exc)) from exc
-        return run_id
-
-    @staticmethod
-    def _run_dict(row: tuple) -> dict:
-        run_id, kind, config, created_at, status = row
-        return {"run_id": run_id, "kind": kind, "config": json.loads(config), "created_at": created_at,
-                "status": status}
-
-    def get_run(self, run_id: str) -> dict | None:
-        with self._reading() as conn:
-            row = conn.execute("SELECT run_id, kind, config, created_at, status FROM runs WHERE run_id = ?",
-                               (run_id,)).fetchone()
-        return None if row is None else self._run_dict(row)
-
-    def list_runs(self, kind: str | None = None) -> list[dict]:
-        sql = "SELECT run_id, kind, config, created_at, status FROM runs"
-        params: tuple = ()
-        if kind is not None:
-            sql, params = sql + " WHERE kind = ?", (kind,)
-        with self._reading() as conn:
-            rows = conn.execute(sql + " ORDER BY created_at DESC, rowid DESC", params).fetchall()
-        return [self._run_dict(r) for r in rows]
-
-    def set_run_status(self, run_id: str, status: str) -> None:
-        with self.transaction() as conn:
-            if conn.execute("UPDATE runs SET status = ? WHERE run_id = ?", (status, run_id)).rowcount == 0:
-                raise StoreError(f"There is no run {run_id!r} in the results store.",
-                                 hint="List the runs with `nemo cache info`.")
-
-    def delete_run(self, run_id: str) -> None:
-        """Forget a run and its items (the results it produced stay)."""
-        with self.transaction() as conn:
-            conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
-
-    def add_run_item(self, run_id: str, item_id: str, result_key: str | None, status: str,
-                     error: dict | None = None) -> None:
-        error_text = None if error is None else _dump_json(error, "run item error")
-        try:
-            with self.transaction() as conn:
-                conn.execute(
-                    "INSERT INTO run_items(run_id, item_id, result_key, status, error, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(run_id, item_id) DO UPDATE SET "
-                    "result_key = excluded.result_key, status = excluded.status, error = excluded.error, "
-                    "updated_at = excluded.updated_at",
-                    (run_id, item_id, result_key, status, error_text, time.time()))
-        except sqlite3.IntegrityError as exc:
-            raise StoreError(f"There is no run {run_id!r} to add item {item_id!r} to.",
-                             hint="Create the run first with create_run().", detail=repr(exc)) from exc
-
-    def run_items(self, run_id: str) -> list[dict]:
-        with self._reading() as conn:
-            rows = conn.execute("SELECT item_id, result_key, status, error, updated_at FROM run_items "
-                                "WHERE run_id = ? ORDER BY rowid", (run_id,)).fetchall()
-        return [{"item_id": i, "result_key": k, "status": s, "error": None if e is None else json.loads(e),
-                 "updated_at": u} for i, k, s, e, u in rows]
-
-    # ---------------------------------------------------------------- large arrays
-
-    def array_path(self, name: str) -> Path:
-        if not _ARRAY_NAME_RE.match(name) or name.endswith(TMP_SUFFIX):
-            raise ValueError(f"array name {name!r}: use letters, digits, '.', '_' and '-' only")
-        return self.arrays_dir / f"{name}.npy"
-
-    def save_array(self, name: str, arr: Any) -> Path:
-        import numpy as np
-
-        path = self.array_path(name)
-        try:
-            self.arrays_dir.mkdir(parents=True, exist_ok=True)
-            with atomic_writer(path) as f:  # streamed: no second in-memory copy of a large matrix
-                np.save(f, np.asarray(arr), allow_pickle=False)
-        except OSError as exc:
-            if is_disk_full(exc, path):
-                raise disk_full_error(path, exc, self.store_dir) from exc
-            raise StoreError(f"Could not write the array file {path}.",
-                             hint="Check free disk space and the store folder's permissions.",
-                             detail=repr(exc)) from exc
-        return path
-
-    def open_array(self, name: str, mmap: bool = True):
-        import numpy as np
-
-        path = self.array_path(name)
-        if not path.exists():
-            raise StoreError(f"The stored array {name!r} is missing ({path}).",
-                             hint="Rebuild what produced it (for example the reference index).")
-        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-
-    # ---------------------------------------------------------------- maintenance
-
-    def schema_version(self) -> int:
-        with self._reading() as conn:
-            return user_version(conn)
-
-    def info(self) -> dict:
-        with self._reading() as conn:
-            per_kind = dict(conn.execute("SELECT kind, count(*) FROM results GROUP BY kind ORDER BY kind"))
-            files, nbytes = conn.execute(
-                "SELECT count(*), coalesce(sum(size), 0) FROM "
-                "(SELECT sha256, ext, max(size) AS size FROM result_artifacts GROUP BY sha256, ext)").fetchone()
-            runs = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
-            journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
-            version = user_version(conn)
-        db_bytes = sum(p.stat().st_size for p in (self.db_path, self.db_path.with_name(self.db_path.name + "-wal"))
-                       if p.exists())
-        arrays = list(self.arrays_dir.glob("*.npy")) if self.arrays_dir.is_dir() else []
-        return {"database": str(self.db_path), "artifacts_dir": str(self.artifacts_dir),
-                "arrays_dir": str(self.arrays_dir), "schema_version": version, "journal_mode": journal,
-                "database_bytes": db_bytes, "results": sum(per_kind.values()), "rows_per_kind": per_kind,
-                "artifact_files": files, "artifact_bytes": nbytes, "arrays": len(arrays),
-                "array_bytes": sum(p.stat().st_size for p in arrays), "runs": runs,
-                "recovered_from": str(self.recovered_from) if self.recovered_from else None}
-
-    def _walk_files(self) -> Iterator[Path]:
-        for root in (self.artifacts_dir, self.arrays_dir):
-            if root.is_dir():
-                yield from (p for p in root.rglob("*") if p.is_file())
-
-    def check(self) -> list[str]:
-        """Problems found, each '<category>: <what>' (see the PROBLEM_* prefixes); empty when all is well."""
-        problems: list[str] = []
-        on_disk = list(self._walk_files())  # listed before the snapshot: files of later puts are not orphans
-        try:
-            with self._lock:
-                conn = self._require_conn()
-                conn.execute("BEGIN")  # one snapshot for all three reads
-                try:
-                    integrity = [r[0] for r in conn.execute("PRAGMA integrity_check")]
-                    fk = conn.execute("PRAGMA foreign_key_check").fetchall()
-                    refs = conn.execute("SELECT sha256, ext, result_key, name FROM result_artifacts").fetchall()
-                finally:
-                    conn.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            if not _is_corruption(exc):
-                raise
-            return [f"{PROBLEM_DATABASE}: {self.db_path} is damaged ({exc}); move it aside to start a fresh store"]
-        if integrity != ["ok"]:
-            problems += [f"{PROBLEM_DATABASE}: {line}" for line in integrity]
-        problems += [f"{PROBLEM_DATABASE}: row {rowid} of {table} points at a missing {parent} row"
-                     for table, rowid, parent, _ in fk]
-        users: dict[tuple[str, str], list[tuple[str, str]]] = {}
-        for sha, ext, key, name in refs:
-            users.setdefault((sha, ext), []).append((key, name))
-        for (sha, ext), used_by in sorted(users.items()):
-            path = self._artifact_path(sha, ext)
-            who = ", ".join(f"result {k[:12]} '{n}'" for k, n in used_by[:3]) + (
-                f" and {len(used_by) - 3} more" if len(used_by) > 3 else "")
-            if not path.is_file():
-                problems.append(f"{PROBLEM_MISSING}: {path} (used by {who}) does not exist")
-            elif content_hash(path) != sha:
-                problems.append(f"{PROBLEM_CORRUPT}: {path} (used by {who}) does not match its sha256")
-        referenced = {self._artifact_path(sha, ext) for sha, ext in users}
-        asides = self.aside_databases()
-        kept = 0
-        for p in on_disk:
-            if p.name.endswith(TMP_SUFFIX):
-                problems.append(f"{PROBLEM_TMP}: {p} (left by an interrupted write; safe to remove)")
-            elif p.parent.parent == self.artifacts_dir and p not in referenced:
-                if asides:
-                    kept += 1
-                else:
-                    problems.append(f"{PROBLEM_ORPHAN}: {p} is not used by any result (left by an interrupted "
-                                    f"write; safe to remove)")
-        for aside in asides if kept else ():
-            problems.append(f"{PROBLEM_KEPT}: {aside} is a damaged database moved aside; {kept} artifact file(s) "
-                            f"not used by the current database are kept because they may belong to it. "
-                            f"`nemo cache salvage {aside}` recovers its readable results; `nemo cache discard "
-                            f"{aside}` gives it up, after which `nemo cache check --repair` removes those files")
-        return problems
-
-    def aside_databases(self) -> list[Path]:
-        """Damaged databases moved aside next to this one and not yet discarded (see salvage.py)."""
-        from .salvage import aside_databases
-
-        return aside_databases(self.db_path)
-
-    def cleanup(self, stale_after_s: float = 86_400.0) -> dict[str, int]:
-        """Remove leftovers of interrupted writes: temp files and artifact files no result uses. While a damaged
-        database moved aside is not discarded, unused artifact files are kept: they may be its results' files,
-        which `nemo cache salvage` can bring back (check() reports how many).
-
-        A temp file is removed when the process that wrote it is gone (its pid is in the name) or it is
-        older than `stale_after_s` (a writer on another machine sharing the folder). Runs under the write
-        lock (the directory walk does not), so no row can start using a file while it is removed; put()
-        re-creates a file it lost."""
-        removed = {"tmp": 0, "orphans": 0}
-        files = list(self._walk_files())  # the slow walk happens outside the write lock
-        tmp_files = {p for p in files if p.name.endswith(TMP_SUFFIX)}
-        removed["tmp"] = sum(self._remove_stale_tmp(p, stale_after_s) for p in tmp_files)
-        artifact_files = [p for p in files if p not in tmp_files and p.parent.parent == self.artifacts_dir]
-        if not artifact_files or self.aside_databases():  # unused files may be a moved-aside database's: kept
-            return removed
-        with self.transaction() as conn:
-            referenced = {self._artifact_path(sha, ext)
-                          for sha, ext in conn.execute("SELECT DISTINCT sha256, ext FROM result_artifacts")}
-            for p in artifact_files:
-                if p not in referenced:
-                    with contextlib.suppress(FileNotFoundError):
-                        p.unlink()
-                        removed["orphans"] += 1
-        return removed
-
-    def cleanup_tmp(self, stale_after_s: float = 86_400.0) -> int:
-        """Remove only leftover temp files (see cleanup()); returns how many."""
-        return sum(self._remove_stale_tmp(p, stale_after_s) for p in list(self._walk_files())
-                   if p.name.endswith(TMP_SUFFIX))
-
-    @staticmethod
-    def _remove_stale_tmp(p: Path, stale_after_s: float) -> bool:
-        try:
-            if temp_writer_alive(p) and time.time() - p.stat().st_mtime < stale_after_s:
-                return False
-            p.unlink()
-            return True
-        except FileNotFoundError:
-            return False
 
     def close(self) -> None:
         with self._lock:

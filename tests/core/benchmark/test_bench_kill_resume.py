@@ -109,7 +109,7 @@ def test_resume_removes_the_temporary_file_of_a_write_killed_midway(bench_data, 
     from fixtures_tiny.killed_writer import kill_during_artifact_write
     from nemo_desktop.core.benchmark.config import parse_config
     from nemo_desktop.core.benchmark.runner import BenchmarkRunner
-    from nemo_desktop.core.store.db import PROBLEM_TMP
+    from nemo_desktop.core.store.maintenance import PROBLEM_TMP
 
     left = kill_during_artifact_write(store.db_path, store.artifacts_dir)
     assert len(left) == 1 and any(p.startswith(PROBLEM_TMP) for p in store.check())

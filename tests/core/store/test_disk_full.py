@@ -113,8 +113,7 @@ def test_store_on_a_full_disk_says_the_disk_is_full(small_disk):
 
 
 def test_sqlite_io_error_reads_as_disk_full_only_when_the_disk_is_full(tmp_path, monkeypatch):
-    from nemo_desktop.core.store import db as db_module
-    from nemo_desktop.core.store import disk_space
+    from nemo_desktop.core.store import disk_space, sqlite_errors
 
     def io_error():
         exc = sqlite3.OperationalError("disk I/O error")
@@ -122,10 +121,10 @@ def test_sqlite_io_error_reads_as_disk_full_only_when_the_disk_is_full(tmp_path,
         return exc
 
     monkeypatch.setattr(disk_space, "free_bytes", lambda path: 0)
-    full = db_module._translate(io_error(), tmp_path / "results.sqlite")
+    full = sqlite_errors._translate(io_error(), tmp_path / "results.sqlite")
     assert full.message.startswith("The disk is full") and "nemo cache clear" in full.hint
     monkeypatch.setattr(disk_space, "free_bytes", lambda path: 50 * 2 ** 30)
-    other = db_module._translate(io_error(), tmp_path / "results.sqlite")
+    other = sqlite_errors._translate(io_error(), tmp_path / "results.sqlite")
     assert "I/O error" in other.message and "disk is full" not in other.message
-    enospc = db_module._translate(sqlite3.OperationalError("database or disk is full"), tmp_path / "r.sqlite")
+    enospc = sqlite_errors._translate(sqlite3.OperationalError("database or disk is full"), tmp_path / "r.sqlite")
     assert enospc is None or "disk is full" in enospc.message  # no error code: left to the generic handling

@@ -1,6 +1,8 @@
 """Real processes: two writers at once, and writers killed with SIGKILL in the middle of writing."""
 from __future__ import annotations
 
+import sqlite3
+
 import hashlib
 import os
 import signal
@@ -13,7 +15,7 @@ import numpy as np
 import pytest
 
 from nemo_desktop.core.store import ResultsStore, result_key
-from nemo_desktop.core.store import db as dbmod
+from nemo_desktop.core.store import maintenance, sqlite_errors
 
 CHILD = Path(__file__).with_name("store_writer_child.py")
 
@@ -105,7 +107,7 @@ def test_process_killed_while_writing_leaves_nothing_half_written(db_path, kill_
             assert set(r.artifacts) == {"image", "array", "blob"}
             expected_artifacts_match(r)
         problems = s.check()
-        allowed = (dbmod.PROBLEM_TMP, dbmod.PROBLEM_ORPHAN)  # harmless leftovers of the interrupted put
+        allowed = (maintenance.PROBLEM_TMP, maintenance.PROBLEM_ORPHAN)  # harmless leftovers of the interrupted put
         assert all(p.startswith(allowed) for p in problems), problems
         s.cleanup()
         assert s.check() == []
@@ -122,7 +124,7 @@ def test_killed_after_insert_before_commit_shows_nothing(db_path):
         assert s.find() == [] and not s.has("doomed-x-0")
         problems = s.check()
         # the artifact was written (files first), the row never committed: one orphan, nothing else
-        assert len(problems) == 1 and problems[0].startswith(dbmod.PROBLEM_ORPHAN), problems
+        assert len(problems) == 1 and problems[0].startswith(maintenance.PROBLEM_ORPHAN), problems
         assert s.cleanup() == {"tmp": 0, "orphans": 1}
         assert s.check() == []
 
@@ -134,7 +136,7 @@ def test_killed_between_temp_file_and_rename_shows_nothing(db_path):
     with ResultsStore.open(db_path=db_path) as s:
         assert s.find() == []
         problems = s.check()
-        assert len(problems) == 1 and problems[0].startswith(dbmod.PROBLEM_TMP), problems
+        assert len(problems) == 1 and problems[0].startswith(maintenance.PROBLEM_TMP), problems
         leftovers = list(s.artifacts_dir.rglob("*.tmp"))
         assert len(leftovers) == 1 and leftovers[0].stat().st_size == 4096  # complete, but never renamed
         assert s.cleanup() == {"tmp": 1, "orphans": 0}
@@ -175,7 +177,7 @@ class _FlakyConnection:
     def execute(self, sql):
         self.calls += 1
         if self.calls <= self.busy_times:
-            raise dbmod.sqlite3.OperationalError(self.error)
+            raise sqlite3.OperationalError(self.error)
         return self
 
     def fetchone(self):
@@ -184,10 +186,10 @@ class _FlakyConnection:
 
 def test_enable_wal_retries_a_busy_switch_until_the_timeout():
     conn = _FlakyConnection(busy_times=3)
-    assert dbmod.enable_wal(conn, timeout_s=5) == "wal" and conn.calls == 4
-    with pytest.raises(dbmod.sqlite3.OperationalError, match="locked"):
-        dbmod.enable_wal(_FlakyConnection(busy_times=10**6), timeout_s=0.05)
+    assert sqlite_errors.enable_wal(conn, timeout_s=5) == "wal" and conn.calls == 4
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        sqlite_errors.enable_wal(_FlakyConnection(busy_times=10**6), timeout_s=0.05)
     other = _FlakyConnection(busy_times=1, error="disk I/O error")  # not busy: no retry
-    with pytest.raises(dbmod.sqlite3.OperationalError, match="disk"):
-        dbmod.enable_wal(other, timeout_s=5)
+    with pytest.raises(sqlite3.OperationalError, match="disk"):
+        sqlite_errors.enable_wal(other, timeout_s=5)
     assert other.calls == 1

@@ -10,7 +10,7 @@ from PIL import Image
 
 from nemo_desktop.core.errors import StoreError
 from nemo_desktop.core.store import ResultsStore, result_key
-from nemo_desktop.core.store import db as dbmod
+from nemo_desktop.core.store import maintenance
 
 
 def gradient(w=32, h=24, shift=0):
@@ -149,8 +149,8 @@ def test_check_detects_deleted_and_tampered_artifacts(store):
     b.artifacts["arr"].write_bytes(b"tampered")
     problems = store.check()
     assert len(problems) == 2, problems
-    missing = [p for p in problems if p.startswith(dbmod.PROBLEM_MISSING)]
-    corrupt = [p for p in problems if p.startswith(dbmod.PROBLEM_CORRUPT)]
+    missing = [p for p in problems if p.startswith(maintenance.PROBLEM_MISSING)]
+    corrupt = [p for p in problems if p.startswith(maintenance.PROBLEM_CORRUPT)]
     assert len(missing) == 1 and str(a.artifacts["img"]) in missing[0] and "result " + "a" in missing[0]
     assert len(corrupt) == 1 and str(b.artifacts["arr"]) in corrupt[0]
     assert store.get("c").artifact_bytes("raw") == b"fine"
@@ -166,8 +166,8 @@ def test_check_detects_deleted_and_tampered_artifacts(store):
     orphan.parent.mkdir(exist_ok=True)
     orphan.write_bytes(b"nobody")
     kinds = sorted(p.split(":")[0] for p in store.check())
-    assert kinds == sorted([dbmod.PROBLEM_MISSING, dbmod.PROBLEM_CORRUPT, dbmod.PROBLEM_TMP, dbmod.PROBLEM_TMP,
-                            dbmod.PROBLEM_ORPHAN])
+    assert kinds == sorted([maintenance.PROBLEM_MISSING, maintenance.PROBLEM_CORRUPT, maintenance.PROBLEM_TMP, maintenance.PROBLEM_TMP,
+                            maintenance.PROBLEM_ORPHAN])
     assert store.cleanup() == {"tmp": 1, "orphans": 1}
     assert not crashed_tmp.exists() and not orphan.exists() and c.artifacts["raw"].exists()
     assert live_tmp.exists()  # could be a write in progress in this process
@@ -189,7 +189,7 @@ def test_check_reports_a_damaged_database_page(store, db_path):
     s = ResultsStore.open(db_path=db_path)
     try:
         problems = s.check()
-        assert problems and all(p.startswith(dbmod.PROBLEM_DATABASE) for p in problems)
+        assert problems and all(p.startswith(maintenance.PROBLEM_DATABASE) for p in problems)
     finally:
         s.close()
 

@@ -9,7 +9,7 @@ import pytest
 
 from nemo_desktop.cli.main import main
 from nemo_desktop.core.store import ResultsStore
-from nemo_desktop.core.store.db import PROBLEM_KEPT, PROBLEM_ORPHAN
+from nemo_desktop.core.store.maintenance import PROBLEM_KEPT, PROBLEM_ORPHAN
 from nemo_desktop.core.store.paths import get_paths
 from nemo_desktop.core.store.salvage import salvage_into
 
