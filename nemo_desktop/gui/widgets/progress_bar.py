@@ -44,3 +44,14 @@ class ProgressBar(QProgressBar):
 
     def reset(self) -> None:
         self._deferred(super().reset)
+
+    def show_job_progress(self, p, label=None) -> None:
+        """Show a job's Progress: the whole job's fraction when the stage has a size, else busy; the stage (and
+        its count) in `label`."""
+        if label is not None:
+            label.setText(p.stage + (f" ({p.done} of {p.total})" if p.total else ""))
+        if p.total:
+            self.setRange(0, 1000)
+            self.setValue(int(1000 * (p.overall_fraction or 0)))
+        else:
+            self.setRange(0, 0)

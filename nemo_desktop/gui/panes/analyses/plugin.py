@@ -251,10 +251,7 @@ class AnalysesPane(Pane):
             self.stage_label.setText("Cancelling after the current step…")
 
     def _on_progress(self, p) -> None:
-        self.stage_label.setText(p.stage + (f" ({p.done} of {p.total})" if p.total else ""))
-        if p.total:
-            self.progress.setRange(0, 1000)
-            self.progress.setValue(int(1000 * (p.overall_fraction or 0)))
+        self.progress.show_job_progress(p, self.stage_label)
 
     def _on_done(self, result: Any) -> None:
         self.result = result
