@@ -60,8 +60,18 @@ def create_application(qt_args: list[str]):
     app.setApplicationDisplayName("NEMO Desktop")
     app.setOrganizationName("NEMO")
     app.setApplicationVersion(__version__)
-    app.setDesktopFileName("nemo-desktop")
+    app.setDesktopFileName("nemo-desktop")  # packaging/nemo-desktop.desktop; its Icon= names the same icon
+    app.setWindowIcon(application_icon())  # every window, the main one included, inherits it
     return app
+
+
+def application_icon():
+    """The application icon shipped as package data (PNG: needs no SVG image plugin)."""
+    from PySide6.QtGui import QIcon
+
+    from nemo_desktop.core.resources import resource_path
+
+    return QIcon(str(resource_path("icons", "nemo-desktop.png")))
 
 
 def _install_qt_message_handler() -> None:

@@ -2,7 +2,7 @@
 
     nemo bench run CONFIG [--shard i/n] [--store DIR]    resumable: re-run the same command after a crash
     nemo bench merge STORE... [--into DIR] [--run RUN]   combine the stores of the shards of a run
-    nemo bench table RUN [--format md|csv|json] [--table 1 2 ... | timings] [--store DIR]
+    nemo bench table RUN [--format md|csv|json | --json] [--table 1 2 ... | timings] [--store DIR] [-o FILE]
 """
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from ..progress import StageBars
 
 
 def register(subparsers) -> None:
+    from ..output import add_output_options
+
     p = subparsers.add_parser("bench", help="run the NEMO benchmark, merge shards, print the paper's tables",
                               description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="bench_command", metavar="SUBCOMMAND")
@@ -20,7 +22,7 @@ def register(subparsers) -> None:
 
     r = sub.add_parser("run", help="run (or resume) a benchmark configuration",
                        description="Run a benchmark configuration (TOML or JSON; examples in "
-                                   "resources/benchmarks/configs/). Every finished sample is stored at once: after a "
+                                   "nemo_desktop/resources/benchmarks/configs/). Every finished sample is stored at once: after a "
                                    "crash or kill, the same command finishes the rest.")
     r.add_argument("config", metavar="CONFIG", help="benchmark configuration (.toml or .json)")
     r.add_argument("--shard", metavar="i/n", help="run only shard i of n (1-based), e.g. one per GPU or machine")
@@ -28,7 +30,7 @@ def register(subparsers) -> None:
     r.add_argument("--run-id", metavar="ID", help="run id (default: <name>-<hash of the config>)")
     r.add_argument("--retry-failed", action="store_true", help="also retry samples recorded as failed")
     r.add_argument("--device", help="override the config's device (auto, cpu, cuda, cuda:1, ...)")
-    r.add_argument("--json", metavar="OUT", help="write the run summary as JSON to OUT ('-' for stdout)")
+    add_output_options(r, "the run summary")
     r.set_defaults(func=run_bench)
 
     m = sub.add_parser("merge", help="merge the stores of a run's shards into one store",
@@ -44,6 +46,7 @@ def register(subparsers) -> None:
                                    "has their axis, Tables 2-5 (validation, editors, MLLM backbones, retrieval).")
     t.add_argument("run", metavar="RUN", help="run id (printed by `nemo bench run`)")
     t.add_argument("--format", choices=("md", "csv", "json"), default="md")
+    t.add_argument("--json", action="store_true", help="the tables as JSON (same as --format json)")
     t.add_argument("--table", nargs="+", choices=("1", "2", "3", "4", "5", "timings"), metavar="T",
                    help="which tables (1 2 3 4 5 timings; default: 1-5, those the run has)")
     t.add_argument("--store", metavar="DIR", help="results store folder or .sqlite file (default: the user's store)")
@@ -106,7 +109,7 @@ def run_bench(args) -> int:
     from ...core.benchmark.config import load_config
     from ...core.benchmark.runner import BenchmarkRunner, Shard
     from ...core.errors import JobCancelled
-    from ..output import write_json
+    from ..output import emit
     from ..progress import cancellable_job
 
     config = load_config(args.config)
@@ -125,10 +128,7 @@ def run_bench(args) -> int:
         return 130
     finally:
         store.close()
-    if args.json:
-        write_json(summary.to_dict(), args.json, default=str)
-    if args.json != "-":
-        print(format_summary(summary))
+    emit(args, summary.to_dict(), lambda: format_summary(summary), default=str)
     return 0 if summary.complete else 1
 
 
@@ -198,12 +198,12 @@ def table_bench(args) -> int:
     store = open_store(args.store)
     try:
         data = collect(store, args.run)
-        text = render(data, build_tables(data, args.table), args.format)
+        text = render(data, build_tables(data, args.table), "json" if args.json else args.format)
     finally:
         store.close()
     if args.output:
         atomic_write_text(Path(args.output), text if text.endswith("\n") else text + "\n")
-        print(f"wrote {args.output}")
+        print(f"wrote {args.output}", file=sys.stderr if args.json else sys.stdout)  # stdout: machine output only
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0

@@ -19,6 +19,8 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
+    from ..output import add_output_options
+
     p = subparsers.add_parser("explain", help="explain a misclassified image (SciTX or a baseline) and test the explanation",
                               description=__doc__.split("\n\n")[0])
     p.add_argument("image", metavar="IMAGE", help="the misclassified image")
@@ -56,7 +58,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-new-tokens", type=int, metavar="N",
                    help="cap on every MLLM reply (default: 160 for captions, 512 for hypotheses, 256 for "
                         "interventions)")
-    p.add_argument("--json", metavar="OUT", help="write the full result as JSON to OUT ('-' for stdout)")
+    add_output_options(p, "the full result")
     p.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:1, ...")
     p.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
     p.set_defaults(func=run)
@@ -178,7 +180,7 @@ def run(args) -> int:
     from ...core.methods.registry import get_method
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
-    from ..output import write_json
+    from ..output import emit
     from ..progress import StageBars, cancellable_job
 
     if args.k < 0 or args.m < 1:
@@ -238,10 +240,5 @@ def run(args) -> int:
     finally:
         store.close()
 
-    if args.json:
-        write_json(result.to_dict(), args.json, ensure_ascii=False)
-    if args.json != "-":
-        print(format_result(result))
-        if args.json:
-            print(f"Full result written to {args.json}.")
+    emit(args, result.to_dict(), lambda: format_result(result), ensure_ascii=False)
     return 0

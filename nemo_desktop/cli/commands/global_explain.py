@@ -14,6 +14,8 @@ from collections import Counter
 
 
 def register(subparsers) -> None:
+    from ..output import add_output_options
+
     p = subparsers.add_parser("global", help="one global explanation of a run's errors (and its CEI)",
                               description=__doc__.split("\n\n")[0])
     p.add_argument("run", metavar="RUN", help="run id in the results store")
@@ -28,7 +30,7 @@ def register(subparsers) -> None:
     p.add_argument("--editor", "-e", metavar="ID", help="image editor for --score (default: the explanations')")
     p.add_argument("--seed", type=int, metavar="N", help="edit seed (default: the explanations')")
     p.add_argument("--edit-steps", type=int, metavar="N", help="diffusion steps (default: the explanations')")
-    p.add_argument("--json", metavar="OUT", help="write the global explanation (and score) as JSON ('-': stdout)")
+    add_output_options(p, "the global explanation (and score)")
     p.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:1, ...")
     p.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
     p.set_defaults(func=run)
@@ -72,7 +74,7 @@ def run(args) -> int:
     from ...core.methods.intervention import InterventionSettings
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
-    from ..output import write_json
+    from ..output import emit
     from ..progress import StageBars, cancellable_job
     from .explain import _default_editor_id, _load
 
@@ -114,9 +116,6 @@ def run(args) -> int:
     finally:
         store.close()
 
-    if args.json:
-        write_json({"global": g.to_dict(), "score": score.to_dict() if score is not None else None}, args.json,
-                   ensure_ascii=False)
-    if args.json != "-":
-        print(format_global(g, score))
+    emit(args, {"global": g.to_dict(), "score": score.to_dict() if score is not None else None},
+         lambda: format_global(g, score), ensure_ascii=False)
     return 0 if g.explanation else 1

@@ -15,7 +15,7 @@ def test_run_shards_merge_and_tables(bench_data, registered, tmp_path, capsys):
     cfg_path.write_text(_toml(cfg))
     for i in (1, 2):
         assert main(["bench", "run", str(cfg_path), "--shard", f"{i}/2", "--store", str(tmp_path / f"s{i}"),
-                     "--json", str(tmp_path / f"s{i}.json")]) == 0
+                     "-o", str(tmp_path / f"s{i}.json")]) == 0
     out = capsys.readouterr().out
     assert "Tables: nemo bench table" in out
     run_id = json.loads((tmp_path / "s1.json").read_text())["run_id"]

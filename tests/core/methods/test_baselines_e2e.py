@@ -155,7 +155,7 @@ def test_cli_explain_with_a_baseline_and_validate(tiny, models, tmp_path, capsys
     base = ["explain", str(tiny["query"]), "--true-label", y, "--classifier", tiny["specs"]["classifier"],
             "--device", "cpu", "--max-new-tokens", "12"]
     argv = base + ["--mllm", tiny["specs"]["mllm"], "--editor", tiny["specs"]["editor"], "--method", "cam-mllm",
-                   "--validate", "--m", "2", "--edit-steps", "2", "--json", str(out)]
+                   "--validate", "--m", "2", "--edit-steps", "2", "-o", str(out)]
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "Method:     cam-mllm-validated" in text and "Grad-CAM overlay: gradcam_overlay" in text
