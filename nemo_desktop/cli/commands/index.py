@@ -39,12 +39,12 @@ def run_list(args) -> int:
 
 def run_delete(args) -> int:
     from ...core.data.reference_index import ReferenceIndex, delete_index
-    from ...core.errors import StoreError
+    from ...core.errors import ConfigError
 
     store = _open_store()
     try:
         if args.delete not in {r["index_id"] for r in ReferenceIndex.list(store)}:
-            raise StoreError(f"No reference index with id '{args.delete}'.",
+            raise ConfigError(f"No reference index with id '{args.delete}'.",  # a usage error: exit 2
                              hint="`nemo index --list` shows the ids.")
         delete_index(store, args.delete)
     finally:

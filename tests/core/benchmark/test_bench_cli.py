@@ -35,6 +35,16 @@ def test_run_shards_merge_and_tables(bench_data, registered, tmp_path, capsys):
     assert data["run_id"] == run_id and {t["id"] for t in data["tables"]} == {"table1a", "table1b", "timings"}
     assert main(["bench", "table", run_id, "--store", str(tmp_path / "m"), "-o", str(tmp_path / "t.md")]) == 0
     assert "Table 1b. CEI" in (tmp_path / "t.md").read_text()
+    capsys.readouterr()
+    # --json: the tables as JSON on stdout, nothing else there; with -o the JSON goes to the file instead.
+    assert main(["bench", "table", run_id, "--store", str(tmp_path / "m"), "--json", "--table", "1"]) == 0
+    assert {t["id"] for t in json.loads(capsys.readouterr().out)["tables"]} == {"table1a", "table1b"}
+    assert main(["bench", "table", run_id, "--store", str(tmp_path / "m"), "--json", "-o",
+                 str(tmp_path / "t.json")]) == 0
+    assert capsys.readouterr().out == "" and json.loads((tmp_path / "t.json").read_text())["run_id"] == run_id
+    # bench run --json: the summary as JSON on stdout (the finished run answers from its store at once).
+    assert main(["bench", "run", str(cfg_path), "--shard", "1/2", "--store", str(tmp_path / "s1"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["run_id"] == run_id
 
 
 def test_user_errors_are_messages_not_tracebacks(bench_data, registered, tmp_path, capsys):

@@ -1,6 +1,7 @@
 """`nemo report`: result keys, prefixes and run ids; formats; clear errors; headless without Qt."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -34,6 +35,25 @@ def test_report_format_follows_the_extension(home_store, tmp_path):
     out = tmp_path / "run.pdf"
     assert main(["report", run_id, "-o", str(out)]) == 0
     assert out.read_bytes().startswith(b"%PDF-")
+
+
+def test_report_json_says_what_was_written(home_store, tmp_path, capsys):
+    run_id = make_run(home_store, n_samples=2, methods=("scitx",))
+    out = tmp_path / "run.html"
+    assert main(["report", run_id, "-o", str(out), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info == {"kind": "run", "id": run_id, "format": "html", "path": str(out), "bytes": out.stat().st_size}
+
+
+def test_report_shows_progress_stages(home_store, tmp_path, monkeypatch):
+    """The run report reports its stages to the command's bar (drawn on terminals only)."""
+    from nemo_desktop.cli.progress import StageBars
+
+    seen = []
+    monkeypatch.setattr(StageBars, "__call__", lambda self, p: seen.append(p.stage))
+    run_id = make_run(home_store, n_samples=2, methods=("scitx",))
+    assert main(["report", run_id, "-o", str(tmp_path / "run.pdf")]) == 0
+    assert "Reading results" in seen and len(seen) > 2
 
 
 def test_report_errors_are_clear(home_store, tmp_path, capsys):
