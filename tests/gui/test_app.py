@@ -59,3 +59,15 @@ def test_main_runs_the_event_loop_and_exits_cleanly(tmp_path):
     assert proc.returncode == 0, proc.stderr
     log = (tmp_path / "home" / "logs" / "nemo.log").read_text()
     assert "starting" in log and "closed (exit code 0)" in log
+
+
+def test_the_window_carries_the_shipped_application_icon(qtbot, tmp_path):
+    from nemo_desktop.core.resources import resource_path
+
+    _, window = app.build(["--home", str(tmp_path / "home")])
+    qtbot.addWidget(window)
+    icon = window.windowIcon()
+    assert not icon.isNull() and icon.availableSizes()  # a real, loaded image, not an empty icon
+    shipped = app.application_icon().pixmap(64, 64).toImage()
+    assert icon.pixmap(64, 64).toImage() == shipped
+    assert resource_path("icons", "nemo-desktop.png").stat().st_size > 1000
