@@ -26,6 +26,15 @@ def test_portable_option_sets_nemo_portable(monkeypatch):
     assert paths.portable and paths.config_dir.parts[-3:] == ("models_cache", "nemo_home", "config")
 
 
+def test_portable_dir_option_sets_nemo_portable_to_the_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("NEMO_PORTABLE", "0")
+    monkeypatch.delenv("NEMO_HOME")
+    args, _ = app.parse_args(["--portable-dir", str(tmp_path / "stick")])
+    app.apply_path_options(args)
+    paths = get_paths()
+    assert paths.portable and paths.weights_dir == tmp_path / "stick"
+
+
 def test_an_unusable_data_folder_gives_a_clear_error_and_exit_code(qtbot, tmp_path, monkeypatch, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("a file where the data folder should be")
