@@ -19,7 +19,7 @@ if [ -z "$UV" ]; then  # uv is a build tool here, not a dependency of the projec
   UV=$WORK/uv/bin/uv
 fi
 PYVER=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-"$UV" pip compile pyproject.toml --extra test --resolution lowest-direct --python-version "$PYVER" \
+"$UV" pip compile pyproject.toml --extra test --extra gui --resolution lowest-direct --python-version "$PYVER" \
   --no-header -q -o "$WORK/lowest.txt"
 echo "lowest direct versions:"; grep -E '^[a-z0-9_.-]+==' "$WORK/lowest.txt" | tr '\n' ' '; echo
 [ -x "$WORK/venv/bin/python" ] || "$UV" venv -q --python "$PY" "$WORK/venv"
