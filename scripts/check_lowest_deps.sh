@@ -27,6 +27,6 @@ echo "lowest direct versions:"; grep -E '^[a-z0-9_.-]+==' "$WORK/lowest.txt" | t
 "$UV" pip install -q --python "$WORK/venv/bin/python" --no-deps .
 
 # The checkout's own tests, against the installed lowest-version set (-p no:cacheprovider: nothing written here).
-cd tests && QT_QPA_PLATFORM=offscreen "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider -x \
+cd tests && QT_QPA_PLATFORM=offscreen "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider \
   --rootdir=.. -c ../pyproject.toml \
   core/models core/methods/test_parsing.py core/test_resources.py cli core/reports/test_report_cli.py "$@"
