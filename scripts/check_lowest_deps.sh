@@ -24,7 +24,7 @@ PYVER=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 echo "lowest direct versions:"; grep -E '^[a-z0-9_.-]+==' "$WORK/lowest.txt" | tr '\n' ' '; echo
 [ -x "$WORK/venv/bin/python" ] || "$UV" venv -q --python "$PY" "$WORK/venv"
 "$UV" pip install -q --python "$WORK/venv/bin/python" -r "$WORK/lowest.txt"
-"$UV" pip install -q --python "$WORK/venv/bin/python" --no-deps .
+"$UV" pip install -q --python "$WORK/venv/bin/python" --no-deps -e .  # editable: the tests expect a checkout
 
 # The checkout's own tests, against the installed lowest-version set (-p no:cacheprovider: nothing written here).
 cd tests && QT_QPA_PLATFORM=offscreen "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider \

@@ -58,8 +58,8 @@ def test_cache_commands_round_trip(capsys):
     assert json.dumps(info).count("caption") >= 1
     assert main(["cache", "check"]) == 0
     assert "OK" in capsys.readouterr().out
-    assert main(["cache", "clear", "--yes"]) == 0
-    assert "deleted 1" in capsys.readouterr().out
+    assert main(["cache", "clear", "--yes", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"deleted": 1, "kind": None}
 
 
 def test_cache_check_reports_a_missing_artifact(capsys):

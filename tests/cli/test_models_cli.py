@@ -63,8 +63,13 @@ def test_du_and_rm(hub_cache, capsys, monkeypatch):
     monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
     assert main(["models", "rm", "instruct-pix2pix"]) == 2  # no --yes and nobody to ask
     assert (hub_cache / "models--timbrooks--instruct-pix2pix").exists()
+    assert main(["models", "rm", "instruct-pix2pix", "--json"]) == 2  # the refusal is JSON on stdout under --json
+    assert json.loads(capsys.readouterr().out)["error"]["hint"] == "Add --yes to delete without asking."
     assert main(["models", "rm", "instruct-pix2pix", "--yes"]) == 0
     assert "deleted timbrooks/instruct-pix2pix" in capsys.readouterr().out
+    assert main(["models", "rm", "instruct-pix2pix", "--yes", "--json"]) == 0  # already gone
+    assert json.loads(capsys.readouterr().out) == {"repo": "timbrooks/instruct-pix2pix", "deleted": False,
+                                                   "freed_bytes": 0}
     assert not (hub_cache / "models--timbrooks--instruct-pix2pix").exists()
     assert (hub_cache / "models--someone--other").exists()
 

@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -39,6 +40,7 @@ def register(subparsers) -> None:
     m.add_argument("stores", nargs="+", metavar="STORE", help="shard store folders or .sqlite files")
     m.add_argument("--into", metavar="DIR", help="target store (default: the user's store)")
     m.add_argument("--run", metavar="RUN", help="merge only this run id")
+    m.add_argument("--json", action="store_true", help="print the merge report as JSON")
     m.set_defaults(func=merge_bench)
 
     t = sub.add_parser("table", help="print the paper's tables for a run",
@@ -179,6 +181,9 @@ def merge_bench(args) -> int:
             s.close()
         if target is not None:
             target.close()
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return 0
     for rid in report.runs:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(report.statuses.get(rid, {}).items()))
         print(f"Merged run {rid}: {counts}")

@@ -53,14 +53,16 @@ def run_clear(args) -> int:
     if not args.yes:
         what = f"all results of kind '{args.kind}'" if args.kind else "ALL stored results"
         if not sys.stdin.isatty():
-            print(f"refusing to delete {what} without --yes", file=sys.stderr)
-            return 2
+            from ...core.errors import ConfigError
+
+            raise ConfigError(f"Refusing to delete {what} without --yes (nobody to ask).",
+                              hint="Add --yes to delete without asking.")
         if input(f"Delete {what}? [y/N] ").strip().lower() not in ("y", "yes"):
             return 1
     store = _open_store()
     n = store.clear(args.kind)
     store.close()
-    print(f"deleted {n} result(s)")
+    print(json.dumps({"deleted": n, "kind": args.kind}) if args.json else f"deleted {n} result(s)")
     return 0
 
 
@@ -77,4 +79,5 @@ def register(sub) -> None:
     d = cs.add_parser("clear", help="delete stored results")
     d.add_argument("--kind", help="only results of this kind (e.g. caption, explanation)")
     d.add_argument("--yes", action="store_true", help="do not ask")
+    d.add_argument("--json", action="store_true", help="print the number deleted as JSON")
     d.set_defaults(func=run_clear)

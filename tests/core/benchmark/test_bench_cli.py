@@ -21,6 +21,8 @@ def test_run_shards_merge_and_tables(bench_data, registered, tmp_path, capsys):
     run_id = json.loads((tmp_path / "s1.json").read_text())["run_id"]
     assert main(["bench", "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--into", str(tmp_path / "m")]) == 0
     assert f"Merged run {run_id}: done 8" in capsys.readouterr().out
+    assert main(["bench", "merge", str(tmp_path / "s1"), "--into", str(tmp_path / "m"), "--json"]) == 0  # idempotent
+    assert json.loads(capsys.readouterr().out)["statuses"][run_id] == {"done": 8}
 
     assert main(["bench", "table", run_id, "--store", str(tmp_path / "m"), "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
