@@ -1,5 +1,6 @@
-"""The wheel and the sdist are complete (every shipped resource, the license), the metadata is what PyPI shows,
-and the desktop entry is valid and names the icon the package ships."""
+"""The wheel and the sdist are complete (every shipped resource, the report fonts, the license), an installed copy
+finds its catalog outside the checkout, the metadata is what PyPI shows, and the desktop entry is valid and names
+the icon the package ships."""
 from __future__ import annotations
 
 import configparser
@@ -89,3 +90,20 @@ def test_desktop_entry_names_the_shipped_icon_and_the_gui_script():
 def test_desktop_entry_passes_desktop_file_validate():
     r = subprocess.run(["desktop-file-validate", str(DESKTOP)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and not r.stdout.strip(), r.stdout + r.stderr  # no errors, no hints
+
+
+def test_an_unpacked_wheel_reads_its_catalog_outside_the_checkout(built, tmp_path):
+    # The wheel's files on sys.path instead of the checkout: what an installed copy sees.
+    wheel, _ = built
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import nemo_desktop; "
+            "from nemo_desktop.core.resources import resources_root; "
+            "from nemo_desktop.core.models.catalog import list_catalog; "
+            "print(nemo_desktop.__file__); print(resources_root()); print(len(list_catalog()))")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("PYTHONPATH", "NEMO_RESOURCES")}
+    r = subprocess.run([sys.executable, "-c", code, str(site)], cwd=tmp_path, capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    module, root, count = r.stdout.split()
+    assert module.startswith(str(site)) and root.startswith(str(site)) and int(count) > 5

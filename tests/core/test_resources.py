@@ -10,7 +10,8 @@ import pytest
 
 import nemo_desktop
 from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.resources import REQUIRED, check_resources, resource_path, resources_root
+from nemo_desktop.core.resource_check import REQUIRED, check_resources
+from nemo_desktop.core.resources import resource_path, resources_root
 
 
 def test_resources_live_inside_the_package(monkeypatch):
@@ -30,14 +31,14 @@ def test_a_user_copy_replaces_the_shipped_files(tmp_path, monkeypatch):
     assert resource_path("prompts") == copy / "prompts"
     with pytest.raises(ConfigError, match="missing") as err:
         resource_path("catalog.json")
-    assert "NEMO_RESOURCES" in err.value.hint
     bad = {row["resource"]: row for row in check_resources() if not row["ok"]}
     assert list(bad) == ["catalog.json"] and bad["catalog.json"]["problem"]
 
 
 def test_nemo_resources_that_is_not_a_folder_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("NEMO_RESOURCES", str(tmp_path / "nothing-here"))
-    with pytest.raises(ConfigError, match="not a folder"):
+    with pytest.raises(ConfigError, match="missing") as err:
         resources_root()
+    assert "NEMO_RESOURCES" in err.value.hint
     rows = check_resources()
-    assert len(rows) == 1 and not rows[0]["ok"] and "not a folder" in rows[0]["problem"]
+    assert len(rows) == 1 and not rows[0]["ok"] and "nothing-here" in rows[0]["problem"]

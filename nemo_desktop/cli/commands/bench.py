@@ -49,8 +49,11 @@ def register(subparsers) -> None:
     t.add_argument("run", metavar="RUN", help="run id (printed by `nemo bench run`)")
     t.add_argument("--format", choices=("md", "csv", "json"), default="md")
     t.add_argument("--json", action="store_true", help="the tables as JSON (same as --format json)")
-    t.add_argument("--table", nargs="+", choices=("1", "2", "3", "4", "5", "timings"), metavar="T",
-                   help="which tables (1 2 3 4 5 timings; default: 1-5, those the run has)")
+    t.add_argument("--table", nargs="+", choices=("1", "2", "3", "4", "5", "candidates", "timings"), metavar="T",
+                   help="which tables (1 2 3 4 5 candidates timings; default: 1-5 and candidates, those the run has)")
+    t.add_argument("--missing", choices=("drop", "zero"),
+                   help="a sample a compared method finished without a value: left out for every method (drop, "
+                        "the default) or counted as 0 (zero); default: the run config's [tables] missing")
     t.add_argument("--store", metavar="DIR", help="results store folder or .sqlite file (default: the user's store)")
     t.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     t.set_defaults(func=table_bench)
@@ -131,7 +134,16 @@ def run_bench(args) -> int:
     finally:
         store.close()
     emit(args, summary.to_dict(), lambda: format_summary(summary), default=str)
-    return 0 if summary.complete else 1
+    return exit_code(summary)
+
+
+def exit_code(summary) -> int:
+    """0 when every item of the shard is done, 1 (partial) when some are, 3 when none is (see exit_codes)."""
+    from ...core.benchmark.records import DONE
+    from ..exit_codes import for_counts
+
+    done = summary.statuses.get(DONE, 0)
+    return for_counts(done, summary.total - done)
 
 
 def format_summary(s) -> str:
@@ -202,7 +214,7 @@ def table_bench(args) -> int:
 
     store = open_store(args.store)
     try:
-        data = collect(store, args.run)
+        data = collect(store, args.run, missing=args.missing)
         text = render(data, build_tables(data, args.table), "json" if args.json else args.format)
     finally:
         store.close()

@@ -62,7 +62,7 @@ def _disk(path) -> dict:
 
 def _files_check() -> list[dict]:
     """Shipped resources (nemo_desktop/resources or NEMO_RESOURCES), each prompt template, the report fonts."""
-    from ...core.resources import check_resources
+    from ...core.resource_check import check_resources
 
     rows = check_resources()
     try:

@@ -3,7 +3,8 @@
 ID_OR_SPEC is a catalog id (`vit-b16-augreg2`, `clip-vit-b32`, ...) or `<family>:<source>`, e.g.
 `timm:local-dir:/models/mine`, `timm:checkpoint:resnet50:/data/ft.safetensors --classes classes.txt`,
 `hf-clip:/models/clip-folder`, `open_clip:ViT-B-32@laion2b_s34b_b79k`.
-An unreadable image is reported and skipped (exit status 1); the others are still classified. When no image can be
+An unreadable image (damaged, a FIFO, a dangling link, no read permission, ...) is reported and skipped (exit
+status 1, partial); the others are still classified. When no image can be
 read, that is a usage error (exit 2), reported once. A bar on stderr (terminals only) shows the images read and
 classified.
 """
@@ -85,6 +86,7 @@ def run(args) -> int:
     from ...core.errors import ConfigError, InputImageError
     from ...core.images import load_image
     from ...core.models.registry import LoadOptions, load_model
+    from ..exit_codes import for_counts
     from ..progress import StageBars, cancellable_job
 
     if args.top_k < 1:
@@ -128,4 +130,4 @@ def run(args) -> int:
             width = max(len(t["name"]) for t in res["top_k"])
             for t in res["top_k"]:
                 print(f"  {t['rank']:>2}. {t['name']:<{width}}  {t['probability']:7.2%}  (class {t['index']})")
-    return 1 if failures else 0
+    return for_counts(len(loaded), len(failures))

@@ -228,7 +228,7 @@ class ScriptedMLLM:
         self.info = ModelInfo(f"test-double:{name}", "test-double", "1")
         self.delay, self.log, self.calls = delay, log, 0
 
-    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None):
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
         self.calls += 1
         if self.delay:
             time.sleep(self.delay)
@@ -295,7 +295,7 @@ class MessyJudge:
         self.info = ModelInfo(f"test-double:judge-{name}", "test-double", "1")
         self.style, self.delay, self.calls = style, delay, 0
 
-    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None):
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
         self.calls += 1
         if self.delay:
             time.sleep(self.delay)

@@ -7,7 +7,7 @@ every sample.
     score = GlobalScorer(classifier, mllm, editor, store=store).score(g, locals_)  # -> GlobalScore (Table 6)
 
 Aggregation: one line per explanation, `- [true: <y>; predicted: <ŷ>] <explanation>`, in item order, into
-resources/prompts/global_explanation.v1.txt (written for NEMO Desktop; the paper does not print its
+nemo_desktop/resources/prompts/global_explanation.v1.txt (written for NEMO Desktop; the paper does not print its
 prompt), greedy decoding, JSON `global_explanation`, one repair turn if unreadable. A run larger than
 `chunk_size` explanations is summarised chunk by chunk and the summaries are summarised again with the
 same template (map-reduce), so any run fits a small model's context.
@@ -39,13 +39,16 @@ from ... import __version__
 from ..errors import ConfigError, InputImageError, JobCancelled
 from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
-from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache, ask_json,
+from ..registry import AnalysisSpec, Inputs, register_analysis
+from ..methods.intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache, ask_json,
                            classifier_part, error_text, image_hash, load_input, model_manifest, model_part,
                            raw_replies, sample_info, sha_text, unit_key)
-from .pipeline_steps import stored_result
-from .prompts import PromptTemplate, load_prompt
-from .result import Candidate, ExplanationResult
+from ..methods.pipeline_steps import stored_result
+from ..methods.prompts import PromptTemplate, load_prompt
+from ..methods.result import Candidate, ExplanationResult
 
+VERSION = "1"  # bump when results change for the same inputs (part of every key)
+ANALYSIS = "global-explanation"
 GLOBAL_KIND, SUMMARY_KIND, SCORE_KIND = "global-explanation", "global-summary", "global-cei"
 FIELD = "global_explanation"
 
@@ -197,7 +200,7 @@ class GlobalExplainer:
         key = unit_key(GLOBAL_KIND, run_id=run_id, lines_sha256=sha_text("\n".join(lines)),
                        mllm=model_part(self.mllm.info), prompt_version=self.prompt.version,
                        repair_version=self.repair.version, chunk_size=cfg.chunk_size,
-                       max_new_tokens=cfg.max_new_tokens)
+                       max_new_tokens=cfg.max_new_tokens, version=VERSION)
         stored = stored_result(units, key, ctx, GlobalExplanation)
         if stored is not None:
             return stored
@@ -232,7 +235,7 @@ class GlobalExplainer:
         out = GlobalExplanation(
             explanation=text, count=len(results), run_id=run_id, method=methods[0] if len(methods) == 1 else None,
             chunk_summaries=summaries, error=error, raw_reply=raw, timings={"total": time.perf_counter() - t0},
-            manifest={"app_version": __version__, "date": _now(), "complete": not transient,
+            manifest={"version": VERSION, "app_version": __version__, "date": _now(), "complete": not transient,
                       "mllm": model_manifest(self.mllm.info), "methods": methods,
                       "prompts": {"global_explanation": self.prompt.version, "repair": self.repair.version},
                       "config": asdict(cfg), "chunks": len(chunks),
@@ -292,7 +295,7 @@ class GlobalScorer:
                        mllm=model_part(self.tester.mllm.info),
                        editor=None if tester.zero_shot else model_part(tester.editor.info),
                        prompts=tester.prompts.versions(), settings=asdict(s),
-                       items=[[e.item_id, e.record_key] for e in explanations], app_version=__version__)
+                       items=[[e.item_id, e.record_key] for e in explanations], version=VERSION)
         stored = stored_result(units, key, ctx, GlobalScore)
         if stored is not None:
             return stored
@@ -341,7 +344,7 @@ class GlobalScorer:
             global_key=global_key, samples=scores, paired=len(paired),
             mean_local=float(np.mean([r.cei_local for r in paired])) if paired else None,
             mean_global=float(np.mean([r.cei_global for r in paired])) if paired else None, notes=notes,
-            manifest={"app_version": __version__, "date": _now(), "complete": not transient,
+            manifest={"version": VERSION, "app_version": __version__, "date": _now(), "complete": not transient,
                       "models": {"classifier": model_manifest(self.classifier.info),
                                  "mllm": model_manifest(tester.mllm.info),
                                  "editor": None if tester.zero_shot else model_manifest(tester.editor.info)},
@@ -367,3 +370,114 @@ def _one_line(text: str) -> str:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# -- the analysis (registry entry) ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GlobalAnalysisConfig:
+    """Settings of `global-explanation`. Edit settings left None are taken from the explanations' manifests, so
+    the global CEI is measured as the per-sample CEI was."""
+
+    method: str | None = field(default=None, metadata={
+        "label": "Method", "help": "aggregate the explanations of this method (needed when the run holds several)"})
+    chunk_size: int = field(default=100, metadata={
+        "label": "Explanations per call", "min": 2,
+        "help": "explanations per MLLM call; larger runs are summarised in groups first"})
+    max_new_tokens: int = field(default=512, metadata={"label": "Max new tokens", "min": 1,
+                                                       "help": "cap on each MLLM reply"})
+    score: bool = field(default=False, metadata={
+        "label": "Score with CEI", "help": "score the global explanation with CEI on every sample (Table 6)"})
+    seed: int | None = field(default=None, metadata={"label": "Edit seed", "help": "default: the explanations'"})
+    edit_steps: int | None = field(default=None, metadata={"label": "Edit steps", "min": 1,
+                                                           "help": "diffusion steps (default: the explanations')"})
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 2 or self.max_new_tokens < 1:
+            raise ConfigError("The chunk size must be at least 2 and the token cap at least 1.")
+
+
+@dataclass
+class GlobalAnalysisResult:
+    """The global explanation of a run and, when asked, its CEI score (kind 'dataset')."""
+
+    explanation: GlobalExplanation
+    score: GlobalScore | None = None
+
+    kind = "dataset"
+    analysis = ANALYSIS
+
+    @property
+    def key(self) -> str | None:
+        """The summary's store key, joined with the score's when the explanation was scored (two records)."""
+        if self.score is not None and self.score.result_key:
+            return f"{self.explanation.result_key}+{self.score.result_key}"
+        return self.explanation.result_key
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self.explanation.manifest
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "analysis": self.analysis, "global": self.explanation.to_dict(),
+                "score": self.score.to_dict() if self.score is not None else None}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "GlobalAnalysisResult":
+        return cls(GlobalExplanation.from_dict(d["global"]),
+                   GlobalScore.from_dict(d["score"]) if d.get("score") else None)
+
+
+def recorded_model(explanations: Sequence[LocalExplanation], role: str) -> str | None:
+    """The model id (role: mllm, classifier, editor) most explanations of the run were made with."""
+    ids = Counter((e.result.manifest.get("models", {}).get(role) or {}).get("id") for e in explanations)
+    ids.pop(None, None)
+    return ids.most_common(1)[0][0] if ids else None
+
+
+def recorded_setting(explanations: Sequence[LocalExplanation], name: str) -> Any:
+    import json
+
+    values = Counter(json.dumps(e.result.manifest.get("config", {}).get(name)) for e in explanations)
+    return json.loads(values.most_common(1)[0][0]) if values else None
+
+
+class GlobalExplanationAnalysis:
+    """`global-explanation`: one summary of a run's per-sample explanations, optionally scored with CEI."""
+
+    def __init__(self, mllm: Any, classifier: Any = None, editor: Any = None, store: Any = None,
+                 config: GlobalAnalysisConfig | None = None) -> None:
+        self.mllm, self.classifier, self.editor, self.store = mllm, classifier, editor, store
+        self.config = config or GlobalAnalysisConfig()
+
+    def __call__(self, run_id: str, ctx: JobContext | None = None) -> GlobalAnalysisResult:
+        ctx = ctx or null_context()
+        cfg = self.config
+        explanations = collect_explanations(self.store, run_id, cfg.method)
+        summary_ctx = ctx.sub("Summarising", 0.0, 0.3 if cfg.score else 1.0)
+        g = GlobalExplainer(self.mllm, self.store, GlobalConfig(cfg.chunk_size, cfg.max_new_tokens)).explain(
+            explanations, run_id=run_id, ctx=summary_ctx)
+        score = None
+        if cfg.score:
+            if self.classifier is None:
+                raise ConfigError("Scoring the global explanation needs the classifier.",
+                                  hint="Give one with --classifier (default: the explanations').")
+            size = recorded_setting(explanations, "edit_size")
+            settings = InterventionSettings(
+                seed=cfg.seed if cfg.seed is not None else (recorded_setting(explanations, "seed") or 0),
+                edit_steps=cfg.edit_steps if cfg.edit_steps is not None else
+                recorded_setting(explanations, "edit_steps"),
+                edit_guidance=recorded_setting(explanations, "edit_guidance"),
+                edit_size=tuple(size) if size else None,
+                # Results from before the setting existed were edited at the image's own size.
+                edit_resolution=recorded_setting(explanations, "edit_resolution") or "native",
+                max_new_tokens=recorded_setting(explanations, "intervention_max_new_tokens") or 256)
+            score = GlobalScorer(self.classifier, self.mllm, self.editor, self.store, settings).score(
+                g, explanations, ctx.sub("Scoring", 0.3, 1.0))
+        return GlobalAnalysisResult(g, score)
+
+
+register_analysis(AnalysisSpec(
+    name=ANALYSIS, kind="dataset", version=VERSION, factory=GlobalExplanationAnalysis, config=GlobalAnalysisConfig,
+    result=GlobalAnalysisResult, inputs=Inputs(classifier="optional", mllm="required", editor="optional", data="run"),
+    description="One global explanation of a run's per-sample explanations (NEMO §4.2.7), optionally scored with "
+                "CEI on every sample (Table 6)."))
