@@ -25,7 +25,7 @@ EPILOG = ("exit codes: 0 success, 1 partial (some items failed; the others compl
           "stdout too. Shell completion: `nemo completion bash|zsh|fish`.")
 
 
-class _Parser(argparse.ArgumentParser):
+class _JsonUsageErrors:
     """argparse, except that a usage error under --json is JSON on stdout (exit 2 either way)."""
 
     def error(self, message: str):  # type: ignore[override]
@@ -33,7 +33,11 @@ class _Parser(argparse.ArgumentParser):
             _print_json_error({"type": "UsageError", "message": f"{self.prog}: {message}", "hint": None},
                               exit_codes.USAGE)
             self.exit(exit_codes.USAGE)
-        super().error(message)
+        super().error(message)  # type: ignore[misc]
+
+
+class _Parser(_JsonUsageErrors, argparse.ArgumentParser):
+    pass
 
 
 _ARGV: list[str] | None = None  # the argv main() parses (tests pass one; the console script uses sys.argv)
@@ -62,7 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
     from .options import CommandParser
 
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
+    class _CommandParser(_JsonUsageErrors, CommandParser):  # sub-commands (and theirs) report usage errors alike
+        pass
+
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     for mod in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         importlib.import_module(f"{commands.__name__}.{mod.name}").register(sub)
     return parser
