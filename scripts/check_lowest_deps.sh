@@ -2,7 +2,7 @@
 # Are the dependency floors in pyproject.toml true? Resolve the LOWEST allowed version of every direct dependency
 # (uv's --resolution lowest-direct; indirect ones stay at their newest), install that set into a throw-away
 # virtual environment and run a fast subset of the tests against it: model adapters (torch, torchvision,
-# transformers, diffusers, timm, open_clip, lpips), the CLI, reports and reply parsing.
+# transformers, diffusers, timm, open_clip), the CLI, reports and reply parsing.
 #
 # Not part of the default CI (.ci/run): it downloads a second PyTorch with its CUDA libraries (~3 GB) and takes
 # about 10 minutes. Run it when changing a floor:   bash scripts/check_lowest_deps.sh [extra pytest args]

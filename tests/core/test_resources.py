@@ -42,3 +42,13 @@ def test_nemo_resources_that_is_not_a_folder_is_a_clear_error(tmp_path, monkeypa
     assert "NEMO_RESOURCES" in err.value.hint
     rows = check_resources()
     assert len(rows) == 1 and not rows[0]["ok"] and "nothing-here" in rows[0]["problem"]
+
+
+def test_doctor_checks_every_file_the_package_ships():
+    """A resource added to the package without an entry in REQUIRED would go unchecked by `nemo doctor`."""
+    shipped = Path(nemo_desktop.__file__).parent / "resources"
+    covered = [shipped.joinpath(*parts) for parts in REQUIRED]
+    files = [f for f in shipped.rglob("*") if f.is_file() and f.name != "README.md" and "__pycache__" not in f.parts]
+    unchecked = [str(f.relative_to(shipped)) for f in files
+                 if not any(f == c or (c.is_dir() and f.parent == c) for c in covered)]
+    assert len(files) > 25 and unchecked == []

@@ -14,7 +14,7 @@ import sys
 from ... import __version__
 
 KEY_PACKAGES = ("torch", "torchvision", "transformers", "diffusers", "accelerate", "timm", "open_clip_torch",
-                "lpips", "huggingface_hub", "safetensors", "numpy", "pillow", "platformdirs", "PySide6-Essentials",
+                "huggingface_hub", "safetensors", "numpy", "pillow", "platformdirs", "PySide6-Essentials",
                 "PySide6")
 
 
