@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
 import os
 import pkgutil
@@ -48,7 +47,9 @@ def _wants_json(argv) -> bool:
 
 
 def _print_json_error(err: dict, code: int) -> None:
-    print(json.dumps({"error": {**err, "exit_code": code}}, indent=2))
+    from .output import print_json_error
+
+    print_json_error(err.pop("type"), err.pop("message"), err.pop("hint"), code, **err)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,6 +3,7 @@ summary), `-o FILE` writes it to a file (atomically). explain, global and bench 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,3 +41,18 @@ def emit(args, data: Any, summary: Callable[[], str], **dumps_options: Any) -> N
     print(summary())
     if getattr(args, "output", None):
         print(f"Full result written to {args.output}.")
+
+
+def print_json_error(kind: str, message: str, hint: str | None, code: int, **extra: Any) -> None:
+    """An error under --json: {"error": {type, message, hint, exit_code}} on stdout."""
+    print(json_text({"error": {"type": kind, "message": message, "hint": hint, **extra, "exit_code": code}}))
+
+
+def cancelled(args, message: str) -> int:
+    """A job stopped by Ctrl-C: the message on stderr (and the error as JSON on stdout under --json); exit 130."""
+    from .exit_codes import INTERRUPTED
+
+    if getattr(args, "json", False):
+        print_json_error("JobCancelled", message, None, INTERRUPTED)
+    print(message, file=sys.stderr)
+    return INTERRUPTED

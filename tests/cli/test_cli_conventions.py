@@ -75,6 +75,42 @@ def test_errors_under_json_are_json_on_stdout(tmp_path, capsys):
 
 
 
+def _leaf_commands(parser, path=()):
+    import argparse
+
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield path, parser
+    for action in subs:
+        for name, sub in action.choices.items():
+            yield from _leaf_commands(sub, (*path, name))
+
+
+def test_every_command_with_output_takes_json():
+    """--json is the one spelling of machine output (a file is -o FILE), on every command but the completion
+    script generator, whose output is the script."""
+    from nemo_desktop.cli.main import build_parser
+
+    leaves = dict(_leaf_commands(build_parser()))
+    assert len(leaves) > 15
+    without = sorted(" ".join(path) for path, p in leaves.items()
+                     if "--json" not in {o for a in p._actions for o in a.option_strings})
+    assert without == ["completion"]
+    for path, p in leaves.items():
+        for action in p._actions:
+            if "--json" in action.option_strings:
+                assert action.nargs == 0, f"nemo {' '.join(path)}: --json takes no file (that is -o FILE)"
+
+
+def test_cache_commands_keep_stdout_machine_readable(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
+    assert main(["cache", "discard", str(tmp_path / "x.corrupt-1"), "--json"]) == 2  # nobody to ask: usage error
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["exit_code"] == 2 and "--yes" in error["hint"]
+    assert main(["cache", "check", "--repair", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+
+
 def test_usage_errors_from_argparse_are_json_under_json(capsys):
     with pytest.raises(SystemExit) as done:
         main(["predict", "--json"])  # IMAGE is required
@@ -148,7 +184,7 @@ def test_doctor_checks_shipped_files(tmp_path, monkeypatch, capsys):
     assert main(["doctor", "--json"]) == 0
     facts = json.loads(capsys.readouterr().out)
     names = {row["resource"] for row in facts["files"]}
-    assert facts["files_ok"] and {"catalog.json", "prompts", "font DejaVuSans.ttf",
+    assert facts["files_ok"] and {"catalog.json", "prompts/scitx_hypothesis.v1.txt", "font DejaVuSans.ttf",
                                   "prompt scitx_hypothesis"} <= names
 
     copy = tmp_path / "res"

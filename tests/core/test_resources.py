@@ -10,7 +10,7 @@ import pytest
 
 import nemo_desktop
 from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.resource_check import REQUIRED, check_resources
+from nemo_desktop.core.resource_check import check_resources, required
 from nemo_desktop.core.resources import resource_path, resources_root
 
 
@@ -19,7 +19,7 @@ def test_resources_live_inside_the_package(monkeypatch):
     root = resources_root()
     assert root == Path(nemo_desktop.__file__).parent / "resources"
     assert root == Path(str(resources.files("nemo_desktop") / "resources"))
-    assert all(root.joinpath(*parts).exists() for parts in REQUIRED)
+    assert all(root.joinpath(*parts).is_file() for parts in required())
     assert all(row["ok"] for row in check_resources()), check_resources()
 
 
@@ -27,12 +27,13 @@ def test_a_user_copy_replaces_the_shipped_files(tmp_path, monkeypatch):
     copy = tmp_path / "my-resources"
     shutil.copytree(resources_root(), copy)
     (copy / "catalog.json").unlink()
+    (copy / "prompts" / "json_repair.v1.txt").unlink()  # a prompt the package ships, missing from the copy
     monkeypatch.setenv("NEMO_RESOURCES", str(copy))
     assert resource_path("prompts") == copy / "prompts"
     with pytest.raises(ConfigError, match="missing") as err:
         resource_path("catalog.json")
     bad = {row["resource"]: row for row in check_resources() if not row["ok"]}
-    assert list(bad) == ["catalog.json"] and bad["catalog.json"]["problem"]
+    assert sorted(bad) == ["catalog.json", "prompts/json_repair.v1.txt"] and bad["catalog.json"]["problem"]
 
 
 def test_nemo_resources_that_is_not_a_folder_is_a_clear_error(tmp_path, monkeypatch):
@@ -47,8 +48,7 @@ def test_nemo_resources_that_is_not_a_folder_is_a_clear_error(tmp_path, monkeypa
 def test_doctor_checks_every_file_the_package_ships():
     """A resource added to the package without an entry in REQUIRED would go unchecked by `nemo doctor`."""
     shipped = Path(nemo_desktop.__file__).parent / "resources"
-    covered = [shipped.joinpath(*parts) for parts in REQUIRED]
+    covered = {shipped.joinpath(*parts) for parts in required()}
     files = [f for f in shipped.rglob("*") if f.is_file() and f.name != "README.md" and "__pycache__" not in f.parts]
-    unchecked = [str(f.relative_to(shipped)) for f in files
-                 if not any(f == c or (c.is_dir() and f.parent == c) for c in covered)]
+    unchecked = [str(f.relative_to(shipped)) for f in files if f not in covered]
     assert len(files) > 25 and unchecked == []

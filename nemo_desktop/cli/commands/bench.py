@@ -114,7 +114,7 @@ def run_bench(args) -> int:
     from ...core.benchmark.config import load_config
     from ...core.benchmark.runner import BenchmarkRunner, Shard
     from ...core.errors import JobCancelled
-    from ..output import emit
+    from ..output import cancelled, emit
     from ..progress import cancellable_job
 
     config = load_config(args.config)
@@ -128,9 +128,8 @@ def run_bench(args) -> int:
                                      run_id=args.run_id)
             summary = runner.run()
     except JobCancelled:
-        print(f"Cancelled. Finished samples are stored; run the same command to resume run {runner.run_id}.",
-              file=sys.stderr)
-        return 130
+        return cancelled(args, f"Cancelled. Finished samples are stored; run the same command to resume run "
+                               f"{runner.run_id}.")
     finally:
         store.close()
     emit(args, summary.to_dict(), lambda: format_summary(summary), default=str)

@@ -35,13 +35,17 @@ def run_info(args) -> int:
 def run_check(args) -> int:
     store = _open_store()
     problems = store.check()
+    removed = None
     if problems and args.repair:
         removed = store.cleanup()
-        print(f"removed {removed['tmp']} leftover temporary file(s) and {removed['orphans']} orphan artifact file(s)")
+        if not args.json:  # stdout under --json holds the JSON only
+            print(f"removed {removed['tmp']} leftover temporary file(s) and {removed['orphans']} orphan artifact "
+                  "file(s)")
         problems = store.check()
     store.close()
     if args.json:
-        print(json.dumps({"ok": not problems, "problems": problems}, indent=2))
+        print(json.dumps({"ok": not problems, "problems": problems}
+                         | ({"removed": removed} if removed is not None else {}), indent=2))
     elif problems:
         print(f"{len(problems)} problem(s) found:")
         for p in problems:
@@ -81,8 +85,10 @@ def run_discard(args) -> int:
     from ...core.store.salvage import discard
 
     if not args.yes and not sys.stdin.isatty():
-        print(f"refusing to delete {args.file} without --yes", file=sys.stderr)
-        return 2
+        from ...core.errors import ConfigError
+
+        raise ConfigError(f"Refusing to delete {args.file} without --yes (nobody to ask).",
+                          hint="Add --yes to delete without asking.")
     if not args.yes and input(f"Delete the damaged database {args.file}? Its results can then no longer be "
                               "salvaged. [y/N] ").strip().lower() not in ("y", "yes"):
         return 1
@@ -91,6 +97,9 @@ def run_discard(args) -> int:
         discard(store.db_path, Path(args.file))
     finally:
         store.close()
+    if args.json:
+        print(json.dumps({"deleted": args.file}))
+        return 0
     print(f"deleted {args.file}; `nemo cache check --repair` now removes the artifact files no result uses")
     return 0
 
@@ -129,6 +138,7 @@ def register(sub) -> None:
     x = cs.add_parser("discard", help="delete a damaged database moved aside (its files become removable)")
     x.add_argument("file", metavar="FILE", help="the moved-aside database (<database>.corrupt-<time>)")
     x.add_argument("--yes", action="store_true", help="do not ask")
+    x.add_argument("--json", action="store_true", help="print what was deleted as JSON")
     x.set_defaults(func=run_discard)
     d = cs.add_parser("clear", help="delete stored results")
     d.add_argument("--kind", help="only results of this kind (e.g. caption, explanation)")

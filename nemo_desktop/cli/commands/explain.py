@@ -173,7 +173,7 @@ def run(args) -> int:
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
     from ..loading import load, load_editor, load_wanted, reference
-    from ..output import emit
+    from ..output import cancelled, emit
     from ..progress import StageBars, cancellable_job
 
     image = Path(args.image)
@@ -204,9 +204,8 @@ def run(args) -> int:
             method = build_analysis(spec, components, config)
             result = method(image, label, ctx)
     except JobCancelled as exc:
-        print(f"{exc.message} Completed steps are kept in the results store; run the same command to resume.",
-              file=sys.stderr)
-        return 130
+        return cancelled(args, f"{exc.message} Completed steps are kept in the results store; run the same "
+                               "command to resume.")
     finally:
         store.close()
 

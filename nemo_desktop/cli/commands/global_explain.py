@@ -64,7 +64,7 @@ def run(args) -> int:
     from ...core.store.paths import get_paths
     from ..loading import default_editor_id, load
     from ..options import given_options
-    from ..output import emit
+    from ..output import cancelled, emit
     from ..progress import StageBars, cancellable_job
 
     spec = get_analysis("global-explanation")
@@ -89,9 +89,8 @@ def run(args) -> int:
                                              or default_editor_id(), "editor", args)
             result = build_analysis(spec, components, config)(args.run, ctx)
     except JobCancelled as exc:
-        print(f"{exc.message} Completed steps are kept in the results store; run the same command to resume.",
-              file=sys.stderr)
-        return 130
+        return cancelled(args, f"{exc.message} Completed steps are kept in the results store; run the same "
+                               "command to resume.")
     finally:
         store.close()
 

@@ -16,6 +16,7 @@ def _format_for(args) -> str:
 def run_report(args) -> int:
     from ...core.errors import ConfigError, JobCancelled
     from ...core.reports import export_report, resolve_target
+    from ..output import cancelled
     from ..progress import StageBars, cancellable_job
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
@@ -32,8 +33,7 @@ def run_report(args) -> int:
         with cancellable_job(StageBars(terminal_only=True)) as ctx:
             written = export_report(ident, store, fmt, out, image_format=args.images, ctx=ctx)
     except JobCancelled as exc:
-        print(f"{exc.message} No report was written.", file=sys.stderr)
-        return 130
+        return cancelled(args, f"{exc.message} No report was written.")
     finally:
         store.close()
     size = written.stat().st_size

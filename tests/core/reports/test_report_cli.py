@@ -81,3 +81,24 @@ def test_report_runs_headless_without_importing_qt(home_store, tmp_path):
                        capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "QT []" in p.stdout and out.read_bytes().startswith(b"%PDF-")
+
+
+def test_ctrl_c_under_json_is_a_json_error_and_writes_no_report(home_store, tmp_path, monkeypatch, capsys):
+    """A real SIGINT during the run report: exit 130, {"error": ...} on stdout (machine output), no file."""
+    import signal
+
+    from nemo_desktop.cli.progress import StageBars
+
+    def ctrl_c_once(self, p):
+        if not getattr(self, "sent", False):
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(StageBars, "__call__", ctrl_c_once)
+    run_id = make_run(home_store, n_samples=2, methods=("scitx",))
+    out = tmp_path / "run.html"
+    assert main(["report", run_id, "-o", str(out), "--json"]) == 130
+    captured = capsys.readouterr()
+    error = json.loads(captured.out)["error"]
+    assert error["type"] == "JobCancelled" and error["exit_code"] == 130 and "No report was written" in captured.err
+    assert not out.exists()
