@@ -174,7 +174,9 @@ def format_summary(s) -> str:
 
 def merge_bench(args) -> int:
     from ...core.benchmark.merge import merge_stores
-    from ...core.errors import ConfigError
+    from ...core.errors import ConfigError, JobCancelled
+    from ..output import cancelled
+    from ..progress import cancellable_job
 
     sources = []
     target = None
@@ -186,7 +188,11 @@ def merge_bench(args) -> int:
                 raise ConfigError(f"No results store at {where}.", hint="Give the folder that holds results.sqlite.")
             sources.append(open_store(where))
         target = open_store(args.into)
-        report = merge_stores(target, sources, run_id=args.run)
+        # One bar per run (items copied); Ctrl-C stops between items and a re-run finishes (merging is idempotent).
+        with cancellable_job(StageBars(terminal_only=True), cancels_after="the current item") as ctx:
+            report = merge_stores(target, sources, run_id=args.run, ctx=ctx)
+    except JobCancelled:
+        return cancelled(args, "Cancelled. The items merged so far are kept; run the same command to finish.")
     finally:
         for s in sources:
             s.close()

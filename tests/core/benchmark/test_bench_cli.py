@@ -5,6 +5,8 @@ import csv
 import io
 import json
 
+import pytest
+
 from bench_world import base_config
 from nemo_desktop.cli.main import main
 
@@ -19,8 +21,15 @@ def test_run_shards_merge_and_tables(bench_data, registered, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Tables: nemo bench table" in out
     run_id = json.loads((tmp_path / "s1.json").read_text())["run_id"]
-    assert main(["bench", "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--into", str(tmp_path / "m")]) == 0
+    from nemo_desktop.cli.progress import StageBars
+
+    seen = []
+    with pytest.MonkeyPatch.context() as mp:  # the merge reports its items to the command's bar
+        mp.setattr(StageBars, "__call__", lambda self, p: seen.append((p.stage, p.done, p.total)))
+        assert main(["bench", "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--into",
+                     str(tmp_path / "m")]) == 0
     assert f"Merged run {run_id}: done 8" in capsys.readouterr().out
+    assert (f"Merging {run_id}", 8, 8) in seen
     assert main(["bench", "merge", str(tmp_path / "s1"), "--into", str(tmp_path / "m"), "--json"]) == 0  # idempotent
     assert json.loads(capsys.readouterr().out)["statuses"][run_id] == {"done": 8}
 
