@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI step: build the wheel, install it NON-editable into a fresh virtual environment, and run the installed `nemo`
 # from outside the checkout: --version, doctor --json (shipped files present), models list --json (the catalog
-# ships), predict on a tiny local timm model, and portable mode refusing to write into site-packages.
+# ships), predict on a tiny local timm model, portable mode refusing to write into site-packages, and the
+# desktop entry it installs.
 # The fresh venv reuses the dependencies already in .venv (a path line, so .venv's editable install of this
 # checkout is NOT picked up: .pth files of a plain path entry are not executed), which keeps the step to ~1 min.
 set -euo pipefail
@@ -61,4 +62,14 @@ set -e
 "$VPY" -c 'import json; e = json.load(open("portable.json"))["error"]; assert "installed copy" in e["message"], e; print("portable without a folder: refused (exit 3)")'
 if find "$WORK/venv" -name models_cache | grep -q .; then echo "portable mode wrote into the venv"; exit 1; fi
 env -u NEMO_HOME "$NEMO" --portable-dir "$WORK/portable" doctor --json > /dev/null && [ -d "$WORK/portable/nemo_home" ]
+# The menu entry of an installed copy names its own launcher and passes desktop-file-validate.
+XDG_DATA_HOME=$WORK/share "$NEMO" desktop-entry --install --json > entry.json
+"$VPY" - "$WORK/venv/bin/nemo-desktop" <<'PY'
+import json, sys
+e = json.load(open("entry.json"))
+assert e["exec"] == sys.argv[1], e
+assert f"Exec={sys.argv[1]}" in open(e["entry"]).read(), open(e["entry"]).read()
+print("desktop entry:", e["entry"])
+PY
+if command -v desktop-file-validate >/dev/null; then desktop-file-validate "$WORK/share/applications/nemo-desktop.desktop"; fi
 echo "wheel install check: OK"

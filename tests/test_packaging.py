@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESOURCES = ROOT / "nemo_desktop" / "resources"
-DESKTOP = ROOT / "packaging" / "nemo-desktop.desktop"
+DESKTOP = RESOURCES / "desktop" / "nemo-desktop.desktop"
 
 
 @pytest.fixture(scope="module")

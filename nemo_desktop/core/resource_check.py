@@ -24,6 +24,7 @@ REQUIRED = (
     ("model_diff", "gender_captions.v1.json"),
     ("icons", "nemo-desktop.svg"),
     ("icons", "nemo-desktop.png"),
+    ("desktop", "nemo-desktop.desktop"),
 )
 
 
