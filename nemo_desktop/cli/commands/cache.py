@@ -33,8 +33,18 @@ def run_info(args) -> int:
 
 
 def run_check(args) -> int:
+    from ...core.errors import JobCancelled
+    from ..output import cancelled
+    from ..progress import StageBars, cancellable_job
+
     store = _open_store()
-    problems = store.check()
+    try:
+        # Hashing every artifact file takes seconds to minutes on a large store: a bar, and Ctrl-C stops it.
+        with cancellable_job(StageBars(terminal_only=True), cancels_after="the current file") as ctx:
+            problems = store.check(ctx)
+    except JobCancelled:
+        store.close()
+        return cancelled(args, "Cancelled; nothing was changed.")
     removed = None
     if problems and args.repair:
         removed = store.cleanup()
