@@ -85,10 +85,13 @@ def run_index(args) -> int:
             index = build_index(dataset, classifier, store, ctx, batch_size=args.batch_size,
                                 feature_dtype="float16" if args.float16 else "float32")
     except JobCancelled as exc:
-        if args.json and exc.detail:
+        if args.json and exc.detail:  # what was indexed so far, kept for the re-run
             print(json.dumps({"cancelled": True, "message": exc.message, "report": json.loads(exc.detail)}, indent=2))
-        print(exc.message, file=sys.stderr)
-        return 130
+            print(exc.message, file=sys.stderr)
+            return 130
+        from ..output import cancelled
+
+        return cancelled(args, exc.message)
     finally:
         store.close()
 

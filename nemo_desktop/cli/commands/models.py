@@ -95,9 +95,11 @@ def run_download(args) -> int:
     except KeyboardInterrupt:
         bar.close()
         done = ctx.last_progress.done if ctx.last_progress else 0
-        print(f"\nDownload stopped after {format_size(done)}. Finished files are kept: run the same command "
-              f"to resume.", file=sys.stderr)
-        return 130
+        from ..output import cancelled
+
+        print(file=sys.stderr)  # below the bar
+        return cancelled(args, f"Download stopped after {format_size(done)}. Finished files are kept: run the same "
+                               "command to resume.")
     finally:
         bar.close()
     if args.json:
