@@ -12,8 +12,16 @@ PY=${NEMO_CI_PYTHON:-$CHECKOUT/.venv/bin/python}  # the interpreter whose packag
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-"$PY" -m pip wheel -q --no-deps --no-build-isolation . -w "$WORK/dist"
+# Built from a copy without build/ and *.egg-info: setuptools reuses a checkout's build/lib and would ship modules
+# deleted or moved since (seen: a stale core/methods/global_explanation.py in a wheel of this checkout).
+"$PY" -c 'import shutil, sys; shutil.copytree(".", sys.argv[1], ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "models_cache"))' "$WORK/src"
+"$PY" -m pip wheel -q --no-deps --no-build-isolation "$WORK/src" -w "$WORK/dist"
 WHEEL=$(ls "$WORK"/dist/nemo_desktop-*.whl)
+"$PY" - "$WHEEL" <<'PY'
+import pathlib, sys, zipfile
+stale = [n for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.startswith("nemo_desktop/") and not pathlib.Path(n).exists()]
+assert not stale, f"the wheel holds files the source tree does not: {stale}"
+PY
 "$PY" -m venv "$WORK/venv"
 DEPS=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 SITE=$("$WORK/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
