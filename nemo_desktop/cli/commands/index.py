@@ -49,7 +49,7 @@ def run_delete(args) -> int:
         delete_index(store, args.delete)
     finally:
         store.close()
-    print(f"deleted reference index {args.delete}")
+    print(json.dumps({"deleted": args.delete}) if args.json else f"deleted reference index {args.delete}")
     return 0
 
 
