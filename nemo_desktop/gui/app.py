@@ -36,6 +36,8 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--portable", action="store_true",
                         help="keep everything, weights included, in the checkout's models_cache/ folder "
                              "(sets NEMO_PORTABLE=1; --home takes precedence)")
+    parser.add_argument("--portable-dir", metavar="DIR",
+                        help="portable mode in DIR (an installed copy has no checkout; sets NEMO_PORTABLE=DIR)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="level of the log file (default INFO)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -46,7 +48,9 @@ def apply_path_options(args: argparse.Namespace) -> None:
     """Must run before the first get_paths() call: everything below reads the environment."""
     if args.home:
         os.environ["NEMO_HOME"] = str(Path(args.home).expanduser().resolve())
-    if args.portable:
+    if args.portable_dir:
+        os.environ["NEMO_PORTABLE"] = str(Path(args.portable_dir).expanduser().resolve())
+    elif args.portable:
         os.environ["NEMO_PORTABLE"] = "1"
 
 
@@ -60,8 +64,18 @@ def create_application(qt_args: list[str]):
     app.setApplicationDisplayName("NEMO Desktop")
     app.setOrganizationName("NEMO")
     app.setApplicationVersion(__version__)
-    app.setDesktopFileName("nemo-desktop")
+    app.setDesktopFileName("nemo-desktop")  # resources/desktop/nemo-desktop.desktop; its Icon= names the same icon
+    app.setWindowIcon(application_icon())  # every window, the main one included, inherits it
     return app
+
+
+def application_icon():
+    """The application icon shipped as package data (PNG: needs no SVG image plugin)."""
+    from PySide6.QtGui import QIcon
+
+    from nemo_desktop.core.resources import resource_path
+
+    return QIcon(str(resource_path("icons", "nemo-desktop.png")))
 
 
 def _install_qt_message_handler() -> None:

@@ -58,8 +58,8 @@ def test_cache_commands_round_trip(capsys):
     assert json.dumps(info).count("caption") >= 1
     assert main(["cache", "check"]) == 0
     assert "OK" in capsys.readouterr().out
-    assert main(["cache", "clear", "--yes"]) == 0
-    assert "deleted 1" in capsys.readouterr().out
+    assert main(["cache", "clear", "--yes", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"deleted": 1, "kind": None}
 
 
 def test_cache_check_reports_a_missing_artifact(capsys):
@@ -79,7 +79,7 @@ def test_unwritable_home_gives_a_clear_error(tmp_path, capsys):
     blocker.write_text("not a directory")
     code = main(["--home", str(blocker / "sub"), "cache", "info"])
     err = capsys.readouterr().err
-    assert code == 2
+    assert code == 3  # runtime error: the data folder cannot be written
     assert "cannot write" in err and "NEMO_HOME" in err
 
 
@@ -94,7 +94,7 @@ def test_newer_schema_gives_a_clear_error(capsys):
     con.close()
     code = main(["cache", "info"])
     err = capsys.readouterr().err
-    assert code == 2
+    assert code == 3  # runtime error: a store from a newer version
     assert "newer" in err.lower()
 
 

@@ -70,7 +70,8 @@ def test_index_builds_then_updates_incrementally(digits_family, folder, capsys):
     listed = json.loads(capsys.readouterr().out)
     assert [r["index_id"] for r in listed] == [out["index_id"]] and listed[0]["entries"] == N
 
-    assert main(["index", "--delete", out["index_id"]]) == 0
+    assert main(["index", "--delete", out["index_id"], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"deleted": out["index_id"]}
     assert main(["index", "--delete", out["index_id"]]) == 2
     assert "No reference index" in capsys.readouterr().err
     assert main(["index", "--list", "--json"]) == 0

@@ -63,14 +63,19 @@ def test_du_and_rm(hub_cache, capsys, monkeypatch):
     monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
     assert main(["models", "rm", "instruct-pix2pix"]) == 2  # no --yes and nobody to ask
     assert (hub_cache / "models--timbrooks--instruct-pix2pix").exists()
+    assert main(["models", "rm", "instruct-pix2pix", "--json"]) == 2  # the refusal is JSON on stdout under --json
+    assert json.loads(capsys.readouterr().out)["error"]["hint"] == "Add --yes to delete without asking."
     assert main(["models", "rm", "instruct-pix2pix", "--yes"]) == 0
     assert "deleted timbrooks/instruct-pix2pix" in capsys.readouterr().out
+    assert main(["models", "rm", "instruct-pix2pix", "--yes", "--json"]) == 0  # already gone
+    assert json.loads(capsys.readouterr().out) == {"repo": "timbrooks/instruct-pix2pix", "deleted": False,
+                                                   "freed_bytes": 0}
     assert not (hub_cache / "models--timbrooks--instruct-pix2pix").exists()
     assert (hub_cache / "models--someone--other").exists()
 
 
 def test_download_offline_says_how_to_get_the_weights(hub_cache, capsys):
-    assert main(["models", "download", "qwen-image-edit"]) == 2
+    assert main(["models", "download", "qwen-image-edit"]) == 3  # runtime: the hub cannot be reached
     err = capsys.readouterr().err
     assert "Qwen/Qwen-Image-Edit" in err and "HF_HUB_OFFLINE" in err
 

@@ -38,3 +38,41 @@ def test_ensure_creates_directories_and_rejects_unwritable_root(tmp_path):
     with pytest.raises(StoreError, match="cannot write") as e:
         get_paths(blocker / "sub").ensure()
     assert "NEMO_HOME" in e.value.hint
+
+
+def test_an_installed_copy_never_writes_portable_data_into_site_packages(monkeypatch):
+    """Without a checkout (a wheel in site-packages) portable mode needs a folder, and says so."""
+    from nemo_desktop.core.store import paths as paths_mod
+
+    monkeypatch.delenv("NEMO_HOME")
+    monkeypatch.setattr(paths_mod, "checkout_root", lambda: None)
+    monkeypatch.setenv("NEMO_PORTABLE", "1")
+    with pytest.raises(StoreError, match="installed copy") as err:
+        get_paths()
+    assert "NEMO_PORTABLE=/path/to/folder" in err.value.hint
+
+
+def test_portable_mode_in_a_folder_the_user_gives(tmp_path, monkeypatch):
+    monkeypatch.delenv("NEMO_HOME")
+    monkeypatch.setenv("NEMO_PORTABLE", str(tmp_path / "stick"))
+    p = get_paths().ensure()
+    assert p.portable and p.weights_dir == tmp_path / "stick" and p.store_dir.is_relative_to(tmp_path / "stick")
+    assert p.hf_cache_dir() == str(tmp_path / "stick" / "huggingface")
+
+
+def test_checkout_root_is_only_a_checkout(tmp_path):
+    root = checkout_root()
+    assert root is not None and (root / "pyproject.toml").is_file()  # the tests run from a checkout
+    assert "site-packages" not in root.parts
+
+
+def test_cli_portable_dir_option(tmp_path, monkeypatch, capsys):
+    import json
+
+    from nemo_desktop.cli.main import main
+
+    monkeypatch.delenv("NEMO_HOME")
+    monkeypatch.setenv("NEMO_PORTABLE", "")  # recorded, so main()'s change is undone afterwards
+    assert main(["--portable-dir", str(tmp_path / "p"), "doctor", "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["paths"]["portable"] is True and facts["paths"]["weights"] == str(tmp_path / "p")

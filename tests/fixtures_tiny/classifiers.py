@@ -8,6 +8,7 @@ Weights are random: tests check shapes, normalisation, gradients and plumbing, n
 """
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
@@ -31,8 +32,16 @@ def build_tiny_timm(folder: str | Path, *, arch: str = "test_resnet", num_classe
     model = timm.create_model(arch, pretrained=False, num_classes=num_classes)
     data_config = {"input_size": (3, input_size, input_size), "crop_pct": 1.0} if input_size else None
     model_config = {"label_names": list(label_names)} if label_names else None
-    timm.models.save_for_hf(model, str(folder), model_config=model_config, safe_serialization=True,
-                            data_config=data_config)
+    if "data_config" in inspect.signature(timm.models.save_for_hf).parameters:  # timm >= 1.0.31
+        timm.models.save_for_hf(model, str(folder), model_config=model_config, safe_serialization=True,
+                                data_config=data_config)
+    else:  # older timm (the lowest-versions check): write the same pretrained_cfg fields into config.json
+        timm.models.save_for_hf(model, str(folder), model_config=model_config, safe_serialization=True)
+        if data_config:
+            cfg_path = Path(folder) / "config.json"
+            cfg = json.loads(cfg_path.read_text())
+            cfg["pretrained_cfg"].update({k: list(v) if isinstance(v, tuple) else v for k, v in data_config.items()})
+            cfg_path.write_text(json.dumps(cfg, indent=2))
     return Path(folder)
 
 

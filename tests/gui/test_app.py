@@ -26,6 +26,15 @@ def test_portable_option_sets_nemo_portable(monkeypatch):
     assert paths.portable and paths.config_dir.parts[-3:] == ("models_cache", "nemo_home", "config")
 
 
+def test_portable_dir_option_sets_nemo_portable_to_the_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("NEMO_PORTABLE", "0")
+    monkeypatch.delenv("NEMO_HOME")
+    args, _ = app.parse_args(["--portable-dir", str(tmp_path / "stick")])
+    app.apply_path_options(args)
+    paths = get_paths()
+    assert paths.portable and paths.weights_dir == tmp_path / "stick"
+
+
 def test_an_unusable_data_folder_gives_a_clear_error_and_exit_code(qtbot, tmp_path, monkeypatch, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("a file where the data folder should be")
@@ -59,3 +68,15 @@ def test_main_runs_the_event_loop_and_exits_cleanly(tmp_path):
     assert proc.returncode == 0, proc.stderr
     log = (tmp_path / "home" / "logs" / "nemo.log").read_text()
     assert "starting" in log and "closed (exit code 0)" in log
+
+
+def test_the_window_carries_the_shipped_application_icon(qtbot, tmp_path):
+    from nemo_desktop.core.resources import resource_path
+
+    _, window = app.build(["--home", str(tmp_path / "home")])
+    qtbot.addWidget(window)
+    icon = window.windowIcon()
+    assert not icon.isNull() and icon.availableSizes()  # a real, loaded image, not an empty icon
+    shipped = app.application_icon().pixmap(64, 64).toImage()
+    assert icon.pixmap(64, 64).toImage() == shipped
+    assert resource_path("icons", "nemo-desktop.png").stat().st_size > 1000

@@ -2,10 +2,11 @@
 
     nemo bench run CONFIG [--shard i/n] [--store DIR]    resumable: re-run the same command after a crash
     nemo bench merge STORE... [--into DIR] [--run RUN]   combine the stores of the shards of a run
-    nemo bench table RUN [--format md|csv|json] [--table 1 2 ... | timings] [--store DIR]
+    nemo bench table RUN [--format md|csv|json | --json] [--table 1 2 ... | timings] [--store DIR] [-o FILE]
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from ..progress import StageBars
 
 
 def register(subparsers) -> None:
+    from ..output import add_output_options
+
     p = subparsers.add_parser("bench", help="run the NEMO benchmark, merge shards, print the paper's tables",
                               description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="bench_command", metavar="SUBCOMMAND")
@@ -28,7 +31,7 @@ def register(subparsers) -> None:
     r.add_argument("--run-id", metavar="ID", help="run id (default: <name>-<hash of the config>)")
     r.add_argument("--retry-failed", action="store_true", help="also retry samples recorded as failed")
     r.add_argument("--device", help="override the config's device (auto, cpu, cuda, cuda:1, ...)")
-    r.add_argument("--json", metavar="OUT", help="write the run summary as JSON to OUT ('-' for stdout)")
+    add_output_options(r, "the run summary")
     r.set_defaults(func=run_bench)
 
     m = sub.add_parser("merge", help="merge the stores of a run's shards into one store",
@@ -37,6 +40,7 @@ def register(subparsers) -> None:
     m.add_argument("stores", nargs="+", metavar="STORE", help="shard store folders or .sqlite files")
     m.add_argument("--into", metavar="DIR", help="target store (default: the user's store)")
     m.add_argument("--run", metavar="RUN", help="merge only this run id")
+    m.add_argument("--json", action="store_true", help="print the merge report as JSON")
     m.set_defaults(func=merge_bench)
 
     t = sub.add_parser("table", help="print the paper's tables for a run",
@@ -44,6 +48,7 @@ def register(subparsers) -> None:
                                    "has their axis, Tables 2-5 (validation, editors, MLLM backbones, retrieval).")
     t.add_argument("run", metavar="RUN", help="run id (printed by `nemo bench run`)")
     t.add_argument("--format", choices=("md", "csv", "json"), default="md")
+    t.add_argument("--json", action="store_true", help="the tables as JSON (same as --format json)")
     t.add_argument("--table", nargs="+", choices=("1", "2", "3", "4", "5", "candidates", "timings"), metavar="T",
                    help="which tables (1 2 3 4 5 candidates timings; default: 1-5 and candidates, those the run has)")
     t.add_argument("--missing", choices=("drop", "zero"),
@@ -110,7 +115,7 @@ def run_bench(args) -> int:
     from ...core.benchmark.runner import BenchmarkRunner
     from ...core.benchmark.work_units import Shard
     from ...core.errors import JobCancelled
-    from ..output import write_json
+    from ..output import cancelled, emit
     from ..progress import cancellable_job
 
     config = load_config(args.config)
@@ -124,15 +129,11 @@ def run_bench(args) -> int:
                                      run_id=args.run_id)
             summary = runner.run()
     except JobCancelled:
-        print(f"Cancelled. Finished samples are stored; run the same command to resume run {runner.run_id}.",
-              file=sys.stderr)
-        return 130
+        return cancelled(args, f"Cancelled. Finished samples are stored; run the same command to resume run "
+                               f"{runner.run_id}.")
     finally:
         store.close()
-    if args.json:
-        write_json(summary.to_dict(), args.json, default=str)
-    if args.json != "-":
-        print(format_summary(summary))
+    emit(args, summary.to_dict(), lambda: format_summary(summary), default=str)
     return exit_code(summary)
 
 
@@ -174,7 +175,9 @@ def format_summary(s) -> str:
 
 def merge_bench(args) -> int:
     from ...core.benchmark.merge import merge_stores
-    from ...core.errors import ConfigError
+    from ...core.errors import ConfigError, JobCancelled
+    from ..output import cancelled
+    from ..progress import cancellable_job
 
     sources = []
     target = None
@@ -186,12 +189,19 @@ def merge_bench(args) -> int:
                 raise ConfigError(f"No results store at {where}.", hint="Give the folder that holds results.sqlite.")
             sources.append(open_store(where))
         target = open_store(args.into)
-        report = merge_stores(target, sources, run_id=args.run)
+        # One bar per run (items copied); Ctrl-C stops between items and a re-run finishes (merging is idempotent).
+        with cancellable_job(StageBars(terminal_only=True), cancels_after="the current item") as ctx:
+            report = merge_stores(target, sources, run_id=args.run, ctx=ctx)
+    except JobCancelled:
+        return cancelled(args, "Cancelled. The items merged so far are kept; run the same command to finish.")
     finally:
         for s in sources:
             s.close()
         if target is not None:
             target.close()
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return 0
     for rid in report.runs:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(report.statuses.get(rid, {}).items()))
         print(f"Merged run {rid}: {counts}")
@@ -211,12 +221,12 @@ def table_bench(args) -> int:
     store = open_store(args.store)
     try:
         data = collect(store, args.run, missing=args.missing)
-        text = render(data, build_tables(data, args.table), args.format)
+        text = render(data, build_tables(data, args.table), "json" if args.json else args.format)
     finally:
         store.close()
     if args.output:
         atomic_write_text(Path(args.output), text if text.endswith("\n") else text + "\n")
-        print(f"wrote {args.output}")
+        print(f"wrote {args.output}", file=sys.stderr if args.json else sys.stdout)  # stdout: machine output only
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0

@@ -33,15 +33,29 @@ def run_info(args) -> int:
 
 
 def run_check(args) -> int:
+    from ...core.errors import JobCancelled
+    from ..output import cancelled
+    from ..progress import StageBars, cancellable_job
+
     store = _open_store()
-    problems = store.check()
+    try:
+        # Hashing every artifact file takes seconds to minutes on a large store: a bar, and Ctrl-C stops it.
+        with cancellable_job(StageBars(terminal_only=True), cancels_after="the current file") as ctx:
+            problems = store.check(ctx)
+    except JobCancelled:
+        store.close()
+        return cancelled(args, "Cancelled; nothing was changed.")
+    removed = None
     if problems and args.repair:
         removed = store.cleanup()
-        print(f"removed {removed['tmp']} leftover temporary file(s) and {removed['orphans']} orphan artifact file(s)")
+        if not args.json:  # stdout under --json holds the JSON only
+            print(f"removed {removed['tmp']} leftover temporary file(s) and {removed['orphans']} orphan artifact "
+                  "file(s)")
         problems = store.check()
     store.close()
     if args.json:
-        print(json.dumps({"ok": not problems, "problems": problems}, indent=2))
+        print(json.dumps({"ok": not problems, "problems": problems}
+                         | ({"removed": removed} if removed is not None else {}), indent=2))
     elif problems:
         print(f"{len(problems)} problem(s) found:")
         for p in problems:
@@ -81,8 +95,10 @@ def run_discard(args) -> int:
     from ...core.store.salvage import discard
 
     if not args.yes and not sys.stdin.isatty():
-        print(f"refusing to delete {args.file} without --yes", file=sys.stderr)
-        return 2
+        from ...core.errors import ConfigError
+
+        raise ConfigError(f"Refusing to delete {args.file} without --yes (nobody to ask).",
+                          hint="Add --yes to delete without asking.")
     if not args.yes and input(f"Delete the damaged database {args.file}? Its results can then no longer be "
                               "salvaged. [y/N] ").strip().lower() not in ("y", "yes"):
         return 1
@@ -91,6 +107,9 @@ def run_discard(args) -> int:
         discard(store.db_path, Path(args.file))
     finally:
         store.close()
+    if args.json:
+        print(json.dumps({"deleted": args.file}))
+        return 0
     print(f"deleted {args.file}; `nemo cache check --repair` now removes the artifact files no result uses")
     return 0
 
@@ -99,14 +118,16 @@ def run_clear(args) -> int:
     if not args.yes:
         what = f"all results of kind '{args.kind}'" if args.kind else "ALL stored results"
         if not sys.stdin.isatty():
-            print(f"refusing to delete {what} without --yes", file=sys.stderr)
-            return 2
+            from ...core.errors import ConfigError
+
+            raise ConfigError(f"Refusing to delete {what} without --yes (nobody to ask).",
+                              hint="Add --yes to delete without asking.")
         if input(f"Delete {what}? [y/N] ").strip().lower() not in ("y", "yes"):
             return 1
     store = _open_store()
     n = store.clear(args.kind)
     store.close()
-    print(f"deleted {n} result(s)")
+    print(json.dumps({"deleted": n, "kind": args.kind}) if args.json else f"deleted {n} result(s)")
     return 0
 
 
@@ -127,8 +148,10 @@ def register(sub) -> None:
     x = cs.add_parser("discard", help="delete a damaged database moved aside (its files become removable)")
     x.add_argument("file", metavar="FILE", help="the moved-aside database (<database>.corrupt-<time>)")
     x.add_argument("--yes", action="store_true", help="do not ask")
+    x.add_argument("--json", action="store_true", help="print what was deleted as JSON")
     x.set_defaults(func=run_discard)
     d = cs.add_parser("clear", help="delete stored results")
     d.add_argument("--kind", help="only results of this kind (e.g. caption, explanation)")
     d.add_argument("--yes", action="store_true", help="do not ask")
+    d.add_argument("--json", action="store_true", help="print the number deleted as JSON")
     d.set_defaults(func=run_clear)

@@ -1,4 +1,7 @@
-"""`nemo doctor [--json]`: what this installation looks like, for users and for bug reports."""
+"""`nemo doctor [--json]`: what this installation looks like, for users and for bug reports.
+
+It also checks that the files the program reads at run time (resources, report fonts, prompt templates) are
+present and readable; a missing one makes the exit code 3 (a broken installation) and is listed first."""
 from __future__ import annotations
 
 import importlib.metadata as md
@@ -11,7 +14,7 @@ import sys
 from ... import __version__
 
 KEY_PACKAGES = ("torch", "torchvision", "transformers", "diffusers", "accelerate", "timm", "open_clip_torch",
-                "lpips", "huggingface_hub", "safetensors", "numpy", "pillow", "platformdirs", "PySide6-Essentials",
+                "huggingface_hub", "safetensors", "numpy", "pillow", "platformdirs", "PySide6-Essentials",
                 "PySide6")
 
 
@@ -57,6 +60,35 @@ def _disk(path) -> dict:
     return {"path": str(path), "free_bytes": usage.free, "total_bytes": usage.total}
 
 
+def _files_check() -> list[dict]:
+    """Shipped resources (nemo_desktop/resources or NEMO_RESOURCES), each prompt template, the report fonts."""
+    from ...core.resource_check import check_resources
+
+    rows = check_resources()
+    try:
+        from ...core.methods.prompts import available_prompts, load_prompt
+
+        for name in available_prompts():
+            try:
+                load_prompt(name)
+                rows.append({"resource": f"prompt {name}", "path": None, "ok": True, "problem": None})
+            except Exception as exc:  # noqa: BLE001 - every unreadable prompt is a finding, not a crash
+                rows.append({"resource": f"prompt {name}", "path": None, "ok": False, "problem": str(exc)})
+    except Exception as exc:  # noqa: BLE001
+        rows.append({"resource": "prompts", "path": None, "ok": False, "problem": str(exc)})
+    from ...core.reports.fonts import FONT_DIR
+
+    for font in ("DejaVuSans.ttf", "DejaVuSans-Bold.ttf"):
+        path = FONT_DIR / font
+        try:
+            path.open("rb").close()
+            rows.append({"resource": f"font {font}", "path": str(path), "ok": True, "problem": None})
+        except OSError as exc:
+            rows.append({"resource": f"font {font}", "path": str(path), "ok": False,
+                         "problem": exc.strerror or str(exc)})
+    return rows
+
+
 def collect() -> dict:
     from ...core.store.paths import get_paths
 
@@ -70,7 +102,9 @@ def collect() -> dict:
         "disk": {"store": _disk(paths.store_dir), "weights": _disk(paths.weights_dir)},
         "huggingface": _hf_facts(paths),
         "packages": {name: _version(name) for name in KEY_PACKAGES},
+        "files": _files_check(),
     }
+    facts["files_ok"] = all(r["ok"] for r in facts["files"])
     facts["disk"]["hub_cache"] = _disk(__import__("pathlib").Path(facts["huggingface"]["hub_cache"]))
     return facts
 
@@ -81,6 +115,13 @@ def _gib(n: int) -> str:
 
 def print_human(f: dict) -> None:
     print(f"NEMO Desktop {f['nemo_desktop']}  (Python {f['python']['version']}, {f['platform']})")
+    bad = [r for r in f["files"] if not r["ok"]]
+    if bad:
+        print("PROBLEM: shipped files missing or unreadable (reinstall NEMO Desktop):")
+        for r in bad:
+            print(f"  {r['resource']}: {r['problem']}" + (f" ({r['path']})" if r["path"] else ""))
+    else:
+        print(f"files: {len(f['files'])} shipped resources, prompts and fonts present and readable")
     t = f["torch"]
     if not t["installed"]:
         print(f"torch: NOT importable ({t['error']})")
@@ -108,7 +149,9 @@ def run(args) -> int:
         print(json.dumps(facts, indent=2))
     else:
         print_human(facts)
-    return 0
+    from ..exit_codes import RUNTIME, SUCCESS
+
+    return SUCCESS if facts["files_ok"] else RUNTIME
 
 
 def register(sub) -> None:

@@ -21,6 +21,8 @@ from ..loading import add_device_options
 
 
 def register(subparsers) -> None:
+    from ..output import add_output_options
+
     p = subparsers.add_parser("explain", help="explain a misclassified image (SciTX or a baseline) and test the explanation",
                               description=__doc__.split("\n\n")[0], derive_options=_method_options)
     p.add_argument("image", metavar="IMAGE", help="the misclassified image")
@@ -54,7 +56,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-new-tokens", type=int, metavar="N",
                    help="cap on every MLLM reply (default: 160 for captions, 512 for hypotheses, 256 for "
                         "interventions)")
-    p.add_argument("--json", metavar="OUT", help="write the full result as JSON to OUT ('-' for stdout)")
+    add_output_options(p, "the full result")
     add_device_options(p)
     p.set_defaults(func=run)
 
@@ -171,7 +173,7 @@ def run(args) -> int:
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
     from ..loading import load, load_editor, load_wanted, reference
-    from ..output import write_json
+    from ..output import cancelled, emit
     from ..progress import StageBars, cancellable_job
 
     image = Path(args.image)
@@ -202,18 +204,12 @@ def run(args) -> int:
             method = build_analysis(spec, components, config)
             result = method(image, label, ctx)
     except JobCancelled as exc:
-        print(f"{exc.message} Completed steps are kept in the results store; run the same command to resume.",
-              file=sys.stderr)
-        return 130
+        return cancelled(args, f"{exc.message} Completed steps are kept in the results store; run the same "
+                               "command to resume.")
     finally:
         store.close()
 
-    if args.json:
-        write_json(result.to_dict(), args.json, ensure_ascii=False)
-    if args.json != "-":
-        print(format_result(result))
-        if args.json:
-            print(f"Full result written to {args.json}.")
+    emit(args, result.to_dict(), lambda: format_result(result), ensure_ascii=False)
     return exit_code(result)
 
 

@@ -14,6 +14,8 @@ from ..loading import add_device_options
 
 
 def register(subparsers) -> None:
+    from ..output import add_output_options
+
     p = subparsers.add_parser("global", help="one global explanation of a run's errors (and its CEI)",
                               description=__doc__.split("\n\n")[0], derive_options=_analysis_options)
     p.add_argument("run", metavar="RUN", help="run id in the results store")
@@ -21,7 +23,7 @@ def register(subparsers) -> None:
     p.add_argument("--classifier", "-c", metavar="ID", help="classifier for --score (default: the explanations')")
     p.add_argument("--editor", "-e", metavar="ID", help="image editor for --score (default: the explanations')")
     p.add_argument("--score", action="store_true", help="score the global explanation with CEI on every sample")
-    p.add_argument("--json", metavar="OUT", help="write the global explanation (and score) as JSON ('-': stdout)")
+    add_output_options(p, "the global explanation (and score)")
     add_device_options(p)
     p.set_defaults(func=run)
 
@@ -62,7 +64,7 @@ def run(args) -> int:
     from ...core.store.paths import get_paths
     from ..loading import default_editor_id, load
     from ..options import given_options
-    from ..output import write_json
+    from ..output import cancelled, emit
     from ..progress import StageBars, cancellable_job
 
     spec = get_analysis("global-explanation")
@@ -87,18 +89,14 @@ def run(args) -> int:
                                              or default_editor_id(), "editor", args)
             result = build_analysis(spec, components, config)(args.run, ctx)
     except JobCancelled as exc:
-        print(f"{exc.message} Completed steps are kept in the results store; run the same command to resume.",
-              file=sys.stderr)
-        return 130
+        return cancelled(args, f"{exc.message} Completed steps are kept in the results store; run the same "
+                               "command to resume.")
     finally:
         store.close()
 
     g, score = result.explanation, result.score
-    if args.json:
-        write_json({"global": g.to_dict(), "score": score.to_dict() if score is not None else None}, args.json,
-                   ensure_ascii=False)
-    if args.json != "-":
-        print(format_global(g, score))
+    emit(args, {"global": g.to_dict(), "score": score.to_dict() if score is not None else None},
+         lambda: format_global(g, score), ensure_ascii=False)
     from ..exit_codes import RUNTIME, SUCCESS
 
     return SUCCESS if g.explanation else RUNTIME  # no explanation is a failed run, not a partial one

@@ -39,17 +39,17 @@ def run_list(args) -> int:
 
 def run_delete(args) -> int:
     from ...core.data.reference_index import ReferenceIndex, delete_index
-    from ...core.errors import StoreError
+    from ...core.errors import ConfigError
 
     store = _open_store()
     try:
         if args.delete not in {r["index_id"] for r in ReferenceIndex.list(store)}:
-            raise StoreError(f"No reference index with id '{args.delete}'.",
+            raise ConfigError(f"No reference index with id '{args.delete}'.",  # a usage error: exit 2
                              hint="`nemo index --list` shows the ids.")
         delete_index(store, args.delete)
     finally:
         store.close()
-    print(f"deleted reference index {args.delete}")
+    print(json.dumps({"deleted": args.delete}) if args.json else f"deleted reference index {args.delete}")
     return 0
 
 
@@ -85,10 +85,13 @@ def run_index(args) -> int:
             index = build_index(dataset, classifier, store, ctx, batch_size=args.batch_size,
                                 feature_dtype="float16" if args.float16 else "float32")
     except JobCancelled as exc:
-        if args.json and exc.detail:
+        if args.json and exc.detail:  # what was indexed so far, kept for the re-run
             print(json.dumps({"cancelled": True, "message": exc.message, "report": json.loads(exc.detail)}, indent=2))
-        print(exc.message, file=sys.stderr)
-        return 130
+            print(exc.message, file=sys.stderr)
+            return 130
+        from ..output import cancelled
+
+        return cancelled(args, exc.message)
     finally:
         store.close()
 

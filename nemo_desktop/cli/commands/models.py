@@ -27,10 +27,12 @@ def register(subparsers) -> None:
     dl.add_argument("id", metavar="ID", help="catalog id (or Hub repository id org/name)")
     dl.add_argument("--revision", help="branch, tag or commit (default: the catalog's)")
     dl.add_argument("--workers", type=int, default=4, metavar="N", help="files downloaded at once (default 4)")
+    dl.add_argument("--json", action="store_true", help="print the downloaded folder as JSON")
     dl.set_defaults(func=run_download)
     rm = ms.add_parser("rm", help="delete a model's weights from the Hugging Face cache")
     rm.add_argument("id", metavar="ID", help="catalog id (or Hub repository id org/name)")
     rm.add_argument("--yes", action="store_true", help="do not ask")
+    rm.add_argument("--json", action="store_true", help="print what was deleted as JSON")
     rm.set_defaults(func=run_rm)
     du = ms.add_parser("du", help="disk usage of the Hugging Face cache, per repository")
     du.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -93,12 +95,17 @@ def run_download(args) -> int:
     except KeyboardInterrupt:
         bar.close()
         done = ctx.last_progress.done if ctx.last_progress else 0
-        print(f"\nDownload stopped after {format_size(done)}. Finished files are kept: run the same command "
-              f"to resume.", file=sys.stderr)
-        return 130
+        from ..output import cancelled
+
+        print(file=sys.stderr)  # below the bar
+        return cancelled(args, f"Download stopped after {format_size(done)}. Finished files are kept: run the same "
+                               "command to resume.")
     finally:
         bar.close()
-    print(f"{entry.id if entry else repo}: downloaded to {path}")
+    if args.json:
+        print(json.dumps({"model": entry.id if entry else repo, "repo": repo, "path": str(path)}, indent=2))
+    else:
+        print(f"{entry.id if entry else repo}: downloaded to {path}")
     return 0
 
 
@@ -130,16 +137,18 @@ def run_rm(args) -> int:
         raise ConfigError(f"'{args.id}' points to a local folder ({repo}); NEMO Desktop does not delete it.",
                           hint="Delete the folder yourself if you no longer need it.")
     if not repo_folder(repo).exists():
-        print(f"{repo} is not in the cache; nothing to delete.")
+        print(json.dumps({"repo": repo, "deleted": False, "freed_bytes": 0}) if args.json else
+              f"{repo} is not in the cache; nothing to delete.")
         return 0
     if not args.yes:
         if not sys.stdin.isatty():
-            print(f"refusing to delete the cached weights of {repo} without --yes", file=sys.stderr)
-            return 2
+            raise ConfigError(f"Refusing to delete the cached weights of {repo} without --yes (nobody to ask).",
+                              hint="Add --yes to delete without asking.")
         if input(f"Delete the cached weights of {repo}? [y/N] ").strip().lower() not in ("y", "yes"):
             return 1
     freed = delete_repo(repo)
-    print(f"deleted {repo} ({format_size(freed)} freed)")
+    print(json.dumps({"repo": repo, "deleted": True, "freed_bytes": freed}) if args.json else
+          f"deleted {repo} ({format_size(freed)} freed)")
     return 0
 
 

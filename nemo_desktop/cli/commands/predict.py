@@ -4,7 +4,9 @@ ID_OR_SPEC is a catalog id (`vit-b16-augreg2`, `clip-vit-b32`, ...) or `<family>
 `timm:local-dir:/models/mine`, `timm:checkpoint:resnet50:/data/ft.safetensors --classes classes.txt`,
 `hf-clip:/models/clip-folder`, `open_clip:ViT-B-32@laion2b_s34b_b79k`.
 An unreadable image (damaged, a FIFO, a dangling link, no read permission, ...) is reported and skipped (exit
-status 1, partial); the others are still classified.
+status 1, partial); the others are still classified. When no image can be
+read, that is a usage error (exit 2), reported once. A bar on stderr (terminals only) shows the images read and
+classified.
 """
 from __future__ import annotations
 
@@ -55,6 +57,29 @@ def _spec(args):
     return replace(spec, options=options)
 
 
+READING, CLASSIFYING = "Reading images", "Classifying"
+
+
+def _report_unreadable(failures) -> None:
+    for _, exc in failures:
+        print(f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""), file=sys.stderr)
+
+
+def _classify(classifier, images, ctx):
+    """predict_proba in chunks of the classifier's batch size, so the bar moves and Ctrl-C stops between them."""
+    import numpy as np
+
+    step = max(1, int(getattr(classifier, "batch_size", 32) or 32))
+    chunks = [images[i:i + step] for i in range(0, len(images), step)]
+    parts = []
+    ctx.progress(CLASSIFYING, 0, len(images))
+    for chunk in chunks:
+        ctx.check_cancelled()
+        parts.append(classifier.predict_proba(chunk))
+        ctx.progress(CLASSIFYING, sum(len(p) for p in parts), len(images))
+    return np.concatenate(parts, axis=0)
+
+
 def run(args) -> int:
     import numpy as np
 
@@ -62,20 +87,27 @@ def run(args) -> int:
     from ...core.images import load_image
     from ...core.models.registry import LoadOptions, load_model
     from ..exit_codes import for_counts
+    from ..progress import StageBars, cancellable_job
 
     if args.top_k < 1:
         raise ConfigError("--top-k must be at least 1.")
     loaded, failures = [], []
-    for path in args.images:
-        try:
-            loaded.append((path, load_image(path)))
-        except InputImageError as exc:
-            failures.append((path, exc))
-            print(f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""), file=sys.stderr)
-    if not loaded:
-        raise failures[0][1]
-    classifier = load_model(_spec(args), LoadOptions(device=args.device, dtype=args.dtype))
-    probs = classifier.predict_proba([img for _, img in loaded])
+    bars = StageBars(kept={CLASSIFYING}, units={READING: "img", CLASSIFYING: "img"}, terminal_only=True)
+    with cancellable_job(bars, cancels_after="the current batch") as ctx:
+        for path in ctx.track(args.images, READING):
+            try:
+                loaded.append((path, load_image(path)))
+            except InputImageError as exc:
+                failures.append((path, exc))
+        if not loaded:
+            if len(failures) == 1:
+                raise failures[0][1]  # printed once, by the command line's error handler
+            _report_unreadable(failures)
+            raise InputImageError(f"None of the {len(failures)} images could be read.",
+                                  hint="See the errors above for each file.")
+        classifier = load_model(_spec(args), LoadOptions(device=args.device, dtype=args.dtype))
+        probs = _classify(classifier, [img for _, img in loaded], ctx)
+    _report_unreadable(failures)
     k = min(args.top_k, probs.shape[1])
     results = []
     for (path, _), row in zip(loaded, probs):

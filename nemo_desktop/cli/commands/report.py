@@ -1,6 +1,7 @@
 """`nemo report RESULT_OR_RUN_ID --format html|pdf -o FILE`: export a diagnosis or a whole run."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -13,8 +14,10 @@ def _format_for(args) -> str:
 
 
 def run_report(args) -> int:
-    from ...core.errors import ConfigError
+    from ...core.errors import ConfigError, JobCancelled
     from ...core.reports import export_report, resolve_target
+    from ..output import cancelled
+    from ..progress import StageBars, cancellable_job
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
 
@@ -26,12 +29,18 @@ def run_report(args) -> int:
     try:
         kind, ident = resolve_target(store, args.target)
         out = Path(args.output) if args.output else Path(f"nemo-{kind}-{ident[:12]}.{fmt}")
-        written = export_report(ident, store, fmt, out, image_format=args.images)
+        # A run's report reads every result and encodes its images: seconds to minutes, so it shows a bar.
+        with cancellable_job(StageBars(terminal_only=True)) as ctx:
+            written = export_report(ident, store, fmt, out, image_format=args.images, ctx=ctx)
+    except JobCancelled as exc:
+        return cancelled(args, f"{exc.message} No report was written.")
     finally:
         store.close()
     size = written.stat().st_size
-    print(f"wrote {'run' if kind == 'run' else 'diagnosis'} report {written} ({size / 1024:.0f} KiB)",
-          file=sys.stdout)
+    if args.json:
+        print(json.dumps({"kind": kind, "id": ident, "format": fmt, "path": str(written), "bytes": size}, indent=2))
+    else:
+        print(f"wrote {'run' if kind == 'run' else 'diagnosis'} report {written} ({size / 1024:.0f} KiB)")
     return 0
 
 
@@ -47,4 +56,5 @@ def register(subparsers) -> None:
                                                            "in the current folder)")
     p.add_argument("--images", choices=("png", "jpeg"),
                    help="image encoding (default: png for a diagnosis; jpeg for a run, about 6x smaller)")
+    p.add_argument("--json", action="store_true", help="print what was written (path, size, kind) as JSON")
     p.set_defaults(func=run_report)

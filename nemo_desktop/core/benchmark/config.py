@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,11 +158,10 @@ def load_config(path: str | Path) -> BenchConfig:
     text = p.read_text(encoding="utf-8")
     try:
         if p.suffix.lower() == ".toml":
-            try:
+            if sys.version_info >= (3, 11):
                 import tomllib
-            except ImportError:  # Python 3.10
-                raise ConfigError("Reading TOML configs needs Python 3.11 or newer.",
-                                  hint="Write the config as JSON (same keys), or use Python 3.11+.") from None
+            else:  # Python 3.10: the same parser from PyPI (a declared dependency there)
+                import tomli as tomllib
             data = tomllib.loads(text)
         else:
             data = json.loads(text)

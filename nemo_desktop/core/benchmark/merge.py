@@ -88,6 +88,7 @@ def _merge_run(target: Any, sources: Sequence[Any], run_id: str, report: MergeRe
                         report.missing_records.append(key)
         if src is not target:
             target.add_run_item(run_id, iid, it.get("result_key"), it["status"], it.get("error"))
+    ctx.progress(f"Merging {run_id}", len(best), len(best))  # the bar ends full
     for src, _ in runs:
         for rec in src.find(kind=SHARD_KIND, run_id=run_id):
             for key in [rec.key, *(s.get("key") for s in (rec.payload.get("selections") or {}).values())]:

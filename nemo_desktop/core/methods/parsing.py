@@ -1,15 +1,16 @@
 """Read the JSON object an MLLM was asked for out of whatever it actually wrote.
 
 Models wrap the object in code fences, add text around it, use single quotes or Python literals, leave
-trailing commas, copy the `# comment` of the prompt's example, use typographic quotes, answer with a list
-of objects, or stop mid-object at the token limit. `extract_json` tries, in order: every fenced block, then
-every balanced `{...}` / `[...]` span of the text, then a truncated object closed by hand; each snippet is
-read strictly first and leniently second. The first object that has the required keys wins (searched
-inside lists and nested objects too). Otherwise it raises MalformedOutputError saying what was wrong.
+trailing commas or out commas, leave keys unquoted, put unescaped quotes inside strings, copy the `# comment`
+of the prompt's example, use typographic quotes, answer with a list of objects, or stop mid-object at the
+token limit. `extract_json` tries, in order: every fenced block, then the whole text, then every balanced
+`{...}` / `[...]` span of it; each snippet is read strictly first and then with the maintained `json-repair`
+package (which closes truncated objects and fixes the rest of the above). The first object that has the
+required keys wins (keys matched loosely, searched inside lists and nested objects too). Otherwise it raises
+MalformedOutputError saying what was wrong.
 """
 from __future__ import annotations
 
-import ast
 import json
 import re
 from typing import Any, Iterable, Iterator, Sequence
@@ -60,16 +61,18 @@ def extract_field(text: str | None, key: str) -> str:
 
 
 def loads_lenient(snippet: str) -> Any:
-    """json.loads, then the same after common repairs, then Python-literal syntax; None if all fail."""
-    for attempt in (snippet, _repair(snippet)):
-        try:
-            return json.loads(attempt, strict=False)
-        except ValueError:
-            pass
+    """json.loads, else json-repair's reading of the snippet; None when neither finds a JSON value."""
     try:
-        return ast.literal_eval(_pythonize(_repair(snippet, keep_single_quotes=True)))
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return json.loads(snippet, strict=False)
+    except ValueError:
+        pass
+    import json_repair
+
+    try:
+        obj = json_repair.loads(snippet, skip_json_loads=True)
+    except (ValueError, RecursionError):
         return None
+    return None if obj == "" else obj  # "" is json-repair's "nothing found"
 
 
 # -- candidate snippets -------------------------------------------------------------------------------------
@@ -82,9 +85,6 @@ def _snippets(text: str) -> Iterator[str]:
             yield from _balanced_spans(body)
     yield text.strip()
     yield from _balanced_spans(text)
-    truncated = _close_truncated(text)
-    if truncated is not None:
-        yield truncated
 
 
 def _balanced_spans(text: str) -> Iterator[str]:
@@ -128,84 +128,11 @@ def _match_end(text: str, start: int) -> int | None:
     return None
 
 
-def _close_truncated(text: str) -> str | None:
-    """A reply cut off by the token limit: close the open string and brackets of the first object."""
-    start = text.find("{")
-    if start < 0 or _match_end(text, start) is not None:
-        return None
-    stack: list[str] = []
-    quote: str | None = None
-    i = start
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 2
-                continue
-            if c == quote:
-                quote = None
-        elif c == '"':
-            quote = c
-        elif c in _CLOSERS:
-            stack.append(_CLOSERS[c])
-        elif c in "}]" and stack:
-            stack.pop()
-        i += 1
-    body = text[start:].rstrip()
-    if quote:
-        body += quote
-    body = re.sub(r",\s*$", "", body)
-    return body + "".join(reversed(stack))
-
-
-# -- repairs ------------------------------------------------------------------------------------------------
+# -- quotes -------------------------------------------------------------------------------------------------
 def _closes_single(text: str, i: int) -> bool:
     """Inside a single-quoted string, a quote closes it only if what follows can follow a value."""
     rest = text[i + 1:].lstrip()
     return not rest or rest[0] in ",:}]\n"
-
-
-def _repair(s: str, keep_single_quotes: bool = False) -> str:
-    """Drop comments and trailing commas, convert single-quoted strings (outside double-quoted ones)."""
-    out: list[str] = []
-    i, n = 0, len(s)
-    while i < n:
-        c = s[i]
-        if c == '"':
-            j = i + 1
-            while j < n and s[j] != '"':
-                j += 2 if s[j] == "\\" else 1
-            out.append(s[i:j + 1])
-            i = j + 1
-            continue
-        if c == "'" and not (i > 0 and s[i - 1].isalnum()):
-            j = i + 1
-            while j < n and not (s[j] == "'" and _closes_single(s, j)):
-                j += 2 if s[j] == "\\" else 1
-            inner = s[i + 1:j]
-            if keep_single_quotes:
-                out.append(repr(inner.replace("\\'", "'")))
-            else:
-                out.append(json.dumps(inner.replace("\\'", "'")))
-            i = j + 1
-            continue
-        if c == "#" or (c == "/" and s[i:i + 2] == "//"):
-            while i < n and s[i] != "\n":
-                i += 1
-            continue
-        out.append(c)
-        i += 1
-    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
-
-
-def _pythonize(s: str) -> str:
-    """JSON literals to Python ones, outside strings, for ast.literal_eval."""
-    parts = re.split(r"(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*')", s)
-    for k in range(0, len(parts), 2):
-        parts[k] = re.sub(r"\btrue\b", "True", parts[k])
-        parts[k] = re.sub(r"\bfalse\b", "False", parts[k])
-        parts[k] = re.sub(r"\bnull\b", "None", parts[k])
-    return "".join(parts)
 
 
 # -- finding the object -------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import contextlib
 import sqlite3
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from .atomic import TMP_SUFFIX, temp_writer_alive
 from .keys import content_hash
@@ -20,6 +20,7 @@ PROBLEM_CORRUPT = "corrupt artifact"
 PROBLEM_TMP = "leftover temp file"
 PROBLEM_ORPHAN = "orphan artifact"
 PROBLEM_KEPT = "kept for salvage"
+CHECK_STAGE = "Checking artifact files"  # check()'s progress stage
 
 
 class MaintenanceMixin:
@@ -53,8 +54,9 @@ class MaintenanceMixin:
             if root.is_dir():
                 yield from (p for p in root.rglob("*") if p.is_file())
 
-    def check(self) -> list[str]:
-        """Problems found, each '<category>: <what>' (see the PROBLEM_* prefixes); empty when all is well."""
+    def check(self, ctx: Any = None) -> list[str]:
+        """Problems found, each '<category>: <what>' (see the PROBLEM_* prefixes); empty when all is well.
+        `ctx` (a JobContext) gets the progress of hashing the artifact files, the slow part, and can cancel it."""
         problems: list[str] = []
         on_disk = list(self._walk_files())  # listed before the snapshot: files of later puts are not orphans
         try:
@@ -78,7 +80,10 @@ class MaintenanceMixin:
         users: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for sha, ext, key, name in refs:
             users.setdefault((sha, ext), []).append((key, name))
-        for (sha, ext), used_by in sorted(users.items()):
+        for i, ((sha, ext), used_by) in enumerate(sorted(users.items())):
+            if ctx is not None:
+                ctx.check_cancelled()
+                ctx.progress(CHECK_STAGE, i, len(users))
             path = self._artifact_path(sha, ext)
             who = ", ".join(f"result {k[:12]} '{n}'" for k, n in used_by[:3]) + (
                 f" and {len(used_by) - 3} more" if len(used_by) > 3 else "")
@@ -86,6 +91,8 @@ class MaintenanceMixin:
                 problems.append(f"{PROBLEM_MISSING}: {path} (used by {who}) does not exist")
             elif content_hash(path) != sha:
                 problems.append(f"{PROBLEM_CORRUPT}: {path} (used by {who}) does not match its sha256")
+        if ctx is not None:
+            ctx.progress(CHECK_STAGE, len(users), len(users))
         referenced = {self._artifact_path(sha, ext) for sha, ext in users}
         asides = self.aside_databases()
         kept = 0

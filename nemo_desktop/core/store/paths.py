@@ -4,8 +4,10 @@ Layout under the root (or the platform's standard places when no root is set):
     config/settings.json    logs/nemo.log    store/results.sqlite    store/artifacts/
     thumbnails/             weights/  (app-managed weights; by default the user's Hugging Face cache is used)
 
-Portable mode (`NEMO_PORTABLE=1`) keeps everything inside the checkout: data under `models_cache/nemo_home`
-and weights (HF_HOME) under `models_cache/huggingface`.
+Portable mode keeps everything, weights included, in one folder: data under `<folder>/nemo_home` and weights
+(HF_HOME) under `<folder>/huggingface`. `NEMO_PORTABLE=1` uses the checkout's `models_cache/` (only when run
+from a checkout); `NEMO_PORTABLE=/some/dir` uses that folder. An installed copy never writes into its own
+site-packages: without a checkout, portable mode needs a folder and says so.
 """
 from __future__ import annotations
 
@@ -19,8 +21,35 @@ APP_NAME = "nemo-desktop"
 APP_AUTHOR = "NEMO"
 
 
-def checkout_root() -> Path:
-    return Path(__file__).resolve().parents[3]
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
+
+
+def checkout_root() -> Path | None:
+    """The source checkout this package runs from, or None for an installed copy (a wheel in site-packages)."""
+    root = Path(__file__).resolve().parents[3]
+    pyproject = root / "pyproject.toml"
+    if not pyproject.is_file() or "site-packages" in root.parts or "dist-packages" in root.parts:
+        return None
+    try:
+        return root if 'name = "nemo-desktop"' in pyproject.read_text(encoding="utf-8") else None
+    except OSError:
+        return None
+
+
+def portable_root(setting: str | None = None) -> Path:
+    """The folder portable mode keeps everything in: a path given in NEMO_PORTABLE, else the checkout's
+    models_cache/. StoreError when neither exists (an installed copy has no checkout to write into)."""
+    setting = (os.environ.get("NEMO_PORTABLE", "") if setting is None else setting).strip()
+    if setting and setting.lower() not in _TRUE:
+        return Path(setting).expanduser().resolve()
+    checkout = checkout_root()
+    if checkout is None:
+        raise StoreError(
+            "Portable mode needs a folder to keep data and weights in, and this is an installed copy of NEMO "
+            "Desktop (no checkout): it does not write into its own installation folder.",
+            hint="Give the folder: NEMO_PORTABLE=/path/to/folder (or `--portable-dir DIR`), or use --home DIR.")
+    return checkout / "models_cache"
 
 
 @dataclass(frozen=True)
@@ -90,12 +119,12 @@ def _under(root: Path, portable: bool = False) -> AppPaths:
 def get_paths(home: str | os.PathLike | None = None, portable: bool | None = None) -> AppPaths:
     """Resolve the paths in use: explicit `home`, else NEMO_HOME, else portable mode, else platformdirs."""
     if portable is None:
-        portable = os.environ.get("NEMO_PORTABLE", "").lower() in ("1", "true", "yes")
+        portable = os.environ.get("NEMO_PORTABLE", "").strip().lower() not in _FALSE
     home = home or os.environ.get("NEMO_HOME")
     if home:
         return _under(Path(home).expanduser())
     if portable:
-        root = checkout_root() / "models_cache"
+        root = portable_root()
         p = _under(root / "nemo_home", portable=True)
         return AppPaths(p.config_dir, p.log_dir, p.store_dir, p.thumbnails_dir, root, portable=True)
     import platformdirs

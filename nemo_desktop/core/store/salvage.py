@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import StoreError
+from ..errors import ConfigError, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def salvage_into(store, source: Path) -> SalvageReport:
     """Copy the results and runs still readable in `source` (a moved-aside database) into `store`."""
     source = Path(source)
     if not source.is_file():
-        raise StoreError(f"{source} does not exist.", hint="Give a file listed by `nemo cache check`.")
+        raise ConfigError(f"{source} does not exist.", hint="Give a file listed by `nemo cache check`.")
     report = SalvageReport(source)
     with tempfile.TemporaryDirectory(prefix="nemo-salvage-") as tmp:
         copy = Path(tmp) / "damaged.sqlite"
@@ -210,7 +210,7 @@ def discard(db_path: Path, aside: Path) -> None:
     aside = Path(aside)
     if aside.resolve().parent != db_path.resolve().parent or not aside.name.startswith(db_path.name) \
             or not ASIDE_RE.search(aside.name):
-        raise StoreError(f"{aside} is not a moved-aside copy of {db_path}.",
+        raise ConfigError(f"{aside} is not a moved-aside copy of {db_path}.",  # a wrong FILE argument: usage
                          hint="Give a file listed by `nemo cache check` (named <database>.corrupt-<time>).")
     for p in (aside, aside.with_name(aside.name + "-wal"), aside.with_name(aside.name + "-shm")):
         with contextlib.suppress(FileNotFoundError):

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from nemo_desktop.core.resources import resource_path
 from nemo_desktop.core.models.protocols import ModelInfo
 from nemo_desktop.core.models.vocab import load_vocabulary
 
@@ -79,8 +80,7 @@ def make_imagenet_r(root: Path, *, classes: int = 4, per_class: int = 4, wrong: 
 def make_objectnet(root: Path) -> dict:
     """objectnet-1.0/images/<folder>/<hash>.png, with a non-overlap class folder that must be skipped."""
     vocab = load_vocabulary("objectnet")
-    all_folders = json.loads((Path(__file__).resolve().parents[3] / "nemo_desktop" / "resources" / "benchmarks" / "objectnet" /
-                              "folder_to_objectnet_label.json").read_text())
+    all_folders = json.loads(resource_path("benchmarks", "objectnet", "folder_to_objectnet_label.json").read_text())
     other = next(f for f in sorted(all_folders) if f not in vocab.folders)
     base = root / "objectnet-1.0"
     (base / "mappings").mkdir(parents=True)

@@ -5,6 +5,8 @@ import csv
 import io
 import json
 
+import pytest
+
 from bench_world import base_config
 from nemo_desktop.cli.main import main
 
@@ -15,12 +17,21 @@ def test_run_shards_merge_and_tables(bench_data, registered, tmp_path, capsys):
     cfg_path.write_text(_toml(cfg))
     for i in (1, 2):
         assert main(["bench", "run", str(cfg_path), "--shard", f"{i}/2", "--store", str(tmp_path / f"s{i}"),
-                     "--json", str(tmp_path / f"s{i}.json")]) == 0
+                     "-o", str(tmp_path / f"s{i}.json")]) == 0
     out = capsys.readouterr().out
     assert "Tables: nemo bench table" in out
     run_id = json.loads((tmp_path / "s1.json").read_text())["run_id"]
-    assert main(["bench", "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--into", str(tmp_path / "m")]) == 0
+    from nemo_desktop.cli.progress import StageBars
+
+    seen = []
+    with pytest.MonkeyPatch.context() as mp:  # the merge reports its items to the command's bar
+        mp.setattr(StageBars, "__call__", lambda self, p: seen.append((p.stage, p.done, p.total)))
+        assert main(["bench", "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--into",
+                     str(tmp_path / "m")]) == 0
     assert f"Merged run {run_id}: done 8" in capsys.readouterr().out
+    assert (f"Merging {run_id}", 8, 8) in seen
+    assert main(["bench", "merge", str(tmp_path / "s1"), "--into", str(tmp_path / "m"), "--json"]) == 0  # idempotent
+    assert json.loads(capsys.readouterr().out)["statuses"][run_id] == {"done": 8}
 
     assert main(["bench", "table", run_id, "--store", str(tmp_path / "m"), "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
@@ -35,6 +46,16 @@ def test_run_shards_merge_and_tables(bench_data, registered, tmp_path, capsys):
     assert data["run_id"] == run_id and {t["id"] for t in data["tables"]} == {"table1a", "table1b", "timings"}
     assert main(["bench", "table", run_id, "--store", str(tmp_path / "m"), "-o", str(tmp_path / "t.md")]) == 0
     assert "Table 1b. CEI" in (tmp_path / "t.md").read_text()
+    capsys.readouterr()
+    # --json: the tables as JSON on stdout, nothing else there; with -o the JSON goes to the file instead.
+    assert main(["bench", "table", run_id, "--store", str(tmp_path / "m"), "--json", "--table", "1"]) == 0
+    assert {t["id"] for t in json.loads(capsys.readouterr().out)["tables"]} == {"table1a", "table1b"}
+    assert main(["bench", "table", run_id, "--store", str(tmp_path / "m"), "--json", "-o",
+                 str(tmp_path / "t.json")]) == 0
+    assert capsys.readouterr().out == "" and json.loads((tmp_path / "t.json").read_text())["run_id"] == run_id
+    # bench run --json: the summary as JSON on stdout (the finished run answers from its store at once).
+    assert main(["bench", "run", str(cfg_path), "--shard", "1/2", "--store", str(tmp_path / "s1"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["run_id"] == run_id
 
 
 def test_user_errors_are_messages_not_tracebacks(bench_data, registered, tmp_path, capsys):

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
 def spawn(config: Path, store: Path, summary: Path) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "NEMO_HOME": str(store.parent / "home")}
     return subprocess.Popen([sys.executable, str(CHILD), "bench", "run", str(config), "--store", str(store),
-                             "--json", str(summary)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             "-o", str(summary)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
 
 

@@ -162,7 +162,7 @@ def test_cli_explain_with_a_baseline_and_validate(tiny, models, tmp_path, capsys
     base = ["explain", str(tiny["query"]), "--true-label", y, "--classifier", tiny["specs"]["classifier"],
             "--device", "cpu", "--max-new-tokens", "12"]
     argv = base + ["--mllm", tiny["specs"]["mllm"], "--editor", tiny["specs"]["editor"], "--method", "cam-mllm",
-                   "--validate", "--m", "2", "--edit-steps", "2", "--json", str(out)]
+                   "--validate", "--m", "2", "--edit-steps", "2", "-o", str(out)]
     rc = main(argv)
     text = capsys.readouterr().out
     # Tiny random models write garbage: when no candidate can be tested there is no explanation (exit 3).

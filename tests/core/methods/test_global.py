@@ -147,7 +147,7 @@ def test_cli_global(digits_classifier, blue_threes, tmp_path, monkeypatch, capsy
 
     monkeypatch.setattr(loading, "load", fake_load)
     out = tmp_path / "global.json"
-    assert main(["global", run_id, "--score", "--json", str(out)]) == 0
+    assert main(["global", run_id, "--score", "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert f"Global explanation of 4 'cam-mllm-validated' explanations in run {run_id}:" in text
     assert GLOBAL_SUMMARIES["blue ink"] in text and "CEI over 4 samples: per-sample explanations" in text

@@ -30,6 +30,13 @@ READABLE = {
     "unterminated_fence": '```json\n{"cause_of_error": "%s"}' % CAUSE,
     "truncated_at_token_limit": '{"cause_of_error": "%s' % CAUSE,
     "escaped_quote": '{"cause_of_error": "The \\"blue\\" ink resembles the eights in the training set."}',
+    # Shapes the hand-written repair could not read; json-repair does.
+    "unquoted_keys": '{cause_of_error: "%s"}' % CAUSE,
+    "missing_comma": '{"reasoning": "blue ink" "cause_of_error": "%s"}' % CAUSE,
+    "inner_quotes": '{"cause_of_error": "The "blue" ink resembles the eights in the training set."}',
+    "unquoted_value": '{"cause_of_error": The blue ink resembles the eights in the training set.}',
+    "truncated_nested": '{"answer": {"cause_of_error": "%s", "conf' % CAUSE,
+    "truncated_after_prose": 'My answer:\n{"reasoning": "ink", "cause_of_error": "%s' % CAUSE,
 }
 
 
@@ -41,10 +48,13 @@ def test_messy_reply_yields_the_field(name):
 
 def test_values_are_exact_for_clean_cases():
     for name in ("plain", "fenced", "single_quotes", "trailing_comma", "list_of_objects", "smart_quotes",
-                 "hash_comment", "truncated_at_token_limit"):
+                 "hash_comment", "truncated_at_token_limit", "unquoted_keys", "missing_comma", "unquoted_value",
+                 "truncated_nested", "truncated_after_prose"):
         assert extract_field(READABLE[name], "cause_of_error") == CAUSE, name
     assert extract_field(READABLE["single_quotes_apostrophe"], "cause_of_error").startswith("The model's")
     assert extract_field(READABLE["escaped_quote"], "cause_of_error").startswith('The "blue" ink')
+    assert extract_field(READABLE["inner_quotes"], "cause_of_error").startswith('The "blue" ink')
+    assert extract_json(READABLE["missing_comma"], ("reasoning", "cause_of_error"))["reasoning"] == "blue ink"
 
 
 def test_paper_style_edit_reply_with_comment():

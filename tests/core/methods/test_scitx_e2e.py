@@ -122,7 +122,7 @@ def test_cli_explain_on_tiny_models(tiny, tmp_path, capsys):
             tiny["specs"]["classifier"], "--mllm", tiny["specs"]["mllm"], "--editor", tiny["specs"]["editor"],
             "--reference", str(tiny["reference"]), "--k", "1", "--m", "2", "--edit-steps", "2", "--device", "cpu",
             "--max-new-tokens", "12",
-            "--json", str(out)]
+            "-o", str(out)]
     rc = main(argv)
     text = capsys.readouterr().out
     assert "Candidates:" in text and f"true class '{clf.class_names[y]}'" in text

@@ -163,6 +163,18 @@ def test_repo_id_loads_offline_from_the_hub_cache_and_reports_the_commit(tmp_pat
     assert isinstance(mllm.chat(_question(_photo()), max_new_tokens=2), str)
 
 
+def test_portable_mode_loads_config_and_weights_from_its_own_cache(tmp_path, tiny_dirs, monkeypatch):
+    """No explicit cache_dir: the portable folder's hub cache is used for config.json AND from_pretrained (before,
+    from_pretrained looked in the default HF cache, so an offline load found the config but not the weights)."""
+    cache_dir, repo, commit = _fake_hub_cache(tmp_path / "portable", tiny_dirs["qwen2_vl"])
+    (tmp_path / "portable" / "huggingface").symlink_to(cache_dir)  # portable mode's hub cache: <folder>/huggingface
+    monkeypatch.setenv("NEMO_PORTABLE", str(tmp_path / "portable"))
+    monkeypatch.delenv("NEMO_HOME", raising=False)
+    spec = ModelSpec(kind="mllm", family="transformers-mllm", source=repo)
+    mllm = load_model(spec, LoadOptions(device="cpu"))
+    assert mllm.info.revision == commit and isinstance(mllm.chat(_question(_photo()), max_new_tokens=2), str)
+
+
 def test_repo_missing_from_the_cache_offline_is_a_clear_error(tmp_path):
     spec = ModelSpec(kind="mllm", family="transformers-mllm", source="Qwen/Qwen2.5-VL-7B-Instruct")
     with pytest.raises(WeightsNotFoundError) as err:

@@ -1,6 +1,7 @@
 """`nemo report`: result keys, prefixes and run ids; formats; clear errors; headless without Qt."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -36,6 +37,25 @@ def test_report_format_follows_the_extension(home_store, tmp_path):
     assert out.read_bytes().startswith(b"%PDF-")
 
 
+def test_report_json_says_what_was_written(home_store, tmp_path, capsys):
+    run_id = make_run(home_store, n_samples=2, methods=("scitx",))
+    out = tmp_path / "run.html"
+    assert main(["report", run_id, "-o", str(out), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info == {"kind": "run", "id": run_id, "format": "html", "path": str(out), "bytes": out.stat().st_size}
+
+
+def test_report_shows_progress_stages(home_store, tmp_path, monkeypatch):
+    """The run report reports its stages to the command's bar (drawn on terminals only)."""
+    from nemo_desktop.cli.progress import StageBars
+
+    seen = []
+    monkeypatch.setattr(StageBars, "__call__", lambda self, p: seen.append(p.stage))
+    run_id = make_run(home_store, n_samples=2, methods=("scitx",))
+    assert main(["report", run_id, "-o", str(tmp_path / "run.pdf")]) == 0
+    assert "Reading results" in seen and len(seen) > 2
+
+
 def test_report_errors_are_clear(home_store, tmp_path, capsys):
     assert main(["report", "nothing-like-this", "-o", str(tmp_path / "x.html")]) == 2
     err = capsys.readouterr().err
@@ -61,3 +81,24 @@ def test_report_runs_headless_without_importing_qt(home_store, tmp_path):
                        capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "QT []" in p.stdout and out.read_bytes().startswith(b"%PDF-")
+
+
+def test_ctrl_c_under_json_is_a_json_error_and_writes_no_report(home_store, tmp_path, monkeypatch, capsys):
+    """A real SIGINT during the run report: exit 130, {"error": ...} on stdout (machine output), no file."""
+    import signal
+
+    from nemo_desktop.cli.progress import StageBars
+
+    def ctrl_c_once(self, p):
+        if not getattr(self, "sent", False):
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(StageBars, "__call__", ctrl_c_once)
+    run_id = make_run(home_store, n_samples=2, methods=("scitx",))
+    out = tmp_path / "run.html"
+    assert main(["report", run_id, "-o", str(out), "--json"]) == 130
+    captured = capsys.readouterr()
+    error = json.loads(captured.out)["error"]
+    assert error["type"] == "JobCancelled" and error["exit_code"] == 130 and "No report was written" in captured.err
+    assert not out.exists()

@@ -275,3 +275,18 @@ def test_store_is_usable_from_several_threads(store):
     for t in threads:
         t.join()
     assert errors == [] and store.info()["results"] == 120 and store.check() == []
+
+
+def test_check_reports_its_progress_and_can_be_cancelled(store):
+    from nemo_desktop.core.errors import JobCancelled
+    from nemo_desktop.core.jobs import CancelToken, JobContext
+
+    for i in range(3):
+        store.put(f"r{i}", "edit", {}, {"raw": f"file {i}".encode()})
+    seen = []
+    assert store.check(JobContext(lambda p: seen.append((p.stage, p.done, p.total)))) == []
+    assert seen[0] == (maintenance.CHECK_STAGE, 0, 3) and seen[-1] == (maintenance.CHECK_STAGE, 3, 3)
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(JobCancelled):
+        store.check(JobContext(lambda p: None, cancel=token))

@@ -113,6 +113,8 @@ def test_discard_refuses_a_file_that_is_not_a_moved_aside_database(tmp_path, cap
     other.write_bytes(b"x")
     assert main(["cache", "discard", str(other), "--yes"]) == 2
     assert other.exists() and "not a moved-aside copy" in capsys.readouterr().err
+    assert main(["cache", "salvage", str(tmp_path / "no-such.corrupt-1")]) == 2  # a wrong FILE: usage error
+    assert "does not exist" in capsys.readouterr().err
 
 
 def test_a_zero_byte_database_is_reported_as_empty(caplog, capsys):

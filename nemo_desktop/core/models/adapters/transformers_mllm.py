@@ -27,7 +27,7 @@ from ...errors import ConfigError, ModelError, NemoError, WeightsNotFoundError
 from ...images import downscale, to_rgb
 from ..batching import oom_guard
 from ..device import free_memory, resolve_device, resolve_dtype
-from ..hub_files import commit_from_path, fetch_file, offline_requested
+from ..hub_files import cache_dir_for, commit_from_path, fetch_file, offline_requested
 from ..protocols import ChatMessage, ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
 from ..sampling import Sampling, resolve_sampling
@@ -198,7 +198,8 @@ def _locate(spec: ModelSpec, options: LoadOptions) -> tuple[str, str | None, dic
     repo, _, inline_rev = source.partition("@")
     commit = commit_from_path(fetch_file(repo, "config.json", options, revision=spec.revision or inline_rev or None))
     revision = commit or spec.revision or inline_rev or None
-    return repo, revision, {"revision": revision, "cache_dir": options.cache_dir,
+    # The same cache as fetch_file above (portable mode, the app folder): config and weights stay together.
+    return repo, revision, {"revision": revision, "cache_dir": cache_dir_for(options),
                             "local_files_only": offline_requested(options)}
 
 

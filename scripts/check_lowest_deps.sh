@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Are the dependency floors in pyproject.toml true? Resolve the LOWEST allowed version of every direct dependency
+# (uv's --resolution lowest-direct; indirect ones stay at their newest), install that set into a throw-away
+# virtual environment and run a fast subset of the tests against it: model adapters (torch, torchvision,
+# transformers, diffusers, timm, open_clip), the CLI, reports and reply parsing.
+#
+# Not part of the default CI (.ci/run): it downloads a second PyTorch with its CUDA libraries (~3 GB) and takes
+# about 10 minutes. Run it when changing a floor:   bash scripts/check_lowest_deps.sh [extra pytest args]
+# NEMO_LOWEST_DIR=DIR keeps the environment in DIR between runs (default: a temporary folder, removed after).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ -n "${NEMO_LOWEST_DIR:-}" ]; then WORK=$NEMO_LOWEST_DIR; mkdir -p "$WORK"; else
+  WORK=$(mktemp -d); trap 'rm -rf "$WORK"' EXIT; fi
+
+UV=$(command -v uv || true)
+if [ -z "$UV" ]; then  # uv is a build tool here, not a dependency of the project: install it beside the venv
+  "$PY" -m pip install -q --target "$WORK/uv" uv
+  UV=$WORK/uv/bin/uv
+fi
+PYVER=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+"$UV" pip compile pyproject.toml --extra test --extra gui --resolution lowest-direct --python-version "$PYVER" \
+  --no-header -q -o "$WORK/lowest.txt"
+echo "lowest direct versions:"; grep -E '^[a-z0-9_.-]+==' "$WORK/lowest.txt" | tr '\n' ' '; echo
+[ -x "$WORK/venv/bin/python" ] || "$UV" venv -q --python "$PY" "$WORK/venv"
+"$UV" pip install -q --python "$WORK/venv/bin/python" -r "$WORK/lowest.txt"
+"$UV" pip install -q --python "$WORK/venv/bin/python" --no-deps -e .  # editable: the tests expect a checkout
+
+# The checkout's own tests, against the installed lowest-version set (-p no:cacheprovider: nothing written here).
+cd tests && QT_QPA_PLATFORM=offscreen "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider \
+  --rootdir=.. -c ../pyproject.toml \
+  core/models core/methods/test_parsing.py core/test_resources.py cli core/reports/test_report_cli.py "$@"

@@ -1,0 +1,55 @@
+"""Every declared dependency is needed: imported by the package, or listed below with the reason the package
+needs it without importing it (a library that another one loads at run time)."""
+from __future__ import annotations
+
+import ast
+import importlib.metadata as md
+import re
+import sys
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Declared, not imported by nemo_desktop: why each is still needed.
+INDIRECT = {
+    "accelerate": "transformers' from_pretrained(device_map=...) in the MLLM adapter requires it",
+    "protobuf": "transformers converts tokenizers that ship only a sentencepiece model (no tokenizer.json)",
+    "sentencepiece": "the same conversion of sentencepiece-only tokenizers",
+    "safetensors": "the weight format transformers, diffusers, timm and open_clip load (floor: transformers')",
+    "tokenizers": "transformers' fast tokenizers (floor: transformers')",
+    "torchvision": "timm's and open_clip's image transforms (kept a matching pair with torch)",
+    "uharfbuzz": "fpdf2's set_text_shaping (Arabic/Hebrew text in PDF reports)",
+}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _declared() -> set[str]:
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    return {_norm(re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0]) for d in deps}
+
+
+def _imported_distributions() -> set[str]:
+    modules = set()
+    for f in (ROOT / "nemo_desktop").rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                modules |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules.add(node.module.split(".")[0])
+    owners = md.packages_distributions()
+    return {_norm(d) for m in modules for d in owners.get(m, ())}
+
+
+def test_every_declared_dependency_is_imported_or_has_a_reason():
+    declared = _declared()
+    unused = declared - _imported_distributions()
+    assert unused - set(INDIRECT) == set(), "declared but never imported: remove them or say why in INDIRECT"
+    assert set(INDIRECT) <= declared, "INDIRECT names a package that is no longer declared"
