@@ -62,6 +62,11 @@ class Candidate:
     top5_after: list[ClassScore] = field(default_factory=list)
     error: str | None = None  # why this candidate could not be generated or scored
     raw_reply: str | None = None  # the model's raw text, kept for auditing
+    # How far the counterfactual image moved from the original (metrics/edit_distance.py): 0 = identical,
+    # ~1 = unrelated; the measure's name ("lpips-alex" | "1-ssim") goes with the value.
+    edit_distance: float | None = None
+    edit_distance_metric: str | None = None
+    edit_flagged: bool = False  # the edit changed the whole image (distance >= the method's flag threshold)
 
 
 @dataclass
