@@ -112,9 +112,13 @@ def _model() -> Any:
     global _lpips_model
     with _lock:
         if _lpips_model is None:
+            import warnings
+
             import lpips
 
-            _lpips_model = lpips.LPIPS(net="alex", verbose=False).eval()
+            with warnings.catch_warnings():  # lpips 0.1.4 calls torchvision's deprecated `pretrained=`
+                warnings.simplefilter("ignore", UserWarning)
+                _lpips_model = lpips.LPIPS(net="alex", verbose=False).eval()
         return _lpips_model
 
 
