@@ -79,6 +79,14 @@ def edit_distance(original: Image.Image, edited: Image.Image, metric: str = "aut
     return ssim_distance(original, edited), SSIM
 
 
+def describe(distance: float | None, metric: str | None, flagged: bool = False) -> str:
+    """"1-ssim 0.97, whole image changed (flagged)" for tables and the CLI; "—" when not measured."""
+    if distance is None:
+        return "\u2014"
+    text = f"{metric or 'distance'} {distance:.2f}"
+    return text + (", whole image changed (flagged)" if flagged else "")
+
+
 # -- 1 - SSIM -------------------------------------------------------------------------------------------------
 def _luma(img: Image.Image) -> np.ndarray:
     return np.asarray(img.convert("L"), dtype=np.float64) / 255.0
