@@ -106,3 +106,35 @@ def test_dialog_fills_from_the_config_and_stays_open_on_an_error(qtbot, saved_ti
     assert req.preprocessing == Preprocessing((48, 48), (0.5,) * 3, (0.5,) * 3, "nearest")
     with qtbot.waitSignal(dialog.accepted, timeout=2000):
         dialog.accept()
+
+
+def test_indexing_with_a_collapsed_classifier_shows_a_warning(qtbot, make_window, digits, digits_reference):
+    from digits_world import DigitsCNNClassifier
+
+    class NegatedInputDigits(DigitsCNNClassifier):
+        """The real digits CNN fed inverted pixels, as with a wrong normalisation: it predicts 'zero' for most."""
+
+        def predict_proba(self, images, *, class_prompts=None):
+            import torch
+            from digits_world import _to_tensor
+
+            with torch.no_grad():
+                return torch.softmax(self.model(-_to_tensor(images)), dim=1).numpy().astype(np.float32)
+
+    window = make_window()
+    window.session.put("classifier", "digits-cnn", NegatedInputDigits(digits[0]))
+    window.sig_models_changed.emit()
+    window.show()
+    qtbot.waitExposed(window)
+    pane = window.show_pane("dataset_browser")
+    with qtbot.waitSignal(pane.sig_opened, timeout=20000):
+        pane.open_path(digits_reference)
+    assert pane.warning_label.isHidden()
+    with qtbot.waitSignal(pane.sig_opened, timeout=60000) as opened:
+        pane.index_dataset()
+    data = opened.args[0]
+    assert np.bincount(data.preds).max() >= 0.5 * len(data)
+    assert pane.warning_label.isVisible()
+    assert "are predicted as 'zero'" in pane.warning_label.text()
+    assert "preprocessing" in pane.warning_label.text()
+    qtbot.waitUntil(lambda: not pane.thumbnails.busy, timeout=10000)  # no thumbnail worker left running
