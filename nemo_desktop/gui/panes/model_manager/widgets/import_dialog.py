@@ -14,6 +14,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
 
 from nemo_desktop.core.errors import NemoError
 
+from ....widgets.wheel_guard import guard_wheel
+
 from ..custom_import import (CHECKPOINT_SUFFIXES, INTERPOLATIONS, NORMALISATIONS, CheckpointImport, Preprocessing,
                              checkpoint_config, entry_dict)
 
@@ -65,6 +67,7 @@ class ImportCheckpointDialog(QDialog):
         self.crop_spin.setValue(1.0)
         self.crop_spin.setToolTip("Centre-crop fraction of the eval transform (1 = resize only; ImageNet "
                                   "recipes often use 0.875).")
+        guard_wheel(self.size_spin, self.norm_combo, self.interp_combo, self.crop_spin)
         self._from_config: Preprocessing | None = None
         self.preprocessing_note = QLabel()
         self.preprocessing_note.setObjectName("preprocessingNote")
