@@ -40,3 +40,22 @@ def test_wheel_over_settings_scrolls_the_form_and_leaves_values_alone(qtbot):
     qtbot.waitUntil(spin.hasFocus, timeout=2000)
     wheel(spin, steps=1)
     assert spin.value() != before  # a focused spin box still takes the wheel
+
+
+def test_model_manager_right_column_is_not_clipped_at_the_default_size(qtbot, make_window):
+    window = make_window()
+    window.resize(1200, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    pane = window.show_pane("model_manager")
+    right = pane.splitter.widget(1)
+    inner = right.widget()
+
+    def fits() -> bool:
+        return right.viewport().width() >= inner.minimumSizeHint().width() and inner.width() <= \
+            right.viewport().width()
+
+    qtbot.waitUntil(fits, timeout=5000)
+    pane.splitter.setSizes([1150, 30])  # dragged (or restored) narrow: the column keeps its content's width
+    QApplication.processEvents()
+    assert fits()
