@@ -59,3 +59,29 @@ def test_model_manager_right_column_is_not_clipped_at_the_default_size(qtbot, ma
     pane.splitter.setSizes([1150, 30])  # dragged (or restored) narrow: the column keeps its content's width
     QApplication.processEvents()
     assert fits()
+
+
+def test_class_table_selection_follows_the_class_after_a_sort(qtbot):
+    from PySide6.QtCore import QItemSelectionModel
+    from PySide6.QtWidgets import QAbstractItemView, QTableView
+
+    from nemo_desktop.gui.panes.dataset_browser.filters import ClassAccuracy
+    from nemo_desktop.gui.panes.dataset_browser.widgets.class_table import CLASS_ROLE, ClassAccuracyModel
+
+    model = ClassAccuracyModel()
+    model.set_rows([ClassAccuracy(i, name, 10, correct) for i, (name, correct) in
+                    enumerate([("ant", 9), ("bee", 2), ("cat", 5), ("dog", 7)])], indexed=True)
+    view = QTableView()
+    qtbot.addWidget(view)
+    view.setModel(model)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSortingEnabled(True)
+    view.sortByColumn(0, Qt.SortOrder.AscendingOrder)  # by name: ant, bee, cat, dog
+    assert model.data(model.index(1, 0), CLASS_ROLE) == 1
+    view.selectionModel().select(model.index(1, 0), QItemSelectionModel.SelectionFlag.ClearAndSelect
+                                 | QItemSelectionModel.SelectionFlag.Rows)
+    view.selectionModel().setCurrentIndex(model.index(1, 0), QItemSelectionModel.SelectionFlag.NoUpdate)
+    view.sortByColumn(3, Qt.SortOrder.DescendingOrder)  # by accuracy: bee (20 %) moves to the last row
+    selected = {i.row() for i in view.selectionModel().selectedIndexes()}
+    assert selected == {3} and model.data(model.index(3, 0), CLASS_ROLE) == 1
+    assert view.selectionModel().currentIndex().row() == 3
