@@ -85,3 +85,34 @@ def test_class_table_selection_follows_the_class_after_a_sort(qtbot):
     selected = {i.row() for i in view.selectionModel().selectedIndexes()}
     assert selected == {3} and model.data(model.index(3, 0), CLASS_ROLE) == 1
     assert view.selectionModel().currentIndex().row() == 3
+
+
+def _stored_result(store, key="r1", cei=12.5):
+    from nemo_desktop.core.methods.result import Candidate, ClassScore, ExplanationResult, SampleInfo
+
+    top = [ClassScore(1, "eight", 0.9)]
+    r = ExplanationResult("scitx", SampleInfo("/data/a very long folder name/query_image_of_a_three.png", "abc", 0,
+                                              "three", 1, "eight", 0.1, 0.9, top),
+                          explanation="The blue ink.", selected_index=0, cei=cei,
+                          candidates=[Candidate("The blue ink.", cei=cei)],
+                          manifest={"models": {"classifier": {"id": "digits-cnn"}, "mllm": {"id": "qwen2.5-vl-7b"},
+                                               "editor": {"id": "flux-kontext"}}})
+    store.put(key, "explanation", r.to_dict())
+
+
+def test_past_results_show_the_cei_and_the_models(qtbot, make_window):
+    window = make_window()
+    window.resize(1200, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    _stored_result(window.session.store())
+    pane = window.show_pane("workbench")
+    table = pane.past_table
+    qtbot.waitUntil(lambda: table.rowCount() == 1, timeout=10000)
+    headers = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
+    assert headers == ["Date", "CEI", "True → predicted", "Method", "Image", "Classifier", "MLLM", "Editor"]
+    assert [table.item(0, c).text() for c in (1, 5, 6, 7)] == ["+12.5", "digits-cnn", "qwen2.5-vl-7b", "flux-kontext"]
+    QApplication.processEvents()
+    cei_right = table.columnViewportPosition(1) + table.columnWidth(1)
+    assert 0 <= table.columnViewportPosition(1) and cei_right <= table.viewport().width()  # fully visible
+    assert table.columnWidth(1) >= table.fontMetrics().horizontalAdvance("+12.5")
