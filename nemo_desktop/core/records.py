@@ -62,6 +62,11 @@ class Candidate:
     top5_after: list[ClassScore] = field(default_factory=list)
     error: str | None = None  # why this candidate could not be generated or scored
     raw_reply: str | None = None  # the model's raw text, kept for auditing
+    # How far the counterfactual image moved from the original (metrics/edit_distance.py): 0 = identical,
+    # ~1 = unrelated; the measure's name ("lpips-alex" | "1-ssim") goes with the value.
+    edit_distance: float | None = None
+    edit_distance_metric: str | None = None
+    edit_flagged: bool = False  # the edit changed the whole image (distance >= the method's flag threshold)
 
 
 @dataclass
@@ -89,6 +94,24 @@ class ExplanationResult:
     @property
     def key(self) -> str | None:
         return self.result_key
+
+    def no_cause_found(self) -> str | None:
+        """When the selected explanation did not raise P(true) (CEI <= 0), the sentence that says so; else None."""
+        if self.explanation is None or self.cei is None or self.cei > 0:
+            return None
+        if any(c.edit_flagged and (c.cei or 0) > 0 for c in self.candidates):
+            return (f"No hypothesis whose edit kept the image raised P(true) (best CEI {self.cei:+.1f}); only "
+                    "flagged whole-image edits did")
+        return f"No hypothesis raised P(true) (best CEI {self.cei:+.1f})"
+
+    def candidate_order(self) -> list[int]:
+        """Indices of the candidates as shown: the selected one first, then by CEI (largest first; unscored
+        last), ties in drawing order."""
+        def rank(j: int) -> tuple:
+            c = self.candidates[j]
+            return (j != self.selected_index, c.cei is None, -(c.cei or 0.0), j)
+
+        return sorted(range(len(self.candidates)), key=rank)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -42,3 +42,28 @@ def test_format_result_marks_the_selected_candidate():
     assert "*  2    +42.00  0.100 -> 0.520" in text
     assert "error: Editing failed: boom" in text and "edit: Replace the snow with grass" in text
     assert "top-1 after: 'cat' (0.520)" in text and "Notes:" in text and "ffffffffffffffff" in text
+
+
+def test_format_result_is_neutral_without_a_positive_cei_and_shows_distances():
+    top = [ClassScore(1, "dog", 0.9), ClassScore(0, "cat", 0.1)]
+    result = ExplanationResult(
+        method="scitx", sample=SampleInfo("x.png", "abc", 0, "cat", 1, "dog", 0.1, 0.9, top),
+        explanation="The pose.", selected_index=2, cei=-3.0,
+        candidates=[Candidate("The lighting.", "image", "Brighten", None, 0.1, 0.02, -8.0, edit_distance=0.12,
+                              edit_distance_metric="1-ssim"),
+                    Candidate("Noise.", "image", "Add noise", None, 0.1, 0.95, 85.0, edit_distance=0.97,
+                              edit_distance_metric="1-ssim", edit_flagged=True, error=None),
+                    Candidate("The pose.", "image", "Turn the cat", None, 0.1, 0.07, -3.0, edit_distance=0.2,
+                              edit_distance_metric="lpips-alex")])
+    text = explain.format_result(result)
+    assert "Explanation (" not in text
+    assert ("No hypothesis whose edit kept the image raised P(true) (best CEI -3.0); only flagged whole-image "
+            "edits did; the least harmful one:\n  The pose.") in text
+    result.candidates[1].edit_flagged = False
+    result.candidates[1].cei = -20.0
+    assert "No hypothesis raised P(true) (best CEI -3.0); the least harmful one:" in explain.format_result(result)
+    # the selected one first, then by CEI
+    assert text.index("The pose.\n") < text.index("  3     -3.00") < text.index("  2    +85.00") \
+        < text.index("  1     -8.00")
+    assert "distance from the original: 1-ssim 0.97, whole image changed (flagged)" in text
+    assert "distance from the original: lpips-alex 0.20" in text

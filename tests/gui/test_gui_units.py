@@ -66,8 +66,11 @@ def test_a_key_is_refused_when_there_is_no_keyring(monkeypatch):
 
 
 def test_checkpoint_import_checks_name_files_and_format(tmp_path):
-    from nemo_desktop.gui.panes.model_manager.custom_import import CheckpointImport, entry_dict
+    from functools import partial
 
+    from nemo_desktop.gui.panes.model_manager.custom_import import CheckpointImport, Preprocessing, entry_dict
+
+    CheckpointImport = partial(CheckpointImport, preprocessing=Preprocessing((224, 224), (0.5,) * 3, (0.5,) * 3))
     weights = tmp_path / "w.safetensors"
     weights.write_bytes(b"\0" * 1000)
     classes = tmp_path / "classes.txt"

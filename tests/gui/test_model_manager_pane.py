@@ -194,7 +194,10 @@ def test_import_a_checkpoint_load_and_unload_it(qtbot, make_window, tiny_checkpo
                     timeout=20000)
     entry = json.loads((gui_home / "config" / "catalog.json").read_text())["entries"][0]
     assert entry["source"] == f"checkpoint:test_resnet:{tiny_checkpoint['weights']}"
-    assert entry["options"] == {"class_file": str(tiny_checkpoint["classes"])}
+    assert entry["options"]["class_file"] == str(tiny_checkpoint["classes"])
+    # preprocessing from the checkpoint's config.json (save_for_hf at 32 px)
+    assert entry["options"]["data_config"]["input_size"] == [3, 32, 32]
+    assert window.session.get("classifier").data_config["input_size"] == (3, 32, 32)
     classifier = window.session.get("classifier")
     assert classifier.class_names[:2] == ["cat", "dog"] and classifier.info.model_id == "my-tiny"
     assert "my-tiny" in pane.loaded_label.text()

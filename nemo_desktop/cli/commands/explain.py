@@ -94,6 +94,8 @@ def _short(text: str | None, width: int) -> str:
 
 
 def format_result(result) -> str:
+    from ...core.metrics.edit_distance import describe
+
     s = result.sample
     lines = [f"Image:      {s.image_path or '(image)'}",
              f"Prediction: '{s.pred_name}' (p = {s.prob_pred:.3f}); true class '{s.true_name}' "
@@ -101,14 +103,18 @@ def format_result(result) -> str:
     if result.method != "scitx":
         lines.append(f"Method:     {result.method}")
     lines.append("")
-    if result.explanation is not None:
+    if result.no_cause_found():
+        lines += [f"{result.no_cause_found()}; the least harmful one:",
+                  f"  {result.explanation}", ""]
+    elif result.explanation is not None:
         score = f"CEI {result.cei:+.2f}" if result.cei is not None else "not scored with CEI"
         lines += [f"Explanation ({score}):", f"  {result.explanation}", ""]
     else:
         lines += ["No explanation could be validated (see the candidates below).", ""]
-    lines.append("Candidates:")
+    lines.append("Candidates (CEI: how many percentage points the counterfactual raised P(true)):")
     lines.append(f"  {'#':>2}  {'CEI':>8}  {'P(true) before -> after':<24}  hypothesis")
-    for i, c in enumerate(result.candidates):
+    for i in result.candidate_order():
+        c = result.candidates[i]
         mark = "*" if i == result.selected_index else " "
         score = f"{c.cei:+8.2f}" if c.cei is not None else f"{'-':>8}"
         probs = (f"{c.prob_true_before:.3f} -> {c.prob_true_after:.3f}" if c.prob_true_after is not None
@@ -117,6 +123,9 @@ def format_result(result) -> str:
         if c.intervention:
             what = "edit" if c.intervention_kind == "image" else "prompt"
             lines.append(f"  {'':>2}  {'':>8}  {'':<24}  {what}: {_short(c.intervention, 90)}")
+        if c.edit_distance is not None:
+            lines.append(f"  {'':>2}  {'':>8}  {'':<24}  distance from the original: "
+                         f"{describe(c.edit_distance, c.edit_distance_metric, c.edit_flagged)}")
         if c.top5_after:
             lines.append(f"  {'':>2}  {'':>8}  {'':<24}  top-1 after: '{c.top5_after[0].name}' "
                          f"({c.top5_after[0].prob:.3f})")

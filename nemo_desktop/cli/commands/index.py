@@ -100,7 +100,7 @@ def run_index(args) -> int:
         print(json.dumps({"index_id": index.index_id, "dataset": str(dataset.root), "classifier": index.classifier_id,
                           "classifier_revision": index.classifier_revision, "entries": len(index),
                           "accuracy": index.accuracy, "feature_dim": index.feature_dim,
-                          "report": report.to_dict()}, indent=2))
+                          "warning": index.prediction_warning(), "report": report.to_dict()}, indent=2))
         return exit_code(index)
     rate = report.processed / report.seconds if report.seconds and report.processed else None
     acc = f"{100 * index.accuracy:.1f}% classified correctly" if index.accuracy is not None else "no images"
@@ -111,6 +111,9 @@ def run_index(args) -> int:
         print(f"  unreadable: {reason}" if path in reason else f"  unreadable: {path}: {reason}")
     if len(report.errors) > 10:
         print(f"  ... and {len(report.errors) - 10} more unreadable files (see --json)")
+    warning = index.prediction_warning()
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     return exit_code(index)
 
 

@@ -141,6 +141,12 @@ class ReferenceIndex:
     def accuracy(self) -> float | None:
         return float(self.entries.correct.mean()) if len(self) else None
 
+    def prediction_warning(self) -> str | None:
+        """A warning when one class takes most predictions (a preprocessing mismatch; prediction_check.py)."""
+        from .prediction_check import dominant_prediction_warning
+
+        return dominant_prediction_warning(self.entries.preds, self.entries.labels, self.class_names)
+
     def fingerprint(self) -> str:
         """Identity of the index's content (what retrieval results depend on, given the index id): a hash
         of every row's path, image hash, label and prediction in row order. Computed once per load; cache

@@ -307,6 +307,7 @@ class CounterfactualTester:
             edited, edit_transient = self.edit_all(ctx, units, img, image_sha, candidates, artifacts,
                                                    artifact_prefix)
             transient |= edit_transient
+            measure_edits(img, edited, candidates)
         timings["edit"] = timings.get("edit", 0.0) + time.perf_counter() - t
         t = time.perf_counter()
         self.score_all(ctx, units, img, image_sha, clf, sample, candidates, edited)
@@ -434,6 +435,14 @@ class CounterfactualTester:
                     cand.top5_after = top_k(after, names, 5)
             ctx.partial({"kind": "candidate", "index": j, "candidate": cand})
             ctx.progress("Scoring", j + 1, m)
+
+
+def measure_edits(img: Image.Image, edited: Mapping[int, Image.Image], candidates: list[Candidate]) -> None:
+    """Each counterfactual's distance from the original (metrics/edit_distance.py), on its candidate."""
+    from ..metrics.edit_distance import edit_distance
+
+    for j, out in edited.items():
+        candidates[j].edit_distance, candidates[j].edit_distance_metric = edit_distance(img, out)
 
 
 def sample_info(probs: np.ndarray, class_names: Sequence[str], y: int, image_path: Path | None,

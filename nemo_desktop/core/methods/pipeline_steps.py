@@ -11,6 +11,7 @@ from PIL import Image
 from ..errors import NemoError
 from ..jobs import JobContext
 from ..metrics.cei import best_candidate
+from .edit_check import select
 from .intervention import CounterfactualTester, UnitCache, sample_info
 from .result import Candidate, ExplanationResult, SampleInfo
 
@@ -50,10 +51,14 @@ def classify_query(ctx: JobContext, tester: CounterfactualTester, units: UnitCac
 
 
 def select_by_cei(candidates: Sequence[Candidate], notes: list[str] | None = None,
-                  noun: str = "candidate") -> int | None:
-    """CEI argmax, first on ties (the validation module of SciTX, Algorithm 1 stage 4). With `notes`, adds a
+                  noun: str = "candidate", *, selection: str = "cei", flag_threshold: float | None = None) -> int | None:
+    """CEI argmax, first on ties (the validation module of SciTX, Algorithm 1 stage 4). With `flag_threshold`,
+    whole-image edits are flagged first and `selection` applies (methods/edit_check.py). With `notes`, adds a
     note when no candidate could be tested or when even the best intervention did not help."""
-    best = best_candidate(candidates)
+    if flag_threshold is not None:
+        best = select(candidates, selection, flag_threshold, notes, noun)
+    else:
+        best = best_candidate(candidates)
     if notes is None:
         return best
     if best is None:

@@ -91,6 +91,7 @@ from ..errors import ConfigError, JobCancelled, NemoError
 from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
 from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, Sampling
+from .edit_check import DEFAULT_FLAG_THRESHOLD, check_edit_check, edit_check_record
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
                            check_edit_resolution, classifier_part, error_text, image_hash, jsonable, load_input,
                            model_manifest, model_part, sha_text, unit_key)
@@ -158,6 +159,9 @@ class SciTXConfig:
     sampling_min_p: float = DEFAULT_MIN_P  # 0 = off
     max_extra_draws: int = 3  # extra hypothesis draws allowed to replace duplicates
     thumbnail_side: int = 192  # observation thumbnails kept with the result
+    # Counterfactuals that changed the whole image are flagged and, by default, not selected (edit_check.py).
+    edit_flag_threshold: float = DEFAULT_FLAG_THRESHOLD
+    selection: str = "prefer-unflagged"  # "prefer-unflagged" | "cei" (the paper's plain argmax)
 
     def __post_init__(self) -> None:
         if self.k < 0 or self.m < 1:
@@ -171,6 +175,7 @@ class SciTXConfig:
         if self.edit_size is not None:
             self.edit_size = (int(self.edit_size[0]), int(self.edit_size[1]))
         check_edit_resolution(self.edit_resolution)
+        check_edit_check(self.edit_flag_threshold, self.selection)
 
     @property
     def random_count(self) -> int:
@@ -300,7 +305,8 @@ class SciTXPipeline:
         transient |= test_transient
 
         # -- 5. conclusion --------------------------------------------------------------------------
-        best = select_by_cei(candidates, notes, noun="hypothesis")
+        best = select_by_cei(candidates, notes, noun="hypothesis", selection=cfg.selection,
+                             flag_threshold=cfg.edit_flag_threshold)
         counts = candidate_counts(candidates)
         note = candidate_note(counts)
         if note:
@@ -314,7 +320,8 @@ class SciTXPipeline:
             selected_index=best, cei=candidates[best].cei if best is not None else None,
             candidates=candidates, observations=observations, timings=timings, notes=notes,
             manifest=self._manifest(cfg, image_path, file_sha, units, not transient, counts,
-                                    tester.edit_record(img)))
+                                    tester.edit_record(img),
+                                    edit_check_record(candidates, cfg.edit_flag_threshold, cfg.selection)))
         self._store_result(units, explanation_key, result, img, edited)
         return result
 
@@ -435,7 +442,8 @@ class SciTXPipeline:
 
     # --------------------------------------------------------------------------------------- records
     def _manifest(self, cfg: SciTXConfig, image_path: Path | None, file_sha: str | None, units: UnitCache,
-                  complete: bool, counts: dict[str, int], edit: dict[str, Any] | None = None) -> dict[str, Any]:
+                  complete: bool, counts: dict[str, int], edit: dict[str, Any] | None = None,
+                  edit_check: dict[str, Any] | None = None) -> dict[str, Any]:
         return {
             "method": METHOD,
             "version": VERSION,
@@ -458,6 +466,7 @@ class SciTXPipeline:
                       "retrieval": cfg.seed},
             "sampling": {"draw_0": "greedy", "draws_1_on": cfg.sampling.as_dict()},
             "candidate_counts": counts,
+            "edit_check": edit_check,
             "reference": reference_part(self.reference),
             **run_record(image_path, file_sha, units),
         }

@@ -40,6 +40,8 @@ from ..errors import ConfigError, JobCancelled
 from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
 from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, Sampling
+from .edit_check import (DEFAULT_FLAG_THRESHOLD, EDIT_CHECK_FIELD_INFO, check_edit_check, edit_check_record,
+                         select)
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache, ask_json,
                            check_edit_resolution, classifier_part, error_text, image_hash, jsonable, load_input,
                            model_manifest, model_part, raw_replies, unit_key)
@@ -65,6 +67,7 @@ SHARED_FIELD_INFO: dict[str, dict] = {
                  "help": "random observations of other classes (default: k; 0 = Algorithm 1 literally)"},
     "k_scope": {"label": "K scope", "choices": ("per-set", "pooled"),
                 "help": "per-set: k of each class; pooled: the k nearest of both classes together"},
+    **EDIT_CHECK_FIELD_INFO,
 }
 
 
@@ -124,8 +127,12 @@ class BaselineConfig:
     edit_size: tuple[int, int] | None = None  # None = see edit_resolution (InterventionSettings)
     intervention_max_new_tokens: int = 256
     edit_resolution: str = "preferred"  # "preferred": the editor's working resolution; "native": the image's size
+    # Counterfactuals that changed the whole image are flagged and, by default, not selected (edit_check.py).
+    edit_flag_threshold: float = DEFAULT_FLAG_THRESHOLD
+    selection: str = "prefer-unflagged"  # "prefer-unflagged" | "cei" (the paper's plain argmax)
 
     def __post_init__(self) -> None:
+        check_edit_check(self.edit_flag_threshold, self.selection)
         if self.m < 1:
             raise ConfigError(f"The number of candidates m must be at least 1 (got {self.m}).")
         _ = self.sampling  # validates the sampling settings
@@ -392,7 +399,7 @@ class BaselinePipeline:
             notes.append(f"The explanation was not scored with CEI: {tester.why_not()}.")
 
         if cfg.validate:
-            best = select_by_cei(candidates, notes)
+            best = select_by_cei(candidates, notes, selection=cfg.selection, flag_threshold=cfg.edit_flag_threshold)
             note = candidate_note(candidate_counts(candidates))
             if note:
                 notes.append(note)
@@ -402,6 +409,8 @@ class BaselinePipeline:
                 notes.append("The method produced no usable explanation; see the candidate's error.")
             elif testing and candidates[0].cei is None:
                 notes.append(f"The explanation could not be scored with CEI: {candidates[0].error}")
+            elif testing:  # flag (never replace) the method's own answer
+                select([candidates[0]], "cei", cfg.edit_flag_threshold, notes, "explanation")
         if transient:
             notes.append(INCOMPLETE_NOTE)
         timings["total"] = time.perf_counter() - t_start
@@ -442,6 +451,7 @@ class BaselinePipeline:
             "seeds": {"candidate_draws": f"draw 0 greedy; draw d>=1 seed {cfg.seed}*1000+d", "edit": cfg.seed},
             "sampling": {"draw_0": "greedy", "draws_1_on": cfg.sampling.as_dict()},
             "candidate_counts": candidate_counts(candidates),
+            "edit_check": edit_check_record(candidates, cfg.edit_flag_threshold, cfg.selection),
             "reference": reference_part(self.reference),
             **run_record(image_path, file_sha, units),
             "details": jsonable(details or {}),

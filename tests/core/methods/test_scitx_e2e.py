@@ -125,7 +125,7 @@ def test_cli_explain_on_tiny_models(tiny, tmp_path, capsys):
             "-o", str(out)]
     rc = main(argv)
     text = capsys.readouterr().out
-    assert "Candidates:" in text and f"true class '{clf.class_names[y]}'" in text
+    assert "Candidates (CEI" in text and f"true class '{clf.class_names[y]}'" in text
     # Tiny random models write garbage, so no hypothesis can be tested: no explanation is a failed run (exit 3).
     assert ("No explanation could be validated" in text) == (rc == 3) and rc in (0, 1, 3)
     data = json.loads(out.read_text())

@@ -36,7 +36,8 @@ def test_single_report_has_every_part_of_the_diagnosis(store):
     assert kv["Predicted label"] == "tiger (class 7), P = 70.0 %"
     expl = secs["Explanation"].blocks
     assert expl[0] == Paragraph(r.explanation, "callout")
-    ekv = dict(expl[1].rows)
+    ekv = dict(next(b for b in expl if isinstance(b, KeyValues)).rows)
+    assert expl[1].text.startswith("CEI (counterfactual explanation impact) = 100")
     assert ekv["CEI of the explanation"] == f"{r.cei:+.2f} pp" and ekv["LLM Match"] == "0.50"
     assert ekv["Selected candidate"] == f"{r.selected_index + 1} of 3"
     selected = [t for t in secs if t.startswith(f"Candidate {r.selected_index + 1} (selected)")]
@@ -56,6 +57,31 @@ def test_single_report_has_every_part_of_the_diagnosis(store):
     assert man["seed"] == "1235" and man["date"].startswith("2026-11-21") and man["Result key"] == key
     timings = secs["Reproducibility manifest"].blocks[1]
     assert timings.rows[-1] == ["Total", "4.750"]
+
+
+def test_no_positive_cei_distances_flags_order_and_total_once(store):
+    r, arts = make_result(4, "scitx")
+    for j, c in enumerate(r.candidates):
+        c.cei = [-20.0, -5.0, 30.0][j]
+        c.edit_distance, c.edit_distance_metric = [0.1, 0.2, 0.95][j], "1-ssim"
+    r.candidates[2].edit_flagged = True
+    r.selected_index, r.cei, r.explanation = 1, -5.0, r.candidates[1].hypothesis
+    r.timings = {"classify": 1.0, "edit": 2.0, "total": 3.5}
+    key = store_result(store, r, arts)
+    doc = build_single_report(key, store)
+    secs = _sections(doc)
+    first = secs["Explanation"].blocks[0]
+    assert first.style != "callout"  # not presented as a finding
+    assert first.text.startswith("No hypothesis whose edit kept the image raised P(true) (best CEI -5.0)")
+    cand_titles = [t for t in secs if t.startswith("Candidate ")]
+    assert [t.split(":")[0] for t in cand_titles] == ["Candidate 2 (selected)", "Candidate 3 (flagged)",
+                                                      "Candidate 1"]
+    flagged = secs[cand_titles[1]]
+    assert dict(flagged.blocks[0].rows)["Distance from the original"] == \
+        "1-ssim 0.95, whole image changed (flagged)"
+    assert any(isinstance(b, Paragraph) and b.style == "warning" and "whole image" in b.text for b in flagged.blocks)
+    timings = secs["Reproducibility manifest"].blocks[1]
+    assert timings.rows[-1] == ["Total (wall clock)", "3.500"] and len(timings.rows) == 3
 
 
 def test_prompt_intervention_and_failed_candidate_are_reported(store):

@@ -7,6 +7,7 @@ from typing import Any, Iterator
 
 from ...errors import ConfigError
 from ...jobs import JobContext, null_context
+from ...metrics.edit_distance import describe
 from ...methods.result import Candidate, ClassScore, ExplanationResult, Observation
 from ..document import (DASH, MAIN_IMAGE_PX, SET_TITLES, THUMB_PX, Block, Cell, Figures, KeyValues, Paragraph,
                         ReportDocument, Section, Table)
@@ -14,6 +15,12 @@ from ..format import (_date, _display_name, _flatten, _label, _name_of, _now, _s
                       llm_match_of)
 from ..images import ImageCache, ReportImage
 from . import result_report
+
+
+CEI_IN_WORDS = ("CEI (counterfactual explanation impact) = 100 \u00d7 (P(true | counterfactual) \u2212 "
+                "P(true | original)): how many percentage points removing the hypothesised cause raised the "
+                "classifier's probability of the true class. Positive: the hypothesis names something that "
+                "pushed the model away from the truth.")
 
 
 @dataclass
@@ -136,7 +143,12 @@ def _sample_blocks(ld: _Loaded, cache: ImageCache, with_evidence: bool) -> list[
 
 def _explanation_blocks(ld: _Loaded) -> list[Block]:
     r = ld.result
-    blocks: list[Block] = [Paragraph(r.explanation or "(no explanation was produced)", "callout")]
+    none_found = r.no_cause_found()
+    if none_found:  # not presented as a finding: the least harmful candidate, in a neutral style
+        blocks: list[Block] = [Paragraph(f"{none_found}. The least harmful candidate: {r.explanation}", "body")]
+    else:
+        blocks = [Paragraph(r.explanation or "(no explanation was produced)", "callout")]
+    blocks.append(Paragraph(CEI_IN_WORDS, "muted"))
     rows = [("Method", ld.method), ("CEI of the explanation", fmt_cei(r.cei))]
     if r.selected_index is not None and r.candidates:
         rows.append(("Selected candidate", f"{r.selected_index + 1} of {len(r.candidates)}"))
@@ -150,7 +162,8 @@ def _explanation_blocks(ld: _Loaded) -> list[Block]:
 def _candidate_section(ld: _Loaded, i: int, c: Candidate, cache: ImageCache, prefix: str) -> Section:
     r = ld.result
     selected = r.selected_index == i
-    title = f"Candidate {i + 1}" + (" (selected)" if selected else "") + f": CEI {fmt_cei(c.cei)}"
+    title = (f"Candidate {i + 1}" + (" (selected)" if selected else "") + (" (flagged)" if c.edit_flagged else "")
+             + f": CEI {fmt_cei(c.cei)}")
     kind = {"image": "Image edit instruction", "prompt": "Rewritten zero-shot prompt"}.get(
         c.intervention_kind or "", "Intervention")
     rows = [("Hypothesis", c.hypothesis or DASH),
@@ -158,7 +171,13 @@ def _candidate_section(ld: _Loaded, i: int, c: Candidate, cache: ImageCache, pre
             ("P(true) before", fmt_prob(c.prob_true_before)),
             ("P(true) after", fmt_prob(c.prob_true_after)),
             ("CEI", fmt_cei(c.cei))]
+    if c.edit_distance is not None:
+        rows.append(("Distance from the original", describe(c.edit_distance, c.edit_distance_metric,
+                                                            c.edit_flagged)))
     blocks: list[Block] = [KeyValues(rows)]
+    if c.edit_flagged:
+        blocks.append(Paragraph("The edit changed the whole image: its CEI may come from the destruction of the "
+                                "image, not from the hypothesis.", "warning"))
     if c.error:
         blocks.append(Paragraph(f"This candidate failed: {c.error}", "warning"))
     if c.edited_artifact:
@@ -210,8 +229,11 @@ def _manifest_blocks(ld: _Loaded) -> list[Block]:
     rows += _flatten(r.manifest)
     blocks: list[Block] = [KeyValues(rows)]
     if r.timings:
-        trows = [[k, f"{v:.3f}"] for k, v in r.timings.items()]
-        trows.append(["Total", f"{sum(r.timings.values()):.3f}"])
+        # The methods record their own wall-clock "total"; summing the stages again would count it twice.
+        stages = {k: v for k, v in r.timings.items() if k != "total"}
+        trows = [[k, f"{v:.3f}"] for k, v in stages.items()]
+        total = r.timings.get("total", sum(stages.values()))
+        trows.append(["Total (wall clock)" if "total" in r.timings else "Total", f"{total:.3f}"])
         blocks.append(Table(["Stage", "Seconds"], trows, align=["l", "r"], widths=[5, 2], caption="Timings"))
     return blocks
 
@@ -219,12 +241,15 @@ def _manifest_blocks(ld: _Loaded) -> list[Block]:
 def _candidates_table(ld: _Loaded, cache: ImageCache) -> Table:
     """All candidates in one table (run reports): the original image is shown once above."""
     r, rows = ld.result, []
-    for i, c in enumerate(r.candidates):
+    for i in r.candidate_order():
+        c = r.candidates[i]
         edited = ld.image(cache, c.edited_artifact, THUMB_PX) if c.edited_artifact else None
         kind = {"image": "Edit", "prompt": "Prompt"}.get(c.intervention_kind or "", "Intervention")
         text = f"{c.hypothesis or DASH}\n{kind}: {c.intervention or DASH}"
         if c.error:
             text += f"\nFailed: {c.error}"
+        if c.edit_distance is not None:
+            text += f"\nDistance from the original: {describe(c.edit_distance, c.edit_distance_metric, c.edit_flagged)}"
         rows.append([f"{i + 1}" + (" \u2713" if r.selected_index == i else ""),
                      edited.with_text(f"Counterfactual {i + 1}") if edited else DASH, text,
                      f"{fmt_prob(c.prob_true_before)} \u2192 {fmt_prob(c.prob_true_after)}", fmt_cei(c.cei)])
@@ -266,8 +291,8 @@ def _diagnosis_children(ld: _Loaded, cache: ImageCache, prefix: str, compact: bo
                                     [_candidates_table(ld, cache)]))
         else:
             children.append(Section("Candidates and counterfactual tests", f"{prefix}-cands",
-                                    children=[_candidate_section(ld, i, c, cache, prefix)
-                                              for i, c in enumerate(r.candidates)]))
+                                    children=[_candidate_section(ld, i, r.candidates[i], cache, prefix)
+                                              for i in r.candidate_order()]))
     if r.observations:
         if compact:
             children.append(Section("Observations", f"{prefix}-obs", [_observations_table(ld, cache)]))

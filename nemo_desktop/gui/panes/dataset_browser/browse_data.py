@@ -44,6 +44,14 @@ class BrowseData:
     def correct(self) -> np.ndarray:
         return self.preds == self.labels
 
+    def prediction_warning(self) -> str | None:
+        """One class takes most predictions: the classifier's preprocessing is probably wrong."""
+        if not self.indexed:
+            return None
+        from nemo_desktop.core.data.prediction_check import dominant_prediction_warning
+
+        return dominant_prediction_warning(self.preds, self.labels, self.class_names)
+
 
 def from_dataset(dataset, ctx: JobContext | None = None) -> BrowseData:
     n = len(dataset.items)

@@ -183,6 +183,13 @@ class DatasetBrowserPane(Pane):
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.info_label)
+        self.warning_label = QLabel("")
+        self.warning_label.setObjectName("predictionWarning")
+        self.warning_label.setWordWrap(True)
+        self.warning_label.setStyleSheet("QLabel { background: #fff5e6; border-left: 4px solid #d9822b; "
+                                         "padding: 4px 8px; color: #1b1b1b; }")
+        self.warning_label.hide()
+        layout.addWidget(self.warning_label)
         layout.addLayout(filters)
         layout.addLayout(confidence)
         layout.addWidget(self.splitter, 1)
@@ -295,6 +302,9 @@ class DatasetBrowserPane(Pane):
             parts.append(f"classes the classifier does not know were left out: "
                          f"{', '.join(sorted(data.skipped_labels)[:5])}")
         self.info_label.setText("; ".join(parts) + ".")
+        warning = data.prediction_warning()
+        self.warning_label.setText(f"⚠ {warning}" if warning else "")
+        self.warning_label.setVisible(bool(warning))
 
     def _fill_class_combos(self, data: BrowseData) -> None:
         for combo in (self.true_combo, self.pred_combo):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QSettings, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QSettings, QSize, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton,
                                QScrollArea, QSplitter, QTableView, QVBoxLayout, QWidget)
 
@@ -121,11 +121,11 @@ class ModelManagerPane(Pane):
         rv.addWidget(self.settings_panel)
         rv.addWidget(self.disk_panel)
         rv.addStretch(1)
-        right = QScrollArea()
+        right = _FittingScrollArea()
+        right.setObjectName("modelManagerSettings")
         right.setWidgetResizable(True)
         right.setWidget(right_inner)
         right.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        right.setMinimumWidth(220)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("modelManagerSplitter")
@@ -362,6 +362,20 @@ class ModelManagerPane(Pane):
         state = settings.value("splitter")
         if state is not None:
             self.splitter.restoreState(state)
+
+
+class _FittingScrollArea(QScrollArea):
+    """Scrolls vertically only, and is never narrower than its content (with the scroll bar), so the splitter
+    cannot clip the right column (it was cut by ~36 px at the default 1200 x 800 window)."""
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        hint = super().minimumSizeHint()
+        inner = self.widget()
+        if inner is None:
+            return hint
+        width = (inner.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+                 + 2 * self.frameWidth())
+        return QSize(max(hint.width(), width), hint.height())
 
 
 def _size(n: int) -> str:

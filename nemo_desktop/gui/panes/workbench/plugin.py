@@ -24,6 +24,7 @@ from .widgets.method_form import MethodForm
 from .widgets.result_view import ResultBundle, ResultView, load_bundles
 
 DEFAULT_METHOD = "scitx"
+PAST_COLUMNS = ("Date", "CEI", "True → predicted", "Method", "Image", "Classifier", "MLLM", "Editor")
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
@@ -116,15 +117,17 @@ class WorkbenchPane(Pane):
         rv.addWidget(self.live_log)
 
         # -- past results --
-        self.past_table = QTableWidget(0, 5)
+        self.past_table = QTableWidget(0, len(PAST_COLUMNS))
         self.past_table.setObjectName("pastResults")
-        self.past_table.setHorizontalHeaderLabels(["Date", "Image", "Method", "True → predicted", "CEI"])
+        # CEI right after the date, so a narrow column never cuts it; the models a result came from at the end.
+        self.past_table.setHorizontalHeaderLabels(list(PAST_COLUMNS))
         self.past_table.verticalHeader().hide()
         self.past_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.past_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.past_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.past_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.past_table.horizontalHeader().setStretchLastSection(True)
+        self.past_table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.past_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.past_table.cellActivated.connect(lambda row, _c: self._open_past_row(row))
         self.past_table.cellClicked.connect(lambda row, _c: self._open_past_row(row))
         refresh = QPushButton("Refresh")
@@ -388,13 +391,15 @@ class WorkbenchPane(Pane):
     def _show_past(self, rows: list[StoredSummary]) -> None:
         self.past_table.setRowCount(len(rows))
         for i, r in enumerate(rows):
-            cells = (datetime.fromtimestamp(r.created_at).strftime("%m-%d %H:%M"), r.image, r.method,
-                     f"{r.true_name} → {r.pred_name}", "—" if r.cei is None else f"{r.cei:+.1f}")
+            cells = (datetime.fromtimestamp(r.created_at).strftime("%m-%d %H:%M"),
+                     "—" if r.cei is None else f"{r.cei:+.1f}", f"{r.true_name} → {r.pred_name}", r.method, r.image,
+                     *(r.models.get(role, "—") for role in ("classifier", "mllm", "editor")))
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(KEY_ROLE, r.key)
+                item.setToolTip(r.explanation or "" if col in (1, 4) else text)
                 if col == 1:
-                    item.setToolTip(r.explanation or "")
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.past_table.setItem(i, col, item)
 
     def _open_past_row(self, row: int) -> None:

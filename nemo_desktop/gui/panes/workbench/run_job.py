@@ -6,7 +6,7 @@ while the next one runs; a failed sample is recorded and the others go on.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -105,15 +105,18 @@ class StoredSummary:
     pred_name: str
     cei: float | None
     explanation: str | None
+    models: dict[str, str] = field(default_factory=dict)  # role (classifier, mllm, editor) -> model id
 
 
 def list_results(store, limit: int = 500) -> list[StoredSummary]:
     out = []
     for r in store.find(kind="explanation", limit=limit):
         p, s = r.payload, r.payload.get("sample", {})
+        models = {role: m["id"] for role, m in ((p.get("manifest") or {}).get("models") or {}).items()
+                  if isinstance(m, dict) and m.get("id")}
         out.append(StoredSummary(r.key, r.created_at, p.get("method", "?"), Path(s.get("image_path") or "").name
                                  or "(image)", s.get("image_sha256", ""), s.get("true_name", "?"),
-                                 s.get("pred_name", "?"), p.get("cei"), p.get("explanation")))
+                                 s.get("pred_name", "?"), p.get("cei"), p.get("explanation"), models))
     return out
 
 

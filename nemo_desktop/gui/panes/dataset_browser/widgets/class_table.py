@@ -31,7 +31,11 @@ class ClassAccuracyModel(RowTableModel):
         1.9 s with a busy worker thread, against 0.1–0.2 s here (sort and repaint)."""
         self._order = (column, order)
         self.layoutAboutToBeChanged.emit()
+        old = self.persistentIndexList()  # selection and current index: they follow their class, not the row
+        before = [self.rows[i.row()] for i in old]
         self.rows = self._sorted(self.rows, column, order)
+        position = {id(r): n for n, r in enumerate(self.rows)}
+        self.changePersistentIndexList(old, [self.index(position[id(r)], i.column()) for i, r in zip(old, before)])
         self.layoutChanged.emit()
 
     def _sorted(self, rows: list[ClassAccuracy], column: int, order: Qt.SortOrder) -> list[ClassAccuracy]:

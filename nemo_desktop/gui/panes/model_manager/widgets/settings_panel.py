@@ -17,6 +17,7 @@ from nemo_desktop.core.secrets import describe_secret_ref
 
 from ....jobs import IO
 from ....secret_refs import normalise_reference, settings_value, store_in_keyring
+from ....widgets.wheel_guard import guard_wheel
 from .endpoint_dialog import PASTE, EndpointDialog
 
 DEVICES = ("auto", "cpu", "cuda", "cuda:0", "cuda:1", "mps")
@@ -54,6 +55,7 @@ class SettingsPanel(QWidget):
         self.dtype_combo.setObjectName("dtypeCombo")
         self.dtype_combo.addItems(DTYPES)
         self.dtype_combo.setToolTip("auto: bfloat16 on GPUs that support it, float16 on older GPUs, float32 on CPU")
+        guard_wheel(self.device_combo, self.dtype_combo)  # the wheel scrolls the panel, not the setting
         self.offload_check = QCheckBox("Offload layers to the CPU when the GPU is too small")
         self.device_combo.activated.connect(lambda _i: self._save_compute())
         self.device_combo.lineEdit().editingFinished.connect(self._save_compute)

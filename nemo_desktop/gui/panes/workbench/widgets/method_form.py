@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLineEdit, QSpinBox, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLineEdit,
+                               QSpinBox, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.registry.params import ParamInfo, config_params
+
+from ....widgets.wheel_guard import guard_wheel
 
 PRIMARY = ("k", "m", "seed", "edit_steps", "edit_size")
 INT_MAX = 1_000_000
@@ -38,6 +40,8 @@ class MethodForm(QWidget):
                 continue
             value = (overrides or {}).get(name, param.default)
             editor = self._editor(kind, value, param)
+            if isinstance(editor, (QComboBox, QAbstractSpinBox)):
+                guard_wheel(editor)  # the wheel scrolls the form, it does not change the setting under it
             label = param.label
             editor.setToolTip(param.help)
             editor.setObjectName(f"setting_{name}")

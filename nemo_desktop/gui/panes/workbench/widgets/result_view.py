@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QFrame, QGridLayout, QGroupBox, QHBoxLayout, QLab
                                QSplitter, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.metrics.edit_distance import describe
 
 from ..run_job import results_for_sample
 
@@ -123,8 +124,12 @@ class ResultColumn(QScrollArea):
                         if any(o.set_name == n for o in r.observations)]
         if r.candidates:
             self._steps.append(lambda: self.body.addWidget(_label(
-                "<b>Candidate hypotheses</b> (CEI = 100 × (P(true | edited) − P(true | original)))", rich=True)))
-        self._steps += [lambda j=j: self._candidate(r, j) for j in range(len(r.candidates))]
+                "<b>Candidate hypotheses</b>, the selected one first, then by CEI.<br>"
+                "CEI = 100 × (P(true | edited) − P(true | original)): how many percentage points removing the "
+                "hypothesised cause raised the classifier's probability of the true class. Positive: the "
+                "hypothesis names something that pushed the model away from the truth.", rich=True,
+                name="ceiExplained")))
+        self._steps += [lambda j=j: self._candidate(r, j) for j in r.candidate_order()]
         self._steps += [lambda: self._notes(r), lambda: self.body.addStretch(1)]
         self.setWidget(inner)
 
@@ -159,11 +164,19 @@ class ResultColumn(QScrollArea):
     def _explanation(self, r) -> None:
         box = QFrame()
         box.setObjectName("selectedExplanation")
-        box.setStyleSheet("#selectedExplanation { border: 2px solid #2e7d32; border-radius: 4px; "
-                          "background: #eef7ee; } QLabel { background: transparent; color: #1b1b1b; }")
+        none_found = r.no_cause_found()
+        # Green only for a finding; a selection that did not raise P(true) is shown in a neutral grey.
+        colours = ("#9e9e9e", "#f3f3f3") if none_found or not r.explanation else ("#2e7d32", "#eef7ee")
+        box.setProperty("finding", bool(r.explanation) and not none_found)
+        box.setStyleSheet(f"#selectedExplanation {{ border: 2px solid {colours[0]}; border-radius: 4px; "
+                          f"background: {colours[1]}; }} QLabel {{ background: transparent; color: #1b1b1b; }}")
         v = QVBoxLayout(box)
-        if r.explanation:
-            v.addWidget(_label(f"<b>Explanation</b> (CEI {_cei(r.cei)})", rich=True))
+        if none_found:
+            v.addWidget(_label(f"<b>{html.escape(none_found)}.</b> The least harmful candidate, which may not "
+                               "name the cause:", rich=True, name="explanationTitle"))
+            v.addWidget(_label(r.explanation, name="explanationText"))
+        elif r.explanation:
+            v.addWidget(_label(f"<b>Explanation</b> (CEI {_cei(r.cei)})", rich=True, name="explanationTitle"))
             v.addWidget(_label(r.explanation, name="explanationText"))
         else:
             v.addWidget(_label("No explanation could be validated; see the candidates below.",
@@ -203,7 +216,7 @@ class ResultColumn(QScrollArea):
         if chosen:
             frame.setStyleSheet("#selectedCandidate { border: 2px solid #2e7d32; border-radius: 4px; }")
         v = QVBoxLayout(frame)
-        mark = " ★ selected" if chosen else ""
+        mark = (" ★ selected" if chosen else "") + (" ⚠ whole image changed" if c.edit_flagged else "")
         v.addWidget(_label(f"<b>#{j + 1}</b> CEI <b>{_cei(c.cei)}</b>{mark}", rich=True))
         v.addWidget(_label(c.hypothesis or "(no hypothesis)", name=f"hypothesis{j}"))
         if c.intervention:
@@ -221,6 +234,13 @@ class ResultColumn(QScrollArea):
             pair.addStretch(1)
             v.addLayout(pair)
         v.addWidget(_label(probs, name=f"probs{j}"))
+        if c.edit_distance is not None:
+            dist = _label("Distance from the original: " + describe(c.edit_distance, c.edit_distance_metric,
+                                                                     c.edit_flagged), name=f"distance{j}")
+            if c.edit_flagged:
+                dist.setText(dist.text() + " — its CEI may come from destroying the image, not from the hypothesis")
+                dist.setStyleSheet("color: #b45309; font-weight: bold")
+            v.addWidget(dist)
         if c.top5_after:
             v.addWidget(_label("Top-1 after: " + f"{c.top5_after[0].name} ({c.top5_after[0].prob:.3f})"))
         if c.error:
