@@ -1,0 +1,12 @@
+"""Competency estimation (PaRCE) and high-competency counterfactuals (Pohland & Tomlin), Qt-free core."""
+from __future__ import annotations
+
+from .config import GENERATORS, CounterfactualConfig, EstimatorConfig
+from .estimator import FittedEstimator
+from .fit import CompetencyEstimatorFit
+from .results import (CompetencyBenchResult, CompetencyCounterfactualResult, CompetencyScore, CounterfactualOutput,
+                      EstimatorFitResult, GeneratorMetrics)
+
+__all__ = ["GENERATORS", "CompetencyBenchResult", "CompetencyCounterfactualResult", "CompetencyEstimatorFit",
+           "CompetencyScore", "CounterfactualConfig", "CounterfactualOutput", "EstimatorConfig", "EstimatorFitResult",
+           "FittedEstimator", "GeneratorMetrics"]
