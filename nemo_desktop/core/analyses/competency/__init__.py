@@ -10,3 +10,8 @@ from .results import (CompetencyBenchResult, CompetencyCounterfactualResult, Com
 __all__ = ["GENERATORS", "CompetencyBenchResult", "CompetencyCounterfactualResult", "CompetencyEstimatorFit",
            "CompetencyScore", "CounterfactualConfig", "CounterfactualOutput", "EstimatorConfig", "EstimatorFitResult",
            "FittedEstimator", "GeneratorMetrics"]
+
+from .counterfactual import CompetencyCounterfactual  # noqa: E402
+from .lpips_distance import LpipsDistance, MetricUnavailable, load_lpips  # noqa: E402
+
+__all__ += ["CompetencyCounterfactual", "LpipsDistance", "MetricUnavailable", "load_lpips"]

@@ -107,7 +107,7 @@ class CompetencyEstimatorFit:
         result = EstimatorFitResult(manifest=manifest, statistics=manifest["statistics"],
                                     calibration=manifest["calibration"], warnings=fit_warnings, result_key=key)
         if self.store is not None:
-            self.store.put(key, "fit", result.to_dict(), {result.weights_artifact: estimator.weights_bytes()})
+            self.store.put(key, ESTIMATOR_ANALYSIS, result.to_dict(), {result.weights_artifact: estimator.weights_bytes()})
         shutil.rmtree(work, ignore_errors=True)  # finished: nothing left to resume
         self.estimator = estimator
         return result
