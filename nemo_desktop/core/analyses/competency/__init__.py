@@ -15,3 +15,7 @@ from .counterfactual import CompetencyCounterfactual  # noqa: E402
 from .lpips_distance import LpipsDistance, MetricUnavailable, load_lpips  # noqa: E402
 
 __all__ += ["CompetencyCounterfactual", "LpipsDistance", "MetricUnavailable", "load_lpips"]
+from .bench import CompetencyBench  # noqa: E402
+from .causes import CAUSES, find_low_competency, modify  # noqa: E402
+
+__all__ += ["CAUSES", "CompetencyBench", "find_low_competency", "modify"]
