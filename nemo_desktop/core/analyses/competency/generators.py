@@ -81,7 +81,8 @@ def _descend(est: FittedEstimator, start: torch.Tensor, render: Callable[[torch.
         terms = -rho + cfg.gamma * distance(param)
         loss = terms.mean() if cfg.batch_stop else terms[active.to(terms.device)].sum() / n
         opt.zero_grad()
-        loss.backward()
+        # Gradients for the optimised tensor only: nothing accumulates in the (shared) models' parameters.
+        (param.grad,) = torch.autograd.grad(loss, [param])
         opt.step()
         with torch.no_grad():
             if clamp_param and cfg.clamp:
