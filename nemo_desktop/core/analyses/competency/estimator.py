@@ -168,6 +168,18 @@ class FittedEstimator:
                    input_size=tuple(manifest["input_size"]), bank_latents=tensors["bank.latents"],
                    bank_competency=tensors["bank.competency"], manifest=manifest)
 
+    @classmethod
+    def from_store(cls, store: Any, key: str, classifier: Any) -> "FittedEstimator":
+        """The estimator of a stored fit result (kind "fit", analysis "competency-estimator")."""
+        from .results import EstimatorFitResult
+
+        stored = store.get(key)
+        if stored is None or stored.payload.get("analysis") != ESTIMATOR_ANALYSIS:
+            raise ConfigError(f"No competency estimator is stored under {key[:12]}.",
+                              hint="Fit one first; list the stored estimators in the model manager.")
+        result = EstimatorFitResult.from_dict(stored.payload)
+        return cls.from_parts(result.manifest, stored.artifact_bytes(result.weights_artifact), classifier)
+
 
 def _check_classifier(manifest: dict[str, Any], classifier: Any) -> None:
     want = manifest.get("classifier") or {}

@@ -112,6 +112,12 @@ class CompetencyEstimatorFit:
         self.estimator = estimator
         return result
 
+    def fit_dataset(self, dataset: Any, ctx: JobContext | None = None) -> EstimatorFitResult:
+        """Fit on a labelled dataset (core.data: folder or CSV), its labels mapped onto the classifier's
+        classes by name; images are decoded batch by batch."""
+        mapped = dataset.with_class_names(list(self.classifier.class_names))
+        return self(mapped.paths, mapped.labels, ctx, dataset_name=str(getattr(dataset, "root", "")) or None)
+
     # -- steps ---------------------------------------------------------------------------------------------
     def _validate(self, images: list, y: np.ndarray) -> None:
         n_classes = len(self.classifier.class_names)

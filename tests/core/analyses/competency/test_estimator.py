@@ -160,3 +160,24 @@ def test_bad_inputs_are_refused_clearly(world):
         EstimatorConfig(calibration_fraction=0.0)
     with pytest.raises(ConfigError, match="gradients"):
         CompetencyEstimatorFit(object())
+
+
+def test_fit_from_a_folder_dataset_and_reload_from_the_store(world, tmp_path):
+    from nemo_desktop.core.data.datasets import open_dataset
+    from nemo_desktop.core.store import ResultsStore
+
+    from competency_world import CLASS_NAMES
+
+    root = tmp_path / "digits"
+    images, labels = _small(world)
+    for i, (im, y) in enumerate(zip(images, labels)):
+        (root / CLASS_NAMES[int(y)]).mkdir(parents=True, exist_ok=True)
+        im.save(root / CLASS_NAMES[int(y)] / f"{i:04d}.png")
+    with ResultsStore.open(db_path=tmp_path / "s.sqlite", artifacts_dir=tmp_path / "art") as store:
+        fit = CompetencyEstimatorFit(world.classifier, EstimatorConfig(**SMALL), store=store, work_dir=tmp_path / "w")
+        result = fit.fit_dataset(open_dataset(root))
+        assert result.manifest["dataset"]["n_images"] == 240 and result.manifest["dataset"]["name"] == str(root)
+        back = FittedEstimator.from_store(store, result.result_key, world.classifier)
+        assert back.score(world.nines[:4]) == fit.estimator.score(world.nines[:4])
+        with pytest.raises(ConfigError, match="No competency estimator"):
+            FittedEstimator.from_store(store, "0" * 64, world.classifier)
