@@ -30,7 +30,7 @@ from .config import CounterfactualConfig, config_dict
 from .estimator import FittedEstimator
 from .explain import Explainer, dataset_description, prompt_versions
 from .generators import generate, pixel_distance
-from .lpips_distance import LpipsDistance, MetricUnavailable, load_lpips
+from .lpips_distance import LpipsDistance, MetricUnavailable, load_lpips, trunk_path
 from .metrics import feature_similarity, latent_similarity
 from .results import COUNTERFACTUAL_ANALYSIS, CompetencyCounterfactualResult, CounterfactualOutput
 
@@ -55,23 +55,29 @@ class CompetencyCounterfactual:
         self.config = config or CounterfactualConfig()
         self.store = store
         self.dataset_subject = dataset_subject
-        self._lpips = lpips
+        self._lpips = lpips  # loaded on first use when not injected (AlexNet is large)
         self._lpips_error: str | None = None
-        if lpips is None:
-            try:
-                self._lpips = load_lpips("alex", min_side=self.config.lpips_size)
-            except MetricUnavailable as exc:
-                self._lpips_error = exc.user_text()
         self.last_artifacts: dict[str, Image.Image] = {}
 
     @property
     def lpips_name(self) -> str | None:
-        return self._lpips.name if self._lpips is not None else None
+        """The LPIPS used (part of the result key), or None when its weights are missing."""
+        if self._lpips is not None:
+            return self._lpips.name
+        return "lpips-alex" if trunk_path("alex").is_file() else None
+
+    def _get_lpips(self) -> LpipsDistance | None:
+        if self._lpips is None and self._lpips_error is None:
+            try:
+                self._lpips = load_lpips("alex", min_side=self.config.lpips_size)
+            except MetricUnavailable as exc:
+                self._lpips_error = exc.user_text()
+        return self._lpips
 
     def _image_distance(self):
         if self.config.igd_distance != "lpips":
             return pixel_distance(self.config.igd_distance)
-        if self._lpips is None:
+        if self._get_lpips() is None:
             raise MetricUnavailable(self._lpips_error or "LPIPS is unavailable.")
         return self._lpips
 
@@ -116,8 +122,8 @@ class CompetencyCounterfactual:
         complete = True
         cf_images: dict[str, Image.Image] = {}
         for method in cfg.methods:
-            out, images = self._one(method, x, original.competency, ctx)
-            complete &= out.error is None or out.error.startswith("LPIPS")
+            out, images, retry = self._one(method, x, original.competency, ctx)
+            complete &= not retry
             result.counterfactuals.append(out)
             if images is not None:
                 cf_images[method] = images[0]
@@ -141,9 +147,12 @@ class CompetencyCounterfactual:
             out.seconds = time.perf_counter() - t0
         except JobCancelled:
             raise
-        except Exception as exc:  # noqa: BLE001 - one generator's failure is reported on its output
+        except MetricUnavailable as exc:  # deterministic until the weights are installed (then the key changes)
+            out.error = exc.user_text()
+            return out, None, False
+        except Exception as exc:  # noqa: BLE001 - one generator's failure is reported on its output, retried
             out.error = error_text(exc)
-            return out, None
+            return out, None, True
         cf = g.images
         score = est.scores_from_tensor(cf)[0]
         out.score_after, out.competency_after = score, score.competency
@@ -151,11 +160,11 @@ class CompetencyCounterfactual:
         out.iterations = g.iterations[0]
         out.feature_similarity = float(feature_similarity(est, x, cf)[0])
         out.latent_similarity = float(latent_similarity(est, x, cf)[0])
-        if self._lpips is not None:
+        if self._get_lpips() is not None:
             with torch.no_grad():
                 out.lpips = float(self._lpips(x, cf.clamp(0, 1))[0])
         out.artifact, out.diff_artifact = f"cf_{method}", f"diff_{method}"
-        return out, (to_pil(cf[0]), diff_map(x[0], cf[0]))
+        return out, (to_pil(cf[0]), diff_map(x[0], cf[0])), False
 
     def _explain(self, img: Image.Image, result: CompetencyCounterfactualResult, cf_images: dict[str, Image.Image],
                  ctx: JobContext) -> bool:

@@ -62,8 +62,11 @@ class FittedEstimator:
         return list(self.classifier.class_names)
 
     def unit(self, images: Sequence[Any]) -> torch.Tensor:
-        """PIL images -> the classifier's [0, 1] tensor."""
-        return self.classifier.unit_tensor(list(images))
+        """PIL images or image paths -> the classifier's [0, 1] tensor."""
+        from ...images import load_image
+
+        return self.classifier.unit_tensor([load_image(Path(im)) if isinstance(im, (str, os.PathLike)) else im
+                                            for im in images])
 
     def _ae(self, device: torch.device) -> ConvAutoencoder:
         if next(self.autoencoder.parameters()).device != device:

@@ -47,7 +47,7 @@ def dataset_fingerprint(images: Sequence[Any], labels: Sequence[int]) -> str:
 
     h = hashlib.sha256()
     for im, y in zip(images, labels):
-        h.update(f"{content_hash(im if not isinstance(im, Path) else str(im))}:{int(y)};".encode())
+        h.update(f"{content_hash(im)}:{int(y)};".encode())
     return h.hexdigest()
 
 
