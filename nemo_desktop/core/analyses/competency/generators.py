@@ -55,7 +55,9 @@ def pixel_distance(kind: str) -> Distance:
 
 def _descend(est: FittedEstimator, start: torch.Tensor, render: Callable[[torch.Tensor], torch.Tensor],
              distance: Callable[[torch.Tensor], torch.Tensor], cfg: CounterfactualConfig, ctx: JobContext,
-             stage: str, clamp_param: bool) -> Generated:
+             stage: str, clamp_param: bool, first_image: torch.Tensor | None = None) -> Generated:
+    """Adam on the per-image loss -rho(render(param)) + gamma * distance(param). `first_image` replaces the
+    first iteration's rendering (the reference's LGD scores the original X there)."""
     param = start.detach().clone().requires_grad_(True)
     opt = torch.optim.Adam([param], lr=cfg.learning_rate, betas=(0.9, 0.999))
     n = len(param)
@@ -65,7 +67,7 @@ def _descend(est: FittedEstimator, start: torch.Tensor, render: Callable[[torch.
     for it in range(cfg.max_iter):
         ctx.check_cancelled()
         ctx.progress(stage, it, cfg.max_iter)
-        x = render(param)
+        x = first_image if (it == 0 and first_image is not None) else render(param)
         rho = est.competency(x)["competency"]
         passed = (rho.detach() >= cfg.threshold).cpu()
         if cfg.batch_stop:
@@ -123,7 +125,9 @@ def lgd(est: FittedEstimator, x: torch.Tensor, cfg: CounterfactualConfig, ctx: J
     with torch.no_grad():
         z0 = est.encode(x)
     d = vector_distance(cfg.lgd_distance)
-    return _descend(est, z0, est.decode, lambda z: d(z0, z), cfg, ctx, "LGD", False)
+    # Compatibility: the reference starts from X_new = X, so its first step sees only the distance term.
+    first = x.detach() if cfg.compatibility else None
+    return _descend(est, z0, est.decode, lambda z: d(z0, z), cfg, ctx, "LGD", False, first_image=first)
 
 
 def lnn_bank(est: FittedEstimator, cfg: CounterfactualConfig) -> torch.Tensor:
