@@ -159,16 +159,14 @@ def generate(method: str, est: FittedEstimator, x: torch.Tensor, cfg: Counterfac
     todo = (~passing).nonzero().flatten()
     if len(todo) == 0:
         return Generated(x.detach().clone(), [0] * len(x))
-    torch.manual_seed(cfg.seed)
     xs = x[todo]
-    if method == "igd":
-        if image_distance is None:
-            raise ValueError("IGD needs an image distance")
-        g = igd(est, xs, cfg, ctx, image_distance)
-    elif method in GENERATOR_FUNCTIONS:
-        g = GENERATOR_FUNCTIONS[method](est, xs, cfg, ctx)
-    else:
+    if method not in GENERATOR_FUNCTIONS:
         raise ValueError(f"unknown generator {method!r}")
+    if method == "igd" and image_distance is None:
+        raise ValueError("IGD needs an image distance")
+    with torch.random.fork_rng(devices=[]):  # seeded without touching the caller's random state
+        torch.manual_seed(cfg.seed)
+        g = igd(est, xs, cfg, ctx, image_distance) if method == "igd" else GENERATOR_FUNCTIONS[method](est, xs, cfg, ctx)
     out = x.detach().clone()  # outputs live at the input's size, so passing images stay exactly as they were
     out[todo] = resize(g.images, x.shape[-2:]).to(out.dtype)
     iters = [0] * len(x)
@@ -177,4 +175,4 @@ def generate(method: str, est: FittedEstimator, x: torch.Tensor, cfg: Counterfac
     return Generated(out, iters)
 
 
-GENERATOR_FUNCTIONS = {"fgd": fgd, "reco": reco, "lgd": lgd, "lnn": lnn}
+GENERATOR_FUNCTIONS = {"igd": igd, "fgd": fgd, "reco": reco, "lgd": lgd, "lnn": lnn}

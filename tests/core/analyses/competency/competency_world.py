@@ -19,6 +19,8 @@ from nemo_desktop.core.models.protocols import ChatMessage, ModelInfo
 SIDE = 16
 CLASS_NAMES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight"]
 HELD_OUT = 9
+# The estimator of the tests: small but real (16 px autoencoder, two stride-2 layers, 32-d latent).
+TINY = dict(image_size=16, channels=(16, 32), latent_dim=32, epochs=20, batch_size=64, calibration_fraction=0.25)
 INKS = [(220, 0, 0), (0, 0, 220), (0, 150, 0), (0, 0, 0), (255, 140, 0), (128, 0, 128)]
 
 

@@ -3,13 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from competency_world import build_world
+from competency_world import TINY, build_world
 
 from nemo_desktop.core.analyses.competency import CompetencyEstimatorFit, EstimatorConfig
-
-# Small but real: 16 px autoencoder, two stride-2 layers, 32-d latent.
-TINY = dict(image_size=16, channels=(16, 32), latent_dim=32, epochs=20, batch_size=64,
-            calibration_fraction=0.25)
 
 
 @pytest.fixture(scope="session")

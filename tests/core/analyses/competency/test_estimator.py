@@ -10,8 +10,7 @@ import torch
 from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 
-from competency_world import to_unit
-from conftest import TINY
+from competency_world import TINY, to_unit
 
 from nemo_desktop.core.analyses.competency import (CompetencyEstimatorFit, EstimatorConfig, EstimatorFitResult,
                                                    FittedEstimator)
