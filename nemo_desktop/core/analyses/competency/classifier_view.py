@@ -32,6 +32,6 @@ def require_differentiable(classifier: Any) -> Any:
         name = getattr(info, "model_id", type(classifier).__name__)
         raise ConfigError(f"Competency estimation needs gradients from the classifier's pixels, and {name} does "
                           f"not provide {', '.join(missing)}.",
-                          hint="Use a classifier whose adapter supports differentiable input (timm / PyTorch "
-                               "classifiers), or add these methods to your adapter.")
+                          hint="The timm, Hugging Face CLIP/SigLIP and open_clip adapters support it; for "
+                               "your own adapter, add these three methods.")
     return classifier

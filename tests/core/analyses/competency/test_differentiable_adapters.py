@@ -8,7 +8,8 @@ import pytest
 import torch
 from PIL import Image
 
-from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_clip, build_tiny_siglip, build_tiny_timm
+from fixtures_tiny.classifiers import (TINY_CLASSES, build_tiny_clip, build_tiny_open_clip, build_tiny_siglip,
+                                       build_tiny_timm)
 
 from nemo_desktop.core.analyses.competency.classifier_view import require_differentiable
 from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
@@ -19,12 +20,16 @@ def _load(family, tmp_path):
     if family == "timm":
         return load_model(ModelSpec("classifier", "timm", f"local-dir:{build_tiny_timm(tmp_path / 'm', label_names=TINY_CLASSES)}"),
                           LoadOptions(device="cpu"))
+    if family == "open_clip":
+        folder = build_tiny_open_clip(tmp_path / "m")["local_dir"]
+        return load_model(ModelSpec("classifier", "open_clip", f"local-dir:{folder}", options=names),
+                          LoadOptions(device="cpu"))
     build = build_tiny_clip if family == "hf-clip" else build_tiny_siglip
     return load_model(ModelSpec("classifier", family, str(build(tmp_path / "m")), options=names),
                       LoadOptions(device="cpu"))
 
 
-@pytest.mark.parametrize("family", ["timm", "hf-clip", "hf-siglip"])
+@pytest.mark.parametrize("family", ["timm", "hf-clip", "hf-siglip", "open_clip"])
 def test_unit_path_matches_the_protocol_and_has_gradients(family, tmp_path):
     clf = require_differentiable(_load(family, tmp_path))
     rng = np.random.default_rng(0)
