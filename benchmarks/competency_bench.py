@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def generators_on_digits(n: int, threads: int) -> dict:
     import torch
 
-    sys.path[:0] = [str(ROOT / "tests" / "core" / "analyses" / "competency"), str(ROOT / "tests")]
-    from competency_world import build_world
+    sys.path[:0] = [str(ROOT / "tests")]
+    from fixtures_tiny.competency_world import build_world
 
     import lpips
 

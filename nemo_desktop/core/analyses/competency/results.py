@@ -49,6 +49,11 @@ class EstimatorFitResult:
     kind: str = "fit"
     analysis: str = ESTIMATOR_ANALYSIS
 
+    @property
+    def key(self) -> str | None:
+        """The results-store key (None until stored): the registry's name for result_key."""
+        return self.result_key
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -100,6 +105,11 @@ class CompetencyCounterfactualResult:
     kind: str = "sample"
     analysis: str = COUNTERFACTUAL_ANALYSIS
 
+    @property
+    def key(self) -> str | None:
+        """The results-store key (None until stored): the registry's name for result_key."""
+        return self.result_key
+
     def output(self, method: str) -> CounterfactualOutput:
         for o in self.counterfactuals:
             if o.method == method:
@@ -150,6 +160,11 @@ class CompetencyBenchResult:
 
     def row(self, method: str) -> GeneratorMetrics:
         return next(r for r in self.rows if r.method == method)
+
+    @property
+    def key(self) -> str | None:
+        """The results-store key (None until stored): the registry's name for result_key."""
+        return self.result_key
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

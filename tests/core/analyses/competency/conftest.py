@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from competency_world import TINY, build_world
+from fixtures_tiny.competency_world import TINY, build_world
 
 from nemo_desktop.core.analyses.competency import CompetencyEstimatorFit, EstimatorConfig
 

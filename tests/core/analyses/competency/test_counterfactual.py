@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from competency_world import RecordingMLLM
+from fixtures_tiny.competency_world import RecordingMLLM
 
 from nemo_desktop.core.analyses.competency import (CompetencyCounterfactual, CompetencyCounterfactualResult,
                                                    CounterfactualConfig)

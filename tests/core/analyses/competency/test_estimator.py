@@ -10,7 +10,7 @@ import torch
 from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 
-from competency_world import TINY, to_unit
+from fixtures_tiny.competency_world import TINY, to_unit
 
 from nemo_desktop.core.analyses.competency import (CompetencyEstimatorFit, EstimatorConfig, EstimatorFitResult,
                                                    FittedEstimator)
@@ -165,7 +165,7 @@ def test_fit_from_a_folder_dataset_and_reload_from_the_store(world, tmp_path):
     from nemo_desktop.core.data.datasets import open_dataset
     from nemo_desktop.core.store import ResultsStore
 
-    from competency_world import CLASS_NAMES
+    from fixtures_tiny.competency_world import CLASS_NAMES
 
     root = tmp_path / "digits"
     images, labels = _small(world)

@@ -15,7 +15,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from competency_world import DigitsClassifier, DigitsNet, indexed_digits, to_unit
+from fixtures_tiny.competency_world import DigitsClassifier, DigitsNet, indexed_digits, to_unit
 
 from nemo_desktop.core.analyses.competency import CounterfactualConfig, FittedEstimator
 from nemo_desktop.core.analyses.competency.autoencoder import ConvAutoencoder
