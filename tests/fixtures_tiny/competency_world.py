@@ -8,7 +8,9 @@ wrapper implements the Classifier protocol plus the differentiable extension the
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -163,3 +165,49 @@ def golden_calibration_indices(n: int = 300) -> list[int]:
 
     t = load_digits().target
     return [int(i) for i in np.flatnonzero(t != HELD_OUT)[:n]]
+
+
+class CountingClassifier(DigitsClassifier):
+    """DigitsClassifier that counts its batches (unit_tensor calls): the contract test's 'model calls'."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.calls: list[int] = []
+
+    def unit_tensor(self, images):
+        self.calls.append(len(images))
+        return super().unit_tensor(images)
+
+
+def write_class_folders(root, images, labels, per_class: int) -> Path:
+    """A labelled folder dataset (root/<class name>/<i>.png), `per_class` images of each class present."""
+    root = Path(root)
+    counts: dict[int, int] = {}
+    for im, y in zip(images, labels):
+        y = int(y)
+        if counts.get(y, 0) >= per_class:
+            continue
+        counts[y] = counts.get(y, 0) + 1
+        d = root / CLASS_NAMES[y]
+        d.mkdir(parents=True, exist_ok=True)
+        im.save(d / f"{counts[y]:03d}.png")
+    return root
+
+
+_CONTRACT: dict = {}
+
+
+def contract_world() -> dict:
+    """The competency pieces of the analysis-contract test, built once per process: the digits world with a
+    counting classifier, and an estimator fitted with TINY (seconds)."""
+    if not _CONTRACT:
+        from nemo_desktop.core.analyses.competency import CompetencyEstimatorFit, EstimatorConfig
+
+        torch.set_num_threads(1)
+        world = build_world()
+        clf = CountingClassifier(world.classifier.model)
+        with tempfile.TemporaryDirectory() as work:
+            fit = CompetencyEstimatorFit(clf, EstimatorConfig(**TINY), work_dir=work)
+            fit(world.fit_images[:600], world.fit_labels[:600])
+        _CONTRACT.update(world=world, classifier=clf, estimator=fit.estimator)
+    return _CONTRACT

@@ -38,7 +38,8 @@ class ParamInfo:
         """'int', 'int?', 'float', 'float?', 'bool', 'size?', 'str', 'choice' ... as the settings form wants it."""
         if self.kind is None:
             return None
-        base = "choice" if self.choices else self.kind
+        # A tuple with choices (several generators) is not one choice: no form editor yet, so its default applies.
+        base = "choice" if self.choices and self.kind != "paths" else self.kind
         return base + ("?" if self.optional else "")
 
     @property

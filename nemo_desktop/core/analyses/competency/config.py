@@ -123,8 +123,10 @@ class CounterfactualConfig:
                              max=8192)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "methods", tuple(self.methods))
-        object.__setattr__(self, "explain_methods", tuple(self.explain_methods))
+        for name in ("methods", "explain_methods"):  # "igd,lgd" (a form or a file) is two generators, not 7 letters
+            v = getattr(self, name)
+            object.__setattr__(self, name, tuple(m.strip() for m in v.split(",") if m.strip()) if isinstance(v, str)
+                               else tuple(v))
         if not self.methods:
             raise ConfigError("Generators: choose at least one of " + ", ".join(GENERATORS) + ".")
         _check_ranges(self)
