@@ -29,7 +29,7 @@ from ...methods.intervention import error_text, load_input, model_manifest, mode
 from .config import CounterfactualConfig, config_dict
 from .estimator import FittedEstimator
 from .explain import Explainer, dataset_description, prompt_versions
-from .generators import generate, pixel_distance
+from .generators import GeneratorUnavailable, generate, pixel_distance
 from .lpips_distance import LpipsDistance, MetricUnavailable, load_lpips, trunk_path
 from .metrics import feature_similarity, latent_similarity
 from .results import COUNTERFACTUAL_ANALYSIS, CompetencyCounterfactualResult, CounterfactualOutput
@@ -147,7 +147,7 @@ class CompetencyCounterfactual:
             out.seconds = time.perf_counter() - t0
         except JobCancelled:
             raise
-        except MetricUnavailable as exc:  # deterministic until the weights are installed (then the key changes)
+        except (MetricUnavailable, GeneratorUnavailable) as exc:  # deterministic: the key changes with its cause
             out.error = exc.user_text()
             return out, None, False
         except Exception as exc:  # noqa: BLE001 - one generator's failure is reported on its output, retried

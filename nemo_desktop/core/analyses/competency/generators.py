@@ -21,6 +21,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from ...errors import NemoError
 from ...jobs import JobContext
 from .config import CounterfactualConfig
 from .estimator import FittedEstimator, resize
@@ -130,6 +131,11 @@ def lgd(est: FittedEstimator, x: torch.Tensor, cfg: CounterfactualConfig, ctx: J
     return _descend(est, z0, est.decode, lambda z: d(z0, z), cfg, ctx, "LGD", False, first_image=first)
 
 
+class GeneratorUnavailable(NemoError):
+    """A generator cannot run with this estimator and configuration (a property of both, not a transient
+    failure: the same inputs fail the same way, so the result is complete and not retried)."""
+
+
 def lnn_bank(est: FittedEstimator, cfg: CounterfactualConfig) -> torch.Tensor:
     """Calibration latents whose competency passes the threshold (strict '>' in compatibility mode)."""
     rho = est.bank_competency
@@ -141,7 +147,9 @@ def lnn(est: FittedEstimator, x: torch.Tensor, cfg: CounterfactualConfig, ctx: J
     ctx.check_cancelled()
     bank = lnn_bank(est, cfg)
     if len(bank) == 0:
-        raise ValueError(f"no calibration image reaches competency {cfg.threshold}: the LNN bank is empty")
+        raise GeneratorUnavailable(
+            f"LNN has nothing to search: no held-out calibration image reaches competency {cfg.threshold}.",
+            hint="Lower the competency threshold, or fit the estimator on images the classifier is competent on.")
     with torch.no_grad():
         z = est.encode(x)
         bank = bank.to(z.device, z.dtype)

@@ -78,7 +78,7 @@ def _score_rows(s) -> list[tuple[str, str]]:
 
 def _outcome(o, threshold: float) -> str:
     if o.competency_after is None:
-        return f"failed: {o.error or 'no counterfactual'}"
+        return "failed (see below)" if o.error else "failed"
     if o.success:
         return f"reached {threshold}"
     return f"did NOT reach {threshold}"
@@ -109,6 +109,8 @@ def _counterfactual_blocks(result, artifacts: dict[str, Any], threshold: float) 
     for o in result.counterfactuals:
         if o.error:
             blocks.append(Paragraph(f"{o.method.upper()}: {o.error}", "warning"))
+    if result.manifest.get("lpips_unavailable"):
+        blocks.append(Paragraph(f"No LPIPS values: {result.manifest['lpips_unavailable']}", "muted"))
     return blocks
 
 
