@@ -4,6 +4,7 @@
     nemo competency score IMAGE... -c CLASSIFIER --estimator KEY_OR_DIR     # competency and its parts
     nemo competency explain IMAGE... -c CLASSIFIER --estimator KEY_OR_DIR [--mllm ID]
                                                                            # counterfactuals + MLLM explanation
+    nemo competency bench IMAGES -c CLASSIFIER --estimator KEY_OR_DIR      # the generators compared (Tables 1/2)
 
 Competency (Pohland & Tomlin's PaRCE) is the classifier's confidence times the probability that the image is
 in-distribution, from an autoencoder's reconstruction loss calibrated on held-out images: low confidence means
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from ..loading import add_device_options
 
-FIT, EXPLAIN = "competency-estimator", "competency-cf"
+FIT, EXPLAIN, BENCH = "competency-estimator", "competency-cf", "competency-bench"
 
 
 def register(subparsers) -> None:
@@ -53,6 +54,21 @@ def register(subparsers) -> None:
         q.add_argument("--json", metavar="OUT", help="write the results as JSON ('-': stdout)")
         add_device_options(q)
         q.set_defaults(func=func)
+
+    bench = sub.add_parser("bench", help="compare the generators on a set's low-competency images (Tables 1/2)",
+                           description="Run every counterfactual generator on the low-competency images of a set "
+                                       "and compare success rate, LPIPS, feature/latent similarity, FD, KD and time.",
+                           derive_options=lambda r: _options(r, BENCH))
+    bench.add_argument("dataset", metavar="IMAGES", help="a folder of images (class folders or flat) or a CSV")
+    bench.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator was "
+                       "fitted for")
+    bench.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
+                       help="a stored estimator's key (or a unique prefix) or a folder written by fit --save")
+    bench.add_argument("--reference", metavar="IMAGES", help="reference images for FD/KD (the paper: the "
+                       "calibration set); default: the set's own images at or above the threshold")
+    bench.add_argument("--json", metavar="OUT", help="write the result as JSON ('-': stdout)")
+    add_device_options(bench)
+    bench.set_defaults(func=run_bench)
 
 
 def _options(parser, analysis: str) -> None:
@@ -286,3 +302,76 @@ def run_explain(args) -> int:
     if failed or any(incomplete(r) for r in results.values()):
         return PARTIAL
     return SUCCESS
+
+
+# -- bench --------------------------------------------------------------------------------------------------
+def format_bench(result) -> str:
+    m = result.manifest
+    lines = [f"{m.get('n_used')} low-competency images (of {m.get('n_low_competency')} below the threshold among "
+             f"{m.get('n_images')}); {result.feature_space}/KD against {result.n_reference} reference images.",
+             f"  {'generator':<9} {'n':>4} {'success':>14} {'LPIPS':>6} {'feat cos':>8} {'lat cos':>8} "
+             f"{result.feature_space:>9} {'KD':>8} {'s/img':>7}"]
+    for r in result.rows:
+        name = "original" if r.method == "orig" else r.method.upper()
+        if not r.available:
+            lines.append(f"  {name:<9} {r.n:>4} unavailable: {'; '.join(r.notes)}")
+            continue
+        rate = "-" if r.method == "orig" else f"{r.success_rate:.0%} ({r.n_success}/{r.n})"
+        lines.append(f"  {name:<9} {r.n:>4} {rate:>14} {_fmt(r.lpips):>6} {_fmt(r.feature_similarity):>8} "
+                     f"{_fmt(r.latent_similarity):>8} {_fmt(r.fd):>9} {_fmt(r.kd, 4):>8} "
+                     f"{_fmt(r.seconds_per_image):>7}")
+    lines.append("  (LPIPS and cosine similarities: means over successful pairs; FD/KD: lower is closer)")
+    if result.result_key:
+        lines.append(f"Stored as {result.result_key[:16]} (`nemo report {result.result_key[:16]}`).")
+    return "\n".join(lines)
+
+
+def run_bench(args) -> int:
+    from ...core.errors import JobCancelled
+    from ...core.registry import build_analysis, get_analysis, make_config
+    from ...core.store import ResultsStore
+    from ...core.store.paths import get_paths
+    from ..exit_codes import INTERRUPTED, SUCCESS
+    from ..options import given_options
+    from ..output import write_json
+    from ..progress import StageBars, cancellable_job
+
+    spec = get_analysis(BENCH)
+    config = make_config(spec, given_options(args))
+    images = _image_set(args.dataset)
+    reference = _image_set(args.reference) if args.reference else None
+    store = ResultsStore.open(get_paths().ensure())
+    try:
+        with cancellable_job(StageBars()) as ctx:
+            analysis = build_analysis(spec, _estimator_components(args, store), config)
+            result = analysis(images, ctx, reference=reference)
+    except JobCancelled as exc:
+        print(exc.message, file=sys.stderr)
+        return INTERRUPTED
+    finally:
+        store.close()
+    if args.json:
+        write_json(result.to_dict(), args.json, ensure_ascii=False)
+    if args.json != "-":
+        print(format_bench(result))
+    return SUCCESS
+
+
+def _image_set(path: str) -> list[Path]:
+    """The images of a labelled dataset (class folders or CSV), else every image file under a folder."""
+    from ...core.errors import ConfigError
+
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"No images at {path}.", hint="Give a folder of images or a CSV manifest.")
+    try:
+        return list(_open_dataset(path).paths)
+    except ConfigError:
+        if not p.is_dir():
+            raise
+    from ...core.images import IMAGE_EXTENSIONS
+
+    found = sorted(f for f in p.rglob("*") if f.suffix.lower() in IMAGE_EXTENSIONS)
+    if not found:
+        raise ConfigError(f"No image files under {path}.")
+    return found

@@ -152,6 +152,26 @@ def _competency_cf_case(world) -> Case:
     return Case(comps, (cw["world"].nines[0],), options, variations)
 
 
+def _competency_bench_case(world) -> Case:
+    from fixtures_tiny.competency_world import contract_world, write_class_folders
+
+    cw = contract_world()
+    clf = cw["classifier"]
+    w = cw["world"]
+    # 6 in-distribution digits (mostly competent: the FD/KD reference) and 4 held-out nines (low competency)
+    folder = write_class_folders(world["tmp"] / "competency-bench", w.test_images[:6], w.test_labels[:6], 6)
+    for i, im in enumerate(w.nines[:4]):
+        im.save(folder / f"nine{i}.png")
+    images = sorted(folder.rglob("*.png"))
+    options = {"max_iter": 2, "igd_distance": "l2", "max_images": 3}
+    variations = {"methods": ("reco", "lnn"), "threshold": 0.8, "max_iter": 3, "gamma": 0.2, "learning_rate": 1e-2,
+                  "igd_distance": "l1", "fgd_distance": "l2", "lgd_distance": "l2", "lnn_distance": "l2",
+                  "lpips_size": 32, "compatibility": True, "batch_size": 2, "seed": 1, "max_images": 2,
+                  "feature_space": "latent"}
+    return Case(Components(classifier=clf, fitted=cw["estimator"], store=world["store"]), (images,), options,
+                variations, calls=lambda: len(clf.calls))
+
+
 CASES: dict[str, Callable[[dict], Case]] = {
     **{n: (lambda world, n=n: _sample_case(n, world)) for n in (
         "scitx", "error-retrieval", "error-retrieval-validated", "cam-mllm", "cam-mllm-validated", "change-mllm",
@@ -159,6 +179,7 @@ CASES: dict[str, Callable[[dict], Case]] = {
     "global-explanation": _global_case,
     "competency-estimator": _competency_fit_case,
     "competency-cf": _competency_cf_case,
+    "competency-bench": _competency_bench_case,
 }
 
 
@@ -250,7 +271,7 @@ def test_cancel_stops_within_one_unit(name, world):
 
 
 COMMANDS = {"sample": ["explain"], "global-explanation": ["global"], "competency-estimator": ["competency", "fit"],
-            "competency-cf": ["competency", "explain"]}
+            "competency-cf": ["competency", "explain"], "competency-bench": ["competency", "bench"]}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

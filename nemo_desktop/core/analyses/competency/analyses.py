@@ -18,14 +18,16 @@ from typing import Any
 from ...errors import ConfigError
 from ...jobs import JobContext
 from ...registry import AnalysisSpec, Inputs, register_analysis
+from .bench import VERSION as BENCH_VERSION
+from .bench import CompetencyBenchAnalysis, CompetencyBenchConfig
 from .config import CounterfactualConfig, EstimatorConfig
 from .counterfactual import VERSION as COUNTERFACTUAL_VERSION
 from .counterfactual import CompetencyCounterfactual
 from .estimator import FittedEstimator, _check_classifier
 from .fit import VERSION as FIT_VERSION
 from .fit import CompetencyEstimatorFit
-from .results import (COUNTERFACTUAL_ANALYSIS, ESTIMATOR_ANALYSIS, CompetencyCounterfactualResult,
-                      EstimatorFitResult)
+from .results import (BENCH_ANALYSIS, COUNTERFACTUAL_ANALYSIS, ESTIMATOR_ANALYSIS, CompetencyBenchResult,
+                      CompetencyCounterfactualResult, EstimatorFitResult)
 
 
 def stored_estimator_key(store: Any, ref: str) -> str:
@@ -105,6 +107,13 @@ register_analysis(AnalysisSpec(
     config=EstimatorConfig, result=EstimatorFitResult, inputs=Inputs(classifier="required", data="dataset"),
     description="Fit a competency estimator (PaRCE: confidence x probability of being in-distribution, from an "
                 "autoencoder's reconstruction loss calibrated on held-out images) for a classifier."))
+
+register_analysis(AnalysisSpec(
+    name=BENCH_ANALYSIS, kind="dataset", version=BENCH_VERSION, factory=CompetencyBenchAnalysis,
+    config=CompetencyBenchConfig, result=CompetencyBenchResult,
+    inputs=Inputs(classifier="required", fitted=ESTIMATOR_ANALYSIS, data="dataset"),
+    description="The competency paper's Tables 1/2 on your images: every counterfactual generator over the set's "
+                "low-competency images (success rate, LPIPS, feature/latent similarity, FD, KD, seconds)."))
 
 register_analysis(AnalysisSpec(
     name=COUNTERFACTUAL_ANALYSIS, kind="sample", version=COUNTERFACTUAL_VERSION,

@@ -37,6 +37,13 @@ def _check_ranges(cfg: Any) -> None:
                                   f"{m.get('max', 'inf')} (got {v}).")
 
 
+def as_names(value: Any) -> tuple[str, ...]:
+    """A tuple of names; "igd,lgd" (from a form or a file) is two generators, not seven letters."""
+    if isinstance(value, str):
+        return tuple(m.strip() for m in value.split(",") if m.strip())
+    return tuple(value)
+
+
 def config_dict(cfg: Any) -> dict[str, Any]:
     """JSON-ready {field: value} (tuples as lists) for manifests and result keys."""
     return {f.name: list(v) if isinstance(v := getattr(cfg, f.name), tuple) else v for f in fields(cfg)}
@@ -123,10 +130,8 @@ class CounterfactualConfig:
                              max=8192)
 
     def __post_init__(self) -> None:
-        for name in ("methods", "explain_methods"):  # "igd,lgd" (a form or a file) is two generators, not 7 letters
-            v = getattr(self, name)
-            object.__setattr__(self, name, tuple(m.strip() for m in v.split(",") if m.strip()) if isinstance(v, str)
-                               else tuple(v))
+        for name in ("methods", "explain_methods"):
+            object.__setattr__(self, name, as_names(getattr(self, name)))
         if not self.methods:
             raise ConfigError("Generators: choose at least one of " + ", ".join(GENERATORS) + ".")
         _check_ranges(self)

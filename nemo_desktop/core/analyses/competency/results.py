@@ -142,6 +142,7 @@ class GeneratorMetrics:
     kd: float | None  # kernel (MMD^2) distance, same space
     seconds_per_image: float
     notes: list[str] = field(default_factory=list)
+    available: bool = True  # False: the generator could not run (its notes say why); its zeros are not results
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "GeneratorMetrics":

@@ -211,3 +211,41 @@ def build_estimator_report(result, store, *, ctx: JobContext | None = None, **_:
     return ReportDocument(kind="single", title="Competency estimator",
                           subtitle=f"for {clip((m.get('classifier') or {}).get('id'))}", generated_at=_now(),
                           sections=sections)
+
+
+@result_report("dataset", "competency-bench")
+def build_bench_report(result, store, *, ctx: JobContext | None = None, **_: object) -> ReportDocument:
+    """Report of one CompetencyBenchResult: the seed's Tables 1/2 shape, each row with its n."""
+    m = result.manifest
+    threshold = (m.get("config") or {}).get("threshold", 0.9)
+    rows = []
+    for r in result.rows:
+        name = "Original" if r.method == "orig" else r.method.upper()
+        if not r.available:
+            rows.append([name, str(r.n), "unavailable", DASH, DASH, DASH, DASH, DASH, DASH])
+            continue
+        rate = DASH if r.method == "orig" else f"{r.success_rate:.0%} ({r.n_success}/{r.n})"
+        rows.append([name, str(r.n), rate, fmt_num(r.lpips), fmt_num(r.feature_similarity),
+                     fmt_num(r.latent_similarity), fmt_num(r.fd), fmt_num(r.kd, 4), fmt_num(r.seconds_per_image, 3)])
+    table = Table(["Generator", "n", "Success", "LPIPS", "Feature cos", "Latent cos", result.feature_space, "KD",
+                   "s / image"], rows, align=["l", "r", "r", "r", "r", "r", "r", "r", "r"],
+                  widths=[2, 1, 2, 1.3, 1.5, 1.5, 1.5, 1.5, 1.4],
+                  caption=f"Counterfactuals of the {m.get('n_used')} low-competency images used (of "
+                          f"{m.get('n_low_competency')} below {threshold} among {m.get('n_images')} images). Success: "
+                          f"competency reaches {threshold}. LPIPS and the cosine similarities are means over the "
+                          f"successful pairs (the original row: over all). {result.feature_space} and KD compare each "
+                          f"set with {result.n_reference} reference images ({m.get('reference', 'given')}); lower "
+                          "is closer.")
+    blocks: list[Block] = [table]
+    if result.n_reference < 2:
+        blocks.append(Paragraph(f"FD and KD are missing: they need at least 2 reference images (there are "
+                                f"{result.n_reference}).", "warning"))
+    for r in result.rows:
+        for note in dict.fromkeys(r.notes):
+            blocks.append(Paragraph(f"{'Original' if r.method == 'orig' else r.method.upper()}: {note}",
+                                    "warning" if not r.available else "muted"))
+    sections = [Section("Counterfactual generators compared", "bench", blocks),
+                Section("Reproducibility manifest", "manifest", [KeyValues(
+                    [("Result key", result.result_key or "(not stored)"), *_flatten(m)])])]
+    return ReportDocument(kind="single", title="Competency counterfactuals compared",
+                          subtitle=f"{m.get('n_used')} low-competency images", generated_at=_now(), sections=sections)
