@@ -122,3 +122,26 @@ def test_bad_input_exit_codes(setup, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
         _nemo(setup, "competency")
     assert exc.value.code == 2
+
+
+def test_bench_compares_generators_and_reports(setup, capsys, tmp_path):
+    fit = ["competency", "fit", str(setup["data"]), "-c", setup["classifier"], "--epochs", "1", "--image-size", "16",
+           "--latent-dim", "8", "--batch-size", "8", "--json", "-", "--device", "cpu"]
+    assert _nemo(setup, *fit) == 0
+    key = json.loads(capsys.readouterr().out)["result_key"]
+    rc = _nemo(setup, "competency", "bench", str(setup["data"]), "-c", setup["classifier"], "-E", key,
+               "--reference", str(setup["data"]), "--methods", "reco,lgd,lnn", "--max-iter", "2", "--max-images", "5",
+               "--json", str(tmp_path / "b.json"), "--device", "cpu")
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    b = json.loads((tmp_path / "b.json").read_text())
+    rows = {r["method"]: r for r in b["rows"]}
+    assert list(rows) == ["orig", "reco", "lgd", "lnn"] and b["n_reference"] == 18
+    assert b["manifest"]["n_images"] == 18 and b["manifest"]["n_used"] == 5
+    assert all(r["n"] == 5 for r in rows.values()) and rows["reco"]["fd"] is not None
+    assert rows["lnn"]["available"] is False and "LNN has nothing to search" in rows["lnn"]["notes"][0]
+    assert "unavailable: LNN has nothing to search" in printed and "RECO" in printed
+    report = tmp_path / "b.html"
+    assert _nemo(setup, "report", b["result_key"][:16], "-o", str(report)) == 0
+    html = report.read_text()
+    assert "Counterfactual generators compared" in html and "Counterfactuals of the 5 low-competency images" in html
