@@ -55,6 +55,12 @@ def register(subparsers) -> None:
         add_device_options(q)
         q.set_defaults(func=func)
 
+    lp = sub.add_parser("lpips", help="whether LPIPS' backbone weights are installed; --download fetches them",
+                        description="LPIPS (a competency metric and IGD's distance) needs torchvision's AlexNet "
+                                    "weights in the torch hub cache; without them it is reported as unavailable.")
+    lp.add_argument("--download", action="store_true", help="download them (233 MB, checksum verified)")
+    lp.set_defaults(func=run_lpips)
+
     bench = sub.add_parser("bench", help="compare the generators on a set's low-competency images (Tables 1/2)",
                            description="Run every counterfactual generator on the low-competency images of a set "
                                        "and compare success rate, LPIPS, feature/latent similarity, FD, KD and time.",
@@ -375,3 +381,22 @@ def _image_set(path: str) -> list[Path]:
     if not found:
         raise ConfigError(f"No image files under {path}.")
     return found
+
+
+def run_lpips(args) -> int:
+    from ...core.analyses.competency.lpips_distance import download_trunk, trunk_status
+    from ...core.errors import NemoError
+    from ..exit_codes import RUNTIME, SUCCESS
+
+    status = trunk_status("alex")
+    if not status["present"] and args.download:
+        try:
+            download_trunk("alex")
+        except NemoError as exc:
+            print(f"error: {exc.user_text()}", file=sys.stderr)
+            return RUNTIME
+        status = trunk_status("alex")
+    print(f"LPIPS (AlexNet) weights: {'present' if status['present'] else 'missing'} at {status['path']}")
+    if not status["present"]:
+        print("Without them LPIPS is reported as unavailable; `nemo competency lpips --download` fetches them.")
+    return SUCCESS if status["present"] or not args.download else RUNTIME

@@ -16,6 +16,9 @@ from ...errors import NemoError
 
 TRUNK_FILES = {"alex": "alexnet-owt-7be5be79.pth", "vgg": "vgg16-397923af.pth",
                "squeeze": "squeezenet1_1-b8a52dc0.pth"}
+# torchvision's published location of each file (the same URLs its weight enums hold)
+TRUNK_BASE_URL = "https://download.pytorch.org/models/"
+DOWNLOAD_HINT = "Download them with `nemo competency lpips --download` (AlexNet: 233 MB), then re-run."
 
 
 class MetricUnavailable(NemoError):
@@ -61,5 +64,35 @@ def load_lpips(net: str = "alex", *, min_side: int = 64, allow_download: bool = 
         raise ValueError(f"unknown LPIPS network {net!r}")
     if not allow_download and not trunk_path(net).is_file():
         raise MetricUnavailable(f"LPIPS ({net}) is unavailable: its backbone weights are not in {trunk_path(net)}.",
-                                hint="Download them from the model manager (or `nemo doctor`), then re-run.")
+                                hint=DOWNLOAD_HINT)
     return LpipsDistance(lpips.LPIPS(net=net, pretrained=True, verbose=False), net, min_side)
+
+
+def trunk_status(net: str = "alex") -> dict:
+    """Whether LPIPS can run offline: the trunk file's path and presence (for `nemo doctor` and the app)."""
+    path = trunk_path(net)
+    return {"metric": f"lpips-{net}", "path": str(path), "present": path.is_file(),
+            "size_bytes": path.stat().st_size if path.is_file() else None}
+
+
+def download_trunk(net: str = "alex", *, url: str | None = None, progress: bool = True) -> Path:
+    """Fetch the trunk into the torch hub cache with torch's own downloader, which checks the sha256 prefix
+    in the file name (a corrupt or substituted download is refused and leaves nothing behind)."""
+    name = TRUNK_FILES[net]
+    dst = trunk_path(net)
+    if dst.is_file():
+        return dst
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    hash_prefix = name.rsplit("-", 1)[1].split(".")[0]
+    try:
+        torch.hub.download_url_to_file(url or TRUNK_BASE_URL + name, str(dst), hash_prefix=hash_prefix,
+                                       progress=progress)
+    except RuntimeError as exc:  # torch raises RuntimeError on a hash mismatch
+        dst.unlink(missing_ok=True)
+        raise MetricUnavailable(f"The LPIPS ({net}) weights downloaded do not match their checksum: {exc}",
+                                hint="Try again; if it persists, the download is being altered.") from None
+    except OSError as exc:
+        dst.unlink(missing_ok=True)
+        raise MetricUnavailable(f"The LPIPS ({net}) weights could not be downloaded: {exc}",
+                                hint="Check the network connection (or copy the file to " + str(dst) + ").") from None
+    return dst
