@@ -89,6 +89,15 @@ def _files_check() -> list[dict]:
     return rows
 
 
+def _metric_weights() -> dict:
+    """Managed weights of metrics (LPIPS' AlexNet trunk for the competency analyses): present or not."""
+    try:
+        from ...core.analyses.competency.lpips_distance import trunk_status
+    except Exception as exc:  # noqa: BLE001 - torch missing: reported under "torch" already
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return {"lpips-alex": trunk_status("alex")}
+
+
 def collect() -> dict:
     from ...core.store.paths import get_paths
 
@@ -103,6 +112,7 @@ def collect() -> dict:
         "huggingface": _hf_facts(paths),
         "packages": {name: _version(name) for name in KEY_PACKAGES},
         "files": _files_check(),
+        "metric_weights": _metric_weights(),
     }
     facts["files_ok"] = all(r["ok"] for r in facts["files"])
     facts["disk"]["hub_cache"] = _disk(__import__("pathlib").Path(facts["huggingface"]["hub_cache"]))
@@ -141,6 +151,11 @@ def print_human(f: dict) -> None:
     print(f"Hugging Face: token {'configured' if h['token_configured'] else 'not configured'}; offline mode "
           f"{'ON' if h['offline_mode'] else 'off'}; hub cache {h['hub_cache']}")
     print("packages: " + ", ".join(f"{k} {v}" for k, v in f["packages"].items() if v))
+    for name, w in f["metric_weights"].items():
+        if isinstance(w, dict) and "present" in w:
+            print(f"metric weights {name}: " + ("present" if w["present"] else
+                                                f"MISSING (the metric is reported as unavailable; "
+                                                f"`nemo competency lpips --download`)") + f" at {w['path']}")
 
 
 def run(args) -> int:

@@ -34,7 +34,9 @@ def register_method(name: str, *, config: type | None, inputs: Inputs, version: 
 
 
 def list_methods() -> list[str]:
-    return list_analyses("sample")
+    """The explanation methods: per-sample analyses called as (image, true_label, ctx) -> ExplanationResult.
+    Other per-sample analyses (competency-cf, which needs a fitted estimator) have their own commands."""
+    return [n for n in list_analyses("sample") if get_analysis(n).result is ExplanationResult]
 
 
 def get_method(name: str) -> AnalysisSpec:

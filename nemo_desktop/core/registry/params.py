@@ -38,7 +38,8 @@ class ParamInfo:
         """'int', 'int?', 'float', 'float?', 'bool', 'size?', 'str', 'choice' ... as the settings form wants it."""
         if self.kind is None:
             return None
-        base = "choice" if self.choices else self.kind
+        # A tuple with choices (several generators) is not one choice: no form editor yet, so its default applies.
+        base = "choice" if self.choices and self.kind != "paths" else self.kind
         return base + ("?" if self.optional else "")
 
     @property
@@ -125,8 +126,11 @@ def parse_value(param: ParamInfo, text: str) -> Any:
 def check_range(param: ParamInfo, value: Any) -> None:
     if value is None:
         return
-    if param.choices and value not in param.choices:
-        raise ConfigError(f"{param.label} must be one of {', '.join(param.choices)}, not '{value}'.")
+    if param.choices:
+        # A tuple field with choices (e.g. several generators) takes any of them, each checked.
+        for v in value if isinstance(value, (tuple, list)) else (value,):
+            if v not in param.choices:
+                raise ConfigError(f"{param.label} must be one of {', '.join(param.choices)}, not '{v}'.")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if param.minimum is not None and value < param.minimum:
             raise ConfigError(f"{param.label} ({param.cli_flag}) must be at least {param.minimum}, not {value}.")

@@ -60,7 +60,11 @@ def build_report(target: Any, store, *, image_format: str | None = None,
         kind, ident = resolve_target(store, target)
         if kind == "run":
             return build_run_report(ident, store, ctx=ctx, **fmt)
-        return build_single_report(ident, store, ctx=ctx, **fmt)
+        from .sections import stored_result_report
+
+        stored = store.get(ident)
+        doc = stored_result_report(stored, store, ctx=ctx, **fmt) if stored is not None else None
+        return doc if doc is not None else build_single_report(ident, store, ctx=ctx, **fmt)
     if getattr(target, "kind", "sample") != "sample" and getattr(target, "analysis", None):
         return build_result_report(target, store, ctx=ctx)  # a dataset / model / fit analysis' own section
     return build_single_report(target, store, ctx=ctx, **fmt)

@@ -68,10 +68,11 @@ class Case:
     variations: dict[str, Any] = field(default_factory=dict)  # field -> another valid value
     # Fields that select inputs rather than determine the result for the same inputs, with the reason.
     invariant: dict[str, str] = field(default_factory=dict)
+    # Model calls so far (default: the MLLM's); an analysis without an MLLM counts its classifier's batches.
+    calls: Callable[[], int] | None = None
 
-    @property
-    def mllm(self):
-        return self.components.mllm
+    def model_calls(self) -> int:
+        return self.calls() if self.calls is not None else len(self.components.mllm.calls)
 
 
 SAMPLE_VARIATIONS = {
@@ -123,20 +124,72 @@ def _global_case(world) -> Case:
                 {"method": "selects which explanations of the run to aggregate; their text is in the key"})
 
 
+def _competency_fit_case(world) -> Case:
+    from fixtures_tiny.competency_world import contract_world, write_class_folders
+
+    cw = contract_world()
+    clf = cw["classifier"]
+    folder = write_class_folders(world["tmp"] / "competency-fit", cw["world"].fit_images, cw["world"].fit_labels, 8)
+    options = {"image_size": 16, "channels": (8,), "latent_dim": 8, "epochs": 1, "batch_size": 32}
+    variations = {"image_size": 8, "channels": (4,), "latent_dim": 4, "epochs": 2, "batch_size": 16,
+                  "learning_rate": 1e-2, "calibration_fraction": 0.3, "mean_shift": 1.0, "z_max": 3.0,
+                  "z_step": 0.1, "seed": 1}
+    return Case(Components(classifier=clf, store=world["store"]), (folder,), options, variations,
+                calls=lambda: len(clf.calls))
+
+
+def _competency_cf_case(world) -> Case:
+    from fixtures_tiny.competency_world import RecordingMLLM, contract_world
+
+    cw = contract_world()
+    comps = Components(classifier=cw["classifier"], mllm=RecordingMLLM(), fitted=cw["estimator"],
+                       store=world["store"])
+    options = {"max_iter": 2, "igd_distance": "l2", "min_side": 32, "max_new_tokens": 20}
+    variations = {"methods": ("reco", "lgd", "lnn"), "threshold": 0.8, "max_iter": 3, "gamma": 0.2,
+                  "learning_rate": 1e-2, "igd_distance": "l1", "fgd_distance": "l2", "lgd_distance": "l2",
+                  "lnn_distance": "l2", "lpips_size": 32, "compatibility": True, "batch_size": 10, "seed": 1,
+                  "explain": False, "explain_methods": ("reco",), "dataset_description": "Handwritten digits.",
+                  "composite": False, "min_side": 48, "max_new_tokens": 30}
+    return Case(comps, (cw["world"].nines[0],), options, variations)
+
+
+def _competency_bench_case(world) -> Case:
+    from fixtures_tiny.competency_world import contract_world, write_class_folders
+
+    cw = contract_world()
+    clf = cw["classifier"]
+    w = cw["world"]
+    # 6 in-distribution digits (mostly competent: the FD/KD reference) and 4 held-out nines (low competency)
+    folder = write_class_folders(world["tmp"] / "competency-bench", w.test_images[:6], w.test_labels[:6], 6)
+    for i, im in enumerate(w.nines[:4]):
+        im.save(folder / f"nine{i}.png")
+    images = sorted(folder.rglob("*.png"))
+    options = {"max_iter": 2, "igd_distance": "l2", "max_images": 3}
+    variations = {"methods": ("reco", "lnn"), "threshold": 0.8, "max_iter": 3, "gamma": 0.2, "learning_rate": 1e-2,
+                  "igd_distance": "l1", "fgd_distance": "l2", "lgd_distance": "l2", "lnn_distance": "l2",
+                  "lpips_size": 32, "compatibility": True, "batch_size": 2, "seed": 1, "max_images": 2,
+                  "feature_space": "latent"}
+    return Case(Components(classifier=clf, fitted=cw["estimator"], store=world["store"]), (images,), options,
+                variations, calls=lambda: len(clf.calls))
+
+
 CASES: dict[str, Callable[[dict], Case]] = {
     **{n: (lambda world, n=n: _sample_case(n, world)) for n in (
         "scitx", "error-retrieval", "error-retrieval-validated", "cam-mllm", "cam-mllm-validated", "change-mllm",
         "change-mllm-validated")},
     "global-explanation": _global_case,
+    "competency-estimator": _competency_fit_case,
+    "competency-cf": _competency_cf_case,
+    "competency-bench": _competency_bench_case,
 }
 
 
 @pytest.fixture
-def world(digits_classifier, blue_three, reference_folder, store):
+def world(digits_classifier, blue_three, reference_folder, store, tmp_path):
     from nemo_desktop.core.data.reference_index import build_index
     from nemo_desktop.core.methods.registry import get_method
 
-    w = {"classifier": digits_classifier, "blue_three": blue_three, "store": store,
+    w = {"classifier": digits_classifier, "blue_three": blue_three, "store": store, "tmp": tmp_path,
          "index": build_index(reference_folder, digits_classifier, store)}
     # A run of two explained images for the dataset-level analyses.
     # (seed 7: not the settings the contract cases run with, which must not be answered from this run's results)
@@ -181,10 +234,10 @@ def test_result_round_trips_its_key_is_stable_and_a_rerun_is_served_from_the_sto
     assert isinstance(result, spec.result)
     d = result.to_dict()
     assert type(result).from_dict(d).to_dict() == d
-    calls = len(case.mllm.calls)
+    calls = case.model_calls()
     again = _run(spec, case, case.options)
     assert again.key == result.key
-    assert len(case.mllm.calls) == calls, "a re-run must be answered from the store"
+    assert case.model_calls() == calls, "a re-run must be answered from the store"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -210,15 +263,16 @@ def test_cancel_stops_within_one_unit(name, world):
     def on_progress(p):
         if not token.cancelled and p.done >= 1:
             token.cancel()
-            seen.append(len(case.mllm.calls))
+            seen.append(case.model_calls())
 
     with pytest.raises(JobCancelled):
         _run(spec, case, case.options, JobContext(on_progress=on_progress, cancel=token))
     assert seen, "the analysis never reported progress"
-    assert len(case.mllm.calls) - seen[0] <= 1, "more than one model call after cancel"
+    assert case.model_calls() - seen[0] <= 1, "more than one model call after cancel"
 
 
-COMMANDS = {"sample": ["explain"], "global-explanation": ["global"]}
+COMMANDS = {"sample": ["explain"], "global-explanation": ["global"], "competency-estimator": ["competency", "fit"],
+            "competency-cf": ["competency", "explain"], "competency-bench": ["competency", "bench"]}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -51,6 +51,30 @@ class HFZeroShotClassifier(ZeroShotClassifierBase):
     def _image_features(self, pixel_values):
         return _pooled(self.model.get_image_features(pixel_values=pixel_values))
 
+    # -- differentiable extension (competency estimation differentiates from [0, 1] pixels) -----------------
+    def unit_tensor(self, images):
+        """(N, 3, H, W) in [0, 1]: the processor's resize/crop and rescale, without its normalisation."""
+        rgb = [im if im.mode == "RGB" else im.convert("RGB") for im in images]
+        batch = self.processor.image_processor(images=rgb, do_normalize=False, return_tensors="pt")
+        return batch["pixel_values"].to(device=self.device).float()
+
+    def _normalise_unit(self, x):
+        import torch
+
+        ip = self.processor.image_processor
+        mean = torch.tensor(ip.image_mean, device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
+        std = torch.tensor(ip.image_std, device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
+        return ((x - mean) / std).to(self.dtype)
+
+    def logits_from_unit(self, x):
+        """Zero-shot logits for the current class prompts, differentiable in x."""
+        return self.forward_logits(self._normalise_unit(x))
+
+    def features_from_unit(self, x):
+        """The image embedding (before L2 normalisation), differentiable in x."""
+        with oom_guard(f"The classifier {self.info.model_id}"):
+            return self._image_features(self._normalise_unit(x))
+
     def _text_features(self, prompts: list[str]):
         # SigLIP was trained on max_length-padded text without an attention mask (its model card's usage).
         tokens = self.processor.tokenizer(prompts, padding="max_length" if self.siglip else True, truncation=True,

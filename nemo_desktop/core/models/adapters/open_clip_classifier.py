@@ -60,6 +60,39 @@ class OpenClipClassifier(ZeroShotClassifierBase):
     def _image_features(self, pixel_values):
         return self.model.encode_image(pixel_values)
 
+    # -- differentiable extension (competency estimation differentiates from [0, 1] pixels) -----------------
+    def _split_transform(self):
+        """(the eval transform without its final Normalize, that Normalize): open_clip ends with one."""
+        steps = list(getattr(self.transform, "transforms", []))
+        if not steps or type(steps[-1]).__name__ != "Normalize":
+            raise ModelError(f"{self.info.model_id}: its preprocessing does not end in Normalize, so the "
+                             "competency analyses cannot take gradients from [0, 1] pixels.")
+        return type(self.transform)(steps[:-1]), steps[-1]
+
+    def unit_tensor(self, images):
+        import torch
+
+        to_unit, _ = self._split_transform()
+        rgb = [im if im.mode == "RGB" else im.convert("RGB") for im in images]
+        return torch.stack([to_unit(im) for im in rgb]).to(device=self.device).float()
+
+    def _normalise_unit(self, x):
+        import torch
+
+        _, norm = self._split_transform()
+        mean = torch.tensor(norm.mean, device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
+        std = torch.tensor(norm.std, device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
+        return ((x - mean) / std).to(self.dtype)
+
+    def logits_from_unit(self, x):
+        """Zero-shot logits for the current class prompts, differentiable in x."""
+        return self.forward_logits(self._normalise_unit(x))
+
+    def features_from_unit(self, x):
+        """The image embedding (before L2 normalisation), differentiable in x."""
+        with oom_guard(f"The classifier {self.info.model_id}"):
+            return self._image_features(self._normalise_unit(x))
+
     def _text_features(self, prompts: list[str]):
         return self.model.encode_text(self.tokenizer(prompts).to(self.device))
 

@@ -115,6 +115,27 @@ class TimmClassifier:
             feats = self.model.forward_head(self.model.forward_features(pixel_values), pre_logits=True)
             return l2_normalize(feats.flatten(1)).cpu().numpy()
 
+    # -- differentiable extension (competency estimation differentiates from [0, 1] pixels) -----------------
+    def unit_tensor(self, images: Sequence[Any]):
+        """(N, 3, H, W) float in [0, 1] after timm's eval resize/crop, on the model's device."""
+        import torch
+
+        tensors = [self.transform(im if im.mode == "RGB" else im.convert("RGB")) for im in images]
+        return torch.stack(tensors).to(device=self.device).float().div_(255.0)
+
+    def _normalise_unit(self, x):
+        return ((x * 255.0 - self._mean) / self._std).to(self.dtype)
+
+    def logits_from_unit(self, x):
+        with oom_guard(f"The classifier {self.info.model_id}"):
+            return self.model(self._normalise_unit(x))
+
+    def features_from_unit(self, x):
+        """The pre-logits features (what the classifier head reads), differentiable in x."""
+        with oom_guard(f"The classifier {self.info.model_id}"):
+            feats = self.model.forward_features(self._normalise_unit(x))
+            return self.model.forward_head(feats, pre_logits=True).flatten(1)
+
     def unload(self) -> None:
         """Release the weights (GPU memory included); the object is unusable afterwards."""
         self.model = None

@@ -18,7 +18,8 @@ from ...errors import ConfigError
 from ...jobs import JobContext
 
 BUILTIN_SECTION_MODULES = ("nemo_desktop.core.reports.sections.sample",
-                           "nemo_desktop.core.reports.sections.global_explanation")
+                           "nemo_desktop.core.reports.sections.global_explanation",
+                           "nemo_desktop.core.reports.sections.competency")
 
 _REPORTS: dict[tuple[str, str | None], Callable[..., Any]] = {}
 _RUN_SECTIONS: list[tuple[str, str, Callable[[dict, Any], Any]]] = []
@@ -66,6 +67,28 @@ def build_result_report(result: Any, store: Any, ctx: JobContext | None = None, 
     """The report of any analysis result (an object following core/registry/results.AnalysisResult)."""
     return report_builder(getattr(result, "kind", "sample"), getattr(result, "analysis", None))(
         result, store, ctx=ctx, **kw)
+
+
+def stored_result_report(stored: Any, store: Any, ctx: JobContext | None = None, **kw: Any) -> Any:
+    """The report of a stored result whose payload names its kind and analysis and that analysis has its own
+    builder (e.g. `nemo report KEY` of a competency result); None for the others (explanations)."""
+    payload = getattr(stored, "payload", None) or {}
+    kind, analysis = payload.get("kind"), payload.get("analysis")
+    if not isinstance(kind, str) or not isinstance(analysis, str):
+        return None
+    _ensure()
+    fn = _REPORTS.get((kind, analysis))
+    if fn is None:
+        return None
+    from ...registry import get_analysis
+
+    spec = get_analysis(analysis)
+    if spec.result is None or not hasattr(spec.result, "from_dict"):
+        return None
+    result = spec.result.from_dict(payload)
+    if hasattr(result, "result_key"):
+        result.result_key = stored.key
+    return fn(result, store, ctx=ctx, **kw)
 
 
 def run_sections() -> list[tuple[str, str, Callable[[dict, Any], Any]]]:

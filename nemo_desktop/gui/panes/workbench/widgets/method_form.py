@@ -7,6 +7,7 @@ the rest under "More settings".
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLineEdit,
@@ -85,9 +86,13 @@ class MethodForm(QWidget):
             return w
         if base == "float":
             w = QDoubleSpinBox()
+            # Enough decimals for the default and the minimum (a learning rate of 1e-3 must not show as 0.00);
+            # set before the range, which Qt rounds to the decimals.
+            small = [abs(float(x)) for x in (value, lo) if x and 0 < abs(float(x)) < 1]
+            decimals = max([2] + [min(10, 1 - math.floor(math.log10(x))) for x in small])
+            w.setDecimals(decimals)
             w.setRange(-1.0 if optional else (-1e6 if lo is None else float(lo)), 1e6 if hi is None else float(hi))
-            w.setDecimals(2)
-            w.setSingleStep(0.1)
+            w.setSingleStep(0.1 if decimals == 2 else 10.0 ** (2 - decimals))
             if optional:
                 w.setMinimum(0.0)
                 w.setSpecialValueText("default")

@@ -1,0 +1,402 @@
+"""`nemo competency fit | score | explain`: is the classifier competent on an image, and if not, why?
+
+    nemo competency fit DATASET -c CLASSIFIER [--epochs 50] [--save DIR]    # fit and store a PaRCE estimator
+    nemo competency score IMAGE... -c CLASSIFIER --estimator KEY_OR_DIR     # competency and its parts
+    nemo competency explain IMAGE... -c CLASSIFIER --estimator KEY_OR_DIR [--mllm ID]
+                                                                           # counterfactuals + MLLM explanation
+    nemo competency bench IMAGES -c CLASSIFIER --estimator KEY_OR_DIR      # the generators compared (Tables 1/2)
+
+Competency (Pohland & Tomlin's PaRCE) is the classifier's confidence times the probability that the image is
+in-distribution, from an autoencoder's reconstruction loss calibrated on held-out images: low confidence means
+the model is unsure, low P(in-distribution) that the image is unfamiliar. The settings come from the analyses'
+configs (core/analyses/competency/config.py); every result is stored and a re-run answers from the store.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..loading import add_device_options
+
+FIT, EXPLAIN, BENCH = "competency-estimator", "competency-cf", "competency-bench"
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("competency", help="competency of a classifier on images, and why it is low",
+                              description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="competency_command", metavar="STEP", parser_class=type(p), required=True)
+
+    fit = sub.add_parser("fit", help="fit and store a competency estimator for a classifier on a labelled dataset",
+                         description="Fit a PaRCE competency estimator: train the reconstruction autoencoder, "
+                                     "compute per-class loss statistics and calibrate on a held-out split.",
+                         derive_options=lambda q: _options(q, FIT))
+    fit.add_argument("dataset", metavar="DATASET", help="labelled images: a folder of class folders or a CSV")
+    fit.add_argument("--classifier", "-c", metavar="ID", required=True, help="classifier (catalog id or "
+                     "<family>:<source>) with the differentiable extension (timm, HF CLIP/SigLIP, open_clip)")
+    fit.add_argument("--save", metavar="DIR", help="also write the estimator (safetensors + JSON) into DIR")
+    fit.add_argument("--json", metavar="OUT", help="write the fit result as JSON ('-': stdout)")
+    add_device_options(fit)
+    fit.set_defaults(func=run_fit)
+
+    for name, helptext, func in (("score", "competency of images and its parts", run_score),
+                                 ("explain", "high-competency counterfactuals and the MLLM's explanation",
+                                  run_explain)):
+        q = sub.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".",
+                           derive_options=(lambda r: _options(r, EXPLAIN)) if name == "explain" else None)
+        q.add_argument("images", metavar="IMAGE", nargs="+", help="image file(s)")
+        q.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator "
+                       "was fitted for")
+        q.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
+                       help="a stored estimator's key (or a unique prefix) or a folder written by fit --save")
+        if name == "explain":
+            q.add_argument("--mllm", "-l", metavar="ID", help="multimodal LLM that explains the low competency "
+                           "(optional: without it there is no language explanation)")
+        q.add_argument("--json", metavar="OUT", help="write the results as JSON ('-': stdout)")
+        add_device_options(q)
+        q.set_defaults(func=func)
+
+    lp = sub.add_parser("lpips", help="whether LPIPS' backbone weights are installed; --download fetches them",
+                        description="LPIPS (a competency metric and IGD's distance) needs torchvision's AlexNet "
+                                    "weights in the torch hub cache; without them it is reported as unavailable.")
+    lp.add_argument("--download", action="store_true", help="download them (233 MB, checksum verified)")
+    lp.set_defaults(func=run_lpips)
+
+    bench = sub.add_parser("bench", help="compare the generators on a set's low-competency images (Tables 1/2)",
+                           description="Run every counterfactual generator on the low-competency images of a set "
+                                       "and compare success rate, LPIPS, feature/latent similarity, FD, KD and time.",
+                           derive_options=lambda r: _options(r, BENCH))
+    bench.add_argument("dataset", metavar="IMAGES", help="a folder of images (class folders or flat) or a CSV")
+    bench.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator was "
+                       "fitted for")
+    bench.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
+                       help="a stored estimator's key (or a unique prefix) or a folder written by fit --save")
+    bench.add_argument("--reference", metavar="IMAGES", help="reference images for FD/KD (the paper: the "
+                       "calibration set); default: the set's own images at or above the threshold")
+    bench.add_argument("--json", metavar="OUT", help="write the result as JSON ('-': stdout)")
+    add_device_options(bench)
+    bench.set_defaults(func=run_bench)
+
+
+def _options(parser, analysis: str) -> None:
+    from ...core.registry import get_analysis
+    from ..options import add_config_options
+
+    add_config_options(parser, [get_analysis(analysis).config])
+
+
+# -- fit ----------------------------------------------------------------------------------------------------
+def format_fit(result) -> str:
+    m, cal = result.manifest, result.calibration
+    d = m.get("dataset", {})
+    lines = [f"Competency estimator for {m['classifier']['id']} on {d.get('n_images')} images "
+             f"({d.get('n_train')} to train the autoencoder, {d.get('n_calibration')} to calibrate).",
+             f"  calibration: z = {cal['z']:.2f}; mean competency {cal['mean_competency']:.3f} vs classifier "
+             f"accuracy {cal['accuracy']:.3f} (n = {d.get('n_calibration')})"]
+    losses = m.get("training", {}).get("loss_per_epoch") or []
+    if losses:
+        lines.append(f"  autoencoder: {len(losses)} epochs, final reconstruction loss {losses[-1]:.5f}")
+    lines += [f"  warning: {w}" for w in result.warnings]
+    if result.result_key:
+        lines += ["", f"Stored as {result.result_key[:16]} (use it with --estimator)."]
+    return "\n".join(lines)
+
+
+def run_fit(args) -> int:
+    from ...core.errors import JobCancelled
+    from ...core.registry import Components, build_analysis, get_analysis, make_config
+    from ...core.store import ResultsStore
+    from ...core.store.paths import get_paths
+    from ..exit_codes import INTERRUPTED, SUCCESS
+    from ..loading import load
+    from ..options import given_options
+    from ..output import write_json
+    from ..progress import StageBars, cancellable_job
+
+    spec = get_analysis(FIT)
+    config = make_config(spec, given_options(args))  # bad options fail before the classifier loads
+    dataset = _open_dataset(args.dataset)
+    store = ResultsStore.open(get_paths().ensure())
+    try:
+        with cancellable_job(StageBars()) as ctx:
+            components = Components(classifier=load(args.classifier, "classifier", args), store=store)
+            analysis = build_analysis(spec, components, config)
+            result = analysis(dataset, ctx)
+        if args.save:
+            analysis.estimator.save(args.save)
+    except JobCancelled as exc:
+        print(f"{exc.message} Finished epochs are kept; run the same command to resume.", file=sys.stderr)
+        return INTERRUPTED
+    finally:
+        store.close()
+    if args.json:
+        write_json(result.to_dict(), args.json, ensure_ascii=False)
+    if args.json != "-":
+        print(format_fit(result))
+        if args.save:
+            print(f"Written to {args.save}.")
+    return SUCCESS
+
+
+def _open_dataset(path: str):
+    from ...core.data.datasets import open_dataset
+    from ...core.errors import ConfigError
+
+    if not Path(path).exists():
+        raise ConfigError(f"No dataset at {path}.", hint="Give a folder of class folders or a CSV manifest.")
+    return open_dataset(path)
+
+
+# -- score and explain --------------------------------------------------------------------------------------
+def _check_images(paths: list[str]) -> list[Path]:
+    from ...core.errors import ConfigError
+
+    missing = [p for p in paths if not Path(p).is_file()]
+    if missing:
+        raise ConfigError(f"No image file at {missing[0]}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1
+                                                                else "") + ".", hint="Check the path.")
+    return [Path(p) for p in paths]
+
+
+def cause_of(score, threshold: float = 0.9) -> str:
+    """Which part of competency is low: the classifier unsure, the image unfamiliar, both, or neither."""
+    unsure, unfamiliar = score.confidence < threshold, score.id_probability < threshold
+    if unsure and unfamiliar:
+        return "the classifier is unsure and the image is unfamiliar"
+    if unfamiliar:
+        return "the image is unfamiliar"
+    if unsure:
+        return "the classifier is unsure"
+    return "competent"
+
+
+def format_score(path, s) -> str:
+    return (f"{path}: competency {s.competency:.3f} = confidence {s.confidence:.3f} x P(in-distribution) "
+            f"{s.id_probability:.3f} (reconstruction loss {s.reconstruction_loss:.5f}, z {s.loss_z_score:+.2f}); "
+            f"predicted '{s.pred_name}'; {cause_of(s)}")
+
+
+def _estimator_components(args, store):
+    from ...core.analyses.competency.analyses import resolve_estimator
+    from ...core.registry import Components
+    from ..loading import load
+
+    classifier = load(args.classifier, "classifier", args)
+    return Components(classifier=classifier, fitted=resolve_estimator(args.estimator, classifier, store),
+                      store=store)
+
+
+def run_score(args) -> int:
+    from ...core.errors import JobCancelled
+    from ...core.store import ResultsStore
+    from ...core.store.paths import get_paths
+    from ..exit_codes import INTERRUPTED, for_counts
+    from ..output import write_json
+    from ..progress import StageBars, cancellable_job
+
+    paths = _check_images(args.images)
+    store = ResultsStore.open(get_paths().ensure())
+    scores, failed = {}, {}
+    try:
+        with cancellable_job(StageBars()) as ctx:
+            est = _estimator_components(args, store).fitted
+            for path in paths:  # one by one, so an unreadable file fails alone
+                ctx.check_cancelled()
+                try:
+                    scores[str(path)] = est.score([path])[0]
+                except Exception as exc:  # noqa: BLE001 - reported per file, the others go on
+                    failed[str(path)] = getattr(exc, "message", None) or str(exc)
+    except JobCancelled as exc:
+        print(exc.message, file=sys.stderr)
+        return INTERRUPTED
+    finally:
+        store.close()
+    if args.json:
+        write_json({"scores": {p: s.to_dict() for p, s in scores.items()}, "errors": failed}, args.json,
+                   ensure_ascii=False)
+    if args.json != "-":
+        for p, s in scores.items():
+            print(format_score(p, s))
+        for p, e in failed.items():
+            print(f"{p}: failed: {e}", file=sys.stderr)
+    return for_counts(len(scores), len(failed))
+
+
+def _fmt(x, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def format_explanation(path, r, threshold: float) -> str:
+    lines = [format_score(path, r.original), "",
+             f"  {'generator':<9} {'competency':>18} {'reached':>8} {'iters':>6} {'LPIPS':>6} {'feat cos':>8} "
+             f"{'lat cos':>8} {'s':>7}"]
+    for o in r.counterfactuals:
+        if o.error and o.competency_after is None:
+            lines.append(f"  {o.method.upper():<9} failed: {o.error}")
+            continue
+        reached = "yes" if o.success else "NO"
+        lines.append(f"  {o.method.upper():<9} {_fmt(o.competency_before):>8} -> {_fmt(o.competency_after):<6} "
+                     f"{reached:>8} {o.iterations if o.iterations is not None else '-':>6} {_fmt(o.lpips):>6} "
+                     f"{_fmt(o.feature_similarity):>8} {_fmt(o.latent_similarity):>8} {_fmt(o.seconds, 2):>7}")
+        if o.error:
+            lines.append(f"  {'':<9} note: {o.error}")
+    not_reached = [o.method.upper() for o in r.counterfactuals if o.success is False]
+    if not_reached:
+        lines.append(f"  {', '.join(not_reached)} did not reach competency {threshold}: their image is the "
+                     "closest they found, not a counterfactual on which the model is competent.")
+    if r.explanation_without is not None:
+        lines += ["", f"  Explanation from the image alone: {r.explanation_without}"]
+    for o in r.counterfactuals:
+        if o.explanation is not None:
+            lines.append(f"  Explanation with the {o.method.upper()} counterfactual: {o.explanation}")
+    lines += [f"  note: {n}" for n in r.notes]
+    if r.result_key:
+        lines.append(f"  Stored as {r.result_key[:16]} (`nemo report {r.result_key[:16]}` for an HTML/PDF report).")
+    return "\n".join(lines)
+
+
+def incomplete(r) -> bool:
+    """A generator or an MLLM call failed (the result is kept, and a re-run retries)."""
+    return not r.manifest.get("complete", True) or any(o.error and o.competency_after is None
+                                                        for o in r.counterfactuals)
+
+
+def run_explain(args) -> int:
+    from ...core.errors import JobCancelled, NemoError
+    from ...core.registry import build_analysis, get_analysis, make_config
+    from ...core.store import ResultsStore
+    from ...core.store.paths import get_paths
+    from ..exit_codes import INTERRUPTED, PARTIAL, RUNTIME, SUCCESS
+    from ..loading import load
+    from ..options import given_options
+    from ..output import write_json
+    from ..progress import StageBars, cancellable_job
+
+    spec = get_analysis(EXPLAIN)
+    config = make_config(spec, given_options(args))
+    paths = _check_images(args.images)
+    store = ResultsStore.open(get_paths().ensure())
+    results, failed = {}, {}
+    try:
+        with cancellable_job(StageBars()) as ctx:
+            components = _estimator_components(args, store)
+            components.mllm = load(args.mllm, "mllm", args) if args.mllm else None
+            analysis = build_analysis(spec, components, config)
+            for i, path in enumerate(paths):
+                try:
+                    results[str(path)] = analysis(path, ctx.sub(path.name, i / len(paths), (i + 1) / len(paths)))
+                except JobCancelled:
+                    raise
+                except NemoError as exc:  # e.g. an unreadable image: reported, the others go on
+                    failed[str(path)] = exc.message
+    except JobCancelled as exc:
+        print(f"{exc.message} Completed images are kept in the results store; run the same command to resume.",
+              file=sys.stderr)
+        return INTERRUPTED
+    finally:
+        store.close()
+    if args.json:
+        write_json({"results": {p: r.to_dict() for p, r in results.items()}, "errors": failed}, args.json,
+                   ensure_ascii=False)
+    if args.json != "-":
+        for p, r in results.items():
+            print(format_explanation(p, r, config.threshold))
+            print()
+        for p, e in failed.items():
+            print(f"{p}: failed: {e}", file=sys.stderr)
+    if not results:
+        return RUNTIME
+    if failed or any(incomplete(r) for r in results.values()):
+        return PARTIAL
+    return SUCCESS
+
+
+# -- bench --------------------------------------------------------------------------------------------------
+def format_bench(result) -> str:
+    m = result.manifest
+    lines = [f"{m.get('n_used')} low-competency images (of {m.get('n_low_competency')} below the threshold among "
+             f"{m.get('n_images')}); {result.feature_space}/KD against {result.n_reference} reference images.",
+             f"  {'generator':<9} {'n':>4} {'success':>14} {'LPIPS':>6} {'feat cos':>8} {'lat cos':>8} "
+             f"{result.feature_space:>9} {'KD':>8} {'s/img':>7}"]
+    for r in result.rows:
+        name = "original" if r.method == "orig" else r.method.upper()
+        if not r.available:
+            lines.append(f"  {name:<9} {r.n:>4} unavailable: {'; '.join(r.notes)}")
+            continue
+        rate = "-" if r.method == "orig" else f"{r.success_rate:.0%} ({r.n_success}/{r.n})"
+        lines.append(f"  {name:<9} {r.n:>4} {rate:>14} {_fmt(r.lpips):>6} {_fmt(r.feature_similarity):>8} "
+                     f"{_fmt(r.latent_similarity):>8} {_fmt(r.fd):>9} {_fmt(r.kd, 4):>8} "
+                     f"{_fmt(r.seconds_per_image):>7}")
+    lines.append("  (LPIPS and cosine similarities: means over successful pairs; FD/KD: lower is closer)")
+    if result.result_key:
+        lines.append(f"Stored as {result.result_key[:16]} (`nemo report {result.result_key[:16]}`).")
+    return "\n".join(lines)
+
+
+def run_bench(args) -> int:
+    from ...core.errors import JobCancelled
+    from ...core.registry import build_analysis, get_analysis, make_config
+    from ...core.store import ResultsStore
+    from ...core.store.paths import get_paths
+    from ..exit_codes import INTERRUPTED, SUCCESS
+    from ..options import given_options
+    from ..output import write_json
+    from ..progress import StageBars, cancellable_job
+
+    spec = get_analysis(BENCH)
+    config = make_config(spec, given_options(args))
+    images = _image_set(args.dataset)
+    reference = _image_set(args.reference) if args.reference else None
+    store = ResultsStore.open(get_paths().ensure())
+    try:
+        with cancellable_job(StageBars()) as ctx:
+            analysis = build_analysis(spec, _estimator_components(args, store), config)
+            result = analysis(images, ctx, reference=reference)
+    except JobCancelled as exc:
+        print(exc.message, file=sys.stderr)
+        return INTERRUPTED
+    finally:
+        store.close()
+    if args.json:
+        write_json(result.to_dict(), args.json, ensure_ascii=False)
+    if args.json != "-":
+        print(format_bench(result))
+    return SUCCESS
+
+
+def _image_set(path: str) -> list[Path]:
+    """The images of a labelled dataset (class folders or CSV), else every image file under a folder."""
+    from ...core.errors import ConfigError
+
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"No images at {path}.", hint="Give a folder of images or a CSV manifest.")
+    try:
+        return list(_open_dataset(path).paths)
+    except ConfigError:
+        if not p.is_dir():
+            raise
+    from ...core.images import IMAGE_EXTENSIONS
+
+    found = sorted(f for f in p.rglob("*") if f.suffix.lower() in IMAGE_EXTENSIONS)
+    if not found:
+        raise ConfigError(f"No image files under {path}.")
+    return found
+
+
+def run_lpips(args) -> int:
+    from ...core.analyses.competency.lpips_distance import download_trunk, trunk_status
+    from ...core.errors import NemoError
+    from ..exit_codes import RUNTIME, SUCCESS
+
+    status = trunk_status("alex")
+    if not status["present"] and args.download:
+        try:
+            download_trunk("alex")
+        except NemoError as exc:
+            print(f"error: {exc.user_text()}", file=sys.stderr)
+            return RUNTIME
+        status = trunk_status("alex")
+    print(f"LPIPS (AlexNet) weights: {'present' if status['present'] else 'missing'} at {status['path']}")
+    if not status["present"]:
+        print("Without them LPIPS is reported as unavailable; `nemo competency lpips --download` fetches them.")
+    return SUCCESS if status["present"] or not args.download else RUNTIME

@@ -1,0 +1,265 @@
+"""Fit a PaRCE competency estimator for a classifier on a labelled dataset (kind "fit").
+
+    fit = CompetencyEstimatorFit(classifier, EstimatorConfig(epochs=50), store=store)
+    result = fit(images, labels, ctx)            # -> EstimatorFitResult; fit.estimator is the FittedEstimator
+
+Stages: "Preparing images" (per batch), "Training autoencoder" (per batch over all epochs), "Calibrating".
+A stratified split keeps `calibration_fraction` of each class out of training. After each epoch the weights
+and Adam state are checkpointed (safetensors) in `work_dir`; a later call with the same inputs resumes from
+the last finished epoch and gives the same weights as an uninterrupted run (batch order is seeded per
+epoch). The finished estimator is stored under a key of classifier id+revision, dataset fingerprint,
+configuration and analysis version; a re-run is answered from the store.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from .... import __version__
+from ...errors import ConfigError
+from ...jobs import JobContext, null_context
+from .autoencoder import ConvAutoencoder
+from .classifier_view import require_differentiable
+from .config import EstimatorConfig, config_dict
+from .estimator import FORMAT, FittedEstimator, resize
+from .parce import class_statistics, competency_np, reconstruction_losses, select_z
+from .results import ESTIMATOR_ANALYSIS, EstimatorFitResult
+
+VERSION = "1"
+PREP_BATCH = 64
+CHECKPOINT = "checkpoint.safetensors"
+CHECKPOINT_STATE = "checkpoint.json"
+
+
+def dataset_fingerprint(images: Sequence[Any], labels: Sequence[int]) -> str:
+    """sha256 over the (content hash, label) pairs in order: the same files and labels give the same value."""
+    from ...store import content_hash
+
+    h = hashlib.sha256()
+    for im, y in zip(images, labels):
+        h.update(f"{content_hash(im)}:{int(y)};".encode())
+    return h.hexdigest()
+
+
+def stratified_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(train indices, calibration indices): `fraction` of every class with >= 2 images (at least one)."""
+    rng = np.random.default_rng(seed)
+    train, cal = [], []
+    for c in np.unique(labels):
+        idx = rng.permutation(np.flatnonzero(labels == c))
+        k = 0 if len(idx) < 2 else min(len(idx) - 1, max(1, int(round(fraction * len(idx)))))
+        cal += idx[:k].tolist()
+        train += idx[k:].tolist()
+    return np.sort(np.array(train, int)), np.sort(np.array(cal, int))
+
+
+class CompetencyEstimatorFit:
+    def __init__(self, classifier: Any, config: EstimatorConfig | None = None, *, store: Any = None,
+                 work_dir: str | os.PathLike | None = None) -> None:
+        self.classifier = require_differentiable(classifier)
+        self.config = config or EstimatorConfig()
+        self.store = store
+        self.work_dir = Path(work_dir) if work_dir else None
+        self.estimator: FittedEstimator | None = None  # set by a successful call
+
+    def key(self, fingerprint: str) -> str:
+        from ...store import result_key
+
+        info = self.classifier.info
+        return result_key(ESTIMATOR_ANALYSIS, version=VERSION, fingerprint=fingerprint,
+                          classifier={"id": info.model_id, "family": info.family, "revision": info.revision},
+                          config=config_dict(self.config))
+
+    def __call__(self, images: Sequence[Any], labels: Sequence[int], ctx: JobContext | None = None, *,
+                 fingerprint: str | None = None, dataset_name: str | None = None) -> EstimatorFitResult:
+        ctx = ctx or null_context()
+        images, y = list(images), np.asarray(labels, dtype=np.int64)
+        self._validate(images, y)
+        fingerprint = fingerprint or dataset_fingerprint(images, y)
+        key = self.key(fingerprint)
+        if self.store is not None and (done := self.store.get(key)) is not None:
+            ctx.progress("Loaded from the results store", 1, 1)
+            result = EstimatorFitResult.from_dict(done.payload)
+            self.estimator = FittedEstimator.from_parts(result.manifest, done.artifact_bytes(result.weights_artifact),
+                                                        self.classifier)
+            result.result_key = key
+            return result
+
+        cfg, start = self.config, time.perf_counter()
+        train_idx, cal_idx = stratified_split(y, cfg.calibration_fraction, cfg.seed)
+        x, probs_cal, input_size = self._prepare(images, cal_idx, ctx)
+        work = self.work_dir or _default_work_dir(key)
+        ae, history = self._train(x[train_idx], work, key, ctx)
+        estimator, fit_warnings = self._calibrate(ae, x[cal_idx], y[cal_idx], probs_cal, input_size, ctx)
+        manifest = self._manifest(estimator, fingerprint, dataset_name, len(images), len(train_idx), len(cal_idx),
+                                  history, fit_warnings, time.perf_counter() - start)
+        estimator.manifest = manifest
+        result = EstimatorFitResult(manifest=manifest, statistics=manifest["statistics"],
+                                    calibration=manifest["calibration"], warnings=fit_warnings, result_key=key)
+        if self.store is not None:
+            self.store.put(key, ESTIMATOR_ANALYSIS, result.to_dict(), {result.weights_artifact: estimator.weights_bytes()})
+        shutil.rmtree(work, ignore_errors=True)  # finished: nothing left to resume
+        self.estimator = estimator
+        return result
+
+    def fit_dataset(self, dataset: Any, ctx: JobContext | None = None) -> EstimatorFitResult:
+        """Fit on a labelled dataset (core.data: folder or CSV), its labels mapped onto the classifier's
+        classes by name; images are decoded batch by batch."""
+        mapped = dataset.with_class_names(list(self.classifier.class_names))
+        return self(mapped.paths, mapped.labels, ctx, dataset_name=str(getattr(dataset, "root", "")) or None)
+
+    # -- steps ---------------------------------------------------------------------------------------------
+    def _validate(self, images: list, y: np.ndarray) -> None:
+        n_classes = len(self.classifier.class_names)
+        if len(images) != len(y):
+            raise ConfigError(f"{len(images)} images but {len(y)} labels were given.")
+        if len(images) < 4:
+            raise ConfigError(f"Fitting a competency estimator needs more images (got {len(images)}).")
+        bad = y[(y < 0) | (y >= n_classes)]
+        if len(bad):
+            raise ConfigError(f"Label {int(bad[0])} is not a class of the classifier (it has {n_classes}).",
+                              hint="Map the dataset's labels to the classifier's classes first.")
+
+    def _prepare(self, images: list, cal_idx: np.ndarray, ctx: JobContext):
+        """Autoencoder-size tensors of all images, and the classifier's probabilities on the calibration ones."""
+        size = (self.config.image_size, self.config.image_size)
+        is_cal = np.zeros(len(images), bool)
+        is_cal[cal_idx] = True
+        chunks, probs, input_size = [], [], None
+        starts = range(0, len(images), PREP_BATCH)
+        for s in ctx.track(starts, stage="Preparing images", total=len(starts)):
+            batch = [_as_image(im) for im in images[s:s + PREP_BATCH]]
+            with torch.no_grad():
+                u = self.classifier.unit_tensor(batch)
+                input_size = tuple(u.shape[-2:])
+                sel = torch.as_tensor(is_cal[s:s + PREP_BATCH], device=u.device)
+                if sel.any():
+                    probs.append(torch.softmax(self.classifier.logits_from_unit(u[sel]).float(), 1).cpu())
+                chunks.append(resize(u, size).float().cpu())
+        return torch.cat(chunks), torch.cat(probs).double().numpy(), input_size
+
+    def _train(self, x: torch.Tensor, work: Path, key: str, ctx: JobContext):
+        cfg = self.config
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed)
+            ae = ConvAutoencoder.from_architecture(cfg.architecture())
+        opt = torch.optim.Adam(ae.parameters(), lr=cfg.learning_rate)
+        first_epoch, history = _resume(work, key, ae, opt)
+        nb = -(-len(x) // cfg.batch_size)
+        total = cfg.epochs * nb
+        ae.train()
+        for epoch in range(first_epoch, cfg.epochs):
+            order = torch.randperm(len(x), generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch))
+            running = 0.0
+            for b in range(nb):
+                ctx.check_cancelled()
+                idx = order[b * cfg.batch_size:(b + 1) * cfg.batch_size]
+                opt.zero_grad()
+                loss = torch.nn.functional.mse_loss(ae(x[idx]), x[idx])
+                loss.backward()
+                opt.step()
+                running += loss.item() * len(idx)
+                ctx.progress("Training autoencoder", epoch * nb + b + 1, total,
+                             message=f"epoch {epoch + 1}/{cfg.epochs}, loss {loss.item():.5f}")
+            history.append(running / len(x))
+            _checkpoint(work, key, ae, opt, epoch + 1, history)
+        return ae.eval(), history
+
+    def _calibrate(self, ae: ConvAutoencoder, x_cal: torch.Tensor, y_cal: np.ndarray, probs: np.ndarray,
+                   input_size: tuple[int, int], ctx: JobContext):
+        cfg = self.config
+        ctx.check_cancelled()
+        ctx.progress("Calibrating", 0, 1)
+        with torch.no_grad():
+            losses = torch.cat([reconstruction_losses(ae, x_cal[s:s + PREP_BATCH])
+                                for s in range(0, len(x_cal), PREP_BATCH)]).double().numpy()
+            latents = torch.cat([ae.encode(x_cal[s:s + PREP_BATCH]) for s in range(0, len(x_cal), PREP_BATCH)])
+        stats, notes = class_statistics(losses, y_cal, len(self.classifier.class_names))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cal = select_z(probs, losses, y_cal, stats, cfg.mean_shift, cfg.z_max, cfg.z_step)
+        notes += [str(w.message) for w in caught]
+        rho, _ = competency_np(probs, losses, stats, cal.z, cfg.mean_shift)
+        ctx.progress("Calibrating", 1, 1)
+        est = FittedEstimator(self.classifier, ae, stats, cal, mean_shift=cfg.mean_shift, input_size=input_size,
+                              bank_latents=latents, bank_competency=torch.from_numpy(rho), manifest={})
+        return est, notes
+
+    def _manifest(self, est: FittedEstimator, fingerprint: str, dataset_name: str | None, n: int, n_train: int,
+                  n_cal: int, history: list[float], notes: list[str], seconds: float) -> dict[str, Any]:
+        info = self.classifier.info
+        weights_sha = hashlib.sha256(est.weights_bytes()).hexdigest()
+        return {
+            "format": FORMAT, "analysis": ESTIMATOR_ANALYSIS, "version": VERSION, "app_version": __version__,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "classifier": {"id": info.model_id, "family": info.family, "revision": info.revision},
+            "class_names": list(self.classifier.class_names),
+            "dataset": {"fingerprint": fingerprint, "name": dataset_name, "n_images": n, "n_train": n_train,
+                        "n_calibration": n_cal},
+            "architecture": self.config.architecture(), "config": config_dict(self.config),
+            "input_size": list(est.input_size), "mean_shift": est.mean_shift,
+            "statistics": est.statistics.to_dict(), "calibration": est.calibration.to_dict(),
+            "training": {"epochs": len(history), "loss_per_epoch": history, "seconds": round(seconds, 3)},
+            "weights_sha256": weights_sha, "warnings": notes,
+        }
+
+
+def _as_image(im: Any):
+    if isinstance(im, (str, os.PathLike)):
+        from ...images import load_image
+
+        return load_image(Path(im))
+    return im.convert("RGB") if getattr(im, "mode", "RGB") != "RGB" else im
+
+
+def _default_work_dir(key: str) -> Path:
+    from ...store import get_paths
+
+    return get_paths().store_dir / "competency-checkpoints" / key[:24]
+
+
+def _checkpoint(work: Path, key: str, ae: torch.nn.Module, opt: torch.optim.Optimizer, epochs_done: int,
+                history: list[float]) -> None:
+    from safetensors.torch import save as save_safetensors
+
+    from ...store import atomic_write_bytes, atomic_write_text
+
+    tensors = {f"ae.{k}": v.detach().cpu().contiguous() for k, v in ae.state_dict().items()}
+    for i, state in opt.state_dict()["state"].items():
+        for name, t in state.items():
+            tensors[f"opt.{i}.{name}"] = torch.as_tensor(t).detach().cpu().contiguous()
+    work.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(work / CHECKPOINT, save_safetensors(tensors))
+    atomic_write_text(work / CHECKPOINT_STATE, json.dumps({"key": key, "epochs_done": epochs_done,
+                                                           "history": history}))
+
+
+def _resume(work: Path, key: str, ae: torch.nn.Module, opt: torch.optim.Optimizer) -> tuple[int, list[float]]:
+    """Load the last epoch checkpoint of the same fit (same key); (first epoch to run, loss history)."""
+    from safetensors.torch import load_file
+
+    try:
+        state = json.loads((work / CHECKPOINT_STATE).read_text())
+        if state.get("key") != key:
+            return 0, []
+        tensors = load_file(work / CHECKPOINT)
+    except (OSError, ValueError):
+        return 0, []  # no checkpoint, or a damaged one: start afresh
+    ae.load_state_dict({k[3:]: v for k, v in tensors.items() if k.startswith("ae.")})
+    opt_state: dict[int, dict[str, torch.Tensor]] = {}
+    for k, v in tensors.items():
+        if k.startswith("opt."):
+            _, i, name = k.split(".", 2)
+            opt_state.setdefault(int(i), {})[name] = v
+    opt.load_state_dict({"state": opt_state, "param_groups": opt.state_dict()["param_groups"]})
+    return int(state["epochs_done"]), list(state.get("history", []))

@@ -1,0 +1,177 @@
+"""Result shapes of the competency analyses; each serialises to plain JSON (`to_dict` / `from_dict`).
+
+Images are never held here: they are artifacts in the results store referenced by name.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+ESTIMATOR_ANALYSIS = "competency-estimator"
+COUNTERFACTUAL_ANALYSIS = "competency-cf"
+BENCH_ANALYSIS = "competency-bench"
+
+
+def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+@dataclass
+class CompetencyScore:
+    """Competency and its parts: low confidence means the model is unsure; low P(ID) that the image is
+    unfamiliar (its reconstruction loss is high for the predicted class)."""
+
+    competency: float
+    confidence: float  # maximum softmax probability
+    id_probability: float  # sum_c p_c P_c(X)
+    reconstruction_loss: float
+    loss_z_score: float  # (L - mu) / sigma for the predicted class's calibration statistics
+    pred_index: int
+    pred_name: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CompetencyScore":
+        return cls(**_known(cls, d))
+
+
+@dataclass
+class EstimatorFitResult:
+    manifest: dict[str, Any]
+    statistics: dict[str, Any]
+    calibration: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    weights_artifact: str = "weights"  # safetensors bytes in the store
+    result_key: str | None = None
+    kind: str = "fit"
+    analysis: str = ESTIMATOR_ANALYSIS
+
+    @property
+    def key(self) -> str | None:
+        """The results-store key (None until stored): the registry's name for result_key."""
+        return self.result_key
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "EstimatorFitResult":
+        return cls(**_known(cls, d))
+
+
+@dataclass
+class CounterfactualOutput:
+    """One generator's counterfactual for one image."""
+
+    method: str
+    artifact: str | None = None  # the counterfactual image
+    diff_artifact: str | None = None  # |original - counterfactual| heat map
+    competency_before: float | None = None
+    competency_after: float | None = None
+    score_after: CompetencyScore | None = None
+    success: bool | None = None
+    iterations: int | None = None
+    lpips: float | None = None
+    feature_similarity: float | None = None
+    latent_similarity: float | None = None
+    seconds: float | None = None
+    explanation: str | None = None  # the MLLM's answer with this counterfactual shown
+    error: str | None = None  # why this output is missing or incomplete
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CounterfactualOutput":
+        d = _known(cls, d)
+        if d.get("score_after") is not None:
+            d["score_after"] = CompetencyScore.from_dict(d["score_after"])
+        return cls(**d)
+
+
+@dataclass
+class CompetencyCounterfactualResult:
+    image_sha256: str
+    original: CompetencyScore
+    counterfactuals: list[CounterfactualOutput] = field(default_factory=list)
+    explanation_without: str | None = None  # the MLLM's answer from the original alone (prompt B.4)
+    image_path: str | None = None
+    input_artifact: str = "input"
+    evidence: dict[str, str] = field(default_factory=dict)  # label -> artifact ("reconstruction", ...)
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)
+    result_key: str | None = None
+    kind: str = "sample"
+    analysis: str = COUNTERFACTUAL_ANALYSIS
+
+    @property
+    def key(self) -> str | None:
+        """The results-store key (None until stored): the registry's name for result_key."""
+        return self.result_key
+
+    def output(self, method: str) -> CounterfactualOutput:
+        for o in self.counterfactuals:
+            if o.method == method:
+                return o
+        raise KeyError(f"no counterfactual from {method!r} in this result")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CompetencyCounterfactualResult":
+        d = _known(cls, d)
+        d["original"] = CompetencyScore.from_dict(d["original"])
+        d["counterfactuals"] = [CounterfactualOutput.from_dict(o) for o in d.get("counterfactuals", [])]
+        return cls(**d)
+
+
+@dataclass
+class GeneratorMetrics:
+    """One row of the seed's Tables 1/2 for one generator ("orig" = the original images)."""
+
+    method: str
+    n: int  # low-competency images given
+    n_success: int
+    success_rate: float
+    lpips: float | None  # means over valid (successful) pairs, as the reference does
+    feature_similarity: float | None
+    latent_similarity: float | None
+    fd: float | None  # Frechet distance to the reference set in the chosen feature space
+    kd: float | None  # kernel (MMD^2) distance, same space
+    seconds_per_image: float
+    notes: list[str] = field(default_factory=list)
+    available: bool = True  # False: the generator could not run (its notes say why); its zeros are not results
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "GeneratorMetrics":
+        return cls(**_known(cls, d))
+
+
+@dataclass
+class CompetencyBenchResult:
+    rows: list[GeneratorMetrics]
+    feature_space: str
+    n_reference: int
+    manifest: dict[str, Any] = field(default_factory=dict)
+    result_key: str | None = None
+    kind: str = "dataset"
+    analysis: str = BENCH_ANALYSIS
+
+    def row(self, method: str) -> GeneratorMetrics:
+        return next(r for r in self.rows if r.method == method)
+
+    @property
+    def key(self) -> str | None:
+        """The results-store key (None until stored): the registry's name for result_key."""
+        return self.result_key
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CompetencyBenchResult":
+        d = _known(cls, d)
+        d["rows"] = [GeneratorMetrics.from_dict(r) for r in d["rows"]]
+        return cls(**d)

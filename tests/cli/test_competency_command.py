@@ -1,0 +1,147 @@
+"""`nemo competency fit | score | explain` end to end on tiny real checkpoints: a timm model saved with
+save_for_hf (the real timm loader and its differentiable extension) and a tiny Qwen2-VL saved with
+save_pretrained (the real transformers MLLM adapter), on a labelled folder of small images."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from fixtures_tiny.classifiers import build_tiny_timm
+from fixtures_tiny.mllm import build_tiny_json_qwen_vl
+from nemo_desktop.cli.main import main
+
+CLASSES = ["red", "green", "blue"]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    import torch
+
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("competency-cli")
+    model = build_tiny_timm(root / "model", num_classes=3, label_names=CLASSES, input_size=32)
+    rng = np.random.default_rng(0)
+    for c, name in enumerate(CLASSES):
+        (root / "data" / name).mkdir(parents=True)
+        for i in range(6):
+            a = rng.integers(0, 60, (24, 24, 3)).astype(np.uint8)
+            a[..., c] = rng.integers(160, 255, (24, 24))
+            Image.fromarray(a).save(root / "data" / name / f"{i}.png")
+    odd = root / "odd.png"
+    Image.fromarray(rng.integers(0, 255, (24, 24, 3), dtype=np.uint8)).save(odd)
+    return {"root": root, "classifier": f"timm:local-dir:{model}", "mllm": build_tiny_json_qwen_vl(root),
+            "data": root / "data", "odd": odd}
+
+
+def _nemo(setup, *args):
+    return main(["--home", str(setup["root"] / "home"), *args])
+
+
+def test_fit_score_explain_and_report(setup, capsys, tmp_path):
+    fit_json = tmp_path / "fit.json"
+    rc = _nemo(setup, "competency", "fit", str(setup["data"]), "-c", setup["classifier"], "--epochs", "2",
+               "--image-size", "16", "--latent-dim", "8", "--batch-size", "8", "--calibration-fraction", "0.34",
+               "--save", str(tmp_path / "est"), "--json", str(fit_json), "--device", "cpu")
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    fit = json.loads(fit_json.read_text())
+    key = fit["result_key"]
+    assert fit["kind"] == "fit" and fit["analysis"] == "competency-estimator"
+    assert fit["manifest"]["dataset"]["n_images"] == 18 and fit["manifest"]["dataset"]["n_calibration"] == 6
+    assert fit["manifest"]["config"]["epochs"] == 2 and fit["manifest"]["classifier"]["id"].startswith("timm:")
+    assert f"Stored as {key[:16]}" in out and (tmp_path / "est" / "estimator.safetensors").is_file()
+
+    # A re-run is answered from the store (same key, no training: the progress shows no epoch).
+    rc = _nemo(setup, "competency", "fit", str(setup["data"]), "-c", setup["classifier"], "--epochs", "2",
+               "--image-size", "16", "--latent-dim", "8", "--batch-size", "8", "--calibration-fraction", "0.34",
+               "--json", "-", "--device", "cpu")
+    again = json.loads(capsys.readouterr().out)
+    assert rc == 0 and again["result_key"] == key and again["manifest"] == fit["manifest"]
+
+    # score: by key prefix and by the saved folder give the same numbers
+    image = str(setup["data"] / "red" / "0.png")
+    rc = _nemo(setup, "competency", "score", image, str(setup["odd"]), "-c", setup["classifier"], "-E", key[:10],
+               "--json", "-", "--device", "cpu")
+    by_key = json.loads(capsys.readouterr().out)
+    rc2 = _nemo(setup, "competency", "score", image, str(setup["odd"]), "-c", setup["classifier"], "-E",
+                str(tmp_path / "est"), "--json", "-", "--device", "cpu")
+    assert rc == rc2 == 0 and by_key == json.loads(capsys.readouterr().out)
+    s = by_key["scores"][image]
+    assert 0 <= s["competency"] <= 1 and s["competency"] == pytest.approx(s["confidence"] * s["id_probability"])
+
+    # explain: every generator, with the tiny MLLM
+    out_json = tmp_path / "cf.json"
+    rc = _nemo(setup, "competency", "explain", str(setup["odd"]), "-c", setup["classifier"], "-E", key,
+               "--mllm", f"transformers-mllm:{setup['mllm']}", "--max-iter", "2", "--igd-distance", "l2",
+               "--min-side", "32", "--max-new-tokens", "8", "--explain-methods", "reco,lnn", "--json", str(out_json),
+               "--device", "cpu")
+    printed = capsys.readouterr().out
+    result = json.loads(out_json.read_text())["results"][str(setup["odd"])]
+    outputs = {o["method"]: o for o in result["counterfactuals"]}
+    assert list(outputs) == ["igd", "fgd", "reco", "lgd", "lnn"]
+    # The random tiny classifier is competent (>= 0.9) on no calibration image, so LNN has nothing to search:
+    # said plainly, the other four run, and the exit code says partial.
+    assert rc == 1 and outputs["lnn"]["competency_after"] is None
+    assert "no held-out calibration image reaches competency 0.9" in outputs["lnn"]["error"]
+    assert "bug" not in outputs["lnn"]["error"] and "LNN" in printed and "failed: LNN has nothing" in printed
+    for m in ("igd", "fgd", "reco", "lgd"):
+        assert outputs[m]["competency_after"] is not None and outputs[m]["error"] is None, outputs[m]
+    assert result["manifest"]["complete"] is True  # nothing to retry: a re-run is answered from the store
+    assert result["explanation_without"] and [m for m, o in outputs.items() if o["explanation"]] == ["reco"]
+    assert "Explanation from the image alone" in printed
+
+    rc = _nemo(setup, "competency", "explain", str(setup["odd"]), "-c", setup["classifier"], "-E", key,
+               "--methods", "reco,lgd", "--max-iter", "2", "--explain", "false", "--device", "cpu")
+    assert rc == 0, capsys.readouterr().out
+    capsys.readouterr()
+
+    # the stored result has its own report section: images embedded, numbers, the explanations
+    report = tmp_path / "r.html"
+    assert _nemo(setup, "report", result["result_key"][:16], "-o", str(report)) == 0
+    html = report.read_text()
+    assert "Why is the classifier not competent" in html and "High-competency counterfactuals" in html
+    assert html.count("data:image/png;base64,") >= 2 + 2 * 4  # input, reconstruction, 4 x (cf, |diff|)
+    assert "LNN has nothing to search" in html
+    assert "did NOT reach" in html or "reached 0.9" in html
+
+
+def test_bad_input_exit_codes(setup, capsys, tmp_path):
+    assert _nemo(setup, "competency", "fit", str(tmp_path / "nope"), "-c", setup["classifier"]) == 2
+    assert "No dataset" in capsys.readouterr().err
+    assert _nemo(setup, "competency", "fit", str(setup["data"]), "-c", setup["classifier"], "--epochs", "0") == 2
+    assert "Epochs" in capsys.readouterr().err
+    assert _nemo(setup, "competency", "explain", str(setup["odd"]), "-c", setup["classifier"], "-E", "abcdef0123",
+                 "--device", "cpu") == 2
+    assert "No competency estimator is stored" in capsys.readouterr().err
+    assert _nemo(setup, "competency", "explain", str(setup["odd"]), "-c", setup["classifier"], "-E", "x",
+                 "--methods", "igd,warp") == 2
+    assert "warp" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        _nemo(setup, "competency")
+    assert exc.value.code == 2
+
+
+def test_bench_compares_generators_and_reports(setup, capsys, tmp_path):
+    fit = ["competency", "fit", str(setup["data"]), "-c", setup["classifier"], "--epochs", "1", "--image-size", "16",
+           "--latent-dim", "8", "--batch-size", "8", "--json", "-", "--device", "cpu"]
+    assert _nemo(setup, *fit) == 0
+    key = json.loads(capsys.readouterr().out)["result_key"]
+    rc = _nemo(setup, "competency", "bench", str(setup["data"]), "-c", setup["classifier"], "-E", key,
+               "--reference", str(setup["data"]), "--methods", "reco,lgd,lnn", "--max-iter", "2", "--max-images", "5",
+               "--json", str(tmp_path / "b.json"), "--device", "cpu")
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    b = json.loads((tmp_path / "b.json").read_text())
+    rows = {r["method"]: r for r in b["rows"]}
+    assert list(rows) == ["orig", "reco", "lgd", "lnn"] and b["n_reference"] == 18
+    assert b["manifest"]["n_images"] == 18 and b["manifest"]["n_used"] == 5
+    assert all(r["n"] == 5 for r in rows.values()) and rows["reco"]["fd"] is not None
+    assert rows["lnn"]["available"] is False and "LNN has nothing to search" in rows["lnn"]["notes"][0]
+    assert "unavailable: LNN has nothing to search" in printed and "RECO" in printed
+    report = tmp_path / "b.html"
+    assert _nemo(setup, "report", b["result_key"][:16], "-o", str(report)) == 0
+    html = report.read_text()
+    assert "Counterfactual generators compared" in html and "Counterfactuals of the 5 low-competency images" in html
