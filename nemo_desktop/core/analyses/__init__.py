@@ -1,0 +1,1 @@
+"""Dataset-, model- and fit-level analyses (Qt-free)."""
