@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ... import __version__
+from .... import __version__
 from ...errors import ConfigError
 from ...jobs import JobContext
 from ...store.keys import result_key
