@@ -41,7 +41,7 @@ class AttributeRelevance:
                 if "path" not in cols:
                     raise ConfigError(f"{self.manifest.name} has no 'path' column.",
                                       hint="Attribute relevance reads the CSV manifest the index was built from.")
-                self.columns = sorted(c for c in cols if c not in ("path", "label"))
+                self.columns = sorted(c for c in cols if c != "path")
                 self._attrs: dict[str, dict[str, str]] = {}
                 for row in reader:
                     p = Path((row.get(cols["path"]) or "").strip()).expanduser()
