@@ -5,16 +5,17 @@ each hard cluster with its nearest easy cluster and describe it with sentences c
 SetDiff or FPDiff; evaluate with AHR, ACR, TPR and JI when image-sentence relevance is known.
 Modules: config (settings), split (step 1), clustering (step 2, scipy Ward), ranking (steps 3-4),
 metrics (evaluation), sentences (the sentence set), embeddings (stored joint embeddings), relevance
-(Gamma from CSV attributes), discover (one set, arrays in, GroupResult out), pipeline (the analysis),
+(Gamma from CSV attributes), generation (LLM-written sentence sets), discover (one set, arrays in, GroupResult out), pipeline (the analysis),
 result (the JSON-ready result).
 """
 from .config import METHODS, SPLITS, FailureModesConfig
 from .embeddings import JointEmbedder, image_embeddings, text_embeddings
+from .generation import DEFAULT_TOPICS, GeneratedSentences, generate_sentences
 from .pipeline import FailureModesPipeline
 from .relevance import AttributeRelevance, Relevance
 from .result import ANALYSIS, KIND, STORE_KIND, VERSION, EasyCluster, FailureModesResult, GroupResult, HardCluster
 from .sentences import SentenceSet, load_sentence_sets
 
-__all__ = ["ANALYSIS", "KIND", "METHODS", "SPLITS", "STORE_KIND", "VERSION", "AttributeRelevance", "EasyCluster",
+__all__ = ["ANALYSIS", "DEFAULT_TOPICS", "GeneratedSentences", "generate_sentences", "KIND", "METHODS", "SPLITS", "STORE_KIND", "VERSION", "AttributeRelevance", "EasyCluster",
            "FailureModesConfig", "FailureModesPipeline", "FailureModesResult", "GroupResult", "HardCluster",
            "JointEmbedder", "Relevance", "SentenceSet", "image_embeddings", "load_sentence_sets", "text_embeddings"]
