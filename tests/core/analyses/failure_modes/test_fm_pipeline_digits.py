@@ -155,3 +155,29 @@ def test_rows_indexed_before_entropies_use_the_top5_estimate(world, store):
     assert "estimated from the top-5" in notes[0]
     assert np.all(estimated >= exact - 1e-4)  # the max-entropy completion never under-estimates
     assert np.corrcoef(estimated, exact)[0, 1] > 0.95
+
+
+def test_per_class_probability_split_fills_class_sentences_and_macro_averages(world, store, ink_manifest, tmp_path):
+    clf, index, embedder, _ = world
+    path = tmp_path / "per_class.json"
+    items = [{"text": f"a {{class}} drawn in {ink} ink", "requires": {"ink": ink}}
+             for ink in ("red", "blue", "green", "black", "orange", "purple")]
+    path.write_text(json.dumps({"sentences": items}))
+    cfg = _config(path, split="class-probability", classes=("two", "nine"), clusters=3)
+    result = FailureModesPipeline(clf, embedder, store, cfg, AttributeRelevance(ink_manifest))(index)
+    assert [g.name for g in result.groups] == ["two", "nine"] and result.config["split"] == "class-probability"
+    e = index.entries
+    for g in result.groups:
+        c = index.class_names.index(g.name)
+        assert g.size == int((e.labels == c).sum()) and g.split["score"] == "class-probability"
+        assert g.sentences[1] == f"a {g.name} drawn in blue ink"  # '{class}' filled per group
+        assert g.split["hard"] + g.split["easy"] + g.split["neutral"] == g.size
+        # hard = low P(true class): every hard image is below every easy one
+        hard_p = e.prob_label[[r for cl in g.hard_clusters for r in cl.rows]]
+        easy_p = e.prob_label[[r for cl in g.easy_clusters for r in cl.rows]]
+        assert hard_p.max() < easy_p.min()
+        assert 1 in g.evaluation["ground_truth"]["hard_sentences"]  # blue twos and nines are taken for eights
+    for m in result.methods:
+        vals = [g.evaluation["methods"][m]["tpr"] for g in result.groups]
+        assert result.evaluation[m]["tpr_n"] == sum(v is not None for v in vals)
+        assert result.evaluation[m]["tpr"] == pytest.approx(np.mean([v for v in vals if v is not None]))
