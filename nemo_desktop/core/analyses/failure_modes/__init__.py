@@ -5,7 +5,7 @@ each hard cluster with its nearest easy cluster and describe it with sentences c
 SetDiff or FPDiff; evaluate with AHR, ACR, TPR and JI when image-sentence relevance is known.
 Modules: config (settings), split (step 1), clustering (step 2, scipy Ward), ranking (steps 3-4),
 metrics (evaluation), sentences (the sentence set), embeddings (stored joint embeddings), relevance
-(Gamma from CSV attributes), generation (LLM-written sentence sets), discover (one set, arrays in, GroupResult out), pipeline (the analysis),
+(Gamma from CSV attributes), vqa (Gamma from yes/no questions to MLLMs), generation (LLM-written sentence sets), discover (one set, arrays in, GroupResult out), pipeline (the analysis),
 result (the JSON-ready result).
 """
 from .config import METHODS, SPLITS, FailureModesConfig
@@ -15,7 +15,9 @@ from .pipeline import FailureModesPipeline
 from .relevance import AttributeRelevance, Relevance
 from .result import ANALYSIS, KIND, STORE_KIND, VERSION, EasyCluster, FailureModesResult, GroupResult, HardCluster
 from .sentences import SentenceSet, load_sentence_sets
+from .vqa import VqaRelevance
 
 __all__ = ["ANALYSIS", "DEFAULT_TOPICS", "GeneratedSentences", "generate_sentences", "KIND", "METHODS", "SPLITS", "STORE_KIND", "VERSION", "AttributeRelevance", "EasyCluster",
            "FailureModesConfig", "FailureModesPipeline", "FailureModesResult", "GroupResult", "HardCluster",
-           "JointEmbedder", "Relevance", "SentenceSet", "image_embeddings", "load_sentence_sets", "text_embeddings"]
+           "JointEmbedder", "Relevance", "SentenceSet", "image_embeddings", "load_sentence_sets", "text_embeddings",
+           "VqaRelevance"]

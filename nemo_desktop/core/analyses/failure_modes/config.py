@@ -10,7 +10,7 @@ from ...errors import ConfigError
 
 SPLITS = ("entropy", "correctness", "class-probability", "class-ranking")
 METHODS = ("tops", "pdiff", "setdiff", "fpdiff")
-RELEVANCE = ("none", "attributes")
+RELEVANCE = ("none", "attributes", "vqa")
 
 
 def _meta(label: str, help: str, **kw: Any) -> dict[str, Any]:  # noqa: A002 - the metadata key is "help"
@@ -48,8 +48,9 @@ class FailureModesConfig:
         "Severity o", "Evaluation: a sentence describes a failure if its images' accuracy is below the dataset's "
         "by beta = o * std(accuracy) (paper App. D: o = 0.2).", min=0.0, max=5.0))
     relevance: str = field(default="none", metadata=_meta(
-        "Relevance", "Evaluation needs image-sentence relevance: none, or attributes (columns of a CSV manifest "
-        "matched against the sentences' 'requires').", choices=RELEVANCE))
+        "Relevance", "Evaluation needs image-sentence relevance: none; attributes (columns of a CSV manifest "
+        "matched against the sentences' 'requires'); or vqa (a yes/no question per image and sentence to the "
+        "configured MLLM(s), combined with AND; images x sentences x MLLMs calls).", choices=RELEVANCE))
     sentence_sets: tuple[str, ...] = field(default=("general",), metadata=_meta(
         "Sentence sets", "Shipped sets by name (general), 'classes' (an image of a <class>, from the vocabulary) "
         "and/or paths of the user's own .json/.txt files."))

@@ -28,7 +28,7 @@ def test_defaults_are_the_papers_and_every_field_is_described():
 @pytest.mark.parametrize("kw,match", [
     ({"split": "loss"}, "Unknown split"), ({"methods": ("tops", "magic")}, "magic"), ({"k": 0}, "out of range"),
     ({"a": -1.0}, "out of range"), ({"split": "class-ranking", "per_class": False}, "per class"),
-    ({"sentence_sets": ()}, "No sentence set"), ({"relevance": "vqa"}, "relevance"),
+    ({"sentence_sets": ()}, "No sentence set"), ({"relevance": "human"}, "relevance"),
 ])
 def test_bad_settings_are_refused_clearly(kw, match):
     with pytest.raises(ConfigError, match=match):
