@@ -3,8 +3,10 @@
     pipe = FailureModesPipeline(classifier=clf, embedder=None, store=store, config=FailureModesConfig())
     result = pipe(index, ctx)          # FailureModesResult, stored under result.result_key
 
-Stages (ctx stage names): "Joint embeddings" (resumable, cancellable between batches), "Sentences",
-"Analysing <group>" (split, clustering, ranking, evaluation per group; cancellable between groups).
+Stages (ctx stage names): "Joint embeddings: Embedding images" (resumable, cancellable between batches),
+"Embedding sentences", "Analysing <group>" (split, clustering, ranking, evaluation per group; cancellable
+between groups; one scipy Ward call cannot be interrupted). VQA relevance reports its own stage through
+the context it was given.
 The joint space is `embedder`, or the classifier itself when it is zero-shot (CLIP/SigLIP/open_clip);
 an ordinary classifier without an embedder is a ConfigError. A result is keyed by the analysis version,
 the index (id + content fingerprint), the embedder, the settings, the sentence set and the relevance
@@ -108,7 +110,9 @@ class FailureModesPipeline:
             filled = sentences.filled(name if cidx is not None else None)
             t = time.perf_counter()
             if filled.sha256 not in text_cache:
+                ctx.progress("Embedding sentences", 0, len(filled))
                 text_cache[filled.sha256], _ = text_embeddings(filled.texts, filled.sha256, self.embedder, self.store)
+                ctx.progress("Embedding sentences", len(filled), len(filled))
             timings["embed_sentences"] = timings.get("embed_sentences", 0.0) + time.perf_counter() - t
             rows, split, scores = self._split(index, rows, cidx, scores_all, valid)
             data = GroupData(name, cidx, rows, e.paths[rows], features[rows], e.correct[rows], e.labels[rows],

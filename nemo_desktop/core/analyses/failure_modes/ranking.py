@@ -71,3 +71,17 @@ def rank(method: str, v_h: np.ndarray, v_e: np.ndarray | None, k: int, tau: floa
     v_h = np.asarray(v_h, np.float64)
     v_e = np.zeros_like(v_h) if v_e is None else np.asarray(v_e, np.float64)
     return RANKERS[method](v_h, v_e, int(k), float(tau))
+
+
+def images_by_sentence(features: np.ndarray, sentence_emb: np.ndarray, rows: np.ndarray | None = None,
+                       top: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Rows (all, or the given ones, e.g. a cluster's) ordered by cosine to one sentence, best first, with
+    their similarities: the paper's fn. 4 inspection ("rank the images in the cluster for a sentence").
+    Rows whose embedding is missing (NaN) are left out."""
+    rows = np.arange(len(features)) if rows is None else np.asarray(rows, np.int64)
+    x = np.asarray(features[rows], np.float32)
+    ok = ~np.isnan(x).any(axis=1)
+    rows, x = rows[ok], x[ok]
+    sims = unit_rows(x) @ unit_rows(np.asarray(sentence_emb, np.float32)[None])[0]
+    order = np.argsort(-sims, kind="stable")[:top]
+    return rows[order], sims[order]

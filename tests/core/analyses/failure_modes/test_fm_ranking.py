@@ -51,3 +51,13 @@ def test_similarities_are_cosines_and_auto_tau_is_mean_plus_std():
     s = similarities(protos, sent)
     assert np.allclose(s, [[1, 0], [2 ** -.5, 2 ** -.5]], atol=1e-6)
     assert auto_tau(s) == pytest.approx(float(s.mean() + s.std()), rel=1e-6)
+
+
+def test_images_by_sentence_orders_rows_and_skips_missing_embeddings():
+    from nemo_desktop.core.analyses.failure_modes.ranking import images_by_sentence
+
+    feats = np.array([[1.0, 0.0], [0.0, 1.0], [np.nan, np.nan], [0.6, 0.8], [0.8, 0.6]], np.float32)
+    rows, sims = images_by_sentence(feats, np.array([1.0, 0.0]))
+    assert rows.tolist() == [0, 4, 3, 1] and sims[0] == pytest.approx(1.0)
+    rows, _ = images_by_sentence(feats, np.array([0.0, 2.0]), rows=np.array([0, 2, 3]), top=1)
+    assert rows.tolist() == [3]
