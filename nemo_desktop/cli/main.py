@@ -26,7 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--portable", action="store_true",
                         help="keep data and weights inside the checkout's models_cache/ folder")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    from .options import CommandParser
+
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     for mod in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         importlib.import_module(f"{commands.__name__}.{mod.name}").register(sub)
     return parser

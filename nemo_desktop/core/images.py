@@ -12,6 +12,7 @@ import base64
 import io
 import logging
 import os
+import stat
 import struct
 from pathlib import Path
 from typing import Union
@@ -19,6 +20,7 @@ from typing import Union
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from .errors import InputImageError
+from .image_borders import border_for, crop_border
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,7 @@ def load_image(src: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS, max_si
         w, h = img.size
         if w * h > max_pixels:
             raise _too_large(label, (w, h), max_pixels)
+        border = border_for(src) if isinstance(src, (str, os.PathLike)) else 0  # e.g. ObjectNet's frame
         if max_side and img.format == "JPEG":
             img.draft("RGB", (max_side, max_side))  # DCT-domain downscale: decode only what is needed
         try:
@@ -71,6 +74,8 @@ def load_image(src: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS, max_si
         except _DECODE_ERRORS as exc:
             raise _decode_error(label, exc) from None
         _apply_orientation(img, label)
+        if border:
+            img = crop_border(img, border, scale=min(img.size) / min(w, h))
         try:
             rgb = to_rgb(img)
         except (ValueError, OSError) as exc:  # an exotic colour mode PIL cannot convert
@@ -143,19 +148,53 @@ def _open_source(src: ImageSource, name: str | None) -> tuple[str, io.IOBase]:
         raise TypeError(f"load_image() takes a path or bytes, not {type(src).__name__}")
     path = Path(src)
     label = f"'{name or path}'"
+    return label, open_image_file(path, label)
+
+
+def unreadable_reason(path: str | os.PathLike) -> str | None:
+    """Why `path` cannot be read as an image file (missing, a dangling link, a folder, a FIFO or device, no
+    read permission, empty), or None when it opens. Cheap: opens and closes the file, reads nothing."""
     try:
-        size = path.stat().st_size
-        if path.is_dir():
-            raise InputImageError(f"{label} is a folder, not an image file.", hint="Choose an image file.")
+        open_image_file(Path(path), "").close()
+    except InputImageError as exc:
+        return getattr(exc, "reason", exc.message)
+    return None
+
+
+def open_image_file(path: Path, label: str) -> io.IOBase:
+    """Open a regular, non-empty, readable file, or raise InputImageError saying what the path is instead.
+    Checked before open(): opening a FIFO would block until someone writes to it."""
+    def fail(reason: str, hint: str, detail: str | None = None):
+        err = InputImageError(f"{label} {reason}.", hint=hint, detail=detail)
+        err.reason = reason
+        return err
+
+    try:
+        st = os.stat(path)
     except FileNotFoundError:
-        raise InputImageError(f"{label} does not exist.", hint="Check the path (was the file moved?).") from None
+        if os.path.islink(path):
+            raise fail(f"is a link to {os.readlink(path)}, which does not exist",
+                       "The file it pointed to was moved or deleted; fix or remove the link.") from None
+        raise fail("does not exist", "Check the path (was the file moved?).") from None
     except PermissionError:
-        raise InputImageError(f"{label} cannot be read (permission denied).",
-                              hint="Check the file's permissions.") from None
-    if size == 0:
-        raise InputImageError(f"{label} is empty (0 bytes).",
-                              hint="The file was probably not copied or downloaded completely; get it again.")
-    return label, open(path, "rb")
+        raise fail("cannot be read (permission denied)", "Check the permissions of the file and its folders.") from None
+    except OSError as exc:  # a link loop, a name too long, an I/O error
+        raise fail(f"cannot be read ({exc.strerror or exc})", "Check the path and the disk.", repr(exc)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise fail("is a folder, not an image file", "Choose an image file (or drop the folder itself).")
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else (
+            "a socket" if stat.S_ISSOCK(st.st_mode) else "a device")
+        raise fail(f"is {kind}, not an image file", "Choose a regular image file.")
+    if st.st_size == 0:
+        raise fail("is empty (0 bytes)",
+                   "The file was probably not copied or downloaded completely; get it again.")
+    try:
+        return open(path, "rb")
+    except PermissionError:
+        raise fail("cannot be read (permission denied)", "Check the file's permissions (it needs read access).") from None
+    except OSError as exc:
+        raise fail(f"cannot be read ({exc.strerror or exc})", "Check the file and the disk.", repr(exc)) from None
 
 
 def _open_formats() -> list[str]:

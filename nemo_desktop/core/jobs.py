@@ -14,6 +14,8 @@ sub-step onto a slice of the parent's progress. `run_job` wraps the call and tur
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
 import time
 import traceback
@@ -42,6 +44,30 @@ class CancelToken:
         if self._event.is_set():
             raise JobCancelled()
 
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`, waking at once on cancel; True when cancelled."""
+        return self._event.wait(seconds)
+
+
+# The token of the job running in this thread: blocking I/O deep inside a model adapter (an HTTP request),
+# which no JobContext reaches, is interrupted by it. Set by run_job and the CLI's cancellable_job.
+_current_token: contextvars.ContextVar[CancelToken | None] = contextvars.ContextVar("nemo_cancel_token",
+                                                                                     default=None)
+
+
+def current_cancel_token() -> CancelToken | None:
+    return _current_token.get()
+
+
+@contextlib.contextmanager
+def cancel_scope(token: CancelToken | None) -> Iterator[None]:
+    """Make `token` the current job's cancel token in this thread for the block."""
+    reset = _current_token.set(token)
+    try:
+        yield
+    finally:
+        _current_token.reset(reset)
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -53,6 +79,14 @@ class Progress:
     message: str = ""
     # For byte-oriented work (downloads) the units are bytes and `rate` is units per second.
     rate: float | None = None
+    # Fraction of the WHOLE job done (0..1) when the job is split into weighted sub-steps (`JobContext.sub`);
+    # None when this report's own done/total is all there is to know.
+    overall: float | None = None
+
+    @property
+    def overall_fraction(self) -> float | None:
+        """The whole job's fraction: `overall` when sub-steps mapped it, else this stage's fraction."""
+        return self.overall if self.overall is not None else self.fraction
 
     @property
     def fraction(self) -> float | None:
@@ -72,8 +106,11 @@ class JobContext:
         on_progress: ProgressCallback | None = None,
         on_partial: Callable[[Any], None] | None = None,
         cancel: CancelToken | None = None,
+        span: tuple[float, float] = (0.0, 1.0),
     ) -> None:
         self._on_progress = on_progress
+        # The slice of the root job's progress this context covers (the root, and plain sub-steps: 0..1).
+        self._span = span
         self._on_partial = on_partial
         self.cancel_token = cancel or CancelToken()
         self.partial_results: list[Any] = []
@@ -90,7 +127,7 @@ class JobContext:
     # -- progress -----------------------------------------------------------------------------
     def progress(self, stage: str, done: int, total: int | None = None, message: str = "",
                  rate: float | None = None) -> None:
-        p = Progress(stage, done, total, message, rate)
+        p = Progress(stage, done, total, message, rate, self._overall(done, total))
         self.last_progress = p
         if self._on_progress is not None:
             self._on_progress(p)
@@ -110,14 +147,32 @@ class JobContext:
             yield item
             self.progress(stage, i + 1, total)
 
-    def sub(self, prefix: str) -> "JobContext":
-        """A child context sharing the cancel token whose stage names are prefixed by `prefix`."""
+    def _overall(self, done: int, total: int | None) -> float | None:
+        if self._span == (0.0, 1.0):  # the whole job: the stage's own fraction says it all
+            return None
+        start, end = self._span
+        frac = min(1.0, max(0.0, done / total)) if total else 0.0
+        return start + (end - start) * frac
+
+    def sub(self, prefix: str, start: float = 0.0, end: float = 1.0) -> "JobContext":
+        """A child context for a sub-step that covers [start, end] of THIS context's progress (Orange3's
+        `wrap_callback`): its stage names are prefixed by `prefix`, it shares the cancel token, and each of its
+        reports carries `overall`, the fraction of the whole job done, so a bar can show the job's progress
+        while the label shows the sub-step's. `sub(prefix)` alone covers the whole range."""
+        if not 0.0 <= start <= end <= 1.0:
+            raise ValueError(f"JobContext.sub: need 0 <= start <= end <= 1, got {start}, {end}")
+        lo, hi = self._span
+        span = (lo + (hi - lo) * start, lo + (hi - lo) * end)
 
         def forward(p: Progress) -> None:
             stage = f"{prefix}: {p.stage}" if p.stage else prefix
-            self.progress(stage, p.done, p.total, p.message, p.rate)
+            out = Progress(stage, p.done, p.total, p.message, p.rate, p.overall)
+            self.last_progress = out
+            if self._on_progress is not None:
+                self._on_progress(out)
 
-        return JobContext(on_progress=forward, on_partial=self.partial, cancel=self.cancel_token)
+        child = JobContext(on_progress=forward, on_partial=self.partial, cancel=self.cancel_token, span=span)
+        return child
 
     def step_callback(self, stage: str, total: int | None = None) -> Callable[..., bool]:
         """For loops owned by a library (a diffusion sampler): report step i, return False to stop.
@@ -177,7 +232,8 @@ def run_job(fn: Callable[[JobContext], T], ctx: JobContext | None = None) -> Job
     ctx = ctx or JobContext()
     start = time.perf_counter()
     try:
-        result = fn(ctx)
+        with cancel_scope(ctx.cancel_token):
+            result = fn(ctx)
         status, error = "done", None
     except JobCancelled as exc:
         result, status, error = None, "cancelled", exc.to_dict()

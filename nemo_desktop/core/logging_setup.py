@@ -1,7 +1,14 @@
 """Logging to a rotating file in the per-user log directory, with secrets filtered out of every record
-(the patterns and known secret values live in `secrets.py`)."""
+(the patterns and known secret values live in `secrets.py`).
+
+A log file that cannot be written (a full disk, a folder removed or made read-only) never disturbs the work:
+the first failure prints one warning on the console, then warnings and errors go to the console instead of
+the file (logging's default would print a "--- Logging error ---" traceback for every record).
+"""
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import logging.handlers
 import sys
@@ -28,6 +35,49 @@ class _CurrentStderr(logging.StreamHandler):
         pass
 
 
+class _LogFile(logging.handlers.RotatingFileHandler):
+    """The rotating log file; after its first write failure it stops writing and hands records to the console."""
+
+    failed: BaseException | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.failed is None:
+            super().emit(record)  # failures land in handleError
+        elif record.levelno >= logging.WARNING and not _has_console(logging.getLogger()):
+            _console_fallback().handle(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if self.failed is not None:
+            return
+        self.failed = sys.exc_info()[1] or OSError("unknown error")
+        why = "the disk is full" if getattr(self.failed, "errno", None) == errno.ENOSPC else str(self.failed)
+        try:
+            sys.stderr.write(f"warning: cannot write the log file {self.baseFilename} ({why}); warnings and errors "
+                             "go to the console from now on.\n")
+        except Exception:  # noqa: BLE001 - no console either: nothing more can be done, quietly
+            pass
+        with contextlib.suppress(Exception):
+            self.stream and self.stream.close()  # a half-written buffer would fail again on every flush
+        self.stream = None
+        self.emit(record)  # the record that failed goes to the console too
+
+
+def _has_console(root: logging.Logger) -> bool:
+    return any(getattr(h, "_nemo_stderr", False) for h in root.handlers)
+
+
+_fallback: logging.Handler | None = None
+
+
+def _console_fallback() -> logging.Handler:
+    global _fallback
+    if _fallback is None:
+        _fallback = _CurrentStderr()
+        _fallback.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        _fallback.addFilter(SecretsFilter())
+    return _fallback
+
+
 _installed: dict[str, logging.Handler] = {}
 
 
@@ -43,8 +93,7 @@ def setup_logging(paths: AppPaths, level: str = "INFO", stderr_level: str | None
             root.removeHandler(old)
             old.close()
         _installed.clear()
-        handler = logging.handlers.RotatingFileHandler(log_file, maxBytes=5_000_000, backupCount=5,
-                                                       encoding="utf-8")
+        handler = _LogFile(log_file, maxBytes=5_000_000, backupCount=5, encoding="utf-8")
         handler.setFormatter(logging.Formatter(FORMAT))
         handler.setLevel(level)
         handler.addFilter(SecretsFilter())

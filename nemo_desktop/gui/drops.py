@@ -20,21 +20,33 @@ class DropScan:
 
 
 def scan_dropped(paths: Iterable[str | os.PathLike], ctx: JobContext) -> DropScan:
-    from nemo_desktop.core.images import is_image_file
+    from nemo_desktop.core.images import is_image_file, unreadable_reason
 
     scan = DropScan()
+
+    def consider(path: Path) -> None:
+        reason = unreadable_reason(path)  # a FIFO, an unreadable or dangling file: said now, not at decode time
+        if reason is None:
+            scan.images.append(path)
+        else:
+            scan.rejected.append((str(path), reason))
+
     for path in ctx.track([Path(p) for p in paths], stage="Checking dropped files"):
         if path.is_dir():
-            images = sorted(c for c in path.iterdir() if c.is_file() and is_image_file(c))
-            if images:
-                scan.images.extend(images)
+            try:
+                children = sorted(c for c in path.iterdir() if is_image_file(c))
+            except OSError as exc:
+                scan.rejected.append((str(path), f"the folder cannot be read ({exc.strerror or exc})"))
+                continue
+            if children:
+                for child in children:
+                    consider(child)
             else:
                 scan.rejected.append((str(path), "the folder holds no image files"))
-        elif path.is_file():
-            if is_image_file(path):
-                scan.images.append(path)
-            else:
-                scan.rejected.append((str(path), "not an image file NEMO Desktop can read"))
+        elif is_image_file(path):  # a file, or named like one: a FIFO, a dangling link, an unreadable file
+            consider(path)
+        elif path.exists():
+            scan.rejected.append((str(path), "not an image file NEMO Desktop can read"))
         else:
             scan.rejected.append((str(path), "it does not exist (any more)"))
     return scan

@@ -140,8 +140,9 @@ class ModelSession:
         self.unload(kind)
         self._models[kind] = LoadedModel(kind, ref, model)
 
-    def load(self, kind: str, ref: str, ctx: JobContext | None = None) -> LoadedModel:
-        """Load `ref` as the current model of `kind` (the previous one is released first). GPU lane only."""
+    def load(self, kind: str, ref: str, ctx: JobContext | None = None, catalog_kind: str | None = None) -> LoadedModel:
+        """Load `ref` as the current model of `kind` (the previous one is released first). GPU lane only.
+        `catalog_kind` names the catalog kind when the slot is a role (an 'embedder' is a classifier model)."""
         from nemo_desktop.core.models.registry import load_model
 
         ctx = ctx or null_context()
@@ -149,7 +150,7 @@ class ModelSession:
         current = self._models.get(kind)
         if current is not None and current.ref == ref:
             return current
-        spec = self.spec_for(kind, ref)  # a bad ref fails before the old model is dropped
+        spec = self.spec_for(catalog_kind or kind, ref)  # a bad ref fails before the old model is dropped
         self.unload(kind)  # free its memory before the next one claims it
         ctx.progress(f"Loading the {KIND_TEXT.get(kind, kind)} {ref}", 0, None)
         model = load_model(spec, self.load_options())

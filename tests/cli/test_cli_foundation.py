@@ -115,3 +115,26 @@ def test_bad_usage_exits_nonzero(argv):
     with pytest.raises(SystemExit) as e:
         main(argv)
     assert e.value.code != 0
+
+
+def test_building_the_parser_imports_no_analysis_module():
+    # The explain/global options are derived from the analyses' configs only when that command is used, so
+    # every other `nemo` command starts without importing them.
+    import subprocess
+    import sys
+
+    code = ("import sys; from nemo_desktop.cli.main import build_parser; build_parser(); "
+            "print(sorted(m for m in sys.modules if m.startswith(('nemo_desktop.core.methods', "
+            "'nemo_desktop.core.analyses'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_explain_help_lists_the_derived_options(capsys):
+    from nemo_desktop.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["explain", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--thumbnail-side" in out and "--contrast" in out and "one of similarity, tops, pdiff, fpdiff" in out

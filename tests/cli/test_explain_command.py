@@ -7,11 +7,16 @@ from nemo_desktop.core.methods.result import Candidate, ClassScore, ExplanationR
 
 
 def test_edit_size_parsing():
-    assert explain._parse_size("512x384") == (512, 384)
-    assert explain._parse_size(None) is None
+    # --edit-size is derived from SciTXConfig.edit_size (core/registry/params.py)
+    from nemo_desktop.core.methods.scitx import SciTXConfig
+    from nemo_desktop.core.registry.params import config_params, parse_value
+
+    size = next(p for p in config_params(SciTXConfig) if p.name == "edit_size")
+    assert parse_value(size, "512x384") == (512, 384)
+    assert parse_value(size, "none") is None
     for bad in ("512", "0x5", "axb"):
         with pytest.raises(ConfigError):
-            explain._parse_size(bad)
+            parse_value(size, bad)
 
 
 def test_missing_image_is_a_clear_error(tmp_path, capsys):

@@ -101,3 +101,13 @@ def test_user_errors_are_explained(digits_family, folder, tmp_path, capsys):
     assert main(["index", str(folder), "--classifier", "test-digits:plain", "--skip-unmatched", "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["entries"] == N and "skipped class 'dragon'" in captured.err
+
+
+def test_unreadable_files_are_listed_and_make_the_index_partial(digits_family, folder, capsys):
+    from fixtures_tiny.bad_files import make_dangling_link, make_fifo
+
+    fifo, dangling = make_fifo(folder / "3" / "pipe.png"), make_dangling_link(folder / "3" / "gone.png")
+    assert main(["index", str(folder), "--classifier", "test-digits:plain"]) == 1  # partial
+    out = capsys.readouterr().out
+    assert f"{N} images of" in out and "2 unreadable" in out
+    assert "FIFO" in out and "does not exist" in out and str(fifo) in out and str(dangling) in out

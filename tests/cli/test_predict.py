@@ -72,3 +72,36 @@ def test_predict_catalog_model_not_downloaded_offline(setup, capsys):
     rc = main(["predict", setup["images"][0], "-c", "resnet50", "--device", "cpu"])
     err = capsys.readouterr().err
     assert rc == 2 and "not in the local Hugging Face cache" in err and "nemo models download resnet50" in err
+
+
+@pytest.mark.timeout(120)  # a FIFO opened by mistake would block forever
+def test_predict_reports_each_unreadable_file_and_classifies_the_rest(setup, tmp_path, capsys):
+    from fixtures_tiny.bad_files import bad_files
+
+    files = bad_files(tmp_path, open(setup["images"][0], "rb").read())
+    files.pop("unreadable")  # root reads it anyway: see the unprivileged test below
+    rc = main(["predict", setup["images"][0], *map(str, files.values()), setup["images"][1], "--json",
+               "-c", f"timm:local-dir:{setup['model']}", "--device", "cpu"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1  # partial: some files failed, the others were classified
+    by_image = {r["image"]: r for r in out["results"]}
+    assert all("top_k" in by_image[p] for p in setup["images"])
+    for kind, words in (("fifo", "FIFO"), ("dangling", "does not exist"), ("folder", "is a folder")):
+        assert words in by_image[str(files[kind])]["error"]["message"]
+
+
+@pytest.mark.timeout(180)
+def test_predict_file_without_read_permission_is_a_per_file_error(setup, tmp_path):
+    import sys
+
+    from fixtures_tiny.bad_files import make_unreadable, run_unprivileged
+
+    secret = make_unreadable(tmp_path / "secret.png", open(setup["images"][0], "rb").read())
+    proc = run_unprivileged([sys.executable, "-m", "nemo_desktop.cli.main", "--home", str(tmp_path / "home"),
+                             "predict", str(secret), setup["images"][0], "--json", "-c",
+                             f"timm:local-dir:{setup['model']}", "--device", "cpu"])
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1, proc.stderr
+    results = {r["image"]: r for r in json.loads(proc.stdout)["results"]}
+    assert "permission denied" in results[str(secret)]["error"]["message"]
+    assert results[setup["images"][0]]["top_k"]

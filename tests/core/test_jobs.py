@@ -94,3 +94,22 @@ def test_step_callback_matches_the_editor_protocol():
     cb = ctx.step_callback("Editing")
     assert cb(3, 28) is True
     assert seen[-1] == Progress("Editing", 3, 28)
+
+
+def test_sub_steps_map_onto_slices_of_the_whole_job():
+    seen = []
+    root = JobContext(on_progress=seen.append)
+    root.progress("Plain", 1, 4)
+    assert seen[-1].overall is None and seen[-1].overall_fraction == 0.25  # no slices: the stage's own fraction
+    models = root.sub("Models", 0.0, 0.2)
+    models.progress("Loading", 1, 2)
+    assert seen[-1].stage == "Models: Loading" and abs(seen[-1].overall - 0.1) < 1e-9
+    images = root.sub("Images", 0.2, 1.0)
+    second = images.sub("Image 2 of 2", 0.5, 1.0)  # nested: [0.6, 1.0] of the job
+    second.progress("Editing", 1, 4)
+    assert seen[-1].stage == "Images: Image 2 of 2: Editing" and abs(seen[-1].overall - 0.7) < 1e-9
+    assert (seen[-1].done, seen[-1].total) == (1, 4)  # the stage's own counts are kept for the label
+    root.sub("Whole").progress("x", 1, 2)
+    assert seen[-1].overall is None  # sub(prefix) alone covers the whole range, as before
+    with pytest.raises(ValueError):
+        root.sub("bad", 0.5, 0.2)

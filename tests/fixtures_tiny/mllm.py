@@ -122,3 +122,81 @@ def build_tiny_qwen_vl(tmp_dir, variant: str = "qwen2_vl", *, seed: int = 0) -> 
     model.save_pretrained(out, safe_serialization=True)
     _processor(variant, tokenizer).save_pretrained(out)
     return out
+
+
+# The sampling fields Qwen2.5-VL-Instruct ships in generation_config.json (Qwen2-VL-Instruct: the same with
+# temperature 0.01 too): with top_k=1 every "sampled" draw is the greedy one unless a call overrides it.
+QWEN2_5_VL_INSTRUCT_GENERATION = {"do_sample": True, "top_k": 1, "top_p": 0.001, "temperature": 0.01,
+                                  "repetition_penalty": 1.05}
+JSON_OPEN = '{"cause_of_error": "'
+JSON_CLOSE = '", "solution": "make it plain"}'
+JSON_WORDS = tuple(f" {w}" for w in ("snowy", "background", "cartoon", "style", "texture", "shape", "colour",
+                                     "outlines", "painting", "beach"))
+
+
+def plant_generation_config(model_dir, fields: dict) -> None:
+    """Write a real checkpoint's generation_config fields into a saved tiny model (eos/pad ids kept)."""
+    from transformers import GenerationConfig
+
+    cfg = GenerationConfig.from_pretrained(model_dir)
+    for name, value in fields.items():
+        setattr(cfg, name, value)
+    cfg.save_pretrained(model_dir)
+
+
+def build_tiny_json_qwen_vl(tmp_dir, *, generation: dict | None = None) -> Path:
+    """A tiny Qwen2-VL whose weights are set (not trained) to a known token chain, whatever the prompt:
+
+        <generation prompt> -> JSON_OPEN -> word (JSON_WORDS[i] with logit -0.1 i)
+        word -> another word (the same logits) or JSON_CLOSE (logit 1) ;  JSON_CLOSE -> <|im_end|>
+
+    Every attention output and MLP is zeroed, so each position's logits depend on its own token only; the
+    embeddings of the chain's tokens are basis vectors and lm_head holds the transition logits. Greedy
+    decoding therefore writes `{"cause_of_error": " snowy", "solution": "make it plain"}` every time,
+    while sampling writes different readable hypotheses of a few words: what SciTX's candidate draws need
+    to be tested on. Real architecture, real loader, real `generate` with its real sampling warpers.
+    `generation` plants a checkpoint's generation_config fields (e.g. QWEN2_5_VL_INSTRUCT_GENERATION)."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    out = Path(tmp_dir) / "tiny-json-qwen2_vl"
+    tokenizer = _tokenizer()
+    tokenizer.add_tokens([JSON_OPEN, JSON_CLOSE, *JSON_WORDS])
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+    config = _configs("qwen2_vl", len(tokenizer), ids)
+    torch.manual_seed(0)
+    model = AutoModelForImageTextToText.from_config(config)
+    processor = _processor("qwen2_vl", tokenizer)
+    prompt_end = processor.apply_chat_template([{"role": "user", "content": [{"type": "text", "text": "x"}]}],
+                                               add_generation_prompt=True, tokenize=True)[-1]
+    if isinstance(prompt_end, list):
+        prompt_end = prompt_end[-1]
+    tok = tokenizer.convert_tokens_to_ids
+    states = [prompt_end, tok(JSON_OPEN), tok(JSON_CLOSE), *[tok(w) for w in JSON_WORDS]]
+    words = [tok(w) for w in JSON_WORDS]
+    hidden = config.text_config.hidden_size
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(("o_proj.weight", "o_proj.bias", "down_proj.weight", "down_proj.bias")):
+                p.zero_()
+        emb = model.get_input_embeddings().weight
+        head = model.get_output_embeddings().weight
+        model.model.language_model.norm.weight.fill_(1.0)
+        scale = hidden ** 0.5  # RMSNorm turns a basis vector into sqrt(hidden) times it
+        head.fill_(-30.0 / scale)
+        for j, state in enumerate(states):
+            emb[state] = 0.0
+            emb[state, j] = 1.0
+        head[tok(JSON_OPEN), 0] = 20.0 / scale
+        ranked = torch.arange(len(words), dtype=head.dtype).unsqueeze(1) * (-0.1 / scale)  # no ties: one argmax
+        head[words, 1:2] = ranked
+        head[words, 3:3 + len(words)] = ranked
+        head[tok(JSON_CLOSE), 3:3 + len(words)] = 1.0 / scale
+        head[ids["<|im_end|>"], 2] = 20.0 / scale
+    model.generation_config.eos_token_id = ids["<|im_end|>"]
+    model.generation_config.pad_token_id = ids["<|endoftext|>"]
+    model.save_pretrained(out, safe_serialization=True)
+    processor.save_pretrained(out)
+    if generation:
+        plant_generation_config(out, generation)
+    return out

@@ -20,7 +20,7 @@ def register(subparsers) -> None:
 
     r = sub.add_parser("run", help="run (or resume) a benchmark configuration",
                        description="Run a benchmark configuration (TOML or JSON; examples in "
-                                   "resources/benchmarks/configs/). Every finished sample is stored at once: after a "
+                                   "nemo_desktop/resources/benchmarks/configs/). Every finished sample is stored at once: after a "
                                    "crash or kill, the same command finishes the rest.")
     r.add_argument("config", metavar="CONFIG", help="benchmark configuration (.toml or .json)")
     r.add_argument("--shard", metavar="i/n", help="run only shard i of n (1-based), e.g. one per GPU or machine")
@@ -44,8 +44,11 @@ def register(subparsers) -> None:
                                    "has their axis, Tables 2-5 (validation, editors, MLLM backbones, retrieval).")
     t.add_argument("run", metavar="RUN", help="run id (printed by `nemo bench run`)")
     t.add_argument("--format", choices=("md", "csv", "json"), default="md")
-    t.add_argument("--table", nargs="+", choices=("1", "2", "3", "4", "5", "timings"), metavar="T",
-                   help="which tables (1 2 3 4 5 timings; default: 1-5, those the run has)")
+    t.add_argument("--table", nargs="+", choices=("1", "2", "3", "4", "5", "candidates", "timings"), metavar="T",
+                   help="which tables (1 2 3 4 5 candidates timings; default: 1-5 and candidates, those the run has)")
+    t.add_argument("--missing", choices=("drop", "zero"),
+                   help="a sample a compared method finished without a value: left out for every method (drop, "
+                        "the default) or counted as 0 (zero); default: the run config's [tables] missing")
     t.add_argument("--store", metavar="DIR", help="results store folder or .sqlite file (default: the user's store)")
     t.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     t.set_defaults(func=table_bench)
@@ -129,7 +132,16 @@ def run_bench(args) -> int:
         write_json(summary.to_dict(), args.json, default=str)
     if args.json != "-":
         print(format_summary(summary))
-    return 0 if summary.complete else 1
+    return exit_code(summary)
+
+
+def exit_code(summary) -> int:
+    """0 when every item of the shard is done, 1 (partial) when some are, 3 when none is (see exit_codes)."""
+    from ...core.benchmark.records import DONE
+    from ..exit_codes import for_counts
+
+    done = summary.statuses.get(DONE, 0)
+    return for_counts(done, summary.total - done)
 
 
 def format_summary(s) -> str:
@@ -197,7 +209,7 @@ def table_bench(args) -> int:
 
     store = open_store(args.store)
     try:
-        data = collect(store, args.run)
+        data = collect(store, args.run, missing=args.missing)
         text = render(data, build_tables(data, args.table), args.format)
     finally:
         store.close()

@@ -1,4 +1,5 @@
-"""`nemo cache info|check|clear`: inspect, verify and empty the results store."""
+"""`nemo cache info|check|clear|salvage|discard`: inspect, verify and empty the results store, and recover the
+results of a damaged database that was moved aside."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,10 @@ def _open_store():
     store = ResultsStore.open(get_paths().ensure())
     if store.recovered_from:
         print(f"warning: the results database was corrupt; it was moved aside to {store.recovered_from} "
-              "and a new one was created.", file=sys.stderr)
+              "and a new one was created. `nemo cache salvage FILE` recovers its readable results.", file=sys.stderr)
+    if store.opened_empty:
+        print(f"warning: the results database {store.db_path} was an empty file (0 bytes); it held no results "
+              "and a new store was created in it.", file=sys.stderr)
     return store
 
 
@@ -49,6 +53,48 @@ def run_check(args) -> int:
     return 1 if problems else 0
 
 
+def run_salvage(args) -> int:
+    from pathlib import Path
+
+    from ...core.store.salvage import salvage_into
+
+    store = _open_store()
+    try:
+        report = salvage_into(store, Path(args.file))
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return 0
+    print(f"Salvaged from {report.source} (with {report.tool}): {report.results} result(s) recovered, "
+          f"{report.results_existing} already in the store, {report.results_missing_files} not recovered because "
+          f"their artifact files are gone; {report.runs} run(s) with {report.run_items} item(s).")
+    for note in report.notes:
+        print(f"note: {note}")
+    print(f"When you no longer need it: `nemo cache discard {report.source}`.")
+    return 0
+
+
+def run_discard(args) -> int:
+    from pathlib import Path
+
+    from ...core.store.salvage import discard
+
+    if not args.yes and not sys.stdin.isatty():
+        print(f"refusing to delete {args.file} without --yes", file=sys.stderr)
+        return 2
+    if not args.yes and input(f"Delete the damaged database {args.file}? Its results can then no longer be "
+                              "salvaged. [y/N] ").strip().lower() not in ("y", "yes"):
+        return 1
+    store = _open_store()
+    try:
+        discard(store.db_path, Path(args.file))
+    finally:
+        store.close()
+    print(f"deleted {args.file}; `nemo cache check --repair` now removes the artifact files no result uses")
+    return 0
+
+
 def run_clear(args) -> int:
     if not args.yes:
         what = f"all results of kind '{args.kind}'" if args.kind else "ALL stored results"
@@ -74,6 +120,14 @@ def register(sub) -> None:
     c.add_argument("--json", action="store_true")
     c.add_argument("--repair", action="store_true", help="remove leftover temporary and orphan artifact files")
     c.set_defaults(func=run_check)
+    s = cs.add_parser("salvage", help="recover the readable results of a damaged database moved aside")
+    s.add_argument("file", metavar="FILE", help="the moved-aside database (<database>.corrupt-<time>)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=run_salvage)
+    x = cs.add_parser("discard", help="delete a damaged database moved aside (its files become removable)")
+    x.add_argument("file", metavar="FILE", help="the moved-aside database (<database>.corrupt-<time>)")
+    x.add_argument("--yes", action="store_true", help="do not ask")
+    x.set_defaults(func=run_discard)
     d = cs.add_parser("clear", help="delete stored results")
     d.add_argument("--kind", help="only results of this kind (e.g. caption, explanation)")
     d.add_argument("--yes", action="store_true", help="do not ask")

@@ -17,10 +17,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..loading import add_device_options
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("explain", help="explain a misclassified image (SciTX or a baseline) and test the explanation",
-                              description=__doc__.split("\n\n")[0])
+                              description=__doc__.split("\n\n")[0], derive_options=_method_options)
     p.add_argument("image", metavar="IMAGE", help="the misclassified image")
     p.add_argument("--true-label", "-y", required=True, metavar="LABEL", help="its true class: name or index")
     p.add_argument("--classifier", "-c", required=True, metavar="ID", help="catalog id or <family>:<source>")
@@ -39,78 +41,35 @@ def register(subparsers) -> None:
     p.add_argument("--validate", action="store_true",
                    help="baselines: draw --m candidates and keep the one with the largest CEI (paper Table 2); "
                         "SciTX always does")
-    p.add_argument("--retrieval-model", metavar="ID",
-                   help="error-retrieval: CLIP-like model of the joint space (default: the classifier if it is "
-                        "zero-shot, else clip-vit-b32)")
-    p.add_argument("--corpus", action="append", default=[], metavar="FILE",
+    p.add_argument("--corpus-file", action="append", default=[], metavar="FILE",
                    help="error-retrieval: extra error-sentence file (.json or .tsv; repeatable)")
-    p.add_argument("--k", type=int, default=3, metavar="N", help="observations per set A/B/C (default 3)")
-    p.add_argument("--m", type=int, default=3, metavar="N",
-                   help="hypothesis candidates (default 3; baselines use them with --validate)")
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of sampling, retrieval and edits (0)")
     p.add_argument("--no-class-relevance", action="store_true",
                    help="retrieve by similarity only (the paper's Table 5 ablation)")
-    p.add_argument("--edit-steps", type=int, metavar="N", help="diffusion steps of the editor (its default)")
-    p.add_argument("--edit-guidance", type=float, metavar="G", help="guidance scale of the editor (its default)")
-    p.add_argument("--edit-size", metavar="WxH", help="edit at this size instead of the image's own")
+    p.add_argument("--k-pooled", action="store_true",
+                   help="take the --k nearest of the true and predicted classes together instead of --k of each "
+                        "(same as --k-scope pooled)")
+    p.add_argument("--edit-size", metavar="WxH|native",
+                   help="edit at this size, or 'native' for the image's own size (default: the editor's preferred "
+                        "working resolution, aspect ratio kept; the result is resized back to the image's size)")
     p.add_argument("--max-new-tokens", type=int, metavar="N",
                    help="cap on every MLLM reply (default: 160 for captions, 512 for hypotheses, 256 for "
                         "interventions)")
     p.add_argument("--json", metavar="OUT", help="write the full result as JSON to OUT ('-' for stdout)")
-    p.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:1, ...")
-    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
+    add_device_options(p)
     p.set_defaults(func=run)
 
 
-# -- loading ------------------------------------------------------------------------------------------------
-def _parse_size(text: str | None):
-    from ...core.errors import ConfigError
+def _method_options(p) -> None:
+    """Every other setting comes from the methods' config fields (core/registry/params.py): a new field is a new
+    option. An option the chosen method does not have is refused (make_config)."""
+    from ...core.methods.registry import get_method, list_methods
+    from ..options import add_config_options
 
-    if not text:
-        return None
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-        if w > 0 and h > 0:
-            return (w, h)
-    except ValueError:
-        pass
-    raise ConfigError(f"--edit-size must look like 512x512, not '{text}'.")
+    add_config_options(p, [get_method(n).config for n in list_methods()],
+                       skip=("validate", "class_relevance", "corpus_files", "edit_size"))
 
 
-def _default_editor_id() -> str:
-    from ...core.models.catalog import list_catalog
-
-    editors = list_catalog("editor")
-    chosen = next((e for e in editors if e.paper_default), editors[0] if editors else None)
-    if chosen is None:
-        from ...core.errors import ConfigError
-
-        raise ConfigError("No image editor is configured.", hint="Give one with --editor ID.")
-    return chosen.id
-
-
-def _load(ref: str, kind: str, args):
-    from ...core.models.catalog import resolve_model_ref
-    from ...core.models.registry import LoadOptions, load_model
-
-    return load_model(resolve_model_ref(ref, kind), LoadOptions(device=args.device, dtype=args.dtype))
-
-
-def _reference(ref: str, classifier, store, ctx):
-    """An index id, a dataset (indexed now, incrementally) or 'none'."""
-    if ref.lower() == "none":
-        return None
-    from ...core.data.reference_index import align_to_classifier, build_index, find_index
-
-    path = Path(ref).expanduser()
-    if path.exists():
-        from ...core.data.datasets import open_dataset
-
-        dataset = align_to_classifier(open_dataset(path), classifier, skip_unmatched=True)
-        return build_index(dataset, classifier, store, ctx.sub("Reference index"))
-    return find_index(store, ref)
-
-
+# -- the method -----------------------------------------------------------------------------------------------
 def method_name(method: str, validate: bool) -> str:
     """The registry name for --method/--validate: a baseline's `-validated` variant; SciTX always validates."""
     from ...core.methods.registry import list_methods
@@ -171,65 +130,76 @@ def format_result(result) -> str:
     return "\n".join(lines)
 
 
-def run(args) -> int:
-    from dataclasses import fields
+def _options(args, spec) -> dict:
+    """The options the user gave, by config field; the old spellings map onto the fields the method has."""
+    from ...core.errors import ConfigError
+    from ...core.registry.params import config_params
+    from ..options import given_options
 
-    from ...core.errors import ConfigError, JobCancelled
-    from ...core.methods.registry import get_method
-    from ...core.store import ResultsStore
-    from ...core.store.paths import get_paths
-    from ..output import write_json
-    from ..progress import StageBars, cancellable_job
-
-    if args.k < 0 or args.m < 1:
-        raise ConfigError("--k must be >= 0 and --m >= 1.")
-    image = Path(args.image)
-    if not image.is_file():
-        raise ConfigError(f"No image file at {image}.", hint="Check the path.")
-    entry = get_method(method_name(args.method, args.validate))
-    needs_mllm = getattr(entry.factory, "needs_mllm", True)
-    if args.mllm is None and (needs_mllm or entry.needs_editor):
-        raise ConfigError(f"--mllm is required for the method {entry.name}.",
-                          hint="Give a multimodal LLM: a catalog id (`nemo models list`) or <family>:<source>.")
-    if args.reference is None and getattr(entry.factory, "needs_reference", entry.name == "scitx"):
-        raise ConfigError(f"--reference is required for the method {entry.name}.",
-                          hint="Give a reference dataset or index id" + (", or 'none' for no observations."
-                                                                          if entry.name == "scitx" else "."))
-    wanted = dict(k=args.k, m=args.m, seed=args.seed, class_relevance=not args.no_class_relevance,
-                  edit_steps=args.edit_steps, edit_guidance=args.edit_guidance, edit_size=_parse_size(args.edit_size),
-                  corpus_files=tuple(args.corpus))
+    known = {p.name for p in config_params(spec.config)}
+    options = given_options(args)
     if args.max_new_tokens is not None:
         if args.max_new_tokens < 1:
             raise ConfigError("--max-new-tokens must be at least 1.")
-        wanted.update(caption_max_new_tokens=args.max_new_tokens, hypothesis_max_new_tokens=args.max_new_tokens,
-                      intervention_max_new_tokens=args.max_new_tokens)
-    known = {f.name for f in fields(entry.config)} if entry.config else set()
-    config = entry.config(**{k: v for k, v in wanted.items() if k in known}) if entry.config else None
+        for name in ("caption_max_new_tokens", "hypothesis_max_new_tokens", "intervention_max_new_tokens"):
+            if name in known:
+                options.setdefault(name, args.max_new_tokens)
+    if args.no_class_relevance:
+        options["class_relevance"] = False
+    if args.corpus_file:
+        options["corpus_files"] = tuple(args.corpus_file)
+    if args.k_pooled:
+        options["k_scope"] = "pooled"
+    if args.edit_size:
+        if args.edit_size.strip().lower() == "native":
+            options["edit_resolution"] = "native"
+        else:
+            from ...core.registry.params import config_params, parse_value
+
+            size = next((p for p in config_params(spec.config) if p.name == "edit_size"), None)
+            if size is None:
+                raise ConfigError(f"The method {spec.name} has no option edit_size.")
+            options["edit_size"] = parse_value(size, args.edit_size)
+    return options
+
+
+def run(args) -> int:
+    from ...core.errors import ConfigError, JobCancelled
+    from ...core.methods.labels import resolve_label
+    from ...core.methods.registry import get_method
+    from ...core.registry import Components, build_analysis, make_config
+    from ...core.store import ResultsStore
+    from ...core.store.paths import get_paths
+    from ..loading import load, load_editor, load_wanted, reference
+    from ..output import write_json
+    from ..progress import StageBars, cancellable_job
+
+    image = Path(args.image)
+    if not image.is_file():
+        raise ConfigError(f"No image file at {image}.", hint="Check the path.")
+    spec = get_method(method_name(args.method, args.validate))
+    inputs = spec.inputs
+    config = make_config(spec, _options(args, spec))  # unknown options and bad ranges fail before any load
+    if args.mllm is None and (inputs.mllm == "required" or spec.needs_editor):
+        raise ConfigError(f"--mllm is required for the method {spec.name}.",
+                          hint="Give a multimodal LLM: a catalog id (`nemo models list`) or <family>:<source>.")
+    if args.reference is None and inputs.reference != "none":  # an explicit choice, 'none' where optional
+        raise ConfigError(f"--reference is required for the method {spec.name}.",
+                          hint="Give a reference dataset or index id" + (
+                              ", or 'none' for no observations." if inputs.reference == "optional" else "."))
 
     store = ResultsStore.open(get_paths().ensure())
     try:
         with cancellable_job(StageBars()) as ctx:
-            classifier = _load(args.classifier, "classifier", args)
+            components = Components(classifier=load(args.classifier, "classifier", args), store=store)
             label = args.true_label  # a class name first, else an index (resolve_label)
-            from ...core.methods.labels import resolve_label
-
-            resolve_label(label, classifier.class_names)  # a typo fails before the big models load
-            zero_shot = bool(getattr(classifier, "zero_shot", False))
-            editor = None
-            if not zero_shot and (entry.needs_editor or args.editor):
-                editor = _load(args.editor or _default_editor_id(), "editor", args)
-            elif args.editor:
-                print("note: the classifier is zero-shot; hypotheses are tested by prompt rewriting, so the "
-                      "editor is not used", file=sys.stderr)
-            extra = {}
-            if entry.name.startswith("error-retrieval") and (args.retrieval_model or not zero_shot):
-                from ...core.methods.error_retrieval import DEFAULT_RETRIEVAL_MODEL
-
-                extra["embedder"] = _load(args.retrieval_model or DEFAULT_RETRIEVAL_MODEL, "classifier", args)
-            mllm = _load(args.mllm, "mllm", args) if args.mllm else None
-            reference = _reference(args.reference, classifier, store, ctx) if args.reference else None
-            method = entry.factory(classifier, mllm, editor=editor, store=store, reference=reference, config=config,
-                                   **extra)
+            resolve_label(label, components.classifier.class_names)  # a typo fails before the big models load
+            components.editor = load_editor(spec, components, args.editor, args)
+            load_wanted(spec, config, components, args)
+            components.mllm = load(args.mllm, "mllm", args) if args.mllm else None
+            if args.reference and inputs.reference != "none":
+                components.reference = reference(args.reference, components.classifier, store, ctx)
+            method = build_analysis(spec, components, config)
             result = method(image, label, ctx)
     except JobCancelled as exc:
         print(f"{exc.message} Completed steps are kept in the results store; run the same command to resume.",
@@ -244,4 +214,16 @@ def run(args) -> int:
         print(format_result(result))
         if args.json:
             print(f"Full result written to {args.json}.")
-    return 0
+    return exit_code(result)
+
+
+def exit_code(result) -> int:
+    """0: an explanation, every step worked; 1 (partial): an explanation, but some candidates or steps failed;
+    3 (runtime): no explanation at all (e.g. every request to the model endpoint failed)."""
+    from ...core.methods.pipeline_steps import INCOMPLETE_NOTE
+    from ..exit_codes import PARTIAL, RUNTIME, SUCCESS
+
+    if result.explanation is None:
+        return RUNTIME
+    failed = any(c.error for c in result.candidates) or INCOMPLETE_NOTE in result.notes
+    return PARTIAL if failed else SUCCESS

@@ -8,42 +8,30 @@ measured as the per-sample CEI was. Everything is stored: a re-run answers from 
 """
 from __future__ import annotations
 
-import json
 import sys
-from collections import Counter
+
+from ..loading import add_device_options
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("global", help="one global explanation of a run's errors (and its CEI)",
-                              description=__doc__.split("\n\n")[0])
+                              description=__doc__.split("\n\n")[0], derive_options=_analysis_options)
     p.add_argument("run", metavar="RUN", help="run id in the results store")
-    p.add_argument("--method", metavar="NAME", help="aggregate the explanations of this method (needed when the "
-                                                    "run holds several)")
     p.add_argument("--mllm", "-l", metavar="ID", help="MLLM that writes the summary (default: the explanations')")
-    p.add_argument("--chunk-size", type=int, default=100, metavar="N",
-                   help="explanations per MLLM call; larger runs are summarised in groups first (default 100)")
-    p.add_argument("--max-new-tokens", type=int, default=512, metavar="N", help="cap on each reply (512)")
-    p.add_argument("--score", action="store_true", help="score the global explanation with CEI on every sample")
     p.add_argument("--classifier", "-c", metavar="ID", help="classifier for --score (default: the explanations')")
     p.add_argument("--editor", "-e", metavar="ID", help="image editor for --score (default: the explanations')")
-    p.add_argument("--seed", type=int, metavar="N", help="edit seed (default: the explanations')")
-    p.add_argument("--edit-steps", type=int, metavar="N", help="diffusion steps (default: the explanations')")
+    p.add_argument("--score", action="store_true", help="score the global explanation with CEI on every sample")
     p.add_argument("--json", metavar="OUT", help="write the global explanation (and score) as JSON ('-': stdout)")
-    p.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:1, ...")
-    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
+    add_device_options(p)
     p.set_defaults(func=run)
 
 
-def _recorded(explanations, role: str) -> str | None:
-    """The model id most explanations of the run were made with."""
-    ids = Counter((e.result.manifest.get("models", {}).get(role) or {}).get("id") for e in explanations)
-    ids.pop(None, None)
-    return ids.most_common(1)[0][0] if ids else None
+def _analysis_options(p) -> None:
+    """The analysis' settings (--method, --chunk-size, --max-new-tokens, --seed, --edit-steps) from its config."""
+    from ...core.registry import get_analysis
+    from ..options import add_config_options
 
-
-def _recorded_setting(explanations, name: str):
-    values = Counter(json.dumps(e.result.manifest.get("config", {}).get(name)) for e in explanations)
-    return json.loads(values.most_common(1)[0][0]) if values else None
+    add_config_options(p, [get_analysis("global-explanation").config], skip=("score",))
 
 
 def format_global(g, score=None) -> str:
@@ -67,46 +55,37 @@ def format_global(g, score=None) -> str:
 
 
 def run(args) -> int:
+    from ...core.analyses.global_explanation import collect_explanations, recorded_model
     from ...core.errors import ConfigError, JobCancelled
-    from ...core.methods.global_explanation import GlobalConfig, GlobalExplainer, GlobalScorer, collect_explanations
-    from ...core.methods.intervention import InterventionSettings
+    from ...core.registry import Components, build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
+    from ..loading import default_editor_id, load
+    from ..options import given_options
     from ..output import write_json
     from ..progress import StageBars, cancellable_job
-    from .explain import _default_editor_id, _load
 
-    if args.chunk_size < 2 or args.max_new_tokens < 1:
-        raise ConfigError("--chunk-size must be at least 2 and --max-new-tokens at least 1.")
+    spec = get_analysis("global-explanation")
+    config = make_config(spec, {**given_options(args), "score": args.score})
     store = ResultsStore.open(get_paths().ensure())
-    score = None
     try:
         with cancellable_job(StageBars()) as ctx:
-            explanations = collect_explanations(store, args.run, args.method)
-            mllm_id = args.mllm or _recorded(explanations, "mllm")
+            # The models default to the ones the explanations were made with (their manifests say which).
+            explanations = collect_explanations(store, args.run, config.method)
+            components = Components(store=store)
+            mllm_id = args.mllm or recorded_model(explanations, "mllm")
             if mllm_id is None:
                 raise ConfigError("The explanations record no MLLM.", hint="Give one with --mllm.")
-            mllm = _load(mllm_id, "mllm", args)
-            g = GlobalExplainer(mllm, store, GlobalConfig(args.chunk_size, args.max_new_tokens)).explain(
-                explanations, run_id=args.run, ctx=ctx)
-            if args.score:
-                clf_id = args.classifier or _recorded(explanations, "classifier")
+            components.mllm = load(mllm_id, "mllm", args)
+            if config.score:
+                clf_id = args.classifier or recorded_model(explanations, "classifier")
                 if clf_id is None:
                     raise ConfigError("The explanations record no classifier.", hint="Give one with --classifier.")
-                classifier = _load(clf_id, "classifier", args)
-                editor = None
-                if not getattr(classifier, "zero_shot", False):
-                    editor = _load(args.editor or _recorded(explanations, "editor") or _default_editor_id(), "editor",
-                                   args)
-                size = _recorded_setting(explanations, "edit_size")
-                settings = InterventionSettings(
-                    seed=args.seed if args.seed is not None else (_recorded_setting(explanations, "seed") or 0),
-                    edit_steps=args.edit_steps if args.edit_steps is not None else
-                    _recorded_setting(explanations, "edit_steps"),
-                    edit_guidance=_recorded_setting(explanations, "edit_guidance"),
-                    edit_size=tuple(size) if size else None,
-                    max_new_tokens=_recorded_setting(explanations, "intervention_max_new_tokens") or 256)
-                score = GlobalScorer(classifier, mllm, editor, store, settings).score(g, explanations, ctx)
+                components.classifier = load(clf_id, "classifier", args)
+                if not components.zero_shot:
+                    components.editor = load(args.editor or recorded_model(explanations, "editor")
+                                             or default_editor_id(), "editor", args)
+            result = build_analysis(spec, components, config)(args.run, ctx)
     except JobCancelled as exc:
         print(f"{exc.message} Completed steps are kept in the results store; run the same command to resume.",
               file=sys.stderr)
@@ -114,9 +93,12 @@ def run(args) -> int:
     finally:
         store.close()
 
+    g, score = result.explanation, result.score
     if args.json:
         write_json({"global": g.to_dict(), "score": score.to_dict() if score is not None else None}, args.json,
                    ensure_ascii=False)
     if args.json != "-":
         print(format_global(g, score))
-    return 0 if g.explanation else 1
+    from ..exit_codes import RUNTIME, SUCCESS
+
+    return SUCCESS if g.explanation else RUNTIME  # no explanation is a failed run, not a partial one

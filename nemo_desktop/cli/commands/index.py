@@ -98,7 +98,7 @@ def run_index(args) -> int:
                           "classifier_revision": index.classifier_revision, "entries": len(index),
                           "accuracy": index.accuracy, "feature_dim": index.feature_dim,
                           "report": report.to_dict()}, indent=2))
-        return 0
+        return exit_code(index)
     rate = report.processed / report.seconds if report.seconds and report.processed else None
     acc = f"{100 * index.accuracy:.1f}% classified correctly" if index.accuracy is not None else "no images"
     print(f"Reference index {index.index_id}: {len(index)} images of {dataset.root}, {acc}.")
@@ -108,7 +108,14 @@ def run_index(args) -> int:
         print(f"  unreadable: {reason}" if path in reason else f"  unreadable: {path}: {reason}")
     if len(report.errors) > 10:
         print(f"  ... and {len(report.errors) - 10} more unreadable files (see --json)")
-    return 0
+    return exit_code(index)
+
+
+def exit_code(index) -> int:
+    """Unreadable images make an index partial (exit 1); an index of none of its images is a failure (3)."""
+    from ..exit_codes import for_counts
+
+    return for_counts(len(index), len(index.last_build.errors))
 
 
 def register(sub) -> None:

@@ -3,7 +3,8 @@
 ID_OR_SPEC is a catalog id (`vit-b16-augreg2`, `clip-vit-b32`, ...) or `<family>:<source>`, e.g.
 `timm:local-dir:/models/mine`, `timm:checkpoint:resnet50:/data/ft.safetensors --classes classes.txt`,
 `hf-clip:/models/clip-folder`, `open_clip:ViT-B-32@laion2b_s34b_b79k`.
-An unreadable image is reported and skipped (exit status 1); the others are still classified.
+An unreadable image (damaged, a FIFO, a dangling link, no read permission, ...) is reported and skipped (exit
+status 1, partial); the others are still classified.
 """
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ def run(args) -> int:
     from ...core.errors import ConfigError, InputImageError
     from ...core.images import load_image
     from ...core.models.registry import LoadOptions, load_model
+    from ..exit_codes import for_counts
 
     if args.top_k < 1:
         raise ConfigError("--top-k must be at least 1.")
@@ -96,4 +98,4 @@ def run(args) -> int:
             width = max(len(t["name"]) for t in res["top_k"])
             for t in res["top_k"]:
                 print(f"  {t['rank']:>2}. {t['name']:<{width}}  {t['probability']:7.2%}  (class {t['index']})")
-    return 1 if failures else 0
+    return for_counts(len(loaded), len(failures))

@@ -1,6 +1,6 @@
 """Benchmark run configuration: datasets x classifiers x MLLMs x editors x methods, judges, selection.
 
-A JSON or TOML file (see resources/benchmarks/configs/ for the paper's Tables 1-5):
+A JSON or TOML file (see nemo_desktop/resources/benchmarks/configs/ for the paper's Tables 1-5):
 
     name = "table1"                    # the run id is <name>-<8 hex of the config's hash>
     seed = 0                           # selection (and the methods' seed unless their options set one)
@@ -19,6 +19,8 @@ A JSON or TOML file (see resources/benchmarks/configs/ for the paper's Tables 1-
     "Qwen2.5-VL-7B" = "qwen2.5-vl-7b"
     [editors]
     Kontext = "flux-kontext-dev"
+    editor_protocol = "reselect"       # with several editors: "reselect" (each editor runs the whole method)
+                                       # or "rescore" (the first editor's explanations, re-tested by the others)
     [[methods]]
     label = "SciTX"
     method = "scitx"                   # method registry name
@@ -28,7 +30,10 @@ A JSON or TOML file (see resources/benchmarks/configs/ for the paper's Tables 1-
                       options = { model = "gpt-5-mini-2025-08-07", api_key = "env:OPENAI_API_KEY" } } }
 
 Execution options (device, dtype, index_batch_size, judge_mode) do not change what is computed and are not
-part of the hash, so shards on different GPUs share one run id.
+part of the hash, so shards on different GPUs share one run id. Neither is the reporting option
+`[tables] missing = "drop" | "zero"` (how the tables treat a finished sample without a value, see
+benchmark/tables.py): it is kept in the run's record when the run is created, and `nemo bench table
+--missing` overrides it.
 """
 from __future__ import annotations
 
@@ -44,7 +49,9 @@ from .selection import DEFAULT_N
 
 _LABEL = re.compile(r"^[^|/\n]{1,80}$")
 EXECUTION_KEYS = ("device", "dtype", "index_batch_size", "judge_mode", "store")
+REPORT_KEYS = ("tables",)  # how results are reported, not what is computed: outside the hash too
 JUDGE_MODES = ("inline", "after")
+EDITOR_PROTOCOLS = ("reselect", "rescore")
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,8 @@ class BenchConfig:
     index_batch_size: int = 32
     judge_mode: str = "inline"
     raw: dict = field(default_factory=dict)  # the config as given, minus execution options
+    tables: dict = field(default_factory=dict)  # reporting options: {"missing": "drop" | "zero"}
+    editor_protocol: str = "reselect"  # "reselect" | "rescore" (core/methods/rescore.py)
 
     @property
     def sha256(self) -> str:
@@ -144,7 +153,7 @@ def load_config(path: str | Path) -> BenchConfig:
     p = Path(path).expanduser()
     if not p.is_file():
         raise ConfigError(f"Benchmark config not found: {p}", hint="Give a .toml or .json file "
-                                                                   "(examples: resources/benchmarks/configs/).")
+                                                                   "(examples: nemo_desktop/resources/benchmarks/configs/).")
     text = p.read_text(encoding="utf-8")
     try:
         if p.suffix.lower() == ".toml":
@@ -166,7 +175,8 @@ def parse_config(data: dict, *, base_dir: Path | None = None) -> BenchConfig:
     if not isinstance(data, dict):
         raise ConfigError("A benchmark config must be a table / object at the top level.")
     known = {"name", "seed", "samples_per_dataset", "datasets", "classifiers", "mllms", "mllm", "editors",
-             "editor", "methods", "judges", "imagenet_subset", "aggregate", *EXECUTION_KEYS}
+             "editor", "methods", "judges", "imagenet_subset", "aggregate", "editor_protocol", *EXECUTION_KEYS,
+             *REPORT_KEYS}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"Unknown benchmark config key(s): {', '.join(unknown)}.",
@@ -198,13 +208,19 @@ def parse_config(data: dict, *, base_dir: Path | None = None) -> BenchConfig:
         per_class = s.get("per_class")
         subset = SubsetConfig(str(_path(s["root"], base_dir)), s.get("classes", "mini-imagenet"),
                               None if per_class is None else _int(per_class, "imagenet_subset.per_class", minimum=1))
+    editor_protocol = str(data.get("editor_protocol", "reselect"))
+    if editor_protocol not in EDITOR_PROTOCOLS:
+        raise ConfigError(f"editor_protocol must be one of {', '.join(EDITOR_PROTOCOLS)}, not '{editor_protocol}'.",
+                          hint="'reselect': every editor runs the whole method; 'rescore': the first editor's "
+                               "explanations are tested again with the other editors (paper Table 3).")
     aggregate = str(data.get("aggregate", "max"))
     if aggregate not in ("max", "sum"):
         raise ConfigError(f"aggregate must be 'max' or 'sum', not '{aggregate}'.")
     judge_mode = str(data.get("judge_mode", "inline"))
     if judge_mode not in JUDGE_MODES:
         raise ConfigError(f"judge_mode must be one of {', '.join(JUDGE_MODES)}, not '{judge_mode}'.")
-    raw = {k: v for k, v in data.items() if k not in EXECUTION_KEYS}
+    tables = _tables(data.get("tables"))
+    raw = {k: v for k, v in data.items() if k not in EXECUTION_KEYS and k not in REPORT_KEYS}
     # Paths are resolved against the config's folder, and the hash sees them resolved.
     raw["datasets"] = [{**d, "root": str(ds.root)} for d, ds in zip(_list(data.get("datasets"), "datasets"),
                                                                     datasets)]
@@ -212,7 +228,18 @@ def parse_config(data: dict, *, base_dir: Path | None = None) -> BenchConfig:
         raw["imagenet_subset"] = {**data["imagenet_subset"], "root": subset.root}
     return BenchConfig(name, seed, n, datasets, classifiers, mllms, editors, methods, judges, subset, aggregate,
                        str(data.get("device", "auto")), str(data.get("dtype", "auto")),
-                       _int(data.get("index_batch_size", 32), "index_batch_size", minimum=1), judge_mode, raw)
+                       _int(data.get("index_batch_size", 32), "index_batch_size", minimum=1), judge_mode, raw,
+                       tables, editor_protocol=editor_protocol)
+
+
+def _tables(value: Any) -> dict:
+    from .table_data import check_missing
+
+    if value is None:
+        return {"missing": "drop"}
+    if not isinstance(value, dict) or set(value) - {"missing"}:
+        raise ConfigError("'tables' takes one setting: missing = \"drop\" or \"zero\".")
+    return {"missing": check_missing(str(value.get("missing", "drop")))}
 
 
 def _int(value: Any, what: str, minimum: int | None = None) -> int:

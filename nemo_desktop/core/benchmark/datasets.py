@@ -4,7 +4,7 @@
     adapted = ds.adapt(classifier)           # the classifier as this benchmark evaluates it
     adapted.classifier, adapted.labels       # run it; labels[i] is sample i's class in its class space
 
-Layouts (the images are the user's; only class lists ship, see resources/vocab and resources/benchmarks):
+Layouts (the images are the user's; only class lists ship, see nemo_desktop/resources/vocab and nemo_desktop/resources/benchmarks):
   * ImageNet-R: `imagenet-r/<wnid>/<image>` (200 wnid folders).
   * ObjectNet: `objectnet-1.0/images/<folder>/<image>` (313 folders; the 113 that overlap ImageNet-1k are
     used, the other 200 are skipped). Give `objectnet-1.0` or its `images` folder.
@@ -106,7 +106,7 @@ class BenchmarkDataset:
 
     kind = "dataset"
     display_name = "Dataset"
-    criterion_key: str | None = None  # key in resources/benchmarks/criteria.json
+    criterion_key: str | None = None  # key in nemo_desktop/resources/benchmarks/criteria.json
 
     def __init__(self, root: Path, class_names: Sequence[str], samples: list[Sample],
                  notes: list[str] | None = None) -> None:
@@ -194,10 +194,15 @@ class ImageNetR(_VocabularyBenchmark):
 
 
 class ObjectNet(_VocabularyBenchmark):
+    """ObjectNet's 113 ImageNet-overlap classes. Its images carry a red border: opening the dataset registers
+    a crop of `border_crop` pixels per side for every image loaded from under its root (core/image_borders.py),
+    as the standard ObjectNet loaders do."""
+
     kind = "objectnet"
     display_name = "ObjectNet"
     criterion_key = "objectnet"
     vocabulary_name = "objectnet"
+    border_crop = 2
 
     def __init__(self, root: str | Path) -> None:
         root = _existing_dir(root, "ObjectNet", "objectnet-1.0/images/<folder>/<image>")
@@ -224,6 +229,12 @@ class ObjectNet(_VocabularyBenchmark):
         if unknown:
             notes.append(f"ignored {len(unknown)} folder(s) that are not ObjectNet classes: {', '.join(unknown[:5])}")
         super().__init__(root, vocab.names, samples, notes)
+        from ..image_borders import register_border_crop
+
+        register_border_crop(root, self.border_crop)
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "border_crop": self.border_crop}
 
 
 @lru_cache(maxsize=1)

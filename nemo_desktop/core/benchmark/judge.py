@@ -1,12 +1,13 @@
 """LLM Match (NEMO paper §4.1.2): does an explanation describe the benchmark's failure factor?
 
 Each judge is any MultimodalLLM (the OpenAI-compatible adapter for hosted GPT / Claude / Gemini endpoints or
-a local vLLM, or a local transformers MLLM), asked text-only at temperature 0 with the versioned prompt
-resources/prompts/llm_match_judge.v1.txt and the dataset's criterion (resources/benchmarks/criteria.json).
+a local vLLM, or a local transformers MLLM), asked text-only at temperature 0 (unless its request options say the model
+accepts only its default temperature, as OpenAI's reasoning models do) with the versioned prompt
+nemo_desktop/resources/prompts/llm_match_judge.v1.txt and the dataset's criterion (nemo_desktop/resources/benchmarks/criteria.json).
 It answers 1.0 (full description), 0.5 (partial) or 0.0 (none); several judges are averaged.
 
 A reply that cannot be read as one of the three scores (no score, an ambiguous one, a value such as 0.75 or
-2) is answered with a repair turn (resources/prompts/json_repair.v1.txt), up to `max_attempts` replies in
+2) is answered with a repair turn (nemo_desktop/resources/prompts/json_repair.v1.txt), up to `max_attempts` replies in
 all; then the verdict is recorded as a failure with every raw reply, never given a score. A model that raises
 (endpoint down, out of memory) is not a verdict: the exception propagates and nothing is stored, so a re-run
 asks again. Verdicts are stored under a key of everything that determines them and reused.
@@ -151,6 +152,7 @@ class Verdict:
     criterion: str = ""
     seconds: float = 0.0
     key: str | None = None
+    request: dict = field(default_factory=dict)  # the endpoint's request options and what its 400s changed
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -158,6 +160,11 @@ class Verdict:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Verdict":
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+def _request_options(mllm: Any) -> dict[str, Any]:
+    """The endpoint's non-default request options (OpenAI-compatible judges), e.g. no temperature."""
+    return dict((getattr(mllm.info, "extra", None) or {}).get("request") or {})
 
 
 def _model_part(info: ModelInfo) -> dict[str, Any]:
@@ -183,10 +190,12 @@ class LLMMatchJudge:
     def key_for(self, explanation: str, criterion: Criterion) -> str:
         from ..store import result_key
 
+        options = _request_options(self.mllm)  # only when not the defaults: default judges keep their keys
         return result_key(VERDICT_KIND, judge=_model_part(self.mllm.info), prompt_version=self.prompt.version,
                           repair_version=self.repair.version, criterion_sha256=criterion.sha256(),
                           explanation_sha256=hashlib.sha256(explanation.encode("utf-8")).hexdigest(),
-                          max_new_tokens=self.max_new_tokens, max_attempts=self.max_attempts, temperature=0.0)
+                          max_new_tokens=self.max_new_tokens, max_attempts=self.max_attempts, temperature=0.0,
+                          **({"request": options} if options else {}))
 
     def cached(self, explanation: str, criterion: Criterion) -> Verdict | None:
         if self.store is None:
@@ -224,6 +233,9 @@ class LLMMatchJudge:
                 repair = self.repair.render(error=exc.message.rstrip("."), keys='"score"')
                 messages = [*messages, ChatMessage("assistant", [raw or ""]), ChatMessage.user(repair)]
         verdict.seconds = time.perf_counter() - start
+        verdict.request = {**_request_options(self.mllm),
+                           **({"adjusted": self.mllm.shaper.adjustments}
+                              if getattr(getattr(self.mllm, "shaper", None), "adjustments", None) else {})}
         key = self.key_for(explanation, criterion)
         if self.store is not None:
             payload = verdict.to_dict()

@@ -231,6 +231,9 @@ class BenchmarkRunner:
     def run(self) -> RunSummary:
         t0 = time.perf_counter()
         self._ensure_run()
+        leftovers = self.store.cleanup_tmp()  # a run killed mid-write left these; its resume removes them
+        if leftovers:
+            log.info("removed %d temporary file(s) left by an interrupted write", leftovers)
         self._items = {it["item_id"]: it for it in self.store.run_items(self.run_id)}
         try:
             pairs = self._prepare()
@@ -268,7 +271,8 @@ class BenchmarkRunner:
         config = {"name": self.config.name, "config": self.config.raw, "config_sha256": self.config.sha256,
                   "datasets": [d.label for d in self.config.datasets],
                   "classifiers": [c.label for c in self.config.classifiers],
-                  "methods": [m.label for m in self.config.methods], "judges": [j.label for j in self.config.judges]}
+                  "methods": [m.label for m in self.config.methods], "judges": [j.label for j in self.config.judges],
+                  "tables": self.config.tables}
         if run is None:
             self.store.create_run(RUN_KIND, config, run_id=self.run_id)
         elif (run.get("config") or {}).get("config_sha256") != self.config.sha256:
@@ -392,6 +396,7 @@ class BenchmarkRunner:
                 if label is not None:
                     w.writerow([str(p), label])
         ident = hashlib.sha256(json.dumps([ds.describe()["kind"], str(ds.root), getattr(ds, "splits", None),
+                                           getattr(ds, "border_crop", 0),  # cropped pixels: another index
                                            subset.describe() if subset else None, view.info.model_id,
                                            view.info.revision, list(view.class_names)], sort_keys=True,
                                           default=str).encode("utf-8")).hexdigest()[:16]
@@ -453,33 +458,66 @@ class BenchmarkRunner:
                             from ..data.reference_index import ReferenceIndex
 
                             reference = ReferenceIndex.load(self.store, pair.index_id)
-                        methods[cell.id] = self._build_method(cell, adapted.classifier, reference)
+                        methods[cell.id] = self._build_method(cell, adapted.classifier, reference, pair)
                     return methods[cell.id]
 
                 self._process(pair, cell, outcome, build, judge=judge)
 
-    def _build_method(self, cell: Cell, classifier: Any, reference: Any) -> Any:
-        from dataclasses import fields
-
+    def _build_method(self, cell: Cell, classifier: Any, reference: Any, pair: Pair | None = None) -> Any:
         from ..methods.registry import get_method
+        from ..registry import Components, build_analysis, make_config
+        from ..registry.params import config_params
 
-        entry = get_method(cell.method.method)
+        spec = get_method(cell.method.method)
         options = dict(cell.method.options)
-        config = None
-        if entry.config is not None:
-            known = {f.name for f in fields(entry.config)}
-            unknown = sorted(set(options) - known)
-            if unknown:
-                raise ConfigError(f"Method '{cell.method.label}' ({cell.method.method}) has no option(s) "
-                                  f"{', '.join(unknown)}.", hint=f"Its options are: {', '.join(sorted(known))}.")
-            if "seed" in known and "seed" not in options:
-                options["seed"] = self.config.seed
-            config = entry.config(**options)
-        elif options:
-            raise ConfigError(f"Method '{cell.method.label}' ({cell.method.method}) takes no options.")
-        mllm = self.pool.get(self._ref(self.config.mllms, cell.mllm)) if cell.mllm else None
-        editor = self.pool.get(self._ref(self.config.editors, cell.editor)) if cell.editor else None
-        return entry.factory(classifier, mllm, editor=editor, store=self.store, reference=reference, config=config)
+        try:
+            if any(p.name == "seed" for p in config_params(spec.config)):
+                options.setdefault("seed", self.config.seed)
+            config = make_config(spec, options)
+        except ConfigError as exc:  # name the config's label: the user wrote the options under it
+            raise ConfigError(f"Method '{cell.method.label}' ({cell.method.method}): {exc.message}",
+                              hint=exc.hint) from None
+        components = Components(classifier=classifier, store=self.store, reference=reference,
+                                mllm=self.pool.get(self._ref(self.config.mllms, cell.mllm)) if cell.mllm else None,
+                                editor=self.pool.get(self._ref(self.config.editors, cell.editor)) if cell.editor
+                                else None)
+        from ..registry.build import wanted_components
+
+        first = self.config.editors[0].label if self.config.editors else None
+        if self.config.editor_protocol == "rescore" and pair is not None and cell.editor not in (None, first):
+            return self._rescorer(cell, pair, first, classifier, components.mllm, components.editor, config)
+        for role, (ref, kind) in wanted_components(spec, config, components).items():
+            # Its own pool slot, so an embedder never evicts the classifier under test.
+            setattr(components, role, self.pool.get(ModelRef(f"{role}:{ref}", kind, ref), slot=role))
+        return build_analysis(spec, components, config)
+
+    def _rescorer(self, cell: Cell, pair: Pair, first: str, classifier: Any, mllm: Any, editor: Any,
+                  config: Any) -> Any:
+        """editor_protocol = "rescore": this cell tests again, with its editor, the explanation that the same
+        method chose with the first editor (core/methods/rescore.py)."""
+        from ..methods.intervention import InterventionSettings
+        from ..methods.rescore import RescoredExplanation
+
+        source_cell = cell_id(cell.dataset, cell.classifier, cell.mllm, first, cell.method.label)
+        sample_of_path = {str(s.path): s.sample_id for s in pair.sample_of.values()}
+        sample_of_path.update({str(Path(s.path).resolve()): s.sample_id for s in pair.sample_of.values()})
+
+        def source(path: Path | None) -> ExplanationResult | None:
+            sample_id = sample_of_path.get(str(path)) if path is not None else None
+            it = self._items.get(item_id(source_cell, sample_id)) if sample_id else None
+            if it is None or it["status"] not in (EXPLAINED, DONE) or not it.get("result_key"):
+                return None
+            stored = self.store.get(it["result_key"])
+            if stored is None:
+                return None
+            result = ExplanationResult.from_dict(stored.payload.get("result", stored.payload))
+            result.result_key = stored.key
+            return result
+
+        settings = (InterventionSettings.from_config(config) if config is not None and hasattr(config, "edit_size")
+                    else InterventionSettings(seed=self.config.seed))
+        return RescoredExplanation(classifier, mllm, editor, store=self.store, settings=settings, source=source,
+                                   source_label=f"cell '{source_cell}'")
 
     @staticmethod
     def _ref(refs: list[ModelRef], label: str) -> ModelRef:

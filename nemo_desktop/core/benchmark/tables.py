@@ -8,64 +8,35 @@
   Table 5  retrieval ablation: CEI of one method with `class_relevance = false` vs `true`, per classifier.
 
 Tables 2-5 are built for every (dataset, classifier) whose run has their axis; a run made from the
-matching config in resources/benchmarks/configs/ reproduces the paper's setting.
+matching config in nemo_desktop/resources/benchmarks/configs/ reproduces the paper's setting.
 
-Each value is the mean over the cell's finished samples; `n` counts them. LLM Match of a sample is the mean
-of the judges that scored it; samples without an explanation or without any judge's score are left out
-of the LLM Match mean (and counted in `unjudged`), never scored as 0. CEI is the selected candidate's CEI in
-percentage points; samples without one are left out of its mean (counted in `n_cei`).
+  Candidates  the mean number of distinct candidates each method scored with CEI per sample (a method that
+           validates M candidates should reach M; fewer means repeated or untestable draws).
+
+Like with like (table_data.compare): the methods a table compares are averaged over the same samples, those
+that all of them finished with a value (`n` is printed with every value); each left-out sample is listed
+beneath the table with the method that lacks the value and why. With "missing counts as 0" (config
+`[tables] missing = "zero"`, or `nemo bench table --missing zero`) a sample a method finished or finally failed
+without a value counts as 0 for it; samples not yet finished by every method are still left out. LLM Match of
+a sample is the mean of the judges that scored it. CEI is the selected candidate's CEI in percentage points.
 """
 from __future__ import annotations
 
 import csv
 import io
 import json
-import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..errors import ConfigError
 from .config import validates
-from .records import DONE, FAILED, RUN_KIND, SAMPLE_KIND, SHARD_KIND, split_item_id
+from .table_data import CellStats, Comparison, RunData, collect, compare, describe  # noqa: F401 - collect: API
 
 FORMATS = ("md", "csv", "json")
-TABLES = ("1", "2", "3", "4", "5", "timings")
+TABLES = ("1", "2", "3", "4", "5", "candidates", "timings")
+DEFAULT_TABLES = ("1", "2", "3", "4", "5", "candidates")
 VALIDATED_SUFFIX = "-validated"  # the registry's names of the baselines' validated variants
-
-
-@dataclass
-class CellStats:
-    dataset: str
-    classifier: str
-    mllm: str | None
-    editor: str | None
-    method: str
-    done: int = 0
-    failed: int = 0
-    pending: int = 0
-    llm: list[float] = field(default_factory=list)
-    unjudged: int = 0
-    judge_failures: int = 0
-    per_judge: dict[str, list[float]] = field(default_factory=dict)
-    cei: list[float] = field(default_factory=list)
-
-    @property
-    def llm_match(self) -> float | None:
-        return statistics.fmean(self.llm) if self.llm else None
-
-    @property
-    def cei_mean(self) -> float | None:
-        return statistics.fmean(self.cei) if self.cei else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "classifier": self.classifier, "mllm": self.mllm, "editor": self.editor,
-                "method": self.method, "done": self.done, "failed": self.failed, "pending": self.pending,
-                "llm_match": self.llm_match, "n_llm_match": len(self.llm), "unjudged": self.unjudged,
-                "judge_failures": self.judge_failures,
-                "per_judge": {k: (statistics.fmean(v) if v else None) for k, v in self.per_judge.items()},
-                "cei": self.cei_mean, "n_cei": len(self.cei),
-                "cei_std": statistics.stdev(self.cei) if len(self.cei) > 1 else None}
 
 
 @dataclass
@@ -83,81 +54,15 @@ class Table:
     columns: list[str]
     rows: list[tuple[str, list[Value]]]
     metric: list[str]  # per column: "llm_match" | "cei"
+    comparisons: list[Comparison] = field(default_factory=list)  # the like-with-like groups of its values
+    missing: str = "drop"
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "columns": self.columns, "metrics": self.metric,
                 "rows": [{"label": label, "values": [{"value": v.value, "n": v.n, "note": v.note or None,
                                                       "best": v.best} for v in values]}
-                         for label, values in self.rows]}
-
-
-# ---------------------------------------------------------------------------------------------- collect
-
-@dataclass
-class RunData:
-    run: dict
-    cells: dict[tuple, CellStats]
-    samples: list[dict]  # sample-record payloads of the finished items
-    shard_records: list[dict]
-
-    @property
-    def axes(self) -> dict[str, list]:
-        def order(values: Iterable, configured: list | None = None) -> list:
-            seen = list(dict.fromkeys(values))
-            conf = [v for v in (configured or []) if v in seen]
-            return conf + [v for v in seen if v not in conf]
-
-        cfg = (self.run.get("config") or {})
-        keys = list(self.cells)
-        return {"dataset": order((k[0] for k in keys), cfg.get("datasets")),
-                "classifier": order((k[1] for k in keys), cfg.get("classifiers")),
-                "mllm": order(k[2] for k in keys),
-                "editor": order(k[3] for k in keys),
-                "method": order((k[4] for k in keys), cfg.get("methods"))}
-
-
-def collect(store: Any, run_id: str) -> RunData:
-    run = store.get_run(run_id)
-    if run is None or run.get("kind") != RUN_KIND:
-        raise ConfigError(f"There is no benchmark run {run_id!r} in this store.",
-                          hint="`nemo bench run CONFIG` prints the run id; merged shard stores hold it too.")
-    cells: dict[tuple, CellStats] = {}
-    samples = []
-    for it in store.run_items(run_id):
-        cell, _ = split_item_id(it["item_id"])
-        parts = cell.split("|")
-        if len(parts) != 5:
-            continue
-        key = tuple(None if p == "-" and i in (2, 3) else p for i, p in enumerate(parts))
-        stats = cells.setdefault(key, CellStats(*key))
-        if it["status"] == FAILED:
-            stats.failed += 1
-            continue
-        if it["status"] != DONE or not it.get("result_key"):
-            stats.pending += 1
-            continue
-        rec = store.get(it["result_key"])
-        if rec is None or rec.kind != SAMPLE_KIND:
-            stats.pending += 1
-            continue
-        p = rec.payload
-        samples.append(p)
-        stats.done += 1
-        llm = p.get("llm_match")
-        if isinstance(llm, dict):
-            if llm.get("score") is not None:
-                stats.llm.append(float(llm["score"]))
-            else:
-                stats.unjudged += 1
-            stats.judge_failures += int(llm.get("failures") or 0)
-            for name, v in (llm.get("judges") or {}).items():
-                scores = stats.per_judge.setdefault(name, [])
-                if v.get("score") is not None:
-                    scores.append(float(v["score"]))
-        if p.get("cei") is not None and math.isfinite(float(p["cei"])):
-            stats.cei.append(float(p["cei"]))
-    shards = [r.payload for r in store.find(kind=SHARD_KIND, run_id=run_id)]
-    return RunData(run, cells, samples, shards)
+                         for label, values in self.rows],
+                "missing": self.missing, "comparisons": [c.to_dict() for c in self.comparisons]}
 
 
 # ----------------------------------------------------------------------------------------------- tables
@@ -188,12 +93,13 @@ def _get(data: RunData, dataset, classifier, mllm, editor, method) -> CellStats 
     return c
 
 
-def _value(stats: CellStats | None, metric: str) -> Value:
-    if stats is None:
-        return Value(None)
-    if metric == "llm_match":
-        return Value(stats.llm_match, len(stats.llm))
-    return Value(stats.cei_mean, len(stats.cei))
+def _compared(data: RunData, label: str, cells: dict[str, CellStats | None], metric: str,
+              comparisons: list[Comparison]) -> dict[str, Value]:
+    """Values of `cells` (row -> cell) compared on the same samples; the comparison is kept for the notes."""
+    c = compare(label, cells, metric, data.missing)
+    comparisons.append(c)
+    return {row: Value(c.means[row], c.n if cells[row] is not None and c.means[row] is not None else 0)
+            for row in cells}
 
 
 def _mark_best(table: Table) -> Table:
@@ -204,6 +110,10 @@ def _mark_best(table: Table) -> Table:
             for v in vals:
                 v.best = v.value == top
     return table
+
+
+def _metric_name(metric: str) -> str:
+    return "LLM Match" if metric == "llm_match" else "CEI"
 
 
 def table1(data: RunData) -> list[Table]:
@@ -218,10 +128,13 @@ def table1(data: RunData) -> list[Table]:
                 f" (MLLM {m or '-'}, editor {e or '-'})"
             columns = [f"{d} / {c}" for d, c in pairs]
             for tid, metric, name in (("1a", "llm_match", "LLM Match"), ("1b", "cei", "CEI")):
-                rows = [(meth, [_value(_get(data, d, c, m, e, meth), metric) for d, c in pairs])
-                        for meth in ax["method"]]
+                comparisons: list[Comparison] = []
+                per_column = [_compared(data, f"{d} / {c}", {meth: _get(data, d, c, m, e, meth)
+                                                             for meth in ax["method"]}, metric, comparisons)
+                              for d, c in pairs]
+                rows = [(meth, [col[meth] for col in per_column]) for meth in ax["method"]]
                 out.append(_mark_best(Table(f"table{tid}", f"Table 1{tid[1]}. {name}{suffix}", columns, rows,
-                                            [metric] * len(columns))))
+                                            [metric] * len(columns), comparisons, data.missing)))
     return out
 
 
@@ -236,11 +149,17 @@ def table2(data: RunData) -> list[Table]:
     rows_spec += [(v, None, v) for v, base in validated.items() if not base and v in ax["method"]]
     out = []
     for d, c, m, e in _contexts(data):
+        # Every cell of the table (each method with and without validation) on the same samples, per metric.
+        cells = {(label, k): (_get(data, d, c, m, e, name) if name else None)
+                 for label, plain, val in rows_spec for k, name in ((0, plain), (1, val))}
+        comparisons: list[Comparison] = []
+        by_metric = {metric: _compared(data, _metric_name(metric), {f"{lb} ({'w/' if k else 'w/o'} validation)": cell
+                                                                    for (lb, k), cell in cells.items()},
+                                       metric, comparisons) for metric in ("llm_match", "cei")}
         rows = []
-        for label, plain, val in rows_spec:
-            s0 = _get(data, d, c, m, e, plain) if plain else None
-            s1 = _get(data, d, c, m, e, val) if val else None
-            vals = [_value(s0, "llm_match"), _value(s0, "cei"), _value(s1, "llm_match"), _value(s1, "cei")]
+        for label, _, _ in rows_spec:
+            vals = [by_metric[metric][f"{label} ({'w/' if k else 'w/o'} validation)"]
+                    for k in (0, 1) for metric in ("llm_match", "cei")]
             for k in (0, 1):
                 if vals[k].value is not None and vals[k + 2].value is not None:
                     vals[k + 2].note = f"{vals[k + 2].value - vals[k].value:+.3f}" if k == 0 else \
@@ -248,7 +167,8 @@ def table2(data: RunData) -> list[Table]:
             rows.append((label, vals))
         out.append(Table("table2", f"Table 2. Matched candidate selection ({d} / {c}{_ctx_suffix(data, m, e)})",
                          ["w/o validation: LLM Match", "w/o validation: CEI", "w/ validation: LLM Match",
-                          "w/ validation: CEI"], rows, ["llm_match", "cei", "llm_match", "cei"]))
+                          "w/ validation: CEI"], rows, ["llm_match", "cei", "llm_match", "cei"], comparisons,
+                         data.missing))
     return out
 
 
@@ -263,15 +183,18 @@ def table3(data: RunData) -> list[Table]:
             for m in ax["mllm"]:
                 if not any(k[:3] == (d, c, m) and k[3] in editors for k in data.cells):
                     continue
-                rows = [(meth, [_value(data.cells.get((d, c, m, e, meth)), "cei") for e in editors])
-                        for meth in ax["method"]]
+                comparisons: list[Comparison] = []
+                vals = _compared(data, "CEI, every method and editor",
+                                 {(meth, e): data.cells.get((d, c, m, e, meth)) for meth in ax["method"]
+                                  for e in editors}, "cei", comparisons)
+                rows = [(meth, [vals[(meth, e)] for e in editors]) for meth in ax["method"]]
                 for j in range(len(editors)):
                     ranked = sorted((r[1][j].value, i) for i, r in enumerate(rows) if r[1][j].value is not None)
                     for rank, (_, i) in enumerate(reversed(ranked), start=1):
                         rows[i][1][j].note = f"({rank})"
                 out.append(_mark_best(Table("table3", f"Table 3. CEI per image editor ({d} / {c}"
                                                       f"{'' if len(ax['mllm']) == 1 else f', MLLM {m}'})",
-                                            editors, rows, ["cei"] * len(editors))))
+                                            editors, rows, ["cei"] * len(editors), comparisons, data.missing)))
     return out
 
 
@@ -291,12 +214,15 @@ def table4(data: RunData) -> list[Table]:
                 for m in mllms:
                     columns += [f"{m}: LLM Match", f"{m}: CEI"]
                     metrics += ["llm_match", "cei"]
-                rows = [(meth, [v for m in mllms for v in (_value(_get(data, d, c, m, e, meth), "llm_match"),
-                                                           _value(_get(data, d, c, m, e, meth), "cei"))])
+                comparisons: list[Comparison] = []
+                cells = {(meth, m): _get(data, d, c, m, e, meth) for meth in ax["method"] for m in mllms}
+                by_metric = {metric: _compared(data, f"{_metric_name(metric)}, every method and MLLM", cells,
+                                               metric, comparisons) for metric in ("llm_match", "cei")}
+                rows = [(meth, [by_metric[metric][(meth, m)] for m in mllms for metric in ("llm_match", "cei")])
                         for meth in ax["method"]]
                 out.append(_mark_best(Table("table4", f"Table 4. MLLM backbone ({d} / {c}"
                                                       f"{'' if len(editors) == 1 else f', editor {e}'})",
-                                            columns, rows, metrics)))
+                                            columns, rows, metrics, comparisons, data.missing)))
     return out
 
 
@@ -310,21 +236,45 @@ def table5(data: RunData) -> list[Table]:
     pairs = {name: v for name, v in by_method.items() if len(v) == 2}
     out = []
     ax = data.axes
+    names = {False: "Correctness + Semantic Similarity", True: "+ Class Relevance"}
     for name, variants in pairs.items():
         for d in ax["dataset"]:
             for m in ax["mllm"]:
                 editors = [e for e in ax["editor"] if e is not None] or [None]
                 for e in editors:
-                    rows = [("Correctness + Semantic Similarity",
-                             [_value(_get(data, d, c, m, e, variants[False]), "cei") for c in ax["classifier"]]),
-                            ("+ Class Relevance",
-                             [_value(_get(data, d, c, m, e, variants[True]), "cei") for c in ax["classifier"]])]
+                    comparisons: list[Comparison] = []
+                    per_column = [_compared(data, c, {names[r]: _get(data, d, c, m, e, variants[r])
+                                                      for r in (False, True)}, "cei", comparisons)
+                                  for c in ax["classifier"]]
+                    rows = [(names[r], [col[names[r]] for col in per_column]) for r in (False, True)]
                     if all(v.value is None for _, vals in rows for v in vals):
                         continue
                     out.append(_mark_best(Table("table5", f"Table 5. Observation retrieval ({name}, {d}, CEI"
                                                           f"{_ctx_suffix(data, m, e)})",
-                                                list(ax["classifier"]), rows, ["cei"] * len(ax["classifier"]))))
+                                                list(ax["classifier"]), rows, ["cei"] * len(ax["classifier"]),
+                                                comparisons, data.missing)))
     return out
+
+
+def candidates_table(data: RunData) -> list[Table]:
+    """Mean number of distinct candidates scored with CEI per finished sample, per method and context."""
+    ax = data.axes
+    contexts = [ctx for ctx in _contexts(data)]
+    if not contexts:
+        return []
+    columns = [f"{d} / {c}{_ctx_suffix(data, m, e)}" for d, c, m, e in contexts]
+    rows = []
+    for meth in ax["method"]:
+        vals = []
+        for d, c, m, e in contexts:
+            cell = _get(data, d, c, m, e, meth)
+            counts = cell.distinct_scored if cell is not None else []
+            vals.append(Value(statistics.fmean(counts) if counts else None, len(counts)))
+        rows.append((meth, vals))
+    if all(v.value is None for _, vals in rows for v in vals):
+        return []
+    return [Table("candidates", "Distinct candidates scored per sample (mean)", columns, rows,
+                  ["count"] * len(columns), [], data.missing)]
 
 
 def timings_table(data: RunData) -> list[Table]:
@@ -372,11 +322,12 @@ def _ctx_suffix(data: RunData, m, e) -> str:
     return "".join(f", {p}" for p in parts)
 
 
-BUILDERS = {"1": table1, "2": table2, "3": table3, "4": table4, "5": table5, "timings": timings_table}
+BUILDERS = {"1": table1, "2": table2, "3": table3, "4": table4, "5": table5, "candidates": candidates_table,
+            "timings": timings_table}
 
 
 def build_tables(data: RunData, which: Iterable[str] | None = None) -> list[Table]:
-    which = list(which) if which else ["1", "2", "3", "4", "5"]
+    which = list(which) if which else list(DEFAULT_TABLES)
     bad = [w for w in which if w not in BUILDERS]
     if bad:
         raise ConfigError(f"Unknown table(s): {', '.join(bad)}.", hint=f"Tables: {', '.join(TABLES)}.")
@@ -388,7 +339,7 @@ def build_tables(data: RunData, which: Iterable[str] | None = None) -> list[Tabl
 def _fmt(v: Value, metric: str) -> str:
     if v.value is None:
         return "–"
-    text = f"{v.value:.2f}" if metric == "cei" else f"{v.value:.3f}"
+    text = f"{v.value:.2f}" if metric in ("cei", "count") else f"{v.value:.3f}"
     return text + (f" {v.note}" if v.note else "")
 
 
@@ -424,6 +375,11 @@ def render(data: RunData, tables: list[Table], fmt: str = "md") -> str:
         if ns:
             out.append("")
             out.append(f"n per cell: {ns[0]}" + (f" to {ns[-1]}" if len(ns) > 1 else ""))
+        notes = describe(t.comparisons)
+        if notes:
+            rule = ("the samples every compared method finished with a value" if t.missing == "drop" else
+                    "the samples every compared method finished; a missing value counts as 0")
+            out += ["", f"Compared on {rule}:", *notes]
         out.append("")
     problems = [c for c in data.cells.values() if c.failed or c.pending or c.unjudged or c.judge_failures]
     if problems:

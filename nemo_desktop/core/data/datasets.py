@@ -211,8 +211,10 @@ class FolderDataset(LabelledImageDataset):
         self._folder_names = [d.name for d in folders]
         raw: list[tuple[Path, str]] = []
         for d in folders:
+            # Every entry named like an image, whatever it is: a FIFO, a dangling link, an unreadable file or a
+            # folder called "x.jpg" becomes that file's error when it is read, never a silent omission.
             files = sorted(p for p in d.rglob("*")
-                           if p.is_file() and is_image_file(p)
+                           if is_image_file(p)
                            and not any(part.startswith(".") for part in p.relative_to(d).parts))
             raw.extend((p, d.name) for p in files)
         super().__init__(root, raw, class_names=class_names, wnids=wnids, label_map=label_map,

@@ -305,6 +305,7 @@ def build_index(dataset: LabelledImageDataset | str | Path, classifier, store, c
     class_names = list(classifier.class_names)
 
     existing, errors = _open_or_create(store, index_id, dataset, info, class_names, feature_dtype)
+    store.cleanup_tmp()  # temporary files of a build killed mid-write (writers still running keep theirs)
     try:
         return _update(store, index_id, dataset, classifier, class_names, existing, errors, ctx, batch_size, report,
                        start_time)
@@ -323,7 +324,7 @@ def build_index(dataset: LabelledImageDataset | str | Path, classifier, store, c
 
 def _update(store, index_id, dataset, classifier, class_names, existing, errors, ctx, batch_size, report,
             start_time) -> ReferenceIndex:
-    from ..images import load_image
+    from ..images import load_image, unreadable_reason
 
     # 1. Scan: decide per image whether it needs the classifier.
     todo: list[tuple[Path, int, float, int]] = []  # path, label, mtime, size
@@ -372,7 +373,7 @@ def _update(store, index_id, dataset, classifier, class_names, existing, errors,
         ctx.check_cancelled()
         ctx.progress("Checking changed files", i, len(touched))
         try:
-            same = content_hash(path) == old_sha
+            same = unreadable_reason(path) is None and content_hash(path) == old_sha  # never hash a FIFO
         except OSError:
             same = False
         if same:
@@ -508,8 +509,9 @@ def _process_batch(batch, classifier, class_names, load_image) -> tuple[list[_Ro
     images, metas, errors = [], [], []
     for path, label, mtime, size in batch:
         try:
+            image = load_image(path)  # first: it refuses a FIFO, which hashing would wait on forever
             sha = content_hash(path)
-            images.append(load_image(path))
+            images.append(image)
             metas.append((path, label, mtime, size, sha))
         except Exception as exc:  # noqa: BLE001 - any decoding failure is this file's problem, not the run's
             errors.append((path, getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"))

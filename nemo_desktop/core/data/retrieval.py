@@ -1,4 +1,4 @@
-"""Observation retrieval (SciTX stage 1, "Survey"; NEMO paper §3 and Table 5).
+"""Observation retrieval (SciTX stage 1, "Survey"; NEMO paper §3.2, Algorithm 1 and Table 5).
 
 The three criteria of the paper: correctness (the classifier gets the reference right), class relevance
 (its label is the ground truth y or the prediction ŷ) and semantic similarity (nearest neighbours of the
@@ -6,10 +6,18 @@ query in the classifier's feature space). With class relevance (the method):
   Set A: the k_true nearest correctly classified references of class y;
   Set B: the k_pred nearest correctly classified references of class ŷ;
   Set C: k_random random correctly classified references (of classes other than y and ŷ by default).
-Without it (`class_relevance=False`, Table 5's "Correctness + Semantic Similarity" row): one set S of the
-k_true + k_pred nearest correctly classified references of any class (the same number of neighbours, so
-the ablation changes only the class filter) plus Set C drawn from any correct reference not in S. Set S
-carries each reference's own label; it must not be presented as "true class" / "predicted class" sets.
+
+How many (the paper gives no numbers): K is read PER SET by default (`pooled=False`): k_true of y plus
+k_pred of ŷ. `pooled=True` is the other reading of Algorithm 1's `Retrieve(x, D_filtered, K)`: the k_true
++ k_pred nearest references over both classes together (so with k_true = K and k_pred = 0, the K nearest of
+y ∪ ŷ), each shown in the set of its own label. Set C is not in Algorithm 1 (it retrieves from the true and
+predicted classes only) but is in the A.1 prompt ("Set C (Random Examples)"); k_random = 0 gives Algorithm 1
+literally.
+
+Without class relevance (`class_relevance=False`, Table 5's "Correctness + Semantic Similarity" row) only
+the class filter changes: one set S of the same number of nearest correctly classified references, of any
+class, and Set C drawn exactly as with class relevance (same k_random, same pool, minus S). Set S carries
+each reference's own label; it must never be presented as "true class" / "predicted class" or as random.
 
 Similarity is the dot product of L2-normalised embeddings (cosine), exact: a matrix product over the
 memory-mapped feature matrix, read in chunks and reduced with a partial sort. The index stores the correct
@@ -27,7 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from ..methods.result import Observation
+from ..records import Observation
 
 SET_TRUE, SET_PRED, SET_RANDOM, SET_SIMILAR = "A", "B", "C", "S"
 DEFAULT_K = 3
@@ -54,7 +62,7 @@ class RetrievalResult:
 
 def retrieve_observations(index, query_embedding: np.ndarray, true_label: int | str, pred_label: int | str, *,
                           k: int = DEFAULT_K, k_true: int | None = None, k_pred: int | None = None,
-                          k_random: int | None = None, class_relevance: bool = True,
+                          k_random: int | None = None, class_relevance: bool = True, pooled: bool = False,
                           random_from_other_classes: bool = True, query_sha256: str | None = None,
                           seed: int = 0, device: str = "cpu", chunk_rows: int = _CHUNK_ROWS) -> RetrievalResult:
     """Sets A/B/C (or S/C without class relevance) for one query; see the module docstring.
@@ -63,6 +71,7 @@ def retrieve_observations(index, query_embedding: np.ndarray, true_label: int | 
     `query_sha256`: references with the same content are excluded (the query itself, if it is indexed);
     it also varies the random set per query (seeded by (seed, query hash)).
     `device`: "cpu", "cuda[:n]" or "auto" (a GPU when torch is already loaded and sees one).
+    `pooled`: the k_true + k_pred nearest of y and ŷ together instead of per class (see the module docstring).
     """
     k_true = k if k_true is None else k_true
     k_pred = k if k_pred is None else k_pred
@@ -72,7 +81,7 @@ def retrieve_observations(index, query_embedding: np.ndarray, true_label: int | 
     names = list(index.class_names)
     y, y_hat = _class_index(true_label, names, "true label"), _class_index(pred_label, names, "prediction")
     params = {"index_id": getattr(index, "index_id", None), "k_true": k_true, "k_pred": k_pred,
-              "k_random": k_random, "class_relevance": class_relevance,
+              "k_random": k_random, "class_relevance": class_relevance, "pooled": pooled,
               "random_from_other_classes": random_from_other_classes, "seed": seed}
     entries = index.entries
     notes: list[str] = []
@@ -95,8 +104,20 @@ def retrieve_observations(index, query_embedding: np.ndarray, true_label: int | 
     scorer = _Scorer(index, q, _resolve_device(device), chunk_rows)
     picked: list[tuple[str, np.ndarray, np.ndarray]] = []
 
-    if class_relevance:
-        y_name, p_name = names[y], names[y_hat]
+    other_classes = usable & (labels != y) & (labels != y_hat)
+    pool = other_classes.copy() if random_from_other_classes else usable.copy()
+    where = "of another class" if random_from_other_classes else ""
+    y_name, p_name = names[y], names[y_hat]
+    if class_relevance and pooled:
+        both = usable & ((labels == y) | (labels == y_hat))
+        rows, sims = scorer.top_k(np.flatnonzero(both), k_true + k_pred)
+        is_true = labels[rows] == y
+        picked.append((SET_TRUE, rows[is_true], sims[is_true]))
+        picked.append((SET_PRED, rows[~is_true], sims[~is_true]))
+        _note_short(notes, len(rows), k_true + k_pred, f"of the classes '{y_name}' and '{p_name}' (pooled)")
+        if y_hat == y:
+            notes.append(f"the prediction equals the true label ('{y_name}'): set B is left empty")
+    elif class_relevance:
         rows, sims = scorer.top_k(np.flatnonzero(usable & (labels == y)), k_true)
         picked.append((SET_TRUE, rows, sims))
         _note_short(notes, len(rows), k_true, f"of the true class '{y_name}'")
@@ -107,13 +128,10 @@ def retrieve_observations(index, query_embedding: np.ndarray, true_label: int | 
             rows, sims = scorer.top_k(np.flatnonzero(usable & (labels == y_hat)), k_pred)
             picked.append((SET_PRED, rows, sims))
             _note_short(notes, len(rows), k_pred, f"of the predicted class '{p_name}'")
-        pool = usable & (labels != y) & (labels != y_hat) if random_from_other_classes else usable.copy()
-        where = "of another class" if random_from_other_classes else ""
-    else:
+    else:  # the Table 5 ablation: the class filter is the only difference
         rows, sims = scorer.top_k(np.flatnonzero(usable), k_true + k_pred)
         picked.append((SET_SIMILAR, rows, sims))
         _note_short(notes, len(rows), k_true + k_pred, "")
-        pool, where = usable.copy(), ""
     for _, rows, _ in picked:
         pool[rows] = False
     rng = np.random.default_rng([seed, _query_seed(query_sha256)] if query_sha256 else seed)

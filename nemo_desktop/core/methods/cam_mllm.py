@@ -23,9 +23,11 @@ from ..models.protocols import ChatMessage
 from .gradcam import gradcam, model_view, render_overlay
 from .intervention import UnitCache, image_hash, sha_text, unit_key
 from .prompts import load_prompt
+from ..registry import Inputs
 from .registry import register_method
 from .validation import VALIDATED_SUFFIX, BaselineConfig, BaselinePipeline, Proposal, draw_hypotheses
 
+VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)
 METHOD = "cam-mllm"
 OVERLAY, HEATMAP = "gradcam_overlay", "gradcam_heatmap"
 
@@ -39,7 +41,8 @@ class CamMLLMConfig(BaselineConfig):
     show_original: bool = False
 
 
-@register_method(METHOD, config=CamMLLMConfig,
+@register_method(METHOD, config=CamMLLMConfig, version=VERSION,
+                 inputs=Inputs(mllm="required", editor="optional"),
                  description="CamMLLM: an MLLM reads the Grad-CAM of the prediction (paper baseline, A.2).")
 class CamMLLMPipeline(BaselinePipeline):
     """CamMLLM with its components injected; one `__call__` explains one image."""
@@ -65,7 +68,7 @@ class CamMLLMPipeline(BaselinePipeline):
             ctx, units, self.mllm, [ChatMessage.user(*parts)], m=n,
             key_parts={"image_sha256": image_sha, "overlay_sha256": image_hash(overlay),
                        "show_original": cfg.show_original, "prompt_sha256": sha_text(prompt)},
-            prompt=self.prompt, repair=self.repair, seed=cfg.seed, sampling_temperature=cfg.sampling_temperature,
+            prompt=self.prompt, repair=self.repair, seed=cfg.seed, sampling=cfg.sampling,
             max_extra_draws=cfg.max_extra_draws, max_new_tokens=cfg.hypothesis_max_new_tokens)
         return Proposal(candidates=candidates, transient=transient,
                         evidence={"Grad-CAM overlay": OVERLAY, "Grad-CAM heatmap": HEATMAP},
@@ -92,7 +95,8 @@ class CamMLLMPipeline(BaselinePipeline):
         return overlay, cam.heatmap, meta
 
 
-@register_method(METHOD + VALIDATED_SUFFIX, config=CamMLLMConfig, needs_editor=True,
+@register_method(METHOD + VALIDATED_SUFFIX, config=CamMLLMConfig, version=VERSION,
+                 inputs=Inputs(mllm="required", editor="interventions"),
                  description="CamMLLM with validation: M replies, the one with the largest CEI (Table 2).")
 class CamMLLMValidatedPipeline(CamMLLMPipeline):
     VALIDATED = True

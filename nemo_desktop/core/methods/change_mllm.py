@@ -26,10 +26,12 @@ from ..models.protocols import ChatMessage
 from .intervention import UnitCache, sha_text, unit_key
 from .prompts import load_prompt
 from .reference import embed_query, load_reference_image, reference_part
+from ..registry import Inputs
 from .registry import register_method
 from .result import Observation
 from .validation import VALIDATED_SUFFIX, BaselineConfig, BaselinePipeline, Proposal, draw_hypotheses
 
+VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)
 METHOD = "change-mllm"
 REFERENCE = "reference"
 
@@ -40,7 +42,8 @@ class ChangeMLLMConfig(BaselineConfig):
     reference_max_side: int = 768  # the stored copy of the reference (evidence); the MLLM gets the full image
 
 
-@register_method(METHOD, config=ChangeMLLMConfig,
+@register_method(METHOD, config=ChangeMLLMConfig, version=VERSION,
+                 inputs=Inputs(mllm="required", editor="optional", reference="required"),
                  description="ChangeMLLM: an MLLM compares the image with a correct reference of the true class "
                              "(paper baseline, A.2).")
 class ChangeMLLMPipeline(BaselinePipeline):
@@ -48,7 +51,6 @@ class ChangeMLLMPipeline(BaselinePipeline):
 
     METHOD = METHOD
     CONFIG = ChangeMLLMConfig
-    needs_reference = True
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
@@ -76,7 +78,7 @@ class ChangeMLLMPipeline(BaselinePipeline):
             ctx, units, self.mllm, [ChatMessage.user(img, ref_img, prompt)], m=n,
             key_parts={"image_sha256": image_sha, "reference_sha256": obs.image_sha256,
                        "prompt_sha256": sha_text(prompt)},
-            prompt=self.prompt, repair=self.repair, seed=cfg.seed, sampling_temperature=cfg.sampling_temperature,
+            prompt=self.prompt, repair=self.repair, seed=cfg.seed, sampling=cfg.sampling,
             max_extra_draws=cfg.max_extra_draws, max_new_tokens=cfg.hypothesis_max_new_tokens)
         differences = [(o.get("parsed") or {}).get("visual_differences") for o in outcomes]
         stored = ref_img.copy()
@@ -118,7 +120,8 @@ class ChangeMLLMPipeline(BaselinePipeline):
         return obs, notes
 
 
-@register_method(METHOD + VALIDATED_SUFFIX, config=ChangeMLLMConfig, needs_editor=True,
+@register_method(METHOD + VALIDATED_SUFFIX, config=ChangeMLLMConfig, version=VERSION,
+                 inputs=Inputs(mllm="required", editor="interventions", reference="required"),
                  description="ChangeMLLM with validation: M replies, the one with the largest CEI (Table 2).")
 class ChangeMLLMValidatedPipeline(ChangeMLLMPipeline):
     VALIDATED = True

@@ -1,26 +1,31 @@
-"""ErrorRetrieval (NEMO paper §4.1.3; Jain et al., 2023; Csurka et al., 2024): the explanation is the
-sentence of a predefined error corpus that best describes what sets the misclassified image apart from
-its class, found in a joint image-text (CLIP) space. Non-generative: no MLLM is needed to propose (one is
-needed only to derive the interventions of CEI).
+"""ErrorRetrieval (NEMO paper §4.1.3; Jain et al., 2023; Csurka et al., 2024): "retrieves a textual
+description of the failure from a predefined error corpus, given the misclassified image", in a joint
+image-text (CLIP) space. Non-generative: no MLLM is needed to propose (one is needed only to derive the
+interventions of CEI).
 
     pipe = ErrorRetrievalPipeline(classifier, mllm=None, embedder=clip, config=ErrorRetrievalConfig())
-    result = pipe(image, true_label)        # result.explanation: e.g. "a pencil sketch of a goldfish."
+    result = pipe(image, true_label)   # e.g. "Object is viewed from below, causing extreme foreshortening."
 
-Scoring, per sample (PDiff of Csurka et al. §4, with the class prototype of DOMINO/Jain et al.): the corpus
-sentences s_n, filled with the true class name, are embedded (t_n); the image (x) and the class reference
-caption r = "a photo of a {true class}." too. Two similarity profiles over the corpus,
+Corpus (`corpus`, nemo_desktop/resources/error_corpus/README.md):
+  * "failure-statements" (default, and what the table configs use): class-agnostic failure statements in
+    the style of the paper's printed examples (appendix C, Figs 10-12, whose 13 distinct statements it
+    contains verbatim), plus statements written for NEMO Desktop in the same style;
+  * "class-captions": this project's earlier corpus of class-specific captions ("a pencil sketch of a
+    {class}.") whose categories follow the benchmarks' own factors; its numbers are not comparable with the
+    paper's (it favours the baseline on ImageNet-D and ImageNet-R).
+`{class}` in a sentence is replaced by the true class name; files in `<config dir>/error_corpus/` (*.json,
+*.tsv) and `corpus_files` extend the chosen corpus.
 
-    v_img[n] = <x, t_n>      v_ref[n] = <r, t_n>,
-
-are standardised over the corpus (z-scores; an image-text and a text-text cosine live on different scales
-because of the modality gap, which a raw difference would let dominate) and contrasted:
-
-    d[n] = z(v_img)[n] - z(v_ref)[n].
-
-A sentence that merely restates the class scores high on both and cancels; one that names a condition the
-image has and the plain class caption lacks ("a pencil sketch of a goldfish") stands out. `contrast`
-selects "pdiff" (default, above), "fpdiff" (PDiff among the `filter_k` sentences most similar to the image:
-Csurka et al.'s filtered variant) or "tops" (v_img alone, no contrast). Ties keep corpus order.
+Ranking (`contrast`), per sample. The corpus sentences s_n are embedded (t_n), and the image (x):
+  * "similarity" (default; "tops" is the same, Csurka et al.'s name): plain image-sentence similarity
+    v_img[n] = <x, t_n>, the paper's description;
+  * "pdiff" (this project's contrastive variant, after PDiff of Csurka et al. §4 with the class prototype of
+    DOMINO/Jain et al.): also embed the class reference caption r = "a photo of a {true class}." and
+    v_ref[n] = <r, t_n>; standardise both profiles over the corpus (z-scores: an image-text and a text-text
+    cosine live on different scales because of the modality gap) and rank by
+    d[n] = z(v_img)[n] - z(v_ref)[n], so a sentence that merely restates the class cancels;
+  * "fpdiff": PDiff among the `filter_k` sentences most similar to the image (Csurka et al.'s filter).
+Ties keep corpus order.
 
 The joint space, in this order: an `embedder` passed in (any object with `info`, `embed(images)` and
 `embed_texts(texts)` returning L2-normalised rows, or a NEMO zero-shot classifier); the model named by
@@ -29,7 +34,7 @@ when it is a zero-shot CLIP/SigLIP/open_clip model; otherwise the paper's CLIP V
 (`DEFAULT_RETRIEVAL_MODEL`), loaded on first use. `error-retrieval-validated` takes the M
 best-ranked sentences as candidates and keeps the one with the largest CEI (validation.py).
 
-The corpus ships in resources/error_corpus/ (see its README for where the sentences come from); files in
+The corpus ships in nemo_desktop/resources/error_corpus/ (see its README for where the sentences come from); files in
 `<config dir>/error_corpus/` (*.json, *.tsv) extend it.
 """
 from __future__ import annotations
@@ -47,14 +52,20 @@ from ..errors import ConfigError
 from ..jobs import JobContext
 from ..resources import resource_path
 from .intervention import UnitCache, model_manifest, model_part, sha_text, unit_key
+from ..registry import Inputs
 from .registry import register_method
 from .result import Candidate
 from .validation import VALIDATED_SUFFIX, BaselineConfig, BaselinePipeline, Proposal
 
+VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)
 METHOD = "error-retrieval"
 DEFAULT_RETRIEVAL_MODEL = "clip-vit-b32"  # catalog id of openai/clip-vit-base-patch32, the paper's CLIP
-CORPUS_FILE = "error_corpus.v1.json"
-CONTRASTS = ("pdiff", "fpdiff", "tops")
+# Shipped corpora by name (nemo_desktop/resources/error_corpus/README.md says where each comes from).
+CORPORA = {"failure-statements": "failure_statements.v1.json", "class-captions": "error_corpus.v1.json"}
+DEFAULT_CORPUS = "failure-statements"
+CORPUS_FILE = CORPORA[DEFAULT_CORPUS]
+SIMILARITY = ("similarity", "tops")  # plain image-sentence similarity, the paper's description (two names)
+CONTRASTS = (*SIMILARITY, "pdiff", "fpdiff")
 CATEGORIES = ("rendition and art style", "viewpoint and pose", "background and context", "texture and material",
               "occlusion and crop", "lighting and colour", "image quality", "scale")
 
@@ -96,9 +107,12 @@ def user_corpus_dir() -> Path:
     return get_paths().config_dir / "error_corpus"
 
 
-def load_corpus(extra_files: Sequence[str | Path] = (), *, include_user_dir: bool = True) -> ErrorCorpus:
-    """The shipped corpus, plus the user's files (config dir) and `extra_files`; duplicates dropped."""
-    shipped = resource_path("error_corpus", CORPUS_FILE)
+def load_corpus(extra_files: Sequence[str | Path] = (), *, include_user_dir: bool = True,
+                name: str = DEFAULT_CORPUS) -> ErrorCorpus:
+    """The shipped corpus `name`, plus the user's files (config dir) and `extra_files`; duplicates dropped."""
+    if name not in CORPORA:
+        raise ConfigError(f"Unknown error corpus '{name}'.", hint=f"Use one of: {', '.join(CORPORA)}.")
+    shipped = resource_path("error_corpus", CORPORA[name])
     doc = _read_json(shipped)
     sentences = _sentences_from_doc(doc, shipped, "shipped")
     sources = [str(shipped)]
@@ -130,11 +144,11 @@ def _read_json(path: Path) -> dict:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"Cannot read the error-corpus file {path}: {exc}",
-                          hint="It must be JSON with a 'sentences' list (see resources/error_corpus/README.md).") \
+                          hint="It must be JSON with a 'sentences' list (see nemo_desktop/resources/error_corpus/README.md).") \
             from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("sentences"), list):
         raise ConfigError(f"The error-corpus file {path} has no 'sentences' list.",
-                          hint="See resources/error_corpus/README.md for the format.")
+                          hint="See nemo_desktop/resources/error_corpus/README.md for the format.")
     return doc
 
 
@@ -202,7 +216,7 @@ def rank_sentences(image_emb: np.ndarray, reference_emb: np.ndarray, sentence_em
     v_ref = t @ np.asarray(reference_emb, dtype=np.float64).reshape(-1)
     d = _z(v_img) - _z(v_ref)
     idx = np.arange(len(t))
-    if contrast == "tops":
+    if contrast in SIMILARITY:
         score = v_img
     elif contrast == "pdiff":
         score = d
@@ -219,7 +233,8 @@ def rank_sentences(image_emb: np.ndarray, reference_emb: np.ndarray, sentence_em
 # -- the pipeline ------------------------------------------------------------------------------------------------
 @dataclass
 class ErrorRetrievalConfig(BaselineConfig):
-    contrast: str = "pdiff"  # "pdiff" | "fpdiff" | "tops"
+    contrast: str = "similarity"  # "similarity" (the paper's; alias "tops") | "pdiff" | "fpdiff" (this project's)
+    corpus: str = DEFAULT_CORPUS  # "failure-statements" (paper-style) | "class-captions" (not comparable)
     filter_k: int = 20  # fpdiff: sentences most similar to the image that are eligible
     reference_caption: str | None = None  # None = the corpus's ("a photo of a {class}.")
     corpus_files: tuple[str, ...] = ()  # extra corpus files besides the config dir's
@@ -230,18 +245,29 @@ class ErrorRetrievalConfig(BaselineConfig):
         super().__post_init__()
         if self.contrast not in CONTRASTS:
             raise ConfigError(f"Unknown contrast '{self.contrast}'.", hint=f"Use one of: {', '.join(CONTRASTS)}.")
+        if self.corpus not in CORPORA:
+            raise ConfigError(f"Unknown error corpus '{self.corpus}'.", hint=f"Use one of: {', '.join(CORPORA)}.")
         self.corpus_files = tuple(str(f) for f in self.corpus_files)
 
 
-@register_method(METHOD, config=ErrorRetrievalConfig,
-                 description="ErrorRetrieval: the error-corpus sentence that best sets the image apart from its "
-                             "class caption in CLIP space (paper baseline).")
+def retrieval_embedder(config: ErrorRetrievalConfig | None, components: Any) -> dict[str, tuple[str, str]]:
+    """The joint-space model to load (role 'embedder'): `retrieval_model`, else the default CLIP for a classifier
+    that is not zero-shot; nothing when a zero-shot classifier is its own space."""
+    ref = getattr(config, "retrieval_model", None)
+    if ref is None and not getattr(components, "zero_shot", False):
+        ref = DEFAULT_RETRIEVAL_MODEL
+    return {"embedder": (ref, "classifier")} if ref else {}
+
+
+@register_method(METHOD, config=ErrorRetrievalConfig, version=VERSION, default_components=retrieval_embedder,
+                 inputs=Inputs(mllm="optional", editor="optional", embedder="optional"),
+                 description="ErrorRetrieval: the error-corpus sentence most similar to the image in CLIP space "
+                             "(paper baseline).")
 class ErrorRetrievalPipeline(BaselinePipeline):
     """ErrorRetrieval with its components injected; one `__call__` explains one image."""
 
     METHOD = METHOD
     CONFIG = ErrorRetrievalConfig
-    needs_mllm = False
 
     def __init__(self, classifier: Any, mllm: Any = None, editor: Any = None, store: Any = None,
                  reference: Any = None, config: ErrorRetrievalConfig | None = None, *, embedder: Any = None,
@@ -249,23 +275,22 @@ class ErrorRetrievalPipeline(BaselinePipeline):
         super().__init__(classifier, mllm, editor, store, reference, config, **kw)
         self._space = JointSpace(embedder) if embedder is not None else None
         cfg: ErrorRetrievalConfig = self.config  # type: ignore[assignment]
-        self.corpus = corpus or load_corpus(cfg.corpus_files)
+        self.corpus = corpus or load_corpus(cfg.corpus_files, name=cfg.corpus)
         if not len(self.corpus):
             raise ConfigError("The error corpus is empty.", hint="Reinstall NEMO Desktop or check your corpus files.")
 
     @property
     def space(self) -> JointSpace:
-        """The joint image-text space (see the module docstring), loaded on first use."""
+        """The joint image-text space (see the module docstring): the injected embedder, else a zero-shot
+        classifier itself. Models are loaded by the caller (`retrieval_embedder`), never here."""
         if self._space is None:
             cfg: ErrorRetrievalConfig = self.config  # type: ignore[assignment]
             if cfg.retrieval_model is None and getattr(self.classifier, "zero_shot", False):
                 self._space = JointSpace(self.classifier)
             else:
-                from ..models.catalog import resolve_model_ref
-                from ..models.registry import LoadOptions, load_model
-
-                ref = cfg.retrieval_model or DEFAULT_RETRIEVAL_MODEL
-                self._space = JointSpace(load_model(resolve_model_ref(ref, "classifier"), LoadOptions()))
+                raise ConfigError("ErrorRetrieval needs a joint image-text embedder for this classifier, and none "
+                                  "was given.", hint=f"Give --retrieval-model (default {DEFAULT_RETRIEVAL_MODEL}); "
+                                                     "from Python, pass embedder= to the pipeline.")
         return self._space
 
     def _identity(self) -> dict[str, Any]:
@@ -301,7 +326,8 @@ class ErrorRetrievalPipeline(BaselinePipeline):
             return {"id": s.id, "category": s.category, "sentence": texts[i], "score": _finite(scores["score"][i]),
                     "sim_image": float(scores["sim_image"][i]), "sim_reference": float(scores["sim_reference"][i])}
 
-        details = {"reference_caption": reference, "contrast": cfg.contrast, "corpus_size": len(texts),
+        details = {"reference_caption": reference, "contrast": cfg.contrast, "corpus": cfg.corpus,
+                   "corpus_size": len(texts),
                    "corpus_sources": self.corpus.sources, "ranking": [row(int(i)) for i in order[:cfg.show_top]],
                    "categories": [self.corpus.sentences[int(i)].category for i in order[:n]]}
         return Proposal(candidates=candidates, details=details, notes=notes)
@@ -334,7 +360,9 @@ def _finite(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
 
-@register_method(METHOD + VALIDATED_SUFFIX, config=ErrorRetrievalConfig, needs_editor=True,
+@register_method(METHOD + VALIDATED_SUFFIX, config=ErrorRetrievalConfig, version=VERSION,
+                 default_components=retrieval_embedder,
+                 inputs=Inputs(mllm="required", editor="interventions", embedder="optional"),
                  description="ErrorRetrieval with validation: the M best sentences, the one with the largest CEI "
                              "(Table 2).")
 class ErrorRetrievalValidatedPipeline(ErrorRetrievalPipeline):

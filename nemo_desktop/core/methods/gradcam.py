@@ -10,7 +10,9 @@ classifier's own `forward_logits` returns, so for CLIP / SigLIP / open_clip zero
 scale * cos(image embedding, text embedding of class c) (+ bias): the target is the predicted class's text
 embedding, exactly as it classifies.
 
-Where the map is taken (`find_target_layer`, or `layer=` / the classifier's `gradcam_layer` attribute):
+Where the map is taken (`find_target_layer`, or `layer=` / the classifier's `gradcam_layer` attribute; a token
+layer chosen that way keeps the tower's prefix-token count and patch size, so naming the automatic layer
+gives the automatic map, also for non-square inputs and register tokens):
   * timm ViTs (and DeiT/EVA-like models with `blocks` and prefix tokens): the input of the last block's
     attention, `blocks[-1].norm1`. The final tokens do not work: with CLS pooling only the CLS token reaches
     the head, so patch tokens get no gradient there. Tokens are (N, D); the prefix tokens (CLS, registers,
@@ -100,10 +102,20 @@ def find_target_layer(classifier: Any, layer: str | Any | None = None) -> Target
     """The layer Grad-CAM reads (see the module docstring); `layer` = a dotted name or module overrides."""
     model = _model_of(classifier)
     override = layer if layer is not None else getattr(classifier, "gradcam_layer", None)
-    if override is not None:
-        module = model.get_submodule(override) if isinstance(override, str) else override
-        name = override if isinstance(override, str) else _named(model, module)
-        return TargetLayer(name, module, _probe_layout(classifier, module))
+    if override is None:
+        return _detected(classifier, model)
+    module = model.get_submodule(override) if isinstance(override, str) else override
+    name = override if isinstance(override, str) else _named(model, module)
+    layout = _probe_layout(classifier, module)
+    if layout != LAYOUT_TOKENS:
+        return TargetLayer(name, module, layout)
+    # A token layer chosen by hand keeps the tower's geometry (prefix tokens, patch size), which only the
+    # model knows: without it a non-square input cannot be laid out and register tokens shift the grid.
+    prefix, patch = _token_geometry(model)
+    return TargetLayer(name, module, LAYOUT_TOKENS, prefix, patch)
+
+
+def _detected(classifier: Any, model: Any) -> TargetLayer:
     try:
         return _DETECTED[model]
     except (KeyError, TypeError):
@@ -116,20 +128,34 @@ def find_target_layer(classifier: Any, layer: str | Any | None = None) -> Target
     return target
 
 
+def _token_geometry(model: Any) -> tuple[int | None, tuple[int, int] | None]:
+    """(prefix tokens, patch size) of the model's ViT tower, the same values the automatic choice uses;
+    (None, None) when the model is not one of the towers `_detect` knows (then the grid is inferred)."""
+    blocks = getattr(model, "blocks", None)
+    if blocks is not None and hasattr(model, "patch_embed"):  # timm ViT / DeiT / EVA
+        return (int(getattr(model, "num_prefix_tokens", 1)),
+                _pair(getattr(model.patch_embed, "patch_size", None)))
+    vision = getattr(model, "vision_model", None)  # transformers CLIPModel / SiglipModel
+    if vision is not None and hasattr(vision, "encoder"):
+        prefix = 1 if hasattr(getattr(vision, "embeddings", None), "class_embedding") else 0
+        return prefix, _pair(getattr(getattr(vision, "config", None), "patch_size", None))
+    visual = getattr(model, "visual", None)  # open_clip
+    if visual is not None and hasattr(getattr(visual, "transformer", None), "resblocks"):
+        prefix = 1 if getattr(visual, "class_embedding", None) is not None else 0
+        return prefix, _pair(getattr(visual, "patch_size", None))
+    return None, None
+
+
 def _detect(classifier: Any, model: Any) -> TargetLayer:
 
+    prefix, ps = _token_geometry(model)
     blocks = getattr(model, "blocks", None)
     if blocks is not None and hasattr(model, "patch_embed") and len(blocks) and hasattr(blocks[-1], "norm1"):
-        ps = _pair(getattr(model.patch_embed, "patch_size", None))
-        return TargetLayer(f"blocks.{len(blocks) - 1}.norm1", blocks[-1].norm1, LAYOUT_TOKENS,
-                           int(getattr(model, "num_prefix_tokens", 1)), ps)
+        return TargetLayer(f"blocks.{len(blocks) - 1}.norm1", blocks[-1].norm1, LAYOUT_TOKENS, prefix, ps)
 
     vision = getattr(model, "vision_model", None)  # transformers CLIPModel / SiglipModel
     if vision is not None and hasattr(vision, "encoder"):
         layers = vision.encoder.layers
-        cfg = getattr(vision, "config", None)
-        prefix = 1 if hasattr(getattr(vision, "embeddings", None), "class_embedding") else 0
-        ps = _pair(getattr(cfg, "patch_size", None))
         return TargetLayer(f"vision_model.encoder.layers.{len(layers) - 1}.layer_norm1", layers[-1].layer_norm1,
                            LAYOUT_TOKENS, prefix, ps)
 
@@ -138,8 +164,6 @@ def _detect(classifier: Any, model: Any) -> TargetLayer:
         transformer = getattr(visual, "transformer", None)
         if transformer is not None and hasattr(transformer, "resblocks"):
             n = len(transformer.resblocks)
-            prefix = 1 if getattr(visual, "class_embedding", None) is not None else 0
-            ps = _pair(getattr(visual, "patch_size", None))
             return TargetLayer(f"visual.transformer.resblocks.{n - 1}.ln_1", transformer.resblocks[-1].ln_1,
                                LAYOUT_TOKENS, prefix, ps)
         if hasattr(visual, "layer4"):

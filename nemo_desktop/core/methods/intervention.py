@@ -1,11 +1,13 @@
 """The counterfactual test of candidate explanations (NEMO paper §3.3), shared by SciTX, the
 validation-augmented baselines (Table 2) and the global explanation's CEI (Table 6).
 
-For each candidate: (i) derivation — from the hypothesis ALONE (text only, no image, no captions) the MLLM
-writes an edit instruction (appendix A.3, image intervention) or a rewritten zero-shot prompt for the true
-class (A.3, prompt intervention); (ii) intervention — the editor applies the instruction to the image, or
-the new prompt replaces the true class's prompt only; (iii) estimation — the classifier runs again and
-CEI = 100 × (P(y | s_e) − P(y | s_o)).
+For each candidate: (i) derivation — text only (the MLLM sees neither the image nor the observations'
+captions), the A.3 prompt filled with the hypothesis and the true and predicted class names (plus, for a
+zero-shot classifier, the true class's current prompt) makes the MLLM write an edit instruction (A.3, image
+intervention) or a rewritten zero-shot prompt for the true class (A.3, prompt intervention); (ii)
+intervention — the editor applies the instruction to the image at its working resolution (see
+`InterventionSettings.edit_size`), or the new prompt replaces the true class's prompt only; (iii)
+estimation — the classifier runs again and CEI = 100 × (P(y | s_e) − P(y | s_o)).
 
 `CounterfactualTester` does the three steps for a list of `Candidate`s in place. Every unit (classification,
 intervention text, edited image) is cached in the results store through `UnitCache` under a key of
@@ -137,9 +139,11 @@ def safe_json(raw: str, field_name: str) -> dict | None:
 
 
 def ask_json(mllm: Any, repair: PromptTemplate, messages: list[ChatMessage], field_name: str, max_new_tokens: int,
-             temperature: float, seed: int | None) -> dict[str, Any]:
-    """Ask, parse `field_name`; one repair turn if unreadable. Returns value/error/raw replies/parsed."""
-    raw = mllm.chat(messages, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+             temperature: float, seed: int | None, sampling: Any = None) -> dict[str, Any]:
+    """Ask, parse `field_name`; one repair turn (greedy) if unreadable. Returns value/error/raw replies/parsed.
+    `sampling` (models.sampling.Sampling) makes the first call a sampled draw with every field explicit."""
+    ask = sampling.chat_kwargs() if sampling is not None else {"temperature": temperature}
+    raw = mllm.chat(messages, max_new_tokens=max_new_tokens, seed=seed, **ask)
     try:
         return {"value": extract_field(raw, field_name), "error": None, "raw_reply": raw,
                 "repair_reply": None, "parsed": safe_json(raw, field_name)}
@@ -171,19 +175,43 @@ class InterventionPrompts:
         return {"edit": self.edit.version, "rewrite": self.rewrite.version, "repair": self.repair.version}
 
 
+EDIT_RESOLUTIONS = ("preferred", "native")
+
+
+def check_edit_resolution(value: str) -> str:
+    if value not in EDIT_RESOLUTIONS:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"Unknown edit resolution '{value}'.",
+                          hint="Use 'preferred' (the editor's working resolution) or 'native' (the image's own "
+                               "size), or give an explicit edit size.")
+    return value
+
+
 @dataclass
 class InterventionSettings:
+    """How interventions are applied. The working size of an edit: `edit_size` when given; otherwise
+    `edit_resolution="preferred"` (default) = the editor's preferred working resolution for the image's shape
+    (`editor.preferred_size`: about 1 MP for FLUX.1 Kontext and Qwen-Image-Edit, 512 x 512 for
+    InstructPix2Pix, aspect ratio kept), or "native" = the image's own size. The edited image is always
+    resized back to the input image's size, so the classifier preprocesses it exactly as it did the input."""
+
     seed: int = 0
     edit_steps: int | None = None  # None = the editor's default
     edit_guidance: float | None = None
-    edit_size: tuple[int, int] | None = None  # (width, height); None = the input image's size
+    edit_size: tuple[int, int] | None = None  # (width, height); None = see edit_resolution
     max_new_tokens: int = 256
+    edit_resolution: str = "preferred"  # "preferred" | "native"
+
+    def __post_init__(self) -> None:
+        check_edit_resolution(self.edit_resolution)
 
     @classmethod
     def from_config(cls, config: Any) -> "InterventionSettings":
         """From a method's config (SciTXConfig, BaselineConfig: the same field names)."""
         return cls(seed=config.seed, edit_steps=config.edit_steps, edit_guidance=config.edit_guidance,
-                   edit_size=config.edit_size, max_new_tokens=config.intervention_max_new_tokens)
+                   edit_size=config.edit_size, max_new_tokens=config.intervention_max_new_tokens,
+                   edit_resolution=getattr(config, "edit_resolution", "preferred"))
 
 
 class CounterfactualTester:
@@ -216,6 +244,27 @@ class CounterfactualTester:
         if not self.zero_shot and self.editor is None:
             return "no image editor was given (the classifier is not zero-shot)"
         return None
+
+    def working_size(self, size: tuple[int, int]) -> tuple[tuple[int, int], str]:
+        """(width, height) the editor runs at for an input of `size`, and where that size comes from."""
+        s = self.settings
+        if s.edit_size:
+            return (int(s.edit_size[0]), int(s.edit_size[1])), "edit_size"
+        preferred = getattr(self.editor, "preferred_size", None)
+        if s.edit_resolution == "preferred" and callable(preferred):
+            w, h = preferred(int(size[0]), int(size[1]))
+            return (int(w), int(h)), "editor's preferred working resolution"
+        if s.edit_resolution == "preferred":
+            return tuple(size), "native (the editor declares no preferred working resolution)"
+        return tuple(size), "native"
+
+    def edit_record(self, img: Image.Image) -> dict[str, Any] | None:
+        """The edit resolution of one image, for manifests (None without an image editor)."""
+        if self.zero_shot or self.editor is None:
+            return None
+        size, source = self.working_size(img.size)
+        return {"resolution": self.settings.edit_resolution, "working_size": list(size), "working_size_from": source,
+                "input_size": list(img.size), "output_resized_to": list(img.size)}
 
     # -- classification ------------------------------------------------------------------------------------
     def classify(self, units: UnitCache, img: Image.Image, image_sha: str, clf: dict,
@@ -310,7 +359,7 @@ class CounterfactualTester:
                  candidates: list[Candidate], artifacts: dict[str, Image.Image] | None = None,
                  artifact_prefix: str = "edited_") -> tuple[dict[int, Image.Image], bool]:
         s = self.settings
-        size = s.edit_size or img.size
+        size, _ = self.working_size(img.size)
         edited: dict[int, Image.Image] = {}
         transient = False
         m = len(candidates)
@@ -321,7 +370,7 @@ class CounterfactualTester:
                 continue
             key = unit_key("edit", image_sha256=image_sha, editor=model_part(self.editor.info),
                            instruction=cand.intervention, seed=s.seed, steps=s.edit_steps, guidance=s.edit_guidance,
-                           size=list(size))
+                           size=list(size), output_size=list(img.size))
             hit = units.get(key)
             if hit is not None:
                 out = hit.load_image("image").convert("RGB")
@@ -339,6 +388,8 @@ class CounterfactualTester:
                     if not isinstance(out, Image.Image):
                         raise TypeError(f"the editor returned {type(out).__name__}, not a PIL image")
                     out = out.convert("RGB")
+                    if out.size != img.size:  # back to the input's size: the classifier sees both alike
+                        out = out.resize(img.size, Image.Resampling.LANCZOS)
                 except JobCancelled:
                     raise
                 except Exception as exc:  # noqa: BLE001 - this candidate fails, the others are still scored
@@ -349,7 +400,8 @@ class CounterfactualTester:
                 units.put(key, "edit", {"source_sha256": image_sha, "instruction": cand.intervention,
                                         "editor": model_part(self.editor.info), "seed": s.seed,
                                         "steps": s.edit_steps, "guidance": s.edit_guidance,
-                                        "size": list(size), "image_sha256": image_hash(out)},
+                                        "size": list(size), "output_size": list(img.size),
+                                        "image_sha256": image_hash(out)},
                           {"image": out})
             edited[j] = out
             cand.edited_artifact = f"{artifact_prefix}{j}"

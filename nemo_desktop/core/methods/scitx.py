@@ -13,13 +13,34 @@ the stored result reports only "Loaded from the results store". Partial results 
 
 1. Survey: classify the image, retrieve correctly classified references of the true class (Set A), of the
    predicted class (Set B) and random ones (Set C) from the reference index, caption each (appendix A of
-   the paper does not print the caption prompt; ours is resources/prompts/scitx_caption.v1.txt).
+   the paper does not print the caption prompt; ours is nemo_desktop/resources/prompts/scitx_caption.v1.txt).
 2. Hypothesis: the image plus the A.1 prompt with the captions -> JSON {"cause_of_error": ...}.
-3. Experiment: from the hypothesis alone (text only; the MLLM does not see the image), the A.3 prompt
-   gives an edit instruction that the editor applies at the image's own resolution (ordinary classifiers),
-   or a rewritten zero-shot prompt that replaces the TRUE class's prompt only (zero-shot classifiers).
+3. Experiment: the MLLM, without the image or the captions (text only), gets the A.3 prompt filled with the
+   hypothesis AND the true and predicted class names (A.3 names both, and tells the model not to imply the
+   predicted one), and writes an edit instruction that the editor applies at its working resolution
+   (ordinary classifiers; `edit_size`, see intervention.py), or a rewritten zero-shot prompt that replaces
+   the TRUE class's prompt only (zero-shot classifiers; A.3 then also carries the original prompt).
    CEI = 100 × (P(y | s_e) − P(y | s_o)).
 4. Conclusion: the candidate with the largest CEI is the explanation.
+
+How many observations (the paper gives no numbers; each choice below is a setting, recorded in the cache
+keys and the manifest)
+------------------------------------------------------------------------------------------------------------
+- `k` is PER SET: k references of the true class (Set A) plus k of the predicted class (Set B), so 2k
+  class-relevant observations. `k_scope="pooled"` takes the other reading of Algorithm 1's
+  `Retrieve(x, D_filtered, K)`: the K = k nearest references of the two classes together, each shown in the
+  set of its own label (so Sets A and B may be uneven, one may be empty).
+- Set C: Algorithm 1 retrieves from the true and predicted classes only (D_filtered), while the A.1 prompt
+  has a "Set C (Random Examples)" heading. `k_random` is the number of random correctly classified
+  references of other classes shown there; None (the default, today's behaviour) = k; 0 = Algorithm 1
+  literally (the prompt's Set C then reads "(no examples available)", which its "If a set is missing" step
+  covers).
+- The Table 5 ablation (`class_relevance=False`) varies only the class filter: the same number of nearest
+  neighbours (2k per set, k pooled) are taken from correct references of ANY class, and Set C is drawn as
+  above. Neighbours of the true / predicted class go under Set A / Set B (their labels make that true); those
+  of other classes go under their own heading "Set S (Similar Examples of Other Classes)", each with its
+  label (nemo_desktop/resources/prompts/scitx_hypothesis_similarity.v1.txt: the A.1 text plus that one block), never
+  under "Random Examples".
 
 The draws of stage 2 and the counterfactual test of stage 3 are shared code (`validation.draw_hypotheses`,
 `intervention.CounterfactualTester`): the validation-augmented baselines (Table 2) use exactly the same.
@@ -28,8 +49,13 @@ How the M distinct candidates are obtained
 ------------------------------------------
 The A.1 prompt asks for ONE JSON object, and the paper decodes at temperature 0, which yields one
 hypothesis. We keep the prompt verbatim and draw M times: draw 0 is greedy (temperature 0, exactly the
-paper's decoding, so candidate 1 is the paper's hypothesis), and draw d >= 1 samples at
-`sampling_temperature` (default 0.7) with seed `seed * 1000 + d`. A draw whose hypothesis repeats an
+paper's decoding, so candidate 1 is the paper's hypothesis), and draw d >= 1 samples with seed
+`seed * 1000 + d` and explicit sampling settings (`sampling_temperature` 0.7, `sampling_top_p` 0.95,
+`sampling_top_k` 0 = off, `sampling_min_p` 0 = off: this project's values, the paper gives none). All four are
+set on every sampled call, overriding the checkpoint's generation_config: Qwen2/2.5-VL-Instruct ship
+top_k=1, top_p=0.001, which would make every "sampled" draw the greedy one. They are in each draw's cache key
+and in the manifest ("sampling"), and the manifest's "candidate_counts" says how many distinct candidates
+were scored (a note says why, when fewer than M). A draw whose hypothesis repeats an
 earlier one (same words, ignoring case and punctuation) is replaced by the next draw, at most
 `max_extra_draws` times per sample; a duplicate left after that is kept as a candidate with an error.
 Why not one prompt asking for a list of M: it changes the paper's prompt and output format, the M items
@@ -37,7 +63,7 @@ share one context so a bad reply loses all of them, and a long list degrades sma
 draws keep each candidate independently parseable, retryable and cacheable, and stay reproducible.
 
 Parsing: robust JSON extraction (`parsing.extract_field`); if a reply cannot be read, ONE follow-up turn
-with resources/prompts/json_repair.v1.txt (temperature 0), then the candidate records the error and keeps
+with nemo_desktop/resources/prompts/json_repair.v1.txt (temperature 0), then the candidate records the error and keeps
 the raw replies. Such parse outcomes are deterministic and cached; exceptions raised by a model (out of
 memory, endpoint down) are recorded on the candidate but not cached, and the result is then marked
 incomplete so that a re-run retries exactly those units.
@@ -56,7 +82,7 @@ import time
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from PIL import Image
 
@@ -64,43 +90,96 @@ from ... import __version__
 from ..errors import ConfigError, JobCancelled, NemoError
 from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
+from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, Sampling
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
-                           classifier_part, error_text, image_hash, jsonable, load_input, model_manifest, model_part,
-                           sha_text, unit_key)
+                           check_edit_resolution, classifier_part, error_text, image_hash, jsonable, load_input,
+                           model_manifest, model_part, sha_text, unit_key)
 from .labels import resolve_label
 from .pipeline_steps import INCOMPLETE_NOTE, classify_query, run_record, select_by_cei, stored_result
 from .prompts import PromptTemplate, load_prompt
 from .reference import check_reference, embed_query, load_reference_image, reference_part
+from ..registry import Inputs
 from .registry import register_method
 from .result import Candidate, ExplanationResult, Observation, SampleInfo
-from .validation import draw_hypotheses
+from .validation import SHARED_FIELD_INFO, candidate_counts, candidate_note, draw_hypotheses, sampling_of
 
 
+VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)
 METHOD = "scitx"
 EMPTY_SET = "  - (no examples available)"
+K_SCOPES = ("per-set", "pooled")
 
 
 @dataclass
 class SciTXConfig:
-    k: int = 3  # observations per set (A: true class, B: predicted class, C: random)
+    # Labels, help and ranges for the CLI options and the settings form (core/registry/params.py).
+    FIELD_INFO: ClassVar[dict[str, dict]] = {
+        "k": {"label": "Observations per set", "min": 0, "max": 50,
+              "help": "correct reference images retrieved per set (k of the true class + k of the predicted class)"},
+        "m": {"label": "Hypotheses (M)", "min": 1, "max": 20, "help": "candidate hypotheses tested by intervention"},
+        "seed": {"label": "Seed", "help": "seed of candidate sampling, retrieval and edits"},
+        "class_relevance": {"label": "Class relevance", "help": "retrieve within the true and predicted classes; "
+                                                                "off = the paper's Table 5 ablation"},
+        "edit_steps": {"label": "Edit steps", "min": 1, "max": 200, "help": "diffusion steps of the editor"},
+        "edit_guidance": {"label": "Edit guidance", "min": 0.0, "max": 50.0, "help": "guidance scale of the editor"},
+        "edit_size": {"label": "Edit size", "help": "edit at this size (width x height)"},
+        "caption_max_new_tokens": {"label": "Caption tokens", "min": 1, "help": "cap on each caption reply"},
+        "hypothesis_max_new_tokens": {"label": "Hypothesis tokens", "min": 1, "help": "cap on each hypothesis reply"},
+        "intervention_max_new_tokens": {"label": "Intervention tokens", "min": 1,
+                                        "help": "cap on each edit-instruction / prompt-rewrite reply"},
+        "sampling_temperature": {"label": "Sampling temperature", "min": 0.0, "max": 2.0,
+                                 "help": "temperature of hypothesis draws 2..M (draw 1 is greedy)"},
+        "max_extra_draws": {"label": "Extra draws", "min": 0, "max": 20,
+                            "help": "extra hypothesis draws allowed to replace duplicates"},
+        "thumbnail_side": {"label": "Thumbnail side", "min": 8, "max": 1024,
+                           "help": "pixels of the observation thumbnails kept with the result"},
+        **SHARED_FIELD_INFO,
+    }
+
+    # K per set: k of the true class (Set A) + k of the predicted class (Set B); see "How many observations".
+    k: int = 3
     m: int = 3  # hypothesis candidates
     seed: int = 0
     class_relevance: bool = True  # False = the Table 5 ablation (similarity + correctness only)
+    k_random: int | None = None  # random Set C observations; None = k (the A.1 prompt's Set C), 0 = Algorithm 1
+    k_scope: str = "per-set"  # "per-set" (k of each class) | "pooled" (the k nearest of both classes together)
     edit_steps: int | None = None  # None = the editor's default
     edit_guidance: float | None = None
-    edit_size: tuple[int, int] | None = None  # (width, height); None = the input image's size
+    edit_size: tuple[int, int] | None = None  # (width, height); None = see edit_resolution
+    edit_resolution: str = "preferred"  # "preferred": the editor's working resolution; "native": the image's size
     caption_max_new_tokens: int = 160
     hypothesis_max_new_tokens: int = 512
     intervention_max_new_tokens: int = 256
-    sampling_temperature: float = 0.7  # for hypothesis draws 2..M (draw 1 is greedy)
+    # Hypothesis draws 2..M (draw 1 is greedy): every sampling field is explicit, so that a checkpoint's
+    # generation_config (Qwen2.5-VL: top_k=1) cannot make them greedy. This project's values: models/sampling.py.
+    sampling_temperature: float = DEFAULT_TEMPERATURE
+    sampling_top_p: float = DEFAULT_TOP_P
+    sampling_top_k: int = DEFAULT_TOP_K  # 0 = off
+    sampling_min_p: float = DEFAULT_MIN_P  # 0 = off
     max_extra_draws: int = 3  # extra hypothesis draws allowed to replace duplicates
     thumbnail_side: int = 192  # observation thumbnails kept with the result
 
     def __post_init__(self) -> None:
         if self.k < 0 or self.m < 1:
             raise ConfigError(f"SciTX needs k >= 0 and m >= 1 (got k={self.k}, m={self.m}).")
+        _ = self.sampling  # validates the sampling settings
+        if self.k_random is not None and self.k_random < 0:
+            raise ConfigError(f"SciTX needs k_random >= 0 (got {self.k_random}).",
+                              hint="0 shows no random observations (Algorithm 1); leave it unset for k.")
+        if self.k_scope not in K_SCOPES:
+            raise ConfigError(f"Unknown k_scope '{self.k_scope}'.", hint=f"Use one of: {', '.join(K_SCOPES)}.")
         if self.edit_size is not None:
             self.edit_size = (int(self.edit_size[0]), int(self.edit_size[1]))
+        check_edit_resolution(self.edit_resolution)
+
+    @property
+    def random_count(self) -> int:
+        """Set C's size: `k_random`, or k when it is unset (the A.1 prompt's reading, the default)."""
+        return self.k if self.k_random is None else int(self.k_random)
+
+    @property
+    def sampling(self) -> Sampling:
+        return sampling_of(self)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -115,6 +194,7 @@ class _Prompts:
     edit: PromptTemplate
     rewrite: PromptTemplate
     repair: PromptTemplate
+    hypothesis_similarity: PromptTemplate  # the Table 5 ablation's A.1 (see "How many observations")
 
     def versions(self) -> dict[str, str]:
         return {f.name: getattr(self, f.name).version for f in fields(self)}
@@ -123,10 +203,11 @@ class _Prompts:
 def load_scitx_prompts() -> _Prompts:
     return _Prompts(load_prompt("scitx_caption"), load_prompt("scitx_hypothesis"),
                     load_prompt("scitx_edit_instruction"), load_prompt("scitx_prompt_rewrite"),
-                    load_prompt("json_repair"))
+                    load_prompt("json_repair"), load_prompt("scitx_hypothesis_similarity"))
 
 
-@register_method(METHOD, config=SciTXConfig, needs_editor=True,
+@register_method(METHOD, config=SciTXConfig, version=VERSION,
+                 inputs=Inputs(mllm="required", editor="interventions", reference="optional"),
                  description="SciTX: retrieve observations, hypothesise, test each hypothesis by "
                              "counterfactual intervention, keep the one with the largest CEI.")
 class SciTXPipeline:
@@ -183,7 +264,7 @@ class SciTXPipeline:
                                    classifier=clf, mllm=model_part(self.mllm.info),
                                    editor=None if self.zero_shot else model_part(self.editor.info),
                                    reference=reference_part(self.reference), config=cfg.as_dict(),
-                                   prompts=self.prompts.versions(), app_version=__version__)
+                                   prompts=self.prompts.versions(), version=VERSION)
         stored = stored_result(units, explanation_key, ctx)
         if stored is not None:
             return stored
@@ -220,6 +301,10 @@ class SciTXPipeline:
 
         # -- 5. conclusion --------------------------------------------------------------------------
         best = select_by_cei(candidates, notes, noun="hypothesis")
+        counts = candidate_counts(candidates)
+        note = candidate_note(counts)
+        if note:
+            notes.append(note)
         if transient:
             notes.append(INCOMPLETE_NOTE)
         timings["total"] = time.perf_counter() - t_start
@@ -228,7 +313,8 @@ class SciTXPipeline:
             explanation=candidates[best].hypothesis if best is not None else None,
             selected_index=best, cei=candidates[best].cei if best is not None else None,
             candidates=candidates, observations=observations, timings=timings, notes=notes,
-            manifest=self._manifest(cfg, image_path, file_sha, units, not transient))
+            manifest=self._manifest(cfg, image_path, file_sha, units, not transient, counts,
+                                    tester.edit_record(img)))
         self._store_result(units, explanation_key, result, img, edited)
         return result
 
@@ -236,14 +322,18 @@ class SciTXPipeline:
     def _retrieve(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, file_sha: str | None,
                   clf: dict, y: int, pred: int) -> tuple[list[Observation], list[str]]:
         cfg = self.config
-        if self.reference is None or cfg.k == 0:
-            why = "no reference index was given" if self.reference is None else "k = 0"
+        k_random = cfg.random_count
+        if self.reference is None or (cfg.k == 0 and k_random == 0):
+            why = "no reference index was given" if self.reference is None else "k = 0 and k_random = 0"
             return [], [f"No observations were retrieved ({why}); hypotheses rest on the image alone."]
         ctx.check_cancelled()
         ctx.progress("Retrieving observations", 0, 1)
+        pooled = cfg.k_scope == "pooled"
+        # Per set: k of y + k of ŷ. Pooled: the k nearest of y and ŷ together (retrieval takes k_true + k_pred).
+        k_true, k_pred = (cfg.k, 0) if pooled else (cfg.k, cfg.k)
         key = unit_key("retrieval", image_sha256=image_sha, exclude_sha256=file_sha, classifier=clf,
                        reference=reference_part(self.reference), true_index=y, pred_index=pred, k=cfg.k,
-                       seed=cfg.seed, class_relevance=cfg.class_relevance)
+                       k_random=k_random, k_scope=cfg.k_scope, seed=cfg.seed, class_relevance=cfg.class_relevance)
         hit = units.get(key)
         if hit is not None:
             obs = [Observation(**o) for o in hit.payload["observations"]]
@@ -255,7 +345,8 @@ class SciTXPipeline:
             ctx.check_cancelled()
             # The index hashes files, so the query is excluded by its file's hash; a PIL input has no file,
             # and its pixel hash still seeds the random set per query.
-            found = retrieve_observations(self.reference, query, y, pred, k=cfg.k, seed=cfg.seed,
+            found = retrieve_observations(self.reference, query, y, pred, k_true=k_true, k_pred=k_pred,
+                                          k_random=k_random, pooled=pooled, seed=cfg.seed,
                                           class_relevance=cfg.class_relevance,
                                           query_sha256=file_sha or image_sha)
             obs = list(found.observations)
@@ -310,20 +401,24 @@ class SciTXPipeline:
         return thumbs, transient
 
     # --------------------------------------------------------------------------------------- stage 3
+    def _hypothesis_template(self) -> PromptTemplate:
+        """A.1 with class relevance; without it (Table 5 ablation) A.1 plus a "Set S" block for the nearest
+        neighbours of other classes, so they are never shown as random examples."""
+        return self.prompts.hypothesis if self.config.class_relevance else self.prompts.hypothesis_similarity
+
     def _hypothesis_prompt(self, sample: SampleInfo, observations: list[Observation]) -> str:
         def block(set_name: str) -> str:
             lines = []
             for o in observations:
                 if not o.caption or _prompt_set(o, sample) != set_name:
                     continue
-                # Without class relevance, Set C also holds nearest neighbours of other classes: name them.
-                label = f"[{o.label_name}] " if o.set_name == "S" and set_name == "C" else ""
+                label = f"[{o.label_name}] " if set_name == "S" else ""  # other classes: say which
                 lines.append(f"  - {label}{o.caption}")
             return "\n".join(lines) if lines else EMPTY_SET
 
-        return self.prompts.hypothesis.render(true_label_1=sample.true_name, prediction=sample.pred_name,
-                                              set_a_captions=block("A"), set_b_captions=block("B"),
-                                              set_c_captions=block("C"))
+        return self._hypothesis_template().render(
+            true_label_1=sample.true_name, prediction=sample.pred_name, set_a_captions=block("A"),
+            set_b_captions=block("B"), set_s_captions=block("S"), set_c_captions=block("C"))
 
     def _hypothesise(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str,
                      sample: SampleInfo, observations: list[Observation]) -> tuple[list[Candidate], bool]:
@@ -333,16 +428,17 @@ class SciTXPipeline:
         candidates, _, transient = draw_hypotheses(
             ctx, units, self.mllm, [ChatMessage.user(img, prompt)], m=cfg.m,
             key_parts={"image_sha256": image_sha, "prompt_sha256": sha_text(prompt)},
-            prompt=self.prompts.hypothesis, repair=self.prompts.repair, seed=cfg.seed,
-            sampling_temperature=cfg.sampling_temperature, max_extra_draws=cfg.max_extra_draws,
+            prompt=self._hypothesis_template(), repair=self.prompts.repair, seed=cfg.seed,
+            sampling=cfg.sampling, max_extra_draws=cfg.max_extra_draws,
             max_new_tokens=cfg.hypothesis_max_new_tokens)
         return candidates, transient
 
     # --------------------------------------------------------------------------------------- records
     def _manifest(self, cfg: SciTXConfig, image_path: Path | None, file_sha: str | None, units: UnitCache,
-                  complete: bool) -> dict[str, Any]:
+                  complete: bool, counts: dict[str, int], edit: dict[str, Any] | None = None) -> dict[str, Any]:
         return {
             "method": METHOD,
+            "version": VERSION,
             "app_version": __version__,
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "complete": complete,
@@ -351,11 +447,17 @@ class SciTXPipeline:
                        "editor": None if self.zero_shot else model_manifest(self.editor.info)},
             "zero_shot": self.zero_shot,
             "intervention": "prompt" if self.zero_shot else "image",
+            "edit": edit,  # working size of the edits (None for prompt interventions)
             "prompts": self.prompts.versions(),
             "config": cfg.as_dict(),
-            "seeds": {"hypothesis_draws": f"draw 0 greedy; draw d>=1 seed {cfg.seed}*1000+d at temperature "
-                                          f"{cfg.sampling_temperature}", "edit": cfg.seed,
+            # Resolved observation counts (see "How many observations"): what the A.1 prompt was given.
+            "observations": {"k_scope": cfg.k_scope, "k": cfg.k, "k_random": cfg.random_count,
+                             "class_relevance": cfg.class_relevance,
+                             "class_relevant_total": cfg.k if cfg.k_scope == "pooled" else 2 * cfg.k},
+            "seeds": {"hypothesis_draws": f"draw 0 greedy; draw d>=1 seed {cfg.seed}*1000+d", "edit": cfg.seed,
                       "retrieval": cfg.seed},
+            "sampling": {"draw_0": "greedy", "draws_1_on": cfg.sampling.as_dict()},
+            "candidate_counts": counts,
             "reference": reference_part(self.reference),
             **run_record(image_path, file_sha, units),
         }
@@ -377,14 +479,14 @@ class SciTXPipeline:
 def _prompt_set(obs: Observation, sample: SampleInfo) -> str:
     """The prompt's set for an observation. Retrieval without class relevance (Table 5 ablation) returns
     one set "S" of nearest neighbours of any class: those of the true / predicted class are shown under
-    Set A / Set B (their labels make that true), the others under Set C with their label."""
+    Set A / Set B (their labels make that true), the others under Set S with their label."""
     if obs.set_name != "S":
         return obs.set_name
     if obs.label_index == sample.true_index:
         return "A"
     if obs.label_index == sample.pred_index:
         return "B"
-    return "C"
+    return "S"
 
 
 def _clean_caption(reply: str | None) -> str:

@@ -19,8 +19,10 @@ error sentences", "Generating hypotheses" i/M), then SciTX's "Writing interventi
 
 "The same multi-candidate generation ... used by SciTX" (§4.2.2): generative baselines draw M replies to
 their own (verbatim) prompt exactly as SciTX draws hypotheses — draw 0 greedy, draw d >= 1 sampled at
-`sampling_temperature` with seed `seed * 1000 + d`, duplicates replaced by extra draws (`draw_hypotheses`).
-The non-generative ErrorRetrieval takes its M best-ranked sentences.
+the config's sampling settings (`sampling_temperature`, `sampling_top_p`, `sampling_top_k`, `sampling_min_p`,
+see models/sampling.py) with seed `seed * 1000 + d`, duplicates replaced by extra draws (`draw_hypotheses`).
+The non-generative ErrorRetrieval takes its M best-ranked sentences. `candidate_counts` records in every
+manifest how many distinct candidates were drawn and scored, and why the others were not.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import time
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from PIL import Image
 
@@ -37,9 +39,10 @@ from ... import __version__
 from ..errors import ConfigError, JobCancelled
 from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
+from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, Sampling
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache, ask_json,
-                           classifier_part, error_text, image_hash, jsonable, load_input, model_manifest,
-                           model_part, raw_replies, unit_key)
+                           check_edit_resolution, classifier_part, error_text, image_hash, jsonable, load_input,
+                           model_manifest, model_part, raw_replies, unit_key)
 from .labels import resolve_label
 from .pipeline_steps import INCOMPLETE_NOTE, classify_query, run_record, select_by_cei, stored_result
 from .prompts import PromptTemplate
@@ -49,24 +52,90 @@ from .result import Candidate, ExplanationResult, Observation
 VALIDATED_SUFFIX = "-validated"
 
 
+# Settings SciTX and the baselines share (labels, help and ranges for the CLI and the settings form).
+SHARED_FIELD_INFO: dict[str, dict] = {
+    "sampling_top_p": {"label": "Sampling top-p", "min": 0.0, "max": 1.0,
+                       "help": "nucleus sampling of draws 2..M (1 = off)"},
+    "sampling_top_k": {"label": "Sampling top-k", "min": 0,
+                       "help": "top-k of draws 2..M (0 = off; the checkpoint's own value is never used)"},
+    "sampling_min_p": {"label": "Sampling min-p", "min": 0.0, "max": 1.0, "help": "min-p of draws 2..M (0 = off)"},
+    "edit_resolution": {"label": "Edit resolution", "choices": ("preferred", "native"),
+                        "help": "preferred: the editor's working resolution; native: the image's own size"},
+    "k_random": {"label": "Random observations (Set C)", "min": 0,
+                 "help": "random observations of other classes (default: k; 0 = Algorithm 1 literally)"},
+    "k_scope": {"label": "K scope", "choices": ("per-set", "pooled"),
+                "help": "per-set: k of each class; pooled: the k nearest of both classes together"},
+}
+
+
 @dataclass
 class BaselineConfig:
+    # Labels, help and ranges for the CLI options and the settings form (core/registry/params.py).
+    FIELD_INFO: ClassVar[dict[str, dict]] = {
+        "m": {"label": "Candidates (M)", "min": 1, "max": 20,
+              "help": "candidates tested when validating (Table 2); without validation one candidate"},
+        "validate": {"label": "Validate", "help": "draw M candidates and keep the one with the largest CEI"},
+        "score": {"label": "Score with CEI", "help": "CEI of the explanation when the classifier can be tested"},
+        "seed": {"label": "Seed", "help": "seed of candidate sampling and edits"},
+        "sampling_temperature": {"label": "Sampling temperature", "min": 0.0, "max": 2.0,
+                                 "help": "temperature of draws 2..M (draw 1 is greedy)"},
+        "max_extra_draws": {"label": "Extra draws", "min": 0, "max": 20,
+                            "help": "extra draws allowed to replace duplicate candidates"},
+        "edit_steps": {"label": "Edit steps", "min": 1, "max": 200, "help": "diffusion steps of the editor"},
+        "edit_guidance": {"label": "Edit guidance", "min": 0.0, "max": 50.0, "help": "guidance scale of the editor"},
+        "edit_size": {"label": "Edit size", "help": "edit at this size (width x height)"},
+        "intervention_max_new_tokens": {"label": "Intervention tokens", "min": 1,
+                                        "help": "cap on each edit-instruction / prompt-rewrite reply"},
+        "hypothesis_max_new_tokens": {"label": "Hypothesis tokens", "min": 1, "help": "cap on each hypothesis reply"},
+        "gradcam_layer": {"label": "Grad-CAM layer", "help": "dotted module name; default: chosen per architecture"},
+        "overlay_alpha": {"label": "Overlay opacity", "min": 0.0, "max": 1.0, "help": "heat-map opacity"},
+        "overlay_min_side": {"label": "Overlay size", "min": 8, "max": 2048,
+                             "help": "enlarge small inputs so the MLLM can read the overlay"},
+        "show_original": {"label": "Show original", "help": "also show the MLLM the original image"},
+        "reference_max_side": {"label": "Reference size", "min": 8, "max": 4096,
+                               "help": "longest side of the stored reference copy"},
+        "contrast": {"label": "Ranking", "choices": ("similarity", "tops", "pdiff", "fpdiff"),
+                     "help": "similarity: the paper's plain image-sentence similarity; pdiff/fpdiff: contrast with "
+                             "the class caption (this project's)"},
+        "corpus": {"label": "Error corpus", "choices": ("failure-statements", "class-captions"),
+                   "help": "failure-statements: paper-style, class-agnostic; class-captions: not comparable with "
+                           "the paper's numbers"},
+        "filter_k": {"label": "FPDiff filter", "min": 1, "help": "fpdiff: sentences most similar to the image"},
+        "reference_caption": {"label": "Reference caption", "help": "default: the corpus's ('a photo of a {class}.')"},
+        "retrieval_model": {"label": "Retrieval model",
+                            "help": "joint image-text model (catalog id or family:source); default: the classifier "
+                                    "if zero-shot, else clip-vit-b32"},
+        "show_top": {"label": "Ranked sentences kept", "min": 1, "help": "ranked sentences kept in the manifest"},
+        **SHARED_FIELD_INFO,
+    }
+
     m: int = 3  # candidates tested when validating (Table 2); without validation one candidate
     validate: bool = False
     score: bool = True  # CEI of the explanation when the classifier can be tested (Table 1's CEI)
     seed: int = 0
-    sampling_temperature: float = 0.7  # draws 2..M of generative baselines (draw 1 is greedy)
+    # Draws 2..M of generative baselines (draw 1 is greedy); this project's values, see models/sampling.py.
+    sampling_temperature: float = DEFAULT_TEMPERATURE
+    sampling_top_p: float = DEFAULT_TOP_P
+    sampling_top_k: int = DEFAULT_TOP_K  # 0 = off
+    sampling_min_p: float = DEFAULT_MIN_P  # 0 = off
     max_extra_draws: int = 3  # extra draws allowed to replace duplicate candidates
     edit_steps: int | None = None
     edit_guidance: float | None = None
-    edit_size: tuple[int, int] | None = None
+    edit_size: tuple[int, int] | None = None  # None = see edit_resolution (InterventionSettings)
     intervention_max_new_tokens: int = 256
+    edit_resolution: str = "preferred"  # "preferred": the editor's working resolution; "native": the image's size
 
     def __post_init__(self) -> None:
         if self.m < 1:
             raise ConfigError(f"The number of candidates m must be at least 1 (got {self.m}).")
+        _ = self.sampling  # validates the sampling settings
+        check_edit_resolution(self.edit_resolution)
         if self.edit_size is not None:
             self.edit_size = (int(self.edit_size[0]), int(self.edit_size[1]))
+
+    @property
+    def sampling(self) -> Sampling:
+        return sampling_of(self)
 
     @property
     def n_candidates(self) -> int:
@@ -85,10 +154,38 @@ def normalise_hypothesis(text: str) -> str:
     return " ".join(re.sub(r"[^0-9a-z]+", " ", text.lower()).split())
 
 
+def sampling_of(config: Any) -> Sampling:
+    """The Sampling of a method config with the `sampling_*` fields (SciTXConfig, BaselineConfig)."""
+    return Sampling(config.sampling_temperature, config.sampling_top_p, config.sampling_top_k,
+                    config.sampling_min_p)
+
+
+def candidate_counts(candidates: list[Candidate]) -> dict[str, int]:
+    """How many candidates were drawn, how many distinct hypotheses got a CEI, and why the others did not
+    (recorded in every manifest; the benchmark tables average `distinct_scored`)."""
+    scored = {normalise_hypothesis(c.hypothesis) for c in candidates if c.cei is not None and c.hypothesis}
+    duplicates = sum(1 for c in candidates if (c.error or "").startswith("Duplicate of candidate"))
+    no_hypothesis = sum(1 for c in candidates if c.cei is None and not c.hypothesis)
+    return {"candidates": len(candidates), "distinct_scored": len(scored), "duplicates": duplicates,
+            "no_hypothesis": no_hypothesis,
+            "not_tested": sum(1 for c in candidates if c.cei is None and c.hypothesis) - duplicates}
+
+
+def candidate_note(counts: dict[str, int]) -> str | None:
+    """A note when fewer distinct candidates than were asked for could be compared by CEI."""
+    if counts["distinct_scored"] >= counts["candidates"]:
+        return None
+    why = [f"{counts[k]} {label}" for k, label in (("duplicates", "repeated an earlier candidate"),
+                                                    ("no_hypothesis", "gave no readable candidate"),
+                                                    ("not_tested", "could not be tested")) if counts[k]]
+    return (f"Only {counts['distinct_scored']} of {counts['candidates']} candidates were distinct and scored"
+            + (f" ({'; '.join(why)})" if why else "") + ".")
+
+
 # -- multi-candidate generation --------------------------------------------------------------------------------
 def draw_hypotheses(ctx: JobContext, units: UnitCache, mllm: Any, messages: list[ChatMessage], *, m: int,
                     key_parts: dict[str, Any], prompt: PromptTemplate, repair: PromptTemplate, seed: int,
-                    sampling_temperature: float, max_extra_draws: int, max_new_tokens: int,
+                    sampling: Sampling, max_extra_draws: int, max_new_tokens: int,
                     field_name: str = "cause_of_error", stage: str = "Generating hypotheses") \
         -> tuple[list[Candidate], list[dict], bool]:
     """M candidates from M draws of one conversation (see the module docstring). Returns (candidates, the
@@ -102,9 +199,9 @@ def draw_hypotheses(ctx: JobContext, units: UnitCache, mllm: Any, messages: list
     for j in range(m):
         while True:
             ctx.check_cancelled()
-            temperature = 0.0 if draw == 0 else sampling_temperature
+            draw_sampling = None if draw == 0 else sampling
             draw_seed = None if draw == 0 else seed * 1000 + draw
-            unit, failed = _draw(units, mllm, messages, key_parts, prompt, repair, draw, temperature, draw_seed,
+            unit, failed = _draw(units, mllm, messages, key_parts, prompt, repair, draw, draw_sampling, draw_seed,
                                  max_new_tokens, field_name)
             draw += 1
             transient |= failed
@@ -127,22 +224,26 @@ def draw_hypotheses(ctx: JobContext, units: UnitCache, mllm: Any, messages: list
 
 
 def _draw(units: UnitCache, mllm: Any, messages: list[ChatMessage], key_parts: dict, prompt: PromptTemplate,
-          repair: PromptTemplate, draw: int, temperature: float, seed: int | None, max_new_tokens: int,
+          repair: PromptTemplate, draw: int, sampling: Sampling | None, seed: int | None, max_new_tokens: int,
           field_name: str) -> tuple[dict, bool]:
+    """One draw: greedy when `sampling` is None, else sampled with every sampling field explicit (they are in
+    the key, so a draw made under other settings is never reused)."""
+    temperature = sampling.temperature if sampling is not None else 0.0
+    settings = {"sampling": sampling.as_dict()} if sampling is not None else {}  # greedy keys stay as they were
     key = unit_key("hypothesis", **key_parts, mllm=model_part(mllm.info), prompt_version=prompt.version,
                    repair_version=repair.version, draw=draw, temperature=temperature, seed=seed,
-                   max_new_tokens=max_new_tokens)
+                   max_new_tokens=max_new_tokens, **settings)
     hit = units.get(key)
     if hit is not None:
         return hit.payload, False
     try:
-        outcome = ask_json(mllm, repair, messages, field_name, max_new_tokens, temperature, seed)
+        outcome = ask_json(mllm, repair, messages, field_name, max_new_tokens, temperature, seed, sampling)
     except JobCancelled:
         raise
     except Exception as exc:  # noqa: BLE001 - recorded on this candidate, not cached
         return {"hypothesis": None, "error": f"The MLLM failed: {error_text(exc)}", "raw_reply": None}, True
     payload = {"hypothesis": outcome.pop("value"), "draw": draw, "temperature": temperature, "seed": seed,
-               "prompt_version": prompt.version, **outcome}
+               **settings, "prompt_version": prompt.version, **outcome}
     units.put(key, "hypothesis", payload)
     return payload, False
 
@@ -183,8 +284,6 @@ class BaselinePipeline:
     METHOD = ""
     CONFIG: type[BaselineConfig] = BaselineConfig  # the method's settings class
     VALIDATED = False  # the `<method>-validated` registry entry is a subclass with True
-    needs_mllm = True  # False: the method proposes without an MLLM (it still needs one for CEI)
-    needs_reference = False
 
     def __init__(self, classifier: Any, mllm: Any = None, editor: Any = None, store: Any = None,
                  reference: Any = None, config: BaselineConfig | None = None,
@@ -215,6 +314,13 @@ class BaselinePipeline:
 
     # -- identity ------------------------------------------------------------------------------------------
     @property
+    def spec(self):
+        """This method's registry entry (its declared inputs and version)."""
+        from .registry import get_method
+
+        return get_method(self.method_name)
+
+    @property
     def method_name(self) -> str:
         return self.METHOD + (VALIDATED_SUFFIX if self.config.validate else "")
 
@@ -233,9 +339,10 @@ class BaselinePipeline:
                               f"{tester.why_not()}.",
                               hint="Give an MLLM and an image editor (--mllm, --editor), or use a zero-shot "
                                    "classifier, whose candidates are tested by rewriting its prompt.")
-        if self.needs_mllm and self.mllm is None:
+        spec = self.spec  # inputs are declared once, in the registry entry
+        if spec.inputs.mllm == "required" and self.mllm is None:
             raise ConfigError(f"{self.METHOD} needs a multimodal LLM.", hint="Give one with --mllm.")
-        if self.needs_reference:
+        if spec.inputs.reference == "required":
             check_reference(self.reference, self.classifier)
         t_start = time.perf_counter()
         timings: dict[str, float] = {}
@@ -253,7 +360,7 @@ class BaselinePipeline:
                        testing=testing, config=cfg.as_dict(),
                        prompts={**self._prompt_versions(),
                                 **(self.intervention_prompts.versions() if testing else {})},
-                       app_version=__version__, **self._identity())
+                       version=spec.version, **self._identity())
         stored = stored_result(units, key, ctx)
         if stored is not None:
             return stored
@@ -286,6 +393,9 @@ class BaselinePipeline:
 
         if cfg.validate:
             best = select_by_cei(candidates, notes)
+            note = candidate_note(candidate_counts(candidates))
+            if note:
+                notes.append(note)
         else:  # the explanation is the method's own answer, whether or not the test of it worked
             best = 0 if proposed and proposed[0] else None
             if best is None:
@@ -300,20 +410,23 @@ class BaselinePipeline:
             method=self.method_name, sample=sample, explanation=chosen.hypothesis if chosen else None,
             selected_index=best, cei=chosen.cei if chosen else None, candidates=candidates,
             observations=proposal.observations or [], evidence=dict(proposal.evidence or {}), timings=timings,
-            notes=notes, manifest=self._manifest(image_path, file_sha, units, not transient, testing, tester,
-                                                 proposal.details))
+            notes=notes, manifest=self._manifest(candidates, image_path, file_sha, units, not transient, testing, tester,
+                                                 proposal.details, tester.edit_record(img) if testing else None))
         if units.store is not None:
             result.result_key = key
             units.store.put(key, "explanation", result.to_dict(), dict(self.last_artifacts))
         return result
 
-    def _manifest(self, image_path: Path | None, file_sha: str | None, units: UnitCache, complete: bool,
-                  testing: bool, tester: CounterfactualTester, details: dict | None) -> dict[str, Any]:
+    def _manifest(self, candidates: list[Candidate], image_path: Path | None, file_sha: str | None,
+                  units: UnitCache, complete: bool,
+                  testing: bool, tester: CounterfactualTester, details: dict | None,
+                  edit: dict[str, Any] | None = None) -> dict[str, Any]:
         cfg = self.config
         return {
             "method": self.method_name,
             "base_method": self.METHOD,
             "validated": cfg.validate,
+            "version": self.spec.version,
             "app_version": __version__,
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "complete": complete,
@@ -323,10 +436,12 @@ class BaselinePipeline:
                        **self._models_manifest()},
             "zero_shot": tester.zero_shot,
             "intervention": tester.kind if testing else None,
+            "edit": edit,  # working size of the edits (None when no image was edited)
             "prompts": {**self._prompt_versions(), **(self.intervention_prompts.versions() if testing else {})},
             "config": cfg.as_dict(),
-            "seeds": {"candidate_draws": f"draw 0 greedy; draw d>=1 seed {cfg.seed}*1000+d at temperature "
-                                         f"{cfg.sampling_temperature}", "edit": cfg.seed},
+            "seeds": {"candidate_draws": f"draw 0 greedy; draw d>=1 seed {cfg.seed}*1000+d", "edit": cfg.seed},
+            "sampling": {"draw_0": "greedy", "draws_1_on": cfg.sampling.as_dict()},
+            "candidate_counts": candidate_counts(candidates),
             "reference": reference_part(self.reference),
             **run_record(image_path, file_sha, units),
             "details": jsonable(details or {}),

@@ -73,11 +73,15 @@ class MultimodalLLM(Protocol):
     info: ModelInfo
 
     def chat(self, messages: Sequence[ChatMessage], *, max_new_tokens: int = 512, temperature: float = 0.0,
-             seed: int | None = None) -> str:
-        """One conversation in, the assistant's reply text out. temperature 0 = greedy/deterministic."""
+             seed: int | None = None, top_p: float | None = None, top_k: int | None = None,
+             min_p: float | None = None) -> str:
+        """One conversation in, the assistant's reply text out. temperature 0 = greedy/deterministic, and
+        top_p/top_k/min_p are ignored. With temperature > 0 every sampling field is applied explicitly: one
+        left None takes this project's default (models/sampling.py), never the checkpoint's or server's."""
 
     def chat_batch(self, conversations: Sequence[Sequence[ChatMessage]], *, max_new_tokens: int = 512,
-                   temperature: float = 0.0, seed: int | None = None) -> list[str]:
+                   temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,
+                   top_k: int | None = None, min_p: float | None = None) -> list[str]:
         """Several independent conversations; replies in the same order."""
 
 
@@ -92,4 +96,6 @@ class ImageEditor(Protocol):
              guidance: float | None = None, size: tuple[int, int] | None = None,
              on_step: StepCallback | None = None) -> Image.Image:
         """Apply a natural-language edit. `size` (width, height) is honoured exactly (default: the input's
-        size). `on_step` is called after every denoising step; returning False cancels (JobCancelled)."""
+        size). `on_step` is called after every denoising step; returning False cancels (JobCancelled).
+        An editor may also offer `preferred_size(width, height) -> (w, h)`, its preferred working resolution
+        for an input of that shape; callers then edit at that size by default (methods/intervention.py)."""

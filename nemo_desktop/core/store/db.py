@@ -31,6 +31,7 @@ from typing import Any, Iterator, Mapping
 
 from ..errors import StoreError
 from .atomic import TMP_SUFFIX, atomic_write_bytes, atomic_writer, corrupt_aside_name, temp_writer_alive
+from .disk_space import disk_full_error, is_disk_full
 from .keys import content_hash
 from .migrations import CURRENT_VERSION, migrate, user_version
 from .paths import AppPaths, get_paths
@@ -50,6 +51,7 @@ PROBLEM_MISSING = "missing artifact"
 PROBLEM_CORRUPT = "corrupt artifact"
 PROBLEM_TMP = "leftover temp file"
 PROBLEM_ORPHAN = "orphan artifact"
+PROBLEM_KEPT = "kept for salvage"
 
 
 def _primary_code(exc: BaseException) -> int | None:
@@ -76,6 +78,8 @@ def _translate(exc: sqlite3.Error, db_path: Path) -> StoreError | None:
     what = _ENVIRONMENT_CODES.get(_primary_code(exc) or -1)
     if what is None:
         return None
+    if is_disk_full(exc, db_path):  # "database or disk is full", or "disk I/O error" on a disk with no space left
+        return disk_full_error(db_path, exc)
     hints = {
         "busy": "Another NEMO Desktop process kept the database locked for more than 30 s; wait for it to "
                 "finish or close it, then try again.",
@@ -176,7 +180,7 @@ class ResultsStore:
     """See STORE_API.md. Open with `ResultsStore.open(...)`; usable as a context manager."""
 
     def __init__(self, conn: sqlite3.Connection, db_path: Path, artifacts_dir: Path,
-                 recovered_from: Path | None = None):
+                 recovered_from: Path | None = None, opened_empty: bool = False):
         self._conn: sqlite3.Connection | None = conn
         self._lock = threading.RLock()
         self._savepoints = 0
@@ -185,6 +189,7 @@ class ResultsStore:
         self.store_dir = db_path.parent
         self.arrays_dir = self.store_dir / "arrays"
         self.recovered_from = recovered_from
+        self.opened_empty = opened_empty  # the database file existed with 0 bytes (truncated, or never written)
 
     # ---------------------------------------------------------------- opening
 
@@ -206,6 +211,11 @@ class ResultsStore:
                                  hint="Check the folder's permissions and free space, or choose another location "
                                       "with the NEMO_HOME environment variable.", detail=repr(exc)) from exc
         recovered_from = None
+        opened_empty = cls._is_empty_file(db)
+        if opened_empty:
+            log.warning("The results database %s was an empty file (0 bytes): it holds no results, and a fresh "
+                        "store was created in it. If it held results before, it was truncated (a full disk or a "
+                        "copy that did not finish).", db)
         try:
             cls._check_header(db)  # before SQLite touches it: SQLite would delete a WAL next to a non-database
             conn = cls._connect(db)
@@ -219,13 +229,21 @@ class ResultsStore:
                                  detail=repr(exc)) from exc
             recovered_from = cls._move_aside(db)
             log.warning("The results database %s could not be read (%s); it was moved to %s and a fresh store "
-                        "was created. Artifact files of the old results stay until `nemo cache clear` removes "
-                        "them.", db, exc, recovered_from)
+                        "was created. The artifact files of the old results are kept: `nemo cache salvage %s` "
+                        "recovers what is still readable, `nemo cache discard %s` gives it up.", db, exc,
+                        recovered_from, recovered_from, recovered_from)
             try:
                 conn = cls._connect(db)
             except sqlite3.Error as exc2:
                 raise cls._open_error(exc2, db) from exc2
-        return cls(conn, db, art, recovered_from)
+        return cls(conn, db, art, recovered_from, opened_empty)
+
+    @staticmethod
+    def _is_empty_file(db: Path) -> bool:
+        try:
+            return db.stat().st_size == 0
+        except OSError:
+            return False
 
     @staticmethod
     def _check_header(db: Path) -> None:
@@ -365,6 +383,8 @@ class ResultsStore:
             raise StoreError(f"Could not write the artifact file {path}: its folder disappeared.",
                              hint="Do not remove the store folder while NEMO Desktop is running.") from None
         except OSError as exc:
+            if is_disk_full(exc, path):
+                raise disk_full_error(path, exc, self.store_dir) from exc
             raise StoreError(f"Could not write the artifact file {path}.",
                              hint="Check free disk space and the store folder's permissions.",
                              detail=repr(exc)) from exc
@@ -562,6 +582,8 @@ class ResultsStore:
             with atomic_writer(path) as f:  # streamed: no second in-memory copy of a large matrix
                 np.save(f, np.asarray(arr), allow_pickle=False)
         except OSError as exc:
+            if is_disk_full(exc, path):
+                raise disk_full_error(path, exc, self.store_dir) from exc
             raise StoreError(f"Could not write the array file {path}.",
                              hint="Check free disk space and the store folder's permissions.",
                              detail=repr(exc)) from exc
@@ -640,16 +662,34 @@ class ResultsStore:
             elif content_hash(path) != sha:
                 problems.append(f"{PROBLEM_CORRUPT}: {path} (used by {who}) does not match its sha256")
         referenced = {self._artifact_path(sha, ext) for sha, ext in users}
+        asides = self.aside_databases()
+        kept = 0
         for p in on_disk:
             if p.name.endswith(TMP_SUFFIX):
                 problems.append(f"{PROBLEM_TMP}: {p} (left by an interrupted write; safe to remove)")
             elif p.parent.parent == self.artifacts_dir and p not in referenced:
-                problems.append(f"{PROBLEM_ORPHAN}: {p} is not used by any result (left by an interrupted "
-                                f"write or a recovered database; safe to remove)")
+                if asides:
+                    kept += 1
+                else:
+                    problems.append(f"{PROBLEM_ORPHAN}: {p} is not used by any result (left by an interrupted "
+                                    f"write; safe to remove)")
+        for aside in asides if kept else ():
+            problems.append(f"{PROBLEM_KEPT}: {aside} is a damaged database moved aside; {kept} artifact file(s) "
+                            f"not used by the current database are kept because they may belong to it. "
+                            f"`nemo cache salvage {aside}` recovers its readable results; `nemo cache discard "
+                            f"{aside}` gives it up, after which `nemo cache check --repair` removes those files")
         return problems
 
+    def aside_databases(self) -> list[Path]:
+        """Damaged databases moved aside next to this one and not yet discarded (see salvage.py)."""
+        from .salvage import aside_databases
+
+        return aside_databases(self.db_path)
+
     def cleanup(self, stale_after_s: float = 86_400.0) -> dict[str, int]:
-        """Remove leftovers of interrupted writes: temp files and artifact files no result uses.
+        """Remove leftovers of interrupted writes: temp files and artifact files no result uses. While a damaged
+        database moved aside is not discarded, unused artifact files are kept: they may be its results' files,
+        which `nemo cache salvage` can bring back (check() reports how many).
 
         A temp file is removed when the process that wrote it is gone (its pid is in the name) or it is
         older than `stale_after_s` (a writer on another machine sharing the folder). Runs under the write
@@ -660,7 +700,7 @@ class ResultsStore:
         tmp_files = {p for p in files if p.name.endswith(TMP_SUFFIX)}
         removed["tmp"] = sum(self._remove_stale_tmp(p, stale_after_s) for p in tmp_files)
         artifact_files = [p for p in files if p not in tmp_files and p.parent.parent == self.artifacts_dir]
-        if not artifact_files:
+        if not artifact_files or self.aside_databases():  # unused files may be a moved-aside database's: kept
             return removed
         with self.transaction() as conn:
             referenced = {self._artifact_path(sha, ext)

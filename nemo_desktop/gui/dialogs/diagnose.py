@@ -332,7 +332,7 @@ class DiagnoseDialog(QDialog):
         self.status_label.setText(p.stage + (f" ({p.done} of {p.total})" if p.total else ""))
         if p.total:
             self.progress.setRange(0, 1000)
-            self.progress.setValue(int(1000 * (p.fraction or 0)))
+            self.progress.setValue(int(1000 * (p.overall_fraction or 0)))
 
     def _explained(self, outcomes) -> None:
         workbench = self.host.show_pane("workbench")

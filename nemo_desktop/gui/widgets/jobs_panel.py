@@ -74,9 +74,9 @@ class JobRow(QFrame):
     def _on_progress(self, p: Progress) -> None:
         if not self.handle.cancel_requested:
             self.stage.setText(progress_text(p))
-        if p.total:
+        if p.overall_fraction is not None:  # the whole job's progress when sub-steps map it, else the stage's
             self.bar.setRange(0, 1000)
-            self.bar.setValue(int(1000 * (p.fraction or 0.0)))
+            self.bar.setValue(int(1000 * p.overall_fraction))
         else:
             self.bar.setRange(0, 0)
 

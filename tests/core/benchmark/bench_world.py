@@ -79,7 +79,7 @@ def make_imagenet_r(root: Path, *, classes: int = 4, per_class: int = 4, wrong: 
 def make_objectnet(root: Path) -> dict:
     """objectnet-1.0/images/<folder>/<hash>.png, with a non-overlap class folder that must be skipped."""
     vocab = load_vocabulary("objectnet")
-    all_folders = json.loads((Path(__file__).resolve().parents[3] / "resources" / "benchmarks" / "objectnet" /
+    all_folders = json.loads((Path(__file__).resolve().parents[3] / "nemo_desktop" / "resources" / "benchmarks" / "objectnet" /
                               "folder_to_objectnet_label.json").read_text())
     other = next(f for f in sorted(all_folders) if f not in vocab.folders)
     base = root / "objectnet-1.0"
@@ -228,7 +228,7 @@ class ScriptedMLLM:
         self.info = ModelInfo(f"test-double:{name}", "test-double", "1")
         self.delay, self.log, self.calls = delay, log, 0
 
-    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None):
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
         self.calls += 1
         if self.delay:
             time.sleep(self.delay)
@@ -295,7 +295,7 @@ class MessyJudge:
         self.info = ModelInfo(f"test-double:judge-{name}", "test-double", "1")
         self.style, self.delay, self.calls = style, delay, 0
 
-    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None):
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
         self.calls += 1
         if self.delay:
             time.sleep(self.delay)

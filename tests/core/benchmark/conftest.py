@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench_world import families, make_imagenet_d, make_imagenet_r, make_imagenet_val, make_objectnet
+from bench_world import FixedConfig, FixedExplainer, families, make_imagenet_d, make_imagenet_r, make_imagenet_val, make_objectnet
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +31,15 @@ def registered(monkeypatch):
     registry._ensure_builtin_families()
     for key, fn in families().items():
         monkeypatch.setitem(registry._FAMILIES, key, fn)
+
+
+@pytest.fixture
+def fixed_method(monkeypatch):
+    """The test double FixedExplainer as per-sample method 'fixed', for this test only."""
+    from nemo_desktop.core.registry import AnalysisSpec, Inputs, list_analyses
+    from nemo_desktop.core.registry import registry
+
+    list_analyses()  # the built-in analyses first, so the double is only added
+    monkeypatch.setitem(registry._SPECS, "fixed",
+                        AnalysisSpec("fixed", "sample", "test", FixedExplainer, FixedConfig,
+                                     inputs=Inputs(mllm="optional", editor="optional"), description="test double"))

@@ -8,7 +8,9 @@ import pytest
 from nemo_desktop.core.errors import ConfigError
 
 from nemo_desktop.core.benchmark.config import load_config, parse_config
-from nemo_desktop.core.benchmark.tables import CellStats, RunData, table2, table5
+from nemo_desktop.core.benchmark.records import DONE
+from nemo_desktop.core.benchmark.table_data import CellStats, RunData, SampleOutcome
+from nemo_desktop.core.benchmark.tables import table2, table5
 from nemo_desktop.core.resources import resource_path
 
 CONFIGS = sorted(resource_path("benchmarks", "configs").glob("table*.toml"))
@@ -56,7 +58,7 @@ def _data(methods: list[dict], cells: dict[str, tuple[list[float], list[float]]]
     stats = {}
     for label, (llm, cei) in cells.items():
         st = CellStats("D", "C", "M", None, label)
-        st.llm, st.cei, st.done = llm, cei, len(cei)
+        st.samples = {f"s{i}": SampleOutcome(DONE, llm=a, cei=b) for i, (a, b) in enumerate(zip(llm, cei))}
         stats[("D", "C", "M", None, label)] = st
     run = {"run_id": "r", "config": {"config": {"methods": methods}, "methods": [m["label"] for m in methods]}}
     return RunData(run, stats, [], [])
@@ -72,3 +74,26 @@ def test_validated_registry_variants_pair_with_their_plain_method():
     assert [v.value for v in rows["CamMLLM"]] == [0.5, 5.0, 1.0, 6.5] and rows["CamMLLM"][3].note == "+1.50"
     assert [v.value for v in rows["SciTX"]] == [None, None, 1.0, 19.0]
     assert table5(data) == []  # one SciTX: no retrieval ablation
+
+
+def test_shipped_configs_build_their_methods_and_say_which_reading_they_use():
+    """Every method's options build its real config; ErrorRetrieval uses the paper's corpus style and ranking;
+    Table 3 re-scores the first editor's explanations; the comments mark this project's own values."""
+    from dataclasses import fields
+
+    from nemo_desktop.core.methods.registry import get_method
+
+    for path in CONFIGS:
+        cfg = load_config(path)
+        text = path.read_text()
+        for m in cfg.methods:
+            entry = get_method(m.method)
+            config = entry.config(**m.options)
+            if m.method.startswith("error-retrieval"):
+                assert (config.corpus, config.contrast) == ("failure-statements", "similarity")
+            if m.method == "scitx":
+                assert (config.k, config.m, config.random_count, config.k_scope) == (3, 3, 3, "per-set")
+                assert "this project's choices" in text and "sampling_temperature = 0.7" in text
+                assert config.sampling_temperature == 0.7 and config.edit_resolution == "preferred"
+            assert {f.name for f in fields(config)} >= set(m.options)
+        assert cfg.editor_protocol == ("rescore" if path.stem == "table3" else "reselect")

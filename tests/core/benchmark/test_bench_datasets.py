@@ -153,3 +153,30 @@ def test_imagenet_val_subset_layouts(tmp_path):
     bad.write_text("n99999999\n")
     with pytest.raises(ConfigError, match="not ImageNet-1k classes"):
         open_imagenet_subset(folder, str(bad))
+
+
+def test_objectnet_border_is_cropped_on_load(tmp_path):
+    """Like the standard ObjectNet loaders: 2 pixels per side, for every loader of a file under the dataset."""
+    from nemo_desktop.core.image_borders import border_for, register_border_crop
+    from nemo_desktop.core.images import load_image
+
+    vocab = load_vocabulary("objectnet")
+    framed = np.full((40, 60, 3), 128, np.uint8)
+    framed[:2], framed[-2:], framed[:, :2], framed[:, -2:] = (255, 0, 0), (255, 0, 0), (255, 0, 0), (255, 0, 0)
+    path = save(Image.fromarray(framed), tmp_path / "objectnet-1.0" / "images" / vocab.folders[0] / "a.png")
+    outside = save(Image.fromarray(framed), tmp_path / "elsewhere" / "a.png")
+    assert load_image(path).size == (60, 40)  # nothing registered yet
+    try:
+        ds = ObjectNet(tmp_path / "objectnet-1.0")
+        assert ds.describe()["border_crop"] == 2 and border_for(path) == 2 and border_for(outside) == 0
+        img = load_image(path)
+        assert img.size == (56, 36)
+        arr = np.asarray(img)
+        assert (arr == 128).all()  # no red left
+        assert load_image(outside).size == (60, 40)
+        assert load_image(path, max_side=30).size[0] <= 30  # the crop also applies to reduced decodes
+        with open(path, "rb") as f:
+            assert load_image(f.read()).size == (60, 40)  # bytes have no path: nothing to crop
+    finally:
+        register_border_crop(tmp_path / "objectnet-1.0" / "images", 0)
+    assert border_for(path) == 0

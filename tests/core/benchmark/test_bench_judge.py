@@ -87,7 +87,7 @@ class Replies:
         self.info = ModelInfo("test-double:replies", "test-double", "1")
         self.seen = []
 
-    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None):
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
         self.seen.append(messages)
         assert temperature == 0.0
         r = self.replies.pop(0)

@@ -100,3 +100,18 @@ def test_kill_9_mid_run_then_resume_loses_nothing_and_repeats_nothing(bench_data
     repeated = [k for k, n in asked.items() if n > 1]
     assert len(repeated) <= 1, repeated
     assert len(calls) > len(calls_first)
+
+
+def test_resume_removes_the_temporary_file_of_a_write_killed_midway(bench_data, store):
+    """A kill inside an artifact write leaves its temporary file; the resumed run removes it, so `nemo cache
+    check` is clean afterwards (temporary files of writers still running are kept: see test_store_processes)."""
+    from bench_world import base_config, doubles_loader
+    from fixtures_tiny.killed_writer import kill_during_artifact_write
+    from nemo_desktop.core.benchmark.config import parse_config
+    from nemo_desktop.core.benchmark.runner import BenchmarkRunner
+    from nemo_desktop.core.store.db import PROBLEM_TMP
+
+    left = kill_during_artifact_write(store.db_path, store.artifacts_dir)
+    assert len(left) == 1 and any(p.startswith(PROBLEM_TMP) for p in store.check())
+    BenchmarkRunner(parse_config(base_config(bench_data)), store, loader=doubles_loader()).run()
+    assert not left[0].exists() and store.check() == []

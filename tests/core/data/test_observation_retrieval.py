@@ -79,6 +79,33 @@ def test_ablation_drops_the_class_filter(digits_index, fresh_classifier):
     assert s == brute_force(digits_index, q, e.correct & (e.sha256 != sha), 5)
     assert len(c) == 4 and not set(c) & set(s) and all(e.correct[r] for r in c)
     assert res.params["class_relevance"] is False
+    # Only the class filter differs: Set C comes from the method's pool (correct, of classes other than y and
+    # ŷ), less the similar set.
+    y, y_hat = int(e.labels[query]), int(e.preds[query])
+    assert all(e.labels[r] not in (y, y_hat) for r in c)
+
+
+def test_pooled_k_is_the_nearest_of_both_classes(digits_index, fresh_classifier):
+    e = digits_index.entries
+    for query in np.flatnonzero(~e.correct)[:3].tolist():
+        y, y_hat, sha = int(e.labels[query]), int(e.preds[query]), e.sha256[query]
+        q = fresh_classifier.embed([load_image(e.paths[query])])[0]
+        res = retrieve_observations(digits_index, q, y, y_hat, k_true=6, k_pred=0, k_random=0, pooled=True,
+                                    query_sha256=sha)
+        both = e.correct & np.isin(e.labels, [y, y_hat]) & (e.sha256 != sha)
+        nearest = brute_force(digits_index, q, both, 6)
+        a, b = rows_of(res, "A", digits_index), rows_of(res, "B", digits_index)
+        assert sorted(a + b) == sorted(nearest) and not res.by_set("C")
+        assert all(e.labels[r] == y for r in a) and all(e.labels[r] == y_hat for r in b)
+        assert res.params["pooled"] is True
+        per_set = retrieve_observations(digits_index, q, y, y_hat, k_true=6, k_pred=0, k_random=0, query_sha256=sha)
+        assert rows_of(per_set, "A", digits_index) == brute_force(digits_index, q, both & (e.labels == y), 6)
+
+
+def test_k_random_zero_is_algorithm_1(digits_index):
+    q = np.asarray(digits_index.features[0])
+    res = retrieve_observations(digits_index, q, 1, 2, k=3, k_random=0, query_sha256="ab" * 32)
+    assert {o.set_name for o in res} == {"A", "B"} and len(res) == 6 and res.notes == []
 
 
 def test_random_set_is_seeded(digits_index):

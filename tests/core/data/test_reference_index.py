@@ -321,3 +321,12 @@ def test_float16_matrix_and_delete(digits_folder, fresh_classifier, store):
     assert index.features.dtype == np.float16
     delete_index(store, index.index_id)
     assert ReferenceIndex.list(store) == [] and not list(store.arrays_dir.iterdir())
+
+
+def test_index_build_removes_the_temporary_file_of_a_write_killed_midway(digits_folder, fresh_classifier, store):
+    from fixtures_tiny.killed_writer import kill_during_artifact_write
+
+    left = kill_during_artifact_write(store.db_path, store.artifacts_dir)
+    assert len(left) == 1
+    build_index(FolderDataset(digits_folder), fresh_classifier, store, batch_size=64)
+    assert not left[0].exists() and store.check() == []

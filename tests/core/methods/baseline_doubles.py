@@ -61,7 +61,7 @@ class BaselineDigitsMLLM(ScriptedDigitsMLLM):
         super().__init__()
         self.images: list[list[Image.Image]] = []
 
-    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None):
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
         parts = [p for m in messages for p in m.content]
         images = [p for p in parts if isinstance(p, Image.Image)]
         text = "\n".join(p for p in parts if isinstance(p, str))
@@ -86,7 +86,7 @@ class GlobalDigitsMLLM(BaselineDigitsMLLM):
     """+ the global-explanation prompt: names the cause that most listed lines mention (a majority vote over
     the keywords of the scripted hypotheses), in one of GLOBAL_SUMMARIES' sentences."""
 
-    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None):
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
         text = "\n".join(p for m in messages for p in m.content if isinstance(p, str))
         if '"global_explanation"' in text:
             self.calls.append({"text": text, "temperature": temperature, "seed": seed})
@@ -106,7 +106,7 @@ class JsonWriterMLLM:
     def __init__(self) -> None:
         self.image_counts: list[int] = []
 
-    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None):
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
         parts = [p for m in messages for p in m.content]
         self.image_counts.append(sum(isinstance(p, Image.Image) for p in parts))
         text = "\n".join(p for p in parts if isinstance(p, str))

@@ -220,7 +220,7 @@ class ScriptedDigitsMLLM:
     def __init__(self) -> None:
         self.calls: list[dict] = []
 
-    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None):
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
         parts = [p for m in messages for p in m.content]
         text = "\n".join(p for p in parts if isinstance(p, str))
         images = [p for p in parts if isinstance(p, Image.Image)]

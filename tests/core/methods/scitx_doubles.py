@@ -17,7 +17,7 @@ class GarbageForSeedMLLM(ScriptedDigitsMLLM):
         self.bad_seed = bad_seed
         self.fixed_by_repair = fixed_by_repair
 
-    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None):
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
         is_repair = len(messages) > 1 and messages[-1].role == "user" and any(
             m.role == "assistant" for m in messages)
         if seed == self.bad_seed:
@@ -31,7 +31,7 @@ class GarbageForSeedMLLM(ScriptedDigitsMLLM):
 class SameHypothesisMLLM(ScriptedDigitsMLLM):
     """Always proposes the same hypothesis, however it is sampled (to exercise de-duplication)."""
 
-    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None):
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
         return super().chat(messages, max_new_tokens=max_new_tokens, temperature=0.0, seed=None)
 
 
@@ -42,7 +42,7 @@ class RaisingMLLM(ScriptedDigitsMLLM):
         super().__init__()
         self.bad_seed = bad_seed
 
-    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None):
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
         if seed == self.bad_seed:
             raise ConnectionError("endpoint unreachable")
         return super().chat(messages, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)

@@ -55,6 +55,9 @@ def corpus(texts=CORPUS) -> ErrorCorpus:
                        "a photo of a {class}.")
 
 
+PDIFF = ErrorRetrievalConfig(contrast="pdiff")
+
+
 def sketch() -> Image.Image:
     return Image.new("RGB", (16, 16), SKETCH)
 
@@ -62,7 +65,7 @@ def sketch() -> Image.Image:
 def test_planted_sentence_is_retrieved_by_contrast_with_the_class_caption(store):
     space = PlantedSpace(VECTORS, {SKETCH: IMAGE_VECTOR})
     clf = FixedClassifier()
-    pipe = ErrorRetrievalPipeline(clf, None, store=store, embedder=space, corpus=corpus())
+    pipe = ErrorRetrievalPipeline(clf, None, store=store, embedder=space, corpus=corpus(), config=PDIFF)
     result = pipe(sketch(), "cat")
 
     assert result.method == "error-retrieval" and result.explanation == "a pencil sketch of a cat."
@@ -76,7 +79,8 @@ def test_planted_sentence_is_retrieved_by_contrast_with_the_class_caption(store)
 
     # Re-run: answered from the store, no model call at all.
     calls = (clf.calls, space.image_calls, len(space.text_calls))
-    again = ErrorRetrievalPipeline(clf, None, store=store, embedder=space, corpus=corpus())(sketch(), "cat")
+    again = ErrorRetrievalPipeline(clf, None, store=store, embedder=space, corpus=corpus(),
+                                   config=PDIFF)(sketch(), "cat")
     assert again.to_dict() == result.to_dict()
     assert (clf.calls, space.image_calls, len(space.text_calls)) == calls
 
@@ -99,16 +103,45 @@ def test_without_contrast_a_class_heavy_sentence_wins():
 
 def test_the_corpus_changes_the_key_and_the_answer(store):
     space = PlantedSpace(VECTORS, {SKETCH: IMAGE_VECTOR})
-    first = ErrorRetrievalPipeline(FixedClassifier(), None, store=store, embedder=space, corpus=corpus())(sketch(),
-                                                                                                         "cat")
+    first = ErrorRetrievalPipeline(FixedClassifier(), None, store=store, embedder=space, corpus=corpus(),
+                                   config=PDIFF)(sketch(), "cat")
     smaller = corpus([t for t in CORPUS if t != PLANTED])
-    second = ErrorRetrievalPipeline(FixedClassifier(), None, store=store, embedder=space, corpus=smaller)(sketch(),
-                                                                                                         "cat")
+    second = ErrorRetrievalPipeline(FixedClassifier(), None, store=store, embedder=space, corpus=smaller,
+                                    config=PDIFF)(sketch(), "cat")
     assert second.result_key != first.result_key and second.explanation != first.explanation
 
 
-def test_shipped_corpus_covers_every_category():
+def test_defaults_are_the_papers_reading():
+    """Plain image-sentence similarity over the class-agnostic failure statements; the contrastive ranking
+    and the class-caption corpus are options."""
+    cfg = ErrorRetrievalConfig()
+    assert cfg.contrast == "similarity" and cfg.corpus == "failure-statements"
+    space = PlantedSpace(VECTORS, {SKETCH: IMAGE_VECTOR})
+    plain = ErrorRetrievalPipeline(FixedClassifier(), None, embedder=space, corpus=corpus())(sketch(), "cat")
+    assert plain.explanation == "a close-up photo of a cat."  # the most similar sentence, no contrast
+    assert plain.manifest["details"]["contrast"] == "similarity"
+    with pytest.raises(ConfigError):
+        ErrorRetrievalConfig(corpus="mine")
+
+
+def test_shipped_failure_statements_are_class_agnostic_and_cite_the_paper():
     c = load_corpus(include_user_dir=False)
+    assert len(c) >= 90 and len({s.text for s in c.sentences}) == len(c)
+    assert not any("{class}" in s.text for s in c.sentences)
+    assert len(c.categories()) >= 10
+    # The paper's printed Retrieval rows (appendix C, Figs 10-12), verbatim.
+    paper = [s for s in c.sentences if s.id.startswith("paper-")]
+    assert len(paper) == 13
+    texts = {s.text for s in c.sentences}
+    assert {"Object is a plush toy lacking rigid structure.", "Camera is too close, showing only texture without "
+            "shape.", "Typically co-occurring objects are missing from the scene."} <= texts
+    # No category dominates (the class-caption corpus followed ImageNet-D's factors).
+    counts = [sum(s.category == cat for s in c.sentences) for cat in c.categories()]
+    assert max(counts) <= 0.2 * len(c)
+
+
+def test_class_caption_corpus_stays_an_option():
+    c = load_corpus(include_user_dir=False, name="class-captions")
     assert set(c.categories()) == set(CATEGORIES)
     for cat in CATEGORIES:
         assert sum(s.category == cat for s in c.sentences) >= 10, cat
@@ -120,21 +153,21 @@ def test_shipped_corpus_covers_every_category():
 def test_user_files_extend_the_corpus(tmp_path, monkeypatch):
     from nemo_desktop.core.methods.error_retrieval import user_corpus_dir
 
-    base = load_corpus()
+    base = load_corpus(name="class-captions")
     folder = user_corpus_dir()
     folder.mkdir(parents=True)
     (folder / "mine.json").write_text(json.dumps({"sentences": [
         {"category": "weather", "text": "a {class} in heavy rain."}, "a {class} under water droplets."]}))
     (folder / "more.tsv").write_text("# my additions\nweather\ta {class} in a sandstorm.\n\n"
                                      "background and context\ta {class} in the snow.\n")  # a duplicate
-    extended = load_corpus()
+    extended = load_corpus(name="class-captions")
     texts = [s.text for s in extended.sentences]
     assert len(extended) == len(base) + 3
     assert {"a {class} in heavy rain.", "a {class} under water droplets.", "a {class} in a sandstorm."} <= set(texts)
     assert extended.sha256 != base.sha256 and str(folder / "more.tsv") in extended.sources
     (folder / "bad.tsv").write_text("weather only one column\n")
     with pytest.raises(ConfigError, match="Line 1"):
-        load_corpus()
+        load_corpus(name="class-captions")
 
 
 def test_non_zero_shot_classifier_needs_a_joint_space():

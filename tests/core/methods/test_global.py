@@ -17,7 +17,7 @@ import pytest
 from baseline_doubles import GLOBAL_SUMMARIES, GlobalDigitsMLLM
 from digits_world import EIGHT, HYPOTHESES, THREE, DigitsCNNClassifier, DigitsEditor, render
 from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.methods.global_explanation import (GlobalConfig, GlobalExplainer, GlobalScorer,
+from nemo_desktop.core.analyses.global_explanation import (GlobalConfig, GlobalExplainer, GlobalScorer,
                                                           collect_explanations)
 from nemo_desktop.core.methods.registry import get_method
 from nemo_desktop.core.methods.result import ExplanationResult
@@ -131,7 +131,7 @@ def test_scoring_needs_a_way_to_intervene(digits_classifier):
 
 
 def test_cli_global(digits_classifier, blue_threes, tmp_path, monkeypatch, capsys):
-    from nemo_desktop.cli.commands import explain
+    from nemo_desktop.cli import loading
     from nemo_desktop.cli.main import main
     from nemo_desktop.core.store import ResultsStore
     from nemo_desktop.core.store.paths import get_paths
@@ -145,7 +145,7 @@ def test_cli_global(digits_classifier, blue_threes, tmp_path, monkeypatch, capsy
         loaded.append((ref, kind))
         return doubles[kind]
 
-    monkeypatch.setattr(explain, "_load", fake_load)
+    monkeypatch.setattr(loading, "load", fake_load)
     out = tmp_path / "global.json"
     assert main(["global", run_id, "--score", "--json", str(out)]) == 0
     text = capsys.readouterr().out

@@ -296,3 +296,48 @@ def test_overlay_is_hot_where_the_map_is_high():
     big = render_overlay(img, heat, min_side=90)
     assert min(big.size) == 90 and big.size[0] == 120
     assert tuple(colourise(np.array([[0.0, 1.0]]))[0, 0]) == (0, 0, 143)
+
+
+# -- a layer chosen by hand ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("family", ["timm-vit", "hf-clip", "hf-siglip", "open_clip"])
+def test_explicit_layer_naming_the_automatic_one_gives_the_same_map(families, family):
+    clf = load_model(families[family], CPU)
+    img = noise_image(7, 48)
+    auto = gradcam(clf, img)
+    chosen = gradcam(clf, img, layer=EXPECTED_LAYER[family])
+    assert chosen.layer == auto.layer and chosen.grid == auto.grid
+    np.testing.assert_array_equal(chosen.raw, auto.raw)
+    np.testing.assert_array_equal(chosen.heatmap, auto.heatmap)
+
+
+def _vit_with_registers(folder, img_size, reg_tokens):
+    import timm
+
+    _torch()
+    model = timm.create_model("vit_tiny_patch16_224", pretrained=False, num_classes=10, img_size=img_size,
+                              patch_size=8, embed_dim=32, depth=2, num_heads=2, reg_tokens=reg_tokens)
+    h, w = img_size
+    timm.models.save_for_hf(model, str(folder), safe_serialization=True,
+                            data_config={"input_size": (3, h, w), "crop_pct": 1.0})
+    return load_model(ModelSpec("classifier", "timm", f"local-dir:{folder}"), CPU)
+
+
+@pytest.mark.parametrize("img_size, reg_tokens, grid", [
+    ((32, 48), 4, (4, 6)),  # non-square: 24 patches + CLS + 4 registers
+    ((32, 32), 9, (4, 4)),  # 16 patches + CLS + 9 registers = 26 tokens: a 5x5 square would fit if guessed
+])
+def test_explicit_token_layer_keeps_prefix_tokens_and_patch_size(tmp_path, img_size, reg_tokens, grid):
+    clf = _vit_with_registers(tmp_path / "vit", img_size, reg_tokens)
+    assert tuple(clf.preprocess([noise_image(1, 40)]).shape[-2:]) == img_size
+    img = noise_image(8, 40)
+    auto = gradcam(clf, img)
+    assert auto.grid == grid
+    for name in ("blocks.1.norm1", clf.model.blocks[1].norm1):  # by name and by module
+        chosen = gradcam(clf, img, layer=name)
+        assert chosen.grid == grid and chosen.layer == "blocks.1.norm1"
+        np.testing.assert_array_equal(chosen.raw, auto.raw)
+    earlier = find_target_layer(clf, "blocks.0.norm1")
+    assert earlier.prefix_tokens == 1 + reg_tokens and earlier.patch_size == (8, 8)
+    assert gradcam(clf, img, layer="blocks.0.norm1").grid == grid
+    clf.gradcam_layer = "blocks.1.norm1"  # the classifier's own setting takes the same path
+    np.testing.assert_array_equal(gradcam(clf, img).raw, auto.raw)

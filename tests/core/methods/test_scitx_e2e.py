@@ -84,7 +84,7 @@ class JsonWritingMLLM:
 
     info = ModelInfo("test-double:json-writer", "test-double", "1")
 
-    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None):
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
         text = "\n".join(p for m in messages for p in m.content if isinstance(p, str))
         if "cause_of_error" in text:
             return json.dumps({"cause_of_error": f"The background texture misleads the model (draw {seed})."})
@@ -123,9 +123,11 @@ def test_cli_explain_on_tiny_models(tiny, tmp_path, capsys):
             "--reference", str(tiny["reference"]), "--k", "1", "--m", "2", "--edit-steps", "2", "--device", "cpu",
             "--max-new-tokens", "12",
             "--json", str(out)]
-    assert main(argv) == 0
+    rc = main(argv)
     text = capsys.readouterr().out
     assert "Candidates:" in text and f"true class '{clf.class_names[y]}'" in text
+    # Tiny random models write garbage, so no hypothesis can be tested: no explanation is a failed run (exit 3).
+    assert ("No explanation could be validated" in text) == (rc == 3) and rc in (0, 1, 3)
     data = json.loads(out.read_text())
     assert data["method"] == "scitx" and len(data["candidates"]) == 2 and data["sample"]["true_index"] == y
 
@@ -133,3 +135,47 @@ def test_cli_explain_on_tiny_models(tiny, tmp_path, capsys):
     assert main(argv[:3] + ["cta"] + argv[4:]) == 2
     err = capsys.readouterr().err
     assert "Unknown label 'cta'" in err and "'cat'" in err
+
+
+def test_cli_explain_exits_non_zero_when_every_endpoint_request_fails(tiny, capsys):
+    """The MLLM is an OpenAI-compatible loopback server that refuses every chat request: nothing is explained,
+    so `nemo explain` exits 3 (runtime error), not 0."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from nemo_desktop.cli.exit_codes import RUNTIME
+    from nemo_desktop.cli.main import main
+
+    class Refusing(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _reply(self, status, payload):
+            body = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):  # the model list works: the endpoint is reachable and configured
+            self._reply(200, {"data": [{"id": "tiny-vl"}]})
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self._reply(400, {"error": {"message": "this model is misconfigured"}})
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        clf = load_model(ModelSpec("classifier", "timm", f"local-dir:{tiny['paths']['classifier']}"), CPU)
+        y = wrong_label(clf, tiny["query"])
+        argv = ["explain", str(tiny["query"]), "--true-label", clf.class_names[y], "--classifier",
+                tiny["specs"]["classifier"], "--mllm", f"openai-compatible:http://127.0.0.1:{server.server_port}/v1",
+                "--editor", tiny["specs"]["editor"], "--reference", "none", "--m", "2", "--edit-steps", "2",
+                "--device", "cpu"]
+        rc = main(argv)
+    finally:
+        server.shutdown()
+    captured = capsys.readouterr()
+    assert rc == RUNTIME, captured.out + captured.err

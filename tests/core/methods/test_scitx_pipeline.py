@@ -70,7 +70,7 @@ def test_result_record_and_manifest(digits_classifier, blue_three, store, index)
     m = result.manifest
     assert m["models"]["classifier"]["id"] == "test-double:digits-cnn" and m["models"]["classifier"]["revision"]
     assert m["models"]["mllm"]["family"] == "test-double" and m["models"]["editor"]["id"]
-    assert set(m["prompts"]) == {"caption", "hypothesis", "edit", "rewrite", "repair"}
+    assert set(m["prompts"]) == {"caption", "hypothesis", "edit", "rewrite", "repair", "hypothesis_similarity"}
     assert m["prompts"]["hypothesis"].startswith("scitx_hypothesis/v1+")
     assert m["config"]["k"] == 3 and m["app_version"] and m["date"]
     assert set(result.timings) >= {"classify", "retrieve", "caption", "hypothesis", "intervention", "edit",
@@ -280,3 +280,120 @@ def test_unreadable_reference_file_is_left_out_with_a_note(digits, digits_classi
     assert any(victim.image_path in n and "left out" in n for n in result.notes)
     assert sum(1 for o in result.observations if o.caption) == len(result.observations) - 1
     assert result.explanation == HYPOTHESES[2]
+
+
+# -- observation settings: k per set, pooled K, k_random, the Table 5 ablation's prompt ------------------------
+def _hypothesis_prompt(mllm) -> str:
+    return next(c["text"] for c in mllm.calls if "cause_of_error" in c["text"])
+
+
+def _block(prompt: str, heading: str) -> list[str]:
+    """The caption lines under one set heading of the rendered A.1 prompt."""
+    lines = prompt.split("\n")
+    start = next(i for i, line in enumerate(lines) if heading in line) + 1
+    out = []
+    for line in lines[start:]:
+        if not line.startswith("  - "):
+            break
+        out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("k_random, expected_c", [(None, 2), (0, 0), (4, 4)])
+def test_k_random_is_its_own_setting(digits_classifier, blue_three, store, index, k_random, expected_c):
+    pipe = make(digits_classifier, store, index, k=2, m=1, k_random=k_random)
+    result = pipe(blue_three, "three")
+    sets = [o.set_name for o in result.observations]
+    assert sets.count("A") == 2 and sets.count("B") == 2 and sets.count("C") == expected_c
+    c_lines = _block(_hypothesis_prompt(pipe.mllm), "(Random Examples)")
+    if expected_c == 0:  # Algorithm 1: no random observations; the prompt says the set is empty
+        assert c_lines == ["  - (no examples available)"]
+    else:
+        assert len(c_lines) == expected_c
+    assert result.manifest["observations"]["k_random"] == expected_c
+    assert result.manifest["config"]["k_random"] == k_random
+    retrieval = [r.payload for r in store.find("retrieval")]
+    assert len(retrieval) == 1  # each k_random value its own unit (a fresh store per test)
+
+
+def test_k_random_is_in_the_retrieval_key(digits_classifier, blue_three, store, index):
+    make(digits_classifier, store, index, k=2, m=1)(blue_three, "three")
+    make(digits_classifier, store, index, k=2, m=1, k_random=0)(blue_three, "three")
+    assert len(store.find("retrieval")) == 2
+    # The key holds the resolved count: k_random = k is today's default, so the stored unit is reused.
+    make(digits_classifier, store, index, k=2, m=1, k_random=2)(blue_three, "three")
+    assert len(store.find("retrieval")) == 2
+
+
+def test_pooled_k_takes_the_nearest_of_both_classes(digits_classifier, blue_three, store, index):
+    pipe = make(digits_classifier, store, index, k=3, m=1, k_scope="pooled", k_random=0)
+    result = pipe(blue_three, "three")
+    ab = [o for o in result.observations if o.set_name in "AB"]
+    assert len(ab) == 3 and not [o for o in result.observations if o.set_name == "C"]
+    assert result.manifest["observations"]["class_relevant_total"] == 3
+    with pytest.raises(ConfigError):
+        SciTXConfig(k_scope="both")
+    with pytest.raises(ConfigError):
+        SciTXConfig(k_random=-1)
+
+
+def test_ablation_never_shows_other_class_neighbours_as_random(digits_classifier, blue_three, store, index):
+    # 2 x 8 nearest neighbours of any class: more than the 12 blue eights and threes can fill.
+    pipe = make(digits_classifier, store, index, k=8, m=1, k_random=3, class_relevance=False)
+    result = pipe(blue_three, "three")
+    prompt = _hypothesis_prompt(pipe.mllm)
+    assert result.manifest["prompts"]["hypothesis_similarity"] in [r.payload["prompt_version"]
+                                                                 for r in store.find("hypothesis")]
+    sample = result.sample
+    similar = [o for o in result.observations if o.set_name == "S"]
+    others = [o for o in similar if o.label_index not in (sample.true_index, sample.pred_index)]
+    assert len(similar) == 16 and others
+    s_lines = _block(prompt, "Set S** (Similar Examples of Other Classes)")
+    assert len(s_lines) == len([o for o in others if o.caption])
+    assert all(line.startswith("  - [") for line in s_lines)  # each with its own label
+    c_lines = _block(prompt, "(Random Examples)")
+    randoms = [o for o in result.observations if o.set_name == "C"]
+    assert len(c_lines) == len(randoms) == 3 and not any(line.startswith("  - [") for line in c_lines)
+    assert all(o.label_index not in (sample.true_index, sample.pred_index) for o in randoms)
+
+
+# -- editor resolution ---------------------------------------------------------------------------------------
+class PreferredSizeEditor(DigitsEditor):
+    """The digits editor double plus a declared preferred working resolution (2x the input, like an editor
+    trained above the input's size); records the size each edit was asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[tuple[int, int]] = []
+
+    def preferred_size(self, width, height):
+        return 2 * width, 2 * height
+
+    def edit(self, image, instruction, *, size=None, **kw):
+        self.sizes.append(tuple(size))
+        return super().edit(image, instruction, size=size, **kw)
+
+
+@pytest.mark.parametrize("settings, expected", [({}, "preferred"), ({"edit_resolution": "native"}, "native"),
+                                                ({"edit_size": (40, 24)}, "explicit")])
+def test_edits_run_at_the_working_size_and_come_back_at_the_input_size(digits_classifier, blue_three, store, index,
+                                                                       settings, expected):
+    editor = PreferredSizeEditor()
+    result = make(digits_classifier, store, index, editor=editor, m=2, **settings)(blue_three, "three")
+    w, h = Image.open(blue_three).size
+    working = {"preferred": (2 * w, 2 * h), "native": (w, h), "explicit": (40, 24)}[expected]
+    assert editor.sizes and set(editor.sizes) == {working}
+    edits = store.find("edit")
+    assert all(r.load_image("image").size == (w, h) for r in edits)  # resized back to the input
+    assert all(r.payload["size"] == list(working) and r.payload["output_size"] == [w, h] for r in edits)
+    record = result.manifest["edit"]
+    assert record["working_size"] == list(working) and record["output_resized_to"] == [w, h]
+    assert record["resolution"] == settings.get("edit_resolution", "preferred")
+
+
+def test_an_editor_without_a_preferred_size_edits_natively_and_says_so(digits_classifier, blue_three, store, index):
+    result = make(digits_classifier, store, index, m=1)(blue_three, "three")
+    assert result.manifest["edit"]["working_size"] == list(Image.open(blue_three).size)
+    assert "declares no preferred" in result.manifest["edit"]["working_size_from"]
+    with pytest.raises(ConfigError):
+        SciTXConfig(edit_resolution="huge")

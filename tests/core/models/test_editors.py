@@ -191,3 +191,43 @@ def test_qwen_image_edit_plus_pipeline_loads_in_the_same_family(tiny_dirs):
                                   str(tiny_dirs("diffusers-qwen-image-edit", plus=True))), CPU)
     assert editor.info.extra["pipeline"] == "QwenImageEditPlusPipeline"
     assert editor.steps_for_pipeline() == 40 and editor.size_multiple == 16
+
+
+# -- the preferred working resolution (computed, never run here: a megapixel edit takes minutes on a CPU) --------
+def test_preferred_working_size_is_a_pure_function():
+    from nemo_desktop.core.models.adapters.diffusers_editor import preferred_working_size
+
+    # FluxKontextPipeline's own max_area rule (diffusers): sides rounded, then floored to multiples of 16.
+    assert preferred_working_size(1024, 1024, area=1024 ** 2, multiple=16, rounding="floor") == (1024, 1024)
+    assert preferred_working_size(500, 375, area=1024 ** 2, multiple=16, rounding="floor") == (1168, 880)
+    # Qwen-Image-Edit's calculate_dimensions(1024*1024, ratio): nearest multiple of 32.
+    assert preferred_working_size(500, 375, area=1024 ** 2, multiple=32, rounding="nearest") == (1184, 896)
+    # InstructPix2Pix at 512 x 512's area, multiple 8: a small ImageNet-R image is enlarged, a photo shrunk.
+    assert preferred_working_size(64, 64, area=512 ** 2, multiple=8) == (512, 512)
+    assert preferred_working_size(4000, 3000, area=512 ** 2, multiple=8) == (592, 440)
+    for w, h in [(37, 50), (300, 100), (1920, 1080)]:
+        pw, ph = preferred_working_size(w, h, area=1024 ** 2, multiple=16, rounding="floor")
+        assert pw % 16 == 0 and ph % 16 == 0
+        assert abs(pw / ph - w / h) / (w / h) < 0.05  # aspect ratio kept
+        assert 0.9 < pw * ph / 1024 ** 2 <= 1.0
+    assert preferred_working_size(10000, 1, area=512 ** 2, multiple=8)[1] == 8  # at least one multiple
+    with pytest.raises(ValueError):
+        preferred_working_size(0, 10, area=512 ** 2, multiple=8)
+
+
+@pytest.mark.parametrize("family, expected", [("diffusers-instruct-pix2pix", (592, 440)),
+                                              ("diffusers-flux-kontext", (1168, 880))])
+def test_each_family_states_its_preferred_size(family, expected, editors):
+    """The loaded (tiny) pipelines: only the arithmetic is exercised, no megapixel denoising."""
+    assert editors(family).preferred_size(500, 375) == expected
+
+
+def test_qwen_image_edit_preferred_size_uses_multiples_of_32():
+    from nemo_desktop.core.models.adapters.diffusers_editor import QwenImageEditEditor
+
+    class _Pipe:  # the one attribute preferred_size may read; no pipeline is built or run
+        vae_scale_factor = 8
+
+    editor = object.__new__(QwenImageEditEditor)
+    editor.pipe = _Pipe()
+    assert editor.preferred_size(500, 375) == (1184, 896)

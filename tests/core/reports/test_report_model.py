@@ -9,8 +9,9 @@ from PIL import Image
 
 from nemo_desktop.core.errors import ConfigError
 from nemo_desktop.core.reports import build_report, build_run_report, build_single_report, resolve_target
-from nemo_desktop.core.reports.model import (Figures, Histogram, Index, KeyValues, Paragraph, Table,
-                                             _histogram, llm_match_of)
+from nemo_desktop.core.reports.model import Figures, Histogram, Index, KeyValues, Paragraph, Table, llm_match_of
+from nemo_desktop.core.reports.runs import _histogram
+
 from report_fixtures import SCRIPT, make_result, make_run, store_result
 
 
@@ -143,7 +144,7 @@ def test_run_report_groups_by_dataset_and_classifier_from_payloads(store):
 
 
 def test_global_explanation_and_its_score_as_nemo_global_stores_them(store):
-    from nemo_desktop.core.methods.global_explanation import GLOBAL_KIND, SCORE_KIND, GlobalExplanation
+    from nemo_desktop.core.analyses.global_explanation import GLOBAL_KIND, SCORE_KIND, GlobalExplanation
 
     run_id = make_run(store, n_samples=1, methods=("scitx",), config={}, failed_items=0)
     assert "Global explanation" not in _sections(build_run_report(run_id, store))

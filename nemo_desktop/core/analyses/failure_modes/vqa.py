@@ -1,6 +1,6 @@
 """Image-sentence relevance by visual question answering (paper App. C.3), for the evaluation only.
 
-Every (image, sentence) pair becomes a yes/no question (resources/prompts/failure_modes_vqa.v1.txt) to each
+Every (image, sentence) pair becomes a yes/no question (nemo_desktop/resources/prompts/failure_modes_vqa.v1.txt) to each
 configured MLLM; with several MLLMs the answers are combined with AND (the paper's "OFA & LLaVA", the most
 accurate combination in its Tab. 4). An answer counts as yes only when its first word is "yes"; anything
 else is no, and unclear replies are counted. Answers are cached in the results store per (image content

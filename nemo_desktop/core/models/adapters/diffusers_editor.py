@@ -6,11 +6,15 @@ device and CPU offload, honour the caller's output size exactly, seed, report ea
 cancel and turn CUDA out-of-memory into a clear error. A family only says which pipeline classes it
 accepts, its size multiple and default steps/guidance, and how its `__call__` spells them.
 
-Size: the working resolution is the requested size rounded to the pipeline's multiple (8 for
-InstructPix2Pix, 16 for the flow-matching DiTs); the output is resized back to the requested size.
-FluxKontextPipeline would otherwise rescale every request to about one megapixel (`max_area=1024**2` and
-`_auto_resize`), so both are passed explicitly. Qwen-Image-Edit always encodes its *conditioning* image at
-about one megapixel inside the pipeline (no argument turns that off); its output size is still honoured.
+Size: `edit(size=...)` runs the pipeline at exactly that size, rounded to the pipeline's multiple (8 for
+InstructPix2Pix, 16 for the flow-matching DiTs), and returns an image of that size. Which size to ask for is
+the caller's choice; `preferred_size(width, height)` gives the editor's preferred working resolution for an
+input of that shape (the aspect ratio kept, the area the family is trained at; see `preferred_working_size`),
+and the counterfactual tester (methods/intervention.py) uses it by default and resizes the result back to
+the input image's size. FluxKontextPipeline would otherwise rescale every request to about one megapixel
+(`max_area=1024**2` and `_auto_resize`), so both are passed explicitly. Qwen-Image-Edit always encodes its
+*conditioning* image at about one megapixel inside the pipeline (no argument turns that off); its output
+size is still honoured.
 
 Cancel: the step callback raises JobCancelled inside diffusers' loop (and sets `_interrupt` for the
 pipelines that read it). Raising is the only stop that works for all three: the InstructPix2Pix loop never
@@ -21,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import logging
+import math
 import threading
 from pathlib import Path
 from typing import Any, ClassVar
@@ -35,6 +40,28 @@ from ..registry import LoadOptions, ModelSpec, register_family
 log = logging.getLogger(__name__)
 
 
+def preferred_working_size(width: int, height: int, *, area: int, multiple: int,
+                           rounding: str = "nearest") -> tuple[int, int]:
+    """The working size of an editor trained at about `area` pixels for a `width` x `height` input: the
+    input's aspect ratio, `area` pixels, each side a multiple of `multiple` (at least one multiple).
+
+    rounding="floor" is FluxKontextPipeline's own rule for `max_area` (sides rounded to pixels, then floored
+    to the multiple); "nearest" is Qwen-Image-Edit's `calculate_dimensions` (the exact side rounded to the
+    nearest multiple). A pure function, so the default sizes are tested without building a pipeline."""
+    if width < 1 or height < 1 or area < 1 or multiple < 1:
+        raise ValueError(f"invalid size {width}x{height}, area {area} or multiple {multiple}")
+    ratio = width / height
+    if rounding == "floor":
+        w = round(math.sqrt(area * ratio)) // multiple * multiple
+        h = round(math.sqrt(area / ratio)) // multiple * multiple
+    elif rounding == "nearest":
+        exact_w = math.sqrt(area * ratio)
+        w, h = round(exact_w / multiple) * multiple, round(exact_w / ratio / multiple) * multiple
+    else:
+        raise ValueError(f"unknown rounding {rounding!r}")
+    return max(multiple, int(w)), max(multiple, int(h))
+
+
 class DiffusersEditor:
     """ImageEditor over a loaded diffusers pipeline; subclasses describe one family."""
 
@@ -42,6 +69,10 @@ class DiffusersEditor:
     pipeline_classes: ClassVar[tuple[str, ...]]
     default_steps: ClassVar[int]
     default_guidance: ClassVar[float]
+    # The preferred working resolution (see `preferred_size`): pixels and how sides are rounded.
+    preferred_area: ClassVar[int] = 1024 * 1024
+    preferred_rounding: ClassVar[str] = "nearest"
+    preferred_multiple: ClassVar[int | None] = None  # None = size_multiple
     # Kept in ModelInfo.extra so cache keys change when a family's defaults change.
     defaults_version: ClassVar[int] = 1
 
@@ -105,6 +136,12 @@ class DiffusersEditor:
             result = result.resize((out_w, out_h), Image.Resampling.LANCZOS)
         return result
 
+    def preferred_size(self, width: int, height: int) -> tuple[int, int]:
+        """The editor's preferred working resolution for a `width` x `height` input (aspect ratio kept)."""
+        return preferred_working_size(width, height, area=self.preferred_area,
+                                      multiple=self.preferred_multiple or self.size_multiple,
+                                      rounding=self.preferred_rounding)
+
     def working_size(self, width: int, height: int) -> tuple[int, int]:
         """The size the pipeline runs at: each side rounded to the nearest multiple (at least one)."""
         m = self.size_multiple
@@ -155,6 +192,9 @@ class FluxKontextEditor(DiffusersEditor):
     pipeline_classes = ("FluxKontextPipeline",)
     default_steps = 28  # the pipeline's default
     default_guidance = 2.5  # the FLUX.1-Kontext-dev model card / diffusers example
+    # FluxKontextPipeline's default `max_area=1024**2` and its rounding (pipeline_flux_kontext.py, diffusers 0.42).
+    preferred_area = 1024 * 1024
+    preferred_rounding = "floor"
 
     def call_kwargs(self, image, instruction, width, height, steps, guidance):
         kwargs = dict(image=image, prompt=instruction, width=width, height=height, num_inference_steps=steps,
@@ -176,6 +216,10 @@ class QwenImageEditEditor(DiffusersEditor):
     pipeline_classes = ("QwenImageEditPipeline", "QwenImageEditPlusPipeline")
     default_steps = 50  # Qwen-Image-Edit model card; the 2509/2511 cards use 40
     default_guidance = 4.0
+    # `calculate_dimensions(1024 * 1024, ratio)` with multiples of 32 (pipeline_qwenimage_edit[_plus].py).
+    preferred_area = 1024 * 1024
+    preferred_rounding = "nearest"
+    preferred_multiple = 32
 
     def steps_for_pipeline(self) -> int:
         return 40 if type(self.pipe).__name__ == "QwenImageEditPlusPipeline" else 50
@@ -193,6 +237,9 @@ class InstructPix2PixEditor(DiffusersEditor):
     default_steps = 20
     default_guidance = 7.5  # text guidance; image guidance below
     default_image_guidance = 1.5
+    # InstructPix2Pix was fine-tuned at 512 x 512 (Brooks et al., 2023); keep that area at the input's shape.
+    preferred_area = 512 * 512
+    preferred_rounding = "nearest"
 
     @property
     def size_multiple(self) -> int:

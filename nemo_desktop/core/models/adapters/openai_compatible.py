@@ -11,9 +11,15 @@ concurrency (parallel requests in chat_batch), image_format ("JPEG" at quality 9
 times smaller and faster to encode than PNG, see benchmarks/image_decode.py; "PNG" for lossless),
 max_image_side (px, default 2048),
 max_new_tokens (default when a call passes None), extra_body (dict merged into every request).
+Per-model request options (openai_request.py): token_limit_field ("max_tokens" or "max_completion_tokens"),
+send_temperature (false for models that accept only their default), reasoning_effort, response_format
+("json_object" or an OpenAI response_format object such as a JSON schema), sampling_fields ("openai", "vllm"
+to send top_k and min_p too, or by default "auto": "vllm" when GET /models says vLLM or SGLang serves it). A 400 reply naming a field the model does not support is answered by
+adjusting the request once (logged) and sending it again.
 
 Retries with exponential backoff and jitter on 408/429/5xx and connection failures, honouring
-Retry-After. Read timeouts are not retried (a server that is slow once is usually slow again).
+Retry-After. Timeouts are not retried (a server that is slow once is usually slow again). The running job's
+cancel token (core/jobs.py `current_cancel_token`) interrupts a request in flight and a wait between retries.
 The API key is sent only in the Authorization header; it never enters a log record or an error.
 """
 from __future__ import annotations
@@ -33,15 +39,28 @@ from typing import Any, Sequence
 
 from ...errors import ConfigError, MalformedOutputError, ModelError
 from ...images import to_data_url
+from ...jobs import cancel_scope, current_cancel_token
 from ...secrets import describe_secret_ref, redact, resolve_secret
 from ..protocols import ChatMessage, ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
+from .http_deadline import fetch
+from ..sampling import resolve_sampling
+from .openai_request import DROPPABLE, RequestOptions, RequestShaper
 
 log = logging.getLogger(__name__)
 
 FAMILY = "openai-compatible"
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 _BODY_SNIPPET = 500
+
+
+class _BadRequest(Exception):
+    """An HTTP 400: the server's reply (JSON or text) and the error to raise if nothing can be adjusted."""
+
+    def __init__(self, reply: Any, error: Exception):
+        super().__init__(str(error))
+        self.reply = reply
+        self.error = error
 
 
 class _Retryable(Exception):
@@ -58,7 +77,8 @@ class OpenAICompatibleMLLM:
                  timeout: float = 120.0, max_retries: int = 4, backoff_base: float = 1.0,
                  max_retry_after: float = 120.0, concurrency: int = 4, image_format: str = "JPEG",
                  max_image_side: int | None = 2048, max_new_tokens: int = 512,
-                 extra_body: dict | None = None, model_id: str | None = None):
+                 extra_body: dict | None = None, model_id: str | None = None,
+                 request: RequestOptions | None = None):
         self.base_url = normalize_base_url(base_url)
         self.api_key_ref = api_key_ref
         self._api_key = resolve_secret(api_key_ref)  # kept private; never formatted into any text
@@ -73,30 +93,52 @@ class OpenAICompatibleMLLM:
         self.extra_body = dict(extra_body or {})
         self.model = model or self._only_served_model()
         self.last_usage: dict[str, Any] = {}
+        self.request_options = request or RequestOptions()
+        self.shaper = RequestShaper(self.request_options, self.base_url, self._serving_engine)
         self.info = ModelInfo(model_id=model_id or f"{FAMILY}:{self.model}@{self.base_url}", family=FAMILY,
-                              revision=None, extra={"base_url": self.base_url, "model": self.model})
+                              revision=None, extra={"base_url": self.base_url, "model": self.model,
+                                                    **({"request": self.request_options.non_default()}
+                                                       if self.request_options.non_default() else {})})
 
     # -- MultimodalLLM ---------------------------------------------------------------------------------
 
     def chat(self, messages: Sequence[ChatMessage], *, max_new_tokens: int | None = None,
-             temperature: float = 0.0, seed: int | None = None) -> str:
-        body = {"model": self.model, "messages": [self._encode_message(m) for m in messages],
-                "max_tokens": int(max_new_tokens or self.default_max_new_tokens),
-                "temperature": float(temperature), **self.extra_body}
-        if seed is not None:
-            body["seed"] = int(seed)
-        reply = self._request("POST", "/chat/completions", body)
-        text = _reply_text(reply)
+             temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,
+             top_k: int | None = None, min_p: float | None = None) -> str:
+        encoded = [self._encode_message(m) for m in messages]
+        sampling = resolve_sampling(float(temperature), top_p, top_k, min_p)
+        limit = int(max_new_tokens or self.default_max_new_tokens)
+
+        def body() -> dict:
+            return {**self.shaper.body(self.model, encoded, limit, sampling, seed), **self.extra_body}
+
+        request = body()
+        for _ in range(len(DROPPABLE) + 2):  # each adjustment is learnt once, so this ends
+            try:
+                reply = self._request("POST", "/chat/completions", request, bad_request=True)
+                break
+            except _BadRequest as exc:
+                if self.shaper.learn(request, exc.reply) is None:
+                    raise exc.error from None
+                request = body()
+        else:  # pragma: no cover - learn() returns None once nothing is left to adjust
+            raise ModelError(f"{self.base_url} kept refusing the request's parameters.")
+        text = _reply_text(reply, self.base_url)
         self.last_usage = reply.get("usage") or {}
         return text
 
     def chat_batch(self, conversations: Sequence[Sequence[ChatMessage]], *, max_new_tokens: int | None = None,
-                   temperature: float = 0.0, seed: int | None = None) -> list[str]:
+                   temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,
+                   top_k: int | None = None, min_p: float | None = None) -> list[str]:
         if not conversations:
             return []
 
+        token = current_cancel_token()  # pool threads do not inherit it: hand it on
+
         def one(conv):
-            return self.chat(conv, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+            with cancel_scope(token):
+                return self.chat(conv, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                                 top_p=top_p, top_k=top_k, min_p=min_p)
 
         if len(conversations) == 1 or self.concurrency == 1:
             return [one(c) for c in conversations]
@@ -112,6 +154,17 @@ class OpenAICompatibleMLLM:
             raise MalformedOutputError(f"{self.base_url}/models did not return a model list.",
                                        hint="Check that the base URL points to an OpenAI-compatible API.")
         return [str(m.get("id")) for m in data if isinstance(m, dict) and m.get("id")]
+
+    def _serving_engine(self) -> str | None:
+        """`owned_by` of this model in GET /models ("vllm", "sglang", "openai", ...), or None if unknown."""
+        try:
+            reply = self._request("GET", "/models", None, retry=False)
+        except Exception:  # noqa: BLE001 - only decides which optional sampling fields to send
+            return None
+        for m in (reply.get("data") if isinstance(reply, dict) else None) or []:
+            if isinstance(m, dict) and m.get("id") == self.model:
+                return str(m.get("owned_by") or "").lower() or None
+        return None
 
     # -- request building ------------------------------------------------------------------------------
 
@@ -130,7 +183,17 @@ class OpenAICompatibleMLLM:
 
     # -- HTTP ------------------------------------------------------------------------------------------
 
-    def _request(self, method: str, path: str, body: dict | None, *, retry: bool = True) -> dict:
+    def _request(self, method: str, path: str, body: dict | None, *, retry: bool = True,
+                 bad_request: bool = False) -> dict:
+        """The reply's JSON. `bad_request`: an HTTP 400 raises _BadRequest (the caller may adjust the body)."""
+        try:
+            return self._attempts(method, path, body, retry)
+        except _BadRequest as exc:
+            if bad_request:
+                raise
+            raise exc.error from None
+
+    def _attempts(self, method: str, path: str, body: dict | None, retry: bool) -> dict:
         url = self.base_url + path
         data = json.dumps(body).encode("utf-8") if body is not None else None
         headers = {"Accept": "application/json", "User-Agent": "nemo-desktop"}
@@ -149,18 +212,24 @@ class OpenAICompatibleMLLM:
                 delay = self._delay(attempt, exc.retry_after)
                 log.warning("%s from %s; retrying in %.1f s (%d of %d)", exc.summary, self.base_url, delay,
                             attempt + 1, self.max_retries)
-                time.sleep(delay)
+                cancel = current_cancel_token()
+                if cancel is None:
+                    time.sleep(delay)
+                elif cancel.wait(delay):
+                    cancel.raise_if_cancelled()
         raise AssertionError("unreachable")
 
     def _send(self, request: urllib.request.Request, path: str) -> dict:
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as resp:
-                raw = resp.read()
+            raw = fetch(request, timeout=self.timeout, cancel=current_cancel_token())  # bounds the whole exchange
         except urllib.error.HTTPError as exc:
             raw = _read_quietly(exc)
             if exc.code in RETRY_STATUS:
                 raise _Retryable(f"HTTP {exc.code}", _retry_after(exc.headers.get("Retry-After"))) from None
-            raise self._http_error(exc.code, raw, request.full_url, path) from None
+            error = self._http_error(exc.code, raw, request.full_url, path)
+            if exc.code == 400:
+                raise _BadRequest(_json_or_text(raw), error) from None
+            raise error from None
         except urllib.error.URLError as exc:
             # Failing to connect (refused, reset, DNS, connect timeout) is worth another try.
             raise _Retryable(f"connection failed ({_reason(exc.reason)})") from None
@@ -259,11 +328,11 @@ def normalize_base_url(url: str) -> str:
     return url if parts.path else url + "/v1"
 
 
-def _reply_text(reply: Any) -> str:
+def _reply_text(reply: Any, base_url: str) -> str:
     try:
         message = reply["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
-        raise MalformedOutputError("The endpoint's reply has no choices[0].message.",
+        raise MalformedOutputError(f"The reply of {base_url} has no choices[0].message.",
                                    hint="The server may not be OpenAI-compatible, or it failed mid-answer.",
                                    detail=str(reply)[:_BODY_SNIPPET]) from None
     content = message.get("content") if isinstance(message, dict) else None
@@ -271,7 +340,7 @@ def _reply_text(reply: Any) -> str:
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
     if not isinstance(content, str):
         refusal = message.get("refusal") if isinstance(message, dict) else None
-        raise MalformedOutputError("The endpoint returned no text" + (f" (refusal: {refusal})" if refusal else "")
+        raise MalformedOutputError(f"{base_url} returned no text" + (f" (refusal: {refusal})" if refusal else "")
                                    + ".", hint="Rephrase the request or try another model.",
                                    detail=str(reply)[:_BODY_SNIPPET])
     return content
@@ -284,6 +353,13 @@ def _error_message(raw: bytes) -> str:
         msg = err.get("message") if isinstance(err, dict) else err
         return str(msg or data)[:_BODY_SNIPPET]
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return raw[:_BODY_SNIPPET].decode("utf-8", "replace")
+
+
+def _json_or_text(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
         return raw[:_BODY_SNIPPET].decode("utf-8", "replace")
 
 
@@ -316,12 +392,14 @@ def _reason(reason: Any) -> str:
 @register_family("mllm", FAMILY)
 def load_openai_compatible(spec: ModelSpec, options: LoadOptions) -> OpenAICompatibleMLLM:
     opts = dict(spec.options)
+    request_keys = set(RequestOptions.__dataclass_fields__)
     known = {"model", "api_key", "timeout", "max_retries", "backoff_base", "max_retry_after", "concurrency",
-             "image_format", "max_image_side", "max_new_tokens", "extra_body"}
+             "image_format", "max_image_side", "max_new_tokens", "extra_body"} | request_keys
     unknown = sorted(set(opts) - known)
     if unknown:
         raise ConfigError(f"Unknown option(s) for an OpenAI-compatible endpoint: {', '.join(unknown)}.",
                           hint=f"Known options: {', '.join(sorted(known))}.")
     api_key_ref = opts.pop("api_key", None)
+    request = RequestOptions(**{k: opts.pop(k) for k in list(opts) if k in request_keys})
     return OpenAICompatibleMLLM(spec.source, opts.pop("model", None), api_key_ref=api_key_ref,
-                                model_id=spec.catalog_id, **opts)
+                                model_id=spec.catalog_id, request=request, **opts)

@@ -30,12 +30,16 @@ from ..device import free_memory, resolve_device, resolve_dtype
 from ..hub_files import commit_from_path, fetch_file, offline_requested
 from ..protocols import ChatMessage, ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
+from ..sampling import Sampling, resolve_sampling
 
 log = logging.getLogger(__name__)
 
 FAMILY = "transformers-mllm"
 OPTIONS = ("min_pixels", "max_pixels", "max_new_tokens", "max_image_side", "batch_size", "attn_implementation")
 _WEIGHT_SUFFIXES = (".json", ".safetensors", ".bin", ".model", ".jinja", ".txt")
+# Sampling fields of a greedy call: transformers' defaults (unused without do_sample; None would be refilled
+# from the checkpoint, and a checkpoint's top_k=1 then draws a "flag only used in sampling" warning).
+_GREEDY_NEUTRAL = {"temperature": 1.0, "top_p": 1.0, "top_k": 50}
 
 
 class TransformersMLLM:
@@ -56,17 +60,21 @@ class TransformersMLLM:
     # -- MultimodalLLM ---------------------------------------------------------------------------------
 
     def chat(self, messages: Sequence[ChatMessage], *, max_new_tokens: int | None = None,
-             temperature: float = 0.0, seed: int | None = None) -> str:
-        return self.chat_batch([messages], max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)[0]
+             temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,
+             top_k: int | None = None, min_p: float | None = None) -> str:
+        return self.chat_batch([messages], max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                               top_p=top_p, top_k=top_k, min_p=min_p)[0]
 
     def chat_batch(self, conversations: Sequence[Sequence[ChatMessage]], *, max_new_tokens: int | None = None,
-                   temperature: float = 0.0, seed: int | None = None) -> list[str]:
+                   temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,
+                   top_k: int | None = None, min_p: float | None = None) -> list[str]:
+        sampling = resolve_sampling(float(temperature), top_p, top_k, min_p)
         replies: list[str] = []
         usage: dict[str, list[int]] = {"prompt_tokens": [], "image_tokens": [], "completion_tokens": []}
         for start in range(0, len(conversations), self.batch_size):
             chunk = conversations[start:start + self.batch_size]
             texts, chunk_usage = self._generate(chunk, int(max_new_tokens or self.default_max_new_tokens),
-                                                float(temperature), seed)
+                                                sampling, seed)
             replies.extend(texts)
             for k, v in chunk_usage.items():
                 usage[k].extend(v)
@@ -113,24 +121,31 @@ class TransformersMLLM:
             sanitize_control_tokens=True)
         return inputs.to(device=self.model.device, dtype=self.model.dtype)
 
-    def _generation_config(self, max_new_tokens: int, temperature: float):
+    def _generation_config(self, max_new_tokens: int, sampling: Sampling | None):
+        """The checkpoint's generation config with every sampling field overridden. `generate` refills any
+        field left None from the checkpoint (transformers 5), so "off" is written as a neutral value, never
+        None: otherwise Qwen2.5-VL's top_k=1 / top_p=0.001 would make every sampled draw greedy.
+        Non-sampling fields of the checkpoint (repetition_penalty, eos ids) stay in force for every draw."""
         cfg = copy.deepcopy(self.model.generation_config)
         cfg.max_new_tokens = max_new_tokens
-        if temperature > 0:
-            cfg.do_sample, cfg.temperature = True, temperature
-        else:  # greedy: drop the checkpoint's sampling defaults so nothing random is left
-            cfg.do_sample, cfg.temperature, cfg.top_p, cfg.top_k = False, None, None, None
+        if sampling is not None:
+            cfg.do_sample, cfg.temperature = True, sampling.temperature
+            cfg.top_p, cfg.top_k, cfg.min_p = sampling.top_p, sampling.top_k, sampling.min_p
+        else:  # greedy: transformers' own defaults, which its validation accepts without do_sample
+            cfg.do_sample = False
+            for name, value in _GREEDY_NEUTRAL.items():
+                setattr(cfg, name, value)
         if cfg.pad_token_id is None:
             cfg.pad_token_id = self.processor.tokenizer.pad_token_id
         return cfg
 
-    def _generate(self, conversations, max_new_tokens: int, temperature: float, seed: int | None):
+    def _generate(self, conversations, max_new_tokens: int, sampling: Sampling | None, seed: int | None):
         import torch
 
         with oom_guard("The multimodal LLM"):
             inputs = self._encode(conversations)
-            cfg = self._generation_config(max_new_tokens, temperature)
-            with torch.inference_mode(), _seeded(seed if temperature > 0 else None, self.model.device):
+            cfg = self._generation_config(max_new_tokens, sampling)
+            with torch.inference_mode(), _seeded(seed if sampling is not None else None, self.model.device):
                 out = self.model.generate(**inputs, generation_config=cfg)
         prompt_len = inputs["input_ids"].shape[1]
         new_tokens = out[:, prompt_len:]

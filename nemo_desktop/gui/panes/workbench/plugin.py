@@ -303,7 +303,7 @@ class WorkbenchPane(Pane):
         self.stage_label.setText(p.stage + (f" ({p.done} of {p.total})" if p.total else ""))
         if p.total:
             self.progress.setRange(0, 1000)
-            self.progress.setValue(int(1000 * (p.fraction or 0)))
+            self.progress.setValue(int(1000 * (p.overall_fraction or 0)))
         else:
             self.progress.setRange(0, 0)
 

@@ -6,8 +6,6 @@ while the next one runs; a failed sample is recorded and the others go on.
 """
 from __future__ import annotations
 
-import dataclasses
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,48 +23,6 @@ class SampleOutcome:
     sample: Sample
     result: Any = None  # ExplanationResult
     error: dict | None = None
-
-
-def field_kind(annotation: Any) -> str | None:
-    """'int', 'int?', 'float', 'float?', 'bool', 'size?' (an optional (width, height)), or None (not editable
-    in a form) for a config field's type; '?' means None is allowed (the method's default)."""
-    import types
-
-    optional = False
-    args = typing.get_args(annotation)
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in args:
-        rest = [a for a in args if a is not type(None)]
-        if len(rest) != 1:
-            return None
-        annotation, optional = rest[0], True
-    if annotation is bool:
-        base = "bool"
-    elif annotation is int:
-        base = "int"
-    elif annotation is float:
-        base = "float"
-    elif typing.get_origin(annotation) is tuple and typing.get_args(annotation) == (int, int):
-        base = "size"
-    else:
-        return None
-    return base + ("?" if optional else "")
-
-
-def config_fields(config_cls) -> list[tuple[str, Any, Any]]:
-    """(name, default, type annotation) of a method's config dataclass, in declaration order."""
-    if config_cls is None:
-        return []
-    hints = {}
-    try:
-        hints = typing.get_type_hints(config_cls)
-    except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to their text
-        pass
-    out = []
-    for f in dataclasses.fields(config_cls):
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
-        out.append((f.name, default, hints.get(f.name, f.type)))
-    return out
 
 
 def default_reference(store, classifier) -> str | None:
@@ -87,29 +43,37 @@ def explain_samples(session, method_name: str, config_values: dict, samples: lis
                     ctx: JobContext) -> list[SampleOutcome]:
     """Explain each sample with `method_name`; raises when the only sample (or every sample) fails."""
     from nemo_desktop.core.methods.registry import get_method
+    from nemo_desktop.core.registry import Components, build_analysis, config_params, make_config
+    from nemo_desktop.core.registry.build import wanted_components
 
     if not samples:
         raise ConfigError("No sample to explain.", hint="Select images in the Dataset browser, or drop images on "
                                                         "the window.")
-    entry = get_method(method_name)
-    known = {f.name for f in dataclasses.fields(entry.config)} if entry.config else set()
-    config = entry.config(**{k: v for k, v in config_values.items() if k in known}) if entry.config else None
-    classifier = session.ensure("classifier", ctx.sub("Models"))
-    editor = None
-    if entry.needs_editor and not getattr(classifier, "zero_shot", False):
-        editor = session.ensure("editor", ctx.sub("Models"))
-    mllm = session.ensure("mllm", ctx.sub("Models"))
-    store = session.store()
-    index_id = default_reference(store, classifier) if reference == AUTO else reference
-    ctx.progress("Loading the reference index", 0, None)
-    index = session.reference_index(index_id, classifier)
-    method = entry.factory(classifier, mllm, editor=editor, store=store, reference=index, config=config)
+    spec = get_method(method_name)
+    # The form offers every field of the method's config; values it does not know are the form's own state.
+    known = {p.name for p in config_params(spec.config)}
+    config = make_config(spec, {k: v for k, v in config_values.items() if k in known})
+    models = ctx.sub("Models", 0.0, 0.05)
+    components = Components(classifier=session.ensure("classifier", models), store=session.store())
+    if spec.needs_editor and not components.zero_shot:
+        components.editor = session.ensure("editor", models)
+    if spec.inputs.mllm != "none":
+        components.mllm = session.ensure("mllm", models)
+    for role, (ref, kind) in wanted_components(spec, config, components).items():
+        setattr(components, role, session.load(role, ref, models, catalog_kind=kind).model)
+    if spec.inputs.reference != "none":
+        index_id = default_reference(components.store, components.classifier) if reference == AUTO else reference
+        ctx.progress("Loading the reference index", 0, None)
+        components.reference = session.reference_index(index_id, components.classifier)
+    method = build_analysis(spec, components, config)
 
     outcomes: list[SampleOutcome] = []
     n = len(samples)
     for i, sample in enumerate(samples):
         ctx.check_cancelled()
-        sub = ctx.sub(f"Image {i + 1} of {n}" if n > 1 else Path(sample.path).name)
+        # Each image covers its share of the job's progress bar (after the 5 % of model loading).
+        sub = ctx.sub(f"Image {i + 1} of {n}" if n > 1 else Path(sample.path).name, 0.05 + 0.95 * i / n,
+                      0.05 + 0.95 * (i + 1) / n)
         try:
             result = method(sample.path, sample.true_label, sub)
         except JobCancelled:

@@ -1,6 +1,7 @@
-"""A form for a method's settings, built from its config dataclass (so baselines get theirs for free).
+"""A form for an analysis' settings, built from its config dataclass (core/registry/params.py: labels, help,
+ranges and choices come from the config's field metadata), so every registered analysis gets its form for free.
 
-Numbers, flags and an optional size are editable; for optional fields the lowest value of the spin box
+Numbers, flags, choices, text and an optional size are editable; for optional fields the lowest value of the spin box
 reads "default" and means None (the method or the editor decides). The most used settings are shown,
 the rest under "More settings".
 """
@@ -8,22 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QFormLayout, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLineEdit, QSpinBox, QVBoxLayout,
+                               QWidget)
 
-from ..run_job import config_fields, field_kind
+from nemo_desktop.core.registry.params import ParamInfo, config_params
 
 PRIMARY = ("k", "m", "seed", "edit_steps", "edit_size")
-LABELS = {
-    "k": ("Observations per set (k)", "Reference images retrieved for each of Sets A, B and C"),
-    "m": ("Hypotheses (m)", "Candidate explanations generated and each tested by a counterfactual"),
-    "seed": ("Seed", "Seed of sampling, retrieval and image edits: the same seed gives the same result"),
-    "edit_steps": ("Editor steps", "Diffusion steps of the image editor (default: the editor's own)"),
-    "edit_size": ("Editor resolution", "Square size the image is edited at (default: the image's own size)"),
-    "edit_guidance": ("Editor guidance", "Guidance scale of the image editor (default: the editor's own)"),
-    "class_relevance": ("Class-relevant observations", "Off: retrieve by similarity only (the paper's Table 5 "
-                                                       "ablation)"),
-    "sampling_temperature": ("Sampling temperature", "For hypotheses 2..m (the first is greedy)"),
-}
 INT_MAX = 1_000_000
 
 
@@ -41,14 +32,14 @@ class MethodForm(QWidget):
             g.deleteLater()
         self._groups, self.editors = [], {}
         primary, more = QFormLayout(), QFormLayout()
-        for name, default, annotation in config_fields(config_cls):
-            kind = field_kind(annotation)
-            if kind is None:
+        for param in config_params(config_cls):
+            kind, name = param.form_kind, param.name
+            if kind is None or kind.startswith("paths"):
                 continue
-            value = (overrides or {}).get(name, default)
-            editor = self._editor(kind, value)
-            label, tip = LABELS.get(name, (name.replace("_", " ").capitalize(), ""))
-            editor.setToolTip(tip)
+            value = (overrides or {}).get(name, param.default)
+            editor = self._editor(kind, value, param)
+            label = param.label
+            editor.setToolTip(param.help)
             editor.setObjectName(f"setting_{name}")
             (primary if name in PRIMARY else more).addRow(label + ":", editor)
             self.editors[name] = (kind, editor)
@@ -68,15 +59,29 @@ class MethodForm(QWidget):
             self._groups += [toggle, inner]
 
     @staticmethod
-    def _editor(kind: str, value: Any) -> QWidget:
+    def _editor(kind: str, value: Any, param: ParamInfo | None = None) -> QWidget:
         base, optional = kind.rstrip("?"), kind.endswith("?")
+        lo = param.minimum if param is not None else None
+        hi = param.maximum if param is not None else None
         if base == "bool":
             w = QCheckBox()
             w.setChecked(bool(value))
             return w
+        if base == "choice":
+            w = QComboBox()
+            if optional:
+                w.addItem("default", None)
+            for c in param.choices or ():
+                w.addItem(str(c), c)
+            w.setCurrentIndex(max(0, w.findData(value)))
+            return w
+        if base == "str":
+            w = QLineEdit("" if value is None else str(value))
+            w.setPlaceholderText("default" if optional else "")
+            return w
         if base == "float":
             w = QDoubleSpinBox()
-            w.setRange(-1.0 if optional else -1e6, 1e6)
+            w.setRange(-1.0 if optional else (-1e6 if lo is None else float(lo)), 1e6 if hi is None else float(hi))
             w.setDecimals(2)
             w.setSingleStep(0.1)
             if optional:
@@ -91,7 +96,7 @@ class MethodForm(QWidget):
             w.setSuffix(" px")
             value = None if value is None else int(value[0])
         else:
-            w.setRange(0, INT_MAX)
+            w.setRange(0 if lo is None else int(lo) - (1 if optional and lo else 0), INT_MAX if hi is None else int(hi))
         if optional:
             w.setSpecialValueText("default")
         w.setValue(0 if value is None else int(value))
@@ -103,6 +108,12 @@ class MethodForm(QWidget):
             base, optional = kind.rstrip("?"), kind.endswith("?")
             if base == "bool":
                 out[name] = w.isChecked()
+                continue
+            if base == "choice":
+                out[name] = w.currentData()
+                continue
+            if base == "str":
+                out[name] = w.text().strip() or (None if optional else "")
                 continue
             v = w.value()
             if optional and v == w.minimum():
@@ -117,6 +128,10 @@ class MethodForm(QWidget):
         kind, w = self.editors[name]
         if kind.startswith("bool"):
             w.setChecked(bool(value))
+        elif kind.startswith("choice"):
+            w.setCurrentIndex(max(0, w.findData(value)))
+        elif kind.startswith("str"):
+            w.setText("" if value is None else str(value))
         elif value is None:
             w.setValue(w.minimum())
         else:

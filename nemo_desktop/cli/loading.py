@@ -1,0 +1,68 @@
+"""Loading models, references and components for a command (shared by every command that runs an analysis)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_device_options(p) -> None:
+    p.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:1, ...")
+    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
+
+
+def load(ref: str, kind: str, args) -> Any:
+    """A model by catalog id or <family>:<source>, with the command's --device/--dtype."""
+    from ..core.models.catalog import resolve_model_ref
+    from ..core.models.registry import LoadOptions, load_model
+
+    return load_model(resolve_model_ref(ref, kind), LoadOptions(device=args.device, dtype=args.dtype))
+
+
+def default_editor_id() -> str:
+    from ..core.errors import ConfigError
+    from ..core.models.catalog import list_catalog
+
+    editors = list_catalog("editor")
+    chosen = next((e for e in editors if e.paper_default), editors[0] if editors else None)
+    if chosen is None:
+        raise ConfigError("No image editor is configured.", hint="Give one with --editor ID.")
+    return chosen.id
+
+
+def reference(ref: str, classifier, store, ctx):
+    """An index id, a dataset (indexed now, incrementally) or 'none'."""
+    if ref.lower() == "none":
+        return None
+    from ..core.data.reference_index import align_to_classifier, build_index, find_index
+
+    path = Path(ref).expanduser()
+    if path.exists():
+        from ..core.data.datasets import open_dataset
+
+        dataset = align_to_classifier(open_dataset(path), classifier, skip_unmatched=True)
+        return build_index(dataset, classifier, store, ctx.sub("Reference index"))
+    return find_index(store, ref)
+
+
+def load_editor(spec, components, editor_ref: str | None, args):
+    """The editor if the analysis uses one for this classifier (required ones default to the catalog's)."""
+    need = spec.inputs.editor
+    if components.zero_shot:
+        if editor_ref:
+            print("note: the classifier is zero-shot; hypotheses are tested by prompt rewriting, so the "
+                  "editor is not used", file=sys.stderr)
+        return None
+    if need in ("required", "interventions"):
+        return load(editor_ref or default_editor_id(), "editor", args)
+    if need == "optional" and editor_ref:
+        return load(editor_ref, "editor", args)
+    return None
+
+
+def load_wanted(spec, config, components, args) -> None:
+    """Load what the analysis asks for beyond the user's models (e.g. ErrorRetrieval's joint-space embedder)."""
+    from ..core.registry.build import wanted_components
+
+    for role, (ref, kind) in wanted_components(spec, config, components).items():
+        setattr(components, role, load(ref, kind, args))

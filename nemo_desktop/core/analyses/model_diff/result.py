@@ -1,0 +1,132 @@
+"""The result of a model-difference analysis: plain dataclasses that round-trip through JSON.
+
+`ModelDiffResult.kind == "model"` and `.analysis == "model-diff"` (the analysis registry's vocabulary). It holds
+the per-condition measurements (observed and held-out test), one `MethodExplanation` per method with its
+held-out scores and their n, Optimization's iteration records, and a manifest of everything that determined it.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from .differences import ConditionMeasurement
+
+
+@dataclass
+class ExplanationScore:
+    """Scores of one explanation on n conditions (Completeness undefined -> 0.0 and flagged)."""
+
+    completeness: float
+    n: int
+    tokens: int
+    density: float | None = None
+    completeness_undefined: bool = False
+    density_undefined: bool = False  # the perturbed Completeness was undefined
+    unparsed: int = 0  # evaluator replies that could not be read (counted as "cannot be determined")
+    unparsed_dropped: int = 0  # the same for the word-dropped copies (Density)
+
+    def objective(self, kind: str) -> float:
+        if kind == "completeness":
+            return self.completeness
+        return self.completeness + (self.density or 0.0)
+
+
+@dataclass
+class CandidateRecord:
+    id: str  # "t<iteration>-<index>" (t0 = the initial summaries)
+    text: str
+    parent: str | None = None
+    feedback: str | None = None
+    score: ExplanationScore | None = None  # on the conditions explored so far (C_t)
+    objective: float | None = None
+    kept: bool = False
+    error: str | None = None  # why the LLM's reply gave no candidate
+    raw_reply: str | None = None
+
+
+@dataclass
+class ExploredCondition:
+    condition: dict[str, Any] | None
+    strategy: str | None
+    valid: bool
+    reason: str | None = None  # why it was dropped (invalid, repeated)
+    proposal: Any = None  # what the LLM wrote for it
+
+
+@dataclass
+class IterationRecord:
+    t: int
+    explored: list[ExploredCondition] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)  # the new result lines shown to the update step
+    rescored: list[CandidateRecord] = field(default_factory=list)  # the beam rescored on C_t
+    candidates: list[CandidateRecord] = field(default_factory=list)  # children written at t
+    beam: list[str] = field(default_factory=list)  # candidate ids kept, best first
+    best_objective: float | None = None
+    n_conditions: int = 0  # |C_t|
+    llm_calls: int = 0
+    evaluator_calls: int = 0
+    seconds: float = 0.0
+    explore_reply: str | None = None
+
+
+@dataclass
+class MethodExplanation:
+    method: str  # "raw-differences" | "summarization" | "optimization" | "user"
+    text: str
+    score: ExplanationScore | None  # on the held-out test conditions
+    observed_conditions: int = 0  # conditions whose differences the method saw
+    error: str | None = None
+
+
+@dataclass
+class ModelDiffResult:
+    kind: str = "model"
+    analysis: str = "model-diff"
+    version: str = "1"
+    explanations: list[MethodExplanation] = field(default_factory=list)
+    observed: list[ConditionMeasurement] = field(default_factory=list)
+    test: list[ConditionMeasurement] = field(default_factory=list)
+    iterations: list[IterationRecord] = field(default_factory=list)
+    manifest: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    result_key: str | None = None
+
+    def explanation(self, method: str) -> MethodExplanation | None:
+        return next((e for e in self.explanations if e.method == method), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["observed"] = [m.to_dict() for m in self.observed]
+        d["test"] = [m.to_dict() for m in self.test]
+        d["explanations"] = [asdict(e) for e in self.explanations]
+        d["iterations"] = [asdict(i) for i in self.iterations]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ModelDiffResult":
+        known = {f.name for f in fields(cls)}
+        rest = {k: v for k, v in d.items() if k in known and k not in ("observed", "test", "explanations",
+                                                                          "iterations")}
+        return cls(observed=[ConditionMeasurement.from_dict(m) for m in d.get("observed", [])],
+                   test=[ConditionMeasurement.from_dict(m) for m in d.get("test", [])],
+                   explanations=[method_from_dict(e) for e in d.get("explanations", [])],
+                   iterations=[iteration_from_dict(i) for i in d.get("iterations", [])], **rest)
+
+
+def score_from_dict(d: dict[str, Any] | None) -> ExplanationScore | None:
+    return None if d is None else ExplanationScore(**d)
+
+
+def candidate_from_dict(d: dict[str, Any]) -> CandidateRecord:
+    return CandidateRecord(**{**d, "score": score_from_dict(d.get("score"))})
+
+
+def iteration_from_dict(d: dict[str, Any]) -> IterationRecord:
+    return IterationRecord(**{**d, "explored": [ExploredCondition(**e) for e in d.get("explored", [])],
+                              "rescored": [candidate_from_dict(c) for c in d.get("rescored", [])],
+                              "candidates": [candidate_from_dict(c) for c in d.get("candidates", [])]})
+
+
+def method_from_dict(d: dict[str, Any]) -> MethodExplanation:
+    return MethodExplanation(**{**d, "score": score_from_dict(d.get("score"))})

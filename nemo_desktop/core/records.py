@@ -1,0 +1,112 @@
+"""The one result shape every explanation method returns (SciTX and the baselines alike).
+
+The workbench shows these side by side and the report engine renders them, so methods must fill this
+shape rather than invent their own. Images are never held here: they live as artifacts in the results
+store and are referenced by name (`artifact` fields), so a result serialises to plain JSON.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+@dataclass
+class ClassScore:
+    index: int
+    name: str
+    prob: float
+
+
+@dataclass
+class SampleInfo:
+    """The misclassified image and what the classifier said about it."""
+
+    image_path: str
+    image_sha256: str
+    true_index: int
+    true_name: str
+    pred_index: int
+    pred_name: str
+    prob_true: float
+    prob_pred: float
+    top5: list[ClassScore] = field(default_factory=list)
+    image_artifact: str | None = None  # name of the stored copy of the input image
+
+
+@dataclass
+class Observation:
+    """A reference image retrieved for the survey (Set A: true class, B: predicted class, C: random)."""
+
+    set_name: str  # "A" | "B" | "C"
+    image_path: str
+    image_sha256: str
+    label_index: int
+    label_name: str
+    similarity: float | None = None
+    caption: str | None = None
+    thumbnail_artifact: str | None = None
+
+
+@dataclass
+class Candidate:
+    """One hypothesis and the counterfactual test of it."""
+
+    hypothesis: str
+    intervention_kind: str | None = None  # "image" (edit instruction) | "prompt" (rewritten zero-shot prompt)
+    intervention: str | None = None  # the edit instruction or the rewritten prompt
+    edited_artifact: str | None = None  # counterfactual image (image interventions)
+    prob_true_before: float | None = None
+    prob_true_after: float | None = None
+    cei: float | None = None
+    top5_before: list[ClassScore] = field(default_factory=list)
+    top5_after: list[ClassScore] = field(default_factory=list)
+    error: str | None = None  # why this candidate could not be generated or scored
+    raw_reply: str | None = None  # the model's raw text, kept for auditing
+
+
+@dataclass
+class ExplanationResult:
+    method: str  # registry name: "scitx", "error-retrieval", "cam-mllm", "change-mllm", ...
+    sample: SampleInfo
+    explanation: str | None = None  # the selected natural-language explanation
+    selected_index: int | None = None  # index into candidates, when the method validates candidates
+    cei: float | None = None  # CEI of the selected candidate
+    candidates: list[Candidate] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+    evidence: dict[str, str] = field(default_factory=dict)  # label -> artifact name (Grad-CAM overlay, ...)
+    timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+    manifest: dict[str, Any] = field(default_factory=dict)  # models+revisions, prompt versions, seeds, date
+    notes: list[str] = field(default_factory=list)  # e.g. "no correct reference of the predicted class"
+    result_key: str | None = None  # key in the results store, once stored
+
+    # The analysis-result protocol (core/registry/results.py): every per-sample method returns this shape.
+    kind = "sample"
+
+    @property
+    def analysis(self) -> str:
+        return self.method
+
+    @property
+    def key(self) -> str | None:
+        return self.result_key
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ExplanationResult":
+        def scores(xs):
+            return [ClassScore(**x) for x in xs or []]
+
+        s = dict(d["sample"])
+        s["top5"] = scores(s.get("top5"))
+        cands = []
+        for c in d.get("candidates", []):
+            c = dict(c)
+            c["top5_before"] = scores(c.get("top5_before"))
+            c["top5_after"] = scores(c.get("top5_after"))
+            cands.append(Candidate(**c))
+        known = {f.name for f in fields(cls)}
+        rest = {k: v for k, v in d.items() if k in known and k not in ("sample", "candidates", "observations")}
+        return cls(sample=SampleInfo(**s), candidates=cands,
+                   observations=[Observation(**o) for o in d.get("observations", [])], **rest)

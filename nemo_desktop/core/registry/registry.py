@@ -1,0 +1,54 @@
+"""Analyses by name, timm-style: `register_analysis(spec)` in the analysis' module, `get_analysis(name)`,
+`list_analyses(kind=...)`. The built-in modules are imported on first use; a new analysis adds its module to
+BUILTIN_MODULES and one `register_analysis(...)` line (or `@register_method` for a per-sample method)."""
+from __future__ import annotations
+
+import importlib
+
+from ..errors import ConfigError
+from .spec import KINDS, AnalysisSpec
+
+BUILTIN_MODULES: tuple[str, ...] = (
+    "nemo_desktop.core.methods.scitx", "nemo_desktop.core.methods.error_retrieval",
+    "nemo_desktop.core.methods.cam_mllm", "nemo_desktop.core.methods.change_mllm",
+    "nemo_desktop.core.analyses.global_explanation",
+)
+
+_SPECS: dict[str, AnalysisSpec] = {}
+_loaded = False
+
+
+def register_analysis(spec: AnalysisSpec) -> AnalysisSpec:
+    old = _SPECS.get(spec.name)
+    if old is not None and old.factory is not spec.factory:
+        # FiftyOne's register_run refuses a key reused by a different run; a name is the same promise.
+        raise ValueError(f"An analysis named '{spec.name}' is already registered ({old.factory!r}).")
+    _SPECS[spec.name] = spec
+    return spec
+
+
+def _ensure_builtin() -> None:
+    global _loaded
+    if _loaded:
+        return
+    for mod in BUILTIN_MODULES:
+        importlib.import_module(mod)
+    _loaded = True
+
+
+def list_analyses(kind: str | None = None) -> list[str]:
+    _ensure_builtin()
+    if kind is not None and kind not in KINDS:
+        raise ConfigError(f"Unknown analysis kind '{kind}'.", hint=f"Kinds: {', '.join(KINDS)}.")
+    return sorted(n for n, s in _SPECS.items() if kind is None or s.kind == kind)
+
+
+def get_analysis(name: str, kind: str | None = None) -> AnalysisSpec:
+    _ensure_builtin()
+    spec = _SPECS.get(name)
+    if spec is None or (kind is not None and spec.kind != kind):
+        what = f"{kind} analysis" if kind == "dataset" or kind == "model" else \
+            "explanation method" if kind == "sample" else "analysis"
+        raise ConfigError(f"Unknown {what} '{name}'.",
+                          hint=f"Known: {', '.join(list_analyses(kind)) or 'none'}.")
+    return spec

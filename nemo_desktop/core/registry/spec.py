@@ -1,0 +1,90 @@
+"""What an analysis is (its registry entry): kind, version, config, result type and the inputs it declares.
+
+Kinds follow HF evaluate's metric / comparison / measurement split: `sample` explains one image (SciTX, the
+baselines), `dataset` analyses a set of results or an indexed dataset (global explanation, failure modes),
+`model` compares models (model differences), `fit` produces an artefact another analysis uses (the competency
+estimator). Inputs are declared here once; the CLI flags, the GUI pickers and `build_analysis`' checks read them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+Kind = Literal["sample", "dataset", "model", "fit"]
+KINDS: tuple[str, ...] = ("sample", "dataset", "model", "fit")
+# none: not used; optional: used when given; required: the analysis cannot run without it;
+# interventions: required to test hypotheses on images, i.e. unless the classifier is zero-shot (whose
+# hypotheses are tested by rewriting its prompt).
+Need = Literal["none", "optional", "required", "interventions"]
+NEEDS: tuple[str, ...] = ("none", "optional", "required", "interventions")
+DataKind = Literal["image", "index", "run", "conditions", "dataset"]
+
+# Component roles an analysis can declare, in the order forms and help list them.
+ROLES: tuple[str, ...] = ("classifier", "classifier_b", "mllm", "editor", "embedder", "generator", "judge",
+                          "reference", "fitted")
+ROLE_LABELS = {"classifier": "Classifier", "classifier_b": "Second classifier", "mllm": "Multimodal LLM",
+               "editor": "Image editor", "embedder": "Joint image-text embedder", "generator": "Condition source",
+               "judge": "Evaluator LLM", "reference": "Reference index", "fitted": "Fitted estimator"}
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The components and data an analysis takes, each with how much it needs it."""
+
+    classifier: Need = "required"
+    classifier_b: Need = "none"
+    mllm: Need = "none"
+    editor: Need = "none"
+    embedder: Need = "none"
+    generator: Need = "none"
+    judge: Need = "none"
+    reference: Need = "none"
+    fitted: str | None = None  # the name of a `fit` analysis whose artefact is injected as `fitted`
+    data: DataKind = "image"
+
+    def __post_init__(self) -> None:
+        for role in ROLES:
+            if role == "fitted":
+                continue
+            if getattr(self, role) not in NEEDS:
+                raise ValueError(f"Inputs.{role} must be one of {NEEDS}, not {getattr(self, role)!r}")
+
+    def need(self, role: str) -> str:
+        if role == "fitted":
+            return "required" if self.fitted else "none"
+        return getattr(self, role)
+
+    def used(self) -> list[str]:
+        """The roles this analysis takes at all, in form order."""
+        return [r for r in ROLES if self.need(r) != "none"]
+
+
+@dataclass(frozen=True)
+class AnalysisSpec:
+    """One registry entry. `factory(**components, config=config)` builds the analysis object, a callable.
+
+    Only `build_analysis` calls the factory in product code; tests may call it directly with doubles.
+    """
+
+    name: str
+    kind: Kind
+    version: str  # bump when the analysis' results change for the same inputs: it is part of every key
+    factory: Callable[..., Any]
+    config: type | None = None  # dataclass of the analysis' parameters (field metadata: label, help, min, max)
+    result: type | None = None  # the result type (see results.AnalysisResult)
+    inputs: Inputs = field(default_factory=Inputs)
+    description: str = ""
+    # Extra keyword arguments for the factory that are not components (e.g. a validated variant's flag).
+    factory_kwargs: tuple[tuple[str, Any], ...] = ()
+    # (config, components) -> {role: (model ref, catalog kind)} for components the analysis wants loaded when
+    # not given (callers load them with the user's options); None = nothing beyond the declared inputs.
+    default_components: Callable[[Any, Any], dict[str, tuple[str, str]]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"AnalysisSpec.kind must be one of {KINDS}, not {self.kind!r}")
+
+    @property
+    def needs_editor(self) -> bool:
+        """True when image interventions need an editor (a classifier that is not zero-shot)."""
+        return self.inputs.editor in ("required", "interventions")

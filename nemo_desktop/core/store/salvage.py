@@ -1,0 +1,217 @@
+"""Recovering results from a damaged results database that was moved aside (`<db>.corrupt-<time>`).
+
+SQLite's own tool for this, the sqlite3 shell's `.recover`, needs the `sqlite_dbpage` virtual table, and the
+SQLite builds at hand lack it (Debian's sqlite3 3.40.1 shell answers "SQL logic error" and recovers nothing;
+APSW 3.54's bundled SQLite has no dbpage either), while `Connection.iterdump()` stops at the first damaged page.
+So the walk is done here, with plain SQL on a copy of the file: each table is read in rowid order; when a read
+fails on a damaged page, the walk looks for the first rowid past the damage that reads again (doubling the
+jump, then bisecting back) and goes on from there. Only the damaged pages' rows are lost.
+
+Recovered into the live store: results whose artifact references are readable and whose artifact files are all
+present (a result without its files would only be reported as broken), and benchmark runs with their items.
+Reference indexes are not copied: a re-run of `nemo index` rebuilds them from the images. The damaged file is
+never changed; the copy gets its SQLite header restored if that was overwritten (the commonest damage that
+makes a whole file unreadable).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import shutil
+import sqlite3
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import StoreError
+
+log = logging.getLogger(__name__)
+
+_MAGIC = b"SQLite format 3\x00"
+ASIDE_RE = re.compile(r"\.corrupt-\d{8}-\d{6}(-\d+)?$")
+_BATCH = 256
+_MAX_ROWID = 2 ** 62
+
+
+@dataclass
+class SalvageReport:
+    source: Path
+    results: int = 0  # copied into the store
+    results_existing: int = 0  # already in the store (same key)
+    results_missing_files: int = 0  # recovered rows whose artifact files are gone: not copied
+    results_unreadable_refs: int = 0  # recovered rows whose artifact references were on damaged pages
+    runs: int = 0
+    run_items: int = 0
+    damaged_regions: int = 0  # places where the walk had to skip damaged pages
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
+
+
+def aside_databases(db_path: Path) -> list[Path]:
+    """Moved-aside copies of `db_path` (not their -wal/-shm side files), oldest first."""
+    if not db_path.parent.is_dir():
+        return []
+    return sorted(p for p in db_path.parent.glob(db_path.name + ".corrupt-*") if ASIDE_RE.search(p.name))
+
+
+def _restore_header(copy: Path) -> None:
+    with open(copy, "r+b") as f:
+        head = f.read(len(_MAGIC))
+        if head and head != _MAGIC:
+            f.seek(0)
+            f.write(_MAGIC)
+
+
+class _Walker:
+    """Reads a rowid table of a damaged database, skipping the rowid ranges whose pages cannot be read."""
+
+    def __init__(self, conn: sqlite3.Connection, report: SalvageReport):
+        self.conn, self.report = conn, report
+
+    def _batch(self, table: str, columns: str, after: int) -> list[tuple]:
+        return self.conn.execute(f"SELECT rowid, {columns} FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                                 (after, _BATCH)).fetchall()
+
+    def _reads(self, table: str, after: int) -> bool:
+        try:
+            self.conn.execute(f"SELECT rowid FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT 1",
+                              (after,)).fetchall()
+            return True
+        except sqlite3.DatabaseError:
+            return False
+
+    def _past_damage(self, table: str, bad: int) -> int | None:
+        """The smallest `after` > bad from which reading works again, or None when nothing further reads."""
+        step, good = 1, None
+        while bad + step < _MAX_ROWID:
+            if self._reads(table, bad + step):
+                good = bad + step
+                break
+            step *= 2
+        if good is None:
+            return None
+        lo, hi = bad + step // 2, good  # lo fails (or is the start), hi reads
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if self._reads(table, mid) else (mid, hi)
+        return hi
+
+    def rows(self, table: str, columns: str) -> Iterator[tuple]:
+        after = -_MAX_ROWID
+        while True:
+            try:
+                batch = self._batch(table, columns, after)
+            except sqlite3.DatabaseError:
+                batch = []
+                for _ in range(_BATCH):  # read one by one up to the damaged row
+                    try:
+                        one = self.conn.execute(f"SELECT rowid, {columns} FROM {table} WHERE rowid > ? "
+                                                "ORDER BY rowid LIMIT 1", (after,)).fetchall()
+                    except sqlite3.DatabaseError:
+                        break
+                    if not one:
+                        break
+                    batch.append(one[0])
+                    after = one[0][0]
+                yield from (r[1:] for r in batch)
+                if len(batch) == _BATCH:
+                    continue
+                self.report.damaged_regions += 1
+                resume = self._past_damage(table, after)
+                if resume is None:
+                    return
+                after = resume
+                continue
+            if not batch:
+                return
+            yield from (r[1:] for r in batch)
+            after = batch[-1][0]
+
+
+def salvage_into(store, source: Path) -> SalvageReport:
+    """Copy the results and runs still readable in `source` (a moved-aside database) into `store`."""
+    source = Path(source)
+    if not source.is_file():
+        raise StoreError(f"{source} does not exist.", hint="Give a file listed by `nemo cache check`.")
+    report = SalvageReport(source)
+    with tempfile.TemporaryDirectory(prefix="nemo-salvage-") as tmp:
+        copy = Path(tmp) / "damaged.sqlite"
+        shutil.copyfile(source, copy)
+        wal = source.with_name(source.name + "-wal")  # moved aside with it: it holds the newest commits
+        if wal.is_file():
+            shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+        _restore_header(copy)
+        src = sqlite3.connect(copy)
+        try:
+            try:
+                tables = {r[0] for r in src.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"Nothing can be salvaged from {source}: its table list is damaged ({exc}).",
+                                 hint=f"Discard it with `nemo cache discard {source}`.") from exc
+            walker = _Walker(src, report)
+            if "results" in tables:
+                _copy_results(store, src, walker, report, has_refs="result_artifacts" in tables)
+            if "runs" in tables:
+                _copy_runs(store, walker, report, has_items="run_items" in tables)
+            if "indexes" in tables:
+                report.notes.append("Reference indexes are not salvaged; `nemo index` rebuilds them.")
+        finally:
+            src.close()
+    return report
+
+
+def _copy_results(store, src: sqlite3.Connection, walker: _Walker, report: SalvageReport, *,
+                  has_refs: bool) -> None:
+    rows = [r for r in walker.rows("results", "key, kind, payload, created_at") if r[0] and r[1] and r[2]]
+    with store.transaction() as conn:
+        for key, kind, payload, created_at in rows:
+            try:  # an index seek per result: a damaged page loses only the results whose references it held
+                files = src.execute("SELECT name, sha256, ext, size FROM result_artifacts WHERE result_key = ?",
+                                    (key,)).fetchall() if has_refs else []
+            except sqlite3.DatabaseError:
+                report.results_unreadable_refs += 1
+                continue
+            if not all(store._artifact_path(sha, ext).is_file() for _, sha, ext, _ in files):
+                report.results_missing_files += 1
+                continue
+            cur = conn.execute("INSERT OR IGNORE INTO results(key, kind, payload, created_at) VALUES (?, ?, ?, ?)",
+                               (key, kind, payload, created_at or 0.0))
+            if cur.rowcount == 0:
+                report.results_existing += 1
+                continue
+            conn.executemany("INSERT OR IGNORE INTO result_artifacts(result_key, name, sha256, ext, size) "
+                             "VALUES (?, ?, ?, ?, ?)", [(key, *f) for f in files])
+            report.results += 1
+
+
+def _copy_runs(store, walker: _Walker, report: SalvageReport, *, has_items: bool) -> None:
+    runs = [r for r in walker.rows("runs", "run_id, kind, config, created_at, status") if r[0]]
+    items = [r for r in walker.rows("run_items", "run_id, item_id, result_key, status, error, updated_at")
+             if r[0] and r[1]] if has_items else []
+    with store.transaction() as conn:
+        for run in runs:
+            report.runs += conn.execute("INSERT OR IGNORE INTO runs(run_id, kind, config, created_at, status) "
+                                        "VALUES (?, ?, ?, ?, ?)", run).rowcount
+        known = {r[0] for r in conn.execute("SELECT run_id FROM runs")}
+        for item in items:
+            if item[0] in known:
+                report.run_items += conn.execute(
+                    "INSERT OR IGNORE INTO run_items(run_id, item_id, result_key, status, error, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", item).rowcount
+
+
+def discard(db_path: Path, aside: Path) -> None:
+    """Delete a moved-aside database (and its -wal/-shm): its artifact files become ordinary orphans."""
+    aside = Path(aside)
+    if aside.resolve().parent != db_path.resolve().parent or not aside.name.startswith(db_path.name) \
+            or not ASIDE_RE.search(aside.name):
+        raise StoreError(f"{aside} is not a moved-aside copy of {db_path}.",
+                         hint="Give a file listed by `nemo cache check` (named <database>.corrupt-<time>).")
+    for p in (aside, aside.with_name(aside.name + "-wal"), aside.with_name(aside.name + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(p)

@@ -1,0 +1,102 @@
+"""Label matching by class name, zero-shot prompt sets, and the condition grid/renderer."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from nemo_desktop.core.analyses.model_diff import (PromptedClassifier, SyntheticDigits, load_grid,
+                                                   load_open_conditions, load_prompt_set, match_labels)
+from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.models.protocols import ModelInfo
+
+
+def test_labels_are_matched_by_name_in_any_order():
+    m = match_labels(["cat", "Dog", "bird"], ["bird", "cat", "dog"], ["dog", "bird"])
+    assert m.index_a == (1, 2) and m.index_b == (2, 0)
+
+
+def test_a_class_one_model_lacks_is_named():
+    with pytest.raises(ConfigError) as e:
+        match_labels(["cat", "dog", "fox"], ["cat", "dog", "owl"], ["cat"])
+    assert "Model B lacks 'fox'" in e.value.message and "Model A lacks 'owl'" in e.value.message
+    with pytest.raises(ConfigError, match="'zebra'"):
+        match_labels(["cat", "dog"], ["dog", "cat"], ["zebra"])
+
+
+class FakeZeroShot:
+    """Scores a class by whether its prompt mentions the image's dominant colour name (test double)."""
+
+    zero_shot = True
+    info = ModelInfo("test-double:zero-shot", "test-double", "1")
+    class_names = ["man", "woman"]
+
+    def predict_proba(self, images, *, class_prompts=None):
+        out = []
+        for im in images:
+            red = np.asarray(im)[..., 0].mean() > 128
+            s = [1.0 if ("black" in class_prompts[i]) != red else 0.0 for i in range(2)]
+            out.append(np.exp(s) / np.exp(s).sum())
+        return np.array(out)
+
+
+def test_one_zero_shot_model_two_prompt_sets(tmp_path):
+    from PIL import Image
+
+    base = FakeZeroShot()
+    f = tmp_path / "a.json"
+    f.write_text(json.dumps({"Man": "a photo of a man with black hair", "woman": "a photo of a woman with blond hair"}))
+    a = PromptedClassifier(base, load_prompt_set(f, base.class_names), "A")
+    b = PromptedClassifier(base, ["a photo of a man with blond hair", "a photo of a woman with black hair"], "B")
+    dark = Image.new("RGB", (4, 4), (0, 0, 0))
+    assert a.predict_proba([dark]).argmax() == 0 and b.predict_proba([dark]).argmax() == 1
+    assert a.info.revision != b.info.revision and a.info.model_id.endswith("#A")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"man": "x"}))
+    with pytest.raises(ConfigError, match="no prompt for 'woman'"):
+        load_prompt_set(bad, base.class_names)
+
+
+def test_shipped_grid_and_renderer():
+    grid = load_grid()
+    assert grid.size() == 1300 and len({c.id for c in grid.all_conditions()}) == 1300
+    assert grid.class_labels() == tuple(str(d) for d in range(10))
+    with pytest.raises(ConfigError, match="allowed value"):
+        grid.make({"digit": 3, "color": "chartreuse", "angle": 0})
+    gen = SyntheticDigits(size=16)
+    cond = grid.make({"digit": 3, "color": "green", "angle": -30})
+    pairs = gen.sample(cond, 5, seed=1)
+    assert [p[1] for p in pairs] == ["3"] * 5 and pairs[0][0].size == (16, 16)
+    corner = np.asarray(pairs[0][0])[0, 0]
+    assert tuple(corner) == (0, 255, 0)  # ReBias green background
+    again = gen.sample(cond, 5, seed=1)
+    assert all(np.array_equal(np.asarray(x[0]), np.asarray(y[0])) for x, y in zip(pairs, again))
+
+
+def test_shipped_open_conditions():
+    space = load_open_conditions("gender")
+    assert space.size() == 100 and space.class_labels() == ("man", "woman")
+    assert space.parse_proposal({"condition": "a woman holding a kite", "label": "1"}).label == "woman"
+
+
+def test_attribute_dataset_csv(tmp_path):
+    from PIL import Image
+
+    from nemo_desktop.core.analyses.model_diff.attribute_dataset import AttributeDataset
+
+    rows = ["path,label,light,background"]
+    for i in range(5):
+        Image.new("RGB", (8, 8), (i * 40, 0, 0)).save(tmp_path / f"{i}.png")
+        rows.append(f"{i}.png,{'cat' if i < 3 else 'dog'},{'day' if i % 2 else 'night'},grass")
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    ds = AttributeDataset(tmp_path / "data.csv")
+    conds = ds.space.all_conditions()
+    assert {c.text for c in conds} == {"light=day, background=grass", "light=night, background=grass"}
+    assert ds.space.class_labels() == ("cat", "dog")
+    cell = next(c for c in conds if c.label == "cat" and c.get("light") == "night")
+    pairs = ds.sample(cell, 10, seed=0)
+    assert len(pairs) == 2 and {p[1] for p in pairs} == {"cat"}  # fewer than m: the cell's n
+    (tmp_path / "bad.csv").write_text("file,label\nx.png,cat\n")
+    with pytest.raises(ConfigError, match="path"):
+        AttributeDataset(tmp_path / "bad.csv")

@@ -1,0 +1,252 @@
+"""The contract every registered analysis keeps (core/registry), parametrised over the registry itself, so a new
+analysis gets these tests by registering and must add its case below (test_every_analysis_has_a_case fails
+until it does):
+
+- it can be built through the one construction path from dummy components;
+- its config and its result round-trip through plain dicts;
+- its key is stable, changes with every config field, and a re-run is answered from the store (no model call);
+- cancel stops it within one unit of work;
+- its CLI options and its offscreen settings form are derived from its config.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from baseline_doubles import GlobalDigitsMLLM
+from digits_world import DigitsEditor
+from nemo_desktop.core.errors import JobCancelled
+from nemo_desktop.core.jobs import CancelToken, JobContext
+from nemo_desktop.core.models.protocols import ModelInfo
+from nemo_desktop.core.registry import Components, build_analysis, config_params, get_analysis, list_analyses
+from nemo_desktop.core.registry.build import make_config
+
+
+class HashSpace:
+    """Joint image-text embedder double: a fixed pseudo-random unit vector per text and per image content (no
+    meaning at all: it only lets ErrorRetrieval rank its corpus deterministically)."""
+
+    info = ModelInfo("test-double:hash-space", "test-double", "1")
+
+    @staticmethod
+    def _vec(data: bytes) -> np.ndarray:
+        rng = np.random.default_rng(int.from_bytes(hashlib.sha256(data).digest()[:8], "little"))
+        v = rng.normal(size=16)
+        return (v / np.linalg.norm(v)).astype(np.float32)
+
+    def embed(self, images):
+        return np.stack([self._vec(im.convert("RGB").tobytes()) for im in images])
+
+    def embed_texts(self, texts):
+        return np.stack([self._vec(t.encode()) for t in texts])
+
+
+class ContractMLLM(GlobalDigitsMLLM):
+    """GlobalDigitsMLLM that also answers the edit prompt for hypotheses outside its script (ErrorRetrieval's
+    corpus sentences) with an edit the digits editor performs: a test double, it does not read the image."""
+
+    def chat(self, messages, **kw):
+        try:
+            return super().chat(messages, **kw)
+        except (StopIteration, AttributeError):
+            import json
+
+            return json.dumps({"reasoning": "A fixed edit for an unscripted hypothesis.",
+                               "solution": "Rotate the digit slightly"})
+
+
+@dataclass
+class Case:
+    components: Components
+    args: tuple  # the call's inputs after the context: (image, true label) or (run id,)
+    options: dict = field(default_factory=dict)  # the base options (small and fast)
+    variations: dict[str, Any] = field(default_factory=dict)  # field -> another valid value
+    # Fields that select inputs rather than determine the result for the same inputs, with the reason.
+    invariant: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def mllm(self):
+        return self.components.mllm
+
+
+SAMPLE_VARIATIONS = {
+    "k": 2, "m": 2, "seed": 1, "class_relevance": False, "edit_steps": 3, "edit_guidance": 2.5,
+    "edit_size": (32, 32), "caption_max_new_tokens": 100, "hypothesis_max_new_tokens": 300,
+    "intervention_max_new_tokens": 200, "sampling_temperature": 0.5, "max_extra_draws": 1, "thumbnail_side": 24,
+    "validate": True, "score": False, "gradcam_layer": "features.0", "overlay_alpha": 0.3, "overlay_min_side": 64,
+    "show_original": True, "reference_max_side": 64, "contrast": "pdiff", "filter_k": 5,
+    "k_random": 0, "k_scope": "pooled", "edit_resolution": "native", "sampling_top_p": 0.8, "sampling_top_k": 5,
+    "sampling_min_p": 0.1, "corpus": "class-captions",
+    "reference_caption": "a drawing of a {class}.", "corpus_files": (), "retrieval_model": None, "show_top": 3,
+}
+
+
+def _sample_case(name: str, world) -> Case:
+    spec = get_analysis(name)
+    comps = Components(classifier=world["classifier"], mllm=ContractMLLM(), store=world["store"])
+    if spec.inputs.editor != "none":
+        comps.editor = DigitsEditor()
+    if spec.inputs.reference != "none":
+        comps.reference = world["index"]
+    if spec.inputs.embedder != "none":
+        comps.embedder = HashSpace()
+    invariant = {}
+    if name.startswith("error-retrieval"):
+        # Extra corpus files and the model to load are choices of inputs: the corpus hash and the injected
+        # embedder's identity are in the key instead.
+        invariant = {"corpus_files": "the corpus's content hash is in the key",
+                     "retrieval_model": "names the embedder to load; the injected embedder is in the key"}
+    if name.endswith("-validated"):
+        invariant["validate"] = "the -validated variant always validates (with_validation)"
+    options = {"thumbnail_side": 16} if name == "scitx" else {}
+    if name == "scitx":
+        options.update(k=1, m=2)
+    variations = {p.name: SAMPLE_VARIATIONS[p.name] for p in config_params(spec.config)
+                  if p.name in SAMPLE_VARIATIONS and p.name not in invariant}
+    variations["m"] = 1 if options.get("m") == 2 else 2
+    if name.startswith("cam-mllm"):
+        variations["gradcam_layer"] = "features.0"  # the first conv layer of the digits CNN (auto: the last)
+    return Case(comps, (world["blue_three"], "three"), options, variations, invariant)
+
+
+def _global_case(world) -> Case:
+    comps = Components(classifier=world["classifier"], mllm=GlobalDigitsMLLM(), editor=DigitsEditor(),
+                       store=world["store"])
+    return Case(comps, (world["run_id"],), {"score": True},
+                {"chunk_size": 3, "max_new_tokens": 256, "score": False, "seed": 5, "edit_steps": 3},
+                {"method": "selects which explanations of the run to aggregate; their text is in the key"})
+
+
+CASES: dict[str, Callable[[dict], Case]] = {
+    **{n: (lambda world, n=n: _sample_case(n, world)) for n in (
+        "scitx", "error-retrieval", "error-retrieval-validated", "cam-mllm", "cam-mllm-validated", "change-mllm",
+        "change-mllm-validated")},
+    "global-explanation": _global_case,
+}
+
+
+@pytest.fixture
+def world(digits_classifier, blue_three, reference_folder, store):
+    from nemo_desktop.core.data.reference_index import build_index
+    from nemo_desktop.core.methods.registry import get_method
+
+    w = {"classifier": digits_classifier, "blue_three": blue_three, "store": store,
+         "index": build_index(reference_folder, digits_classifier, store)}
+    # A run of two explained images for the dataset-level analyses.
+    # (seed 7: not the settings the contract cases run with, which must not be answered from this run's results)
+    spec = get_method("cam-mllm-validated")
+    pipe = spec.factory(digits_classifier, GlobalDigitsMLLM(), editor=DigitsEditor(), store=store,
+                        config=spec.config(seed=7))
+    run_id = store.create_run("explain-batch", {"method": "cam-mllm-validated"})
+    for i in range(2):
+        r = pipe(blue_three, "three")
+        store.add_run_item(run_id, f"s{i}", r.result_key, "done")
+    w["run_id"] = run_id
+    return w
+
+
+def _run(spec, case: Case, options: dict, ctx: JobContext | None = None):
+    return build_analysis(spec, case.components, options)(*case.args, ctx or JobContext())
+
+
+def test_every_analysis_has_a_case():
+    assert set(list_analyses()) == set(CASES), "add a Case for every registered analysis to CASES above"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_config_round_trips_and_every_field_has_a_variation(name, world):
+    spec = get_analysis(name)
+    case = CASES[name](world)
+    config = make_config(spec, case.options)
+    again = make_config(spec, dataclasses.asdict(config))
+    assert again == config
+    names = {p.name for p in config_params(spec.config)}
+    assert names == set(case.variations) | set(case.invariant), "each config field needs a variation"
+    with pytest.raises(Exception, match="no option"):
+        make_config(spec, {"no_such_option": 1})
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_result_round_trips_its_key_is_stable_and_a_rerun_is_served_from_the_store(name, world):
+    spec = get_analysis(name)
+    case = CASES[name](world)
+    result = _run(spec, case, case.options)
+    assert result.kind == spec.kind and result.analysis == name and result.key
+    assert isinstance(result, spec.result)
+    d = result.to_dict()
+    assert type(result).from_dict(d).to_dict() == d
+    calls = len(case.mllm.calls)
+    again = _run(spec, case, case.options)
+    assert again.key == result.key
+    assert len(case.mllm.calls) == calls, "a re-run must be answered from the store"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_key_changes_with_every_config_field(name, world):
+    spec = get_analysis(name)
+    case = CASES[name](world)
+    base = _run(spec, case, case.options).key
+    for field_name, value in case.variations.items():
+        options = {**case.options, field_name: value}
+        assert options != case.options, f"the variation of {field_name} equals its base value"
+        assert make_config(spec, options) != make_config(spec, case.options), field_name
+        key = _run(spec, case, options).key
+        assert key != base, f"{name}: changing {field_name} did not change the result key"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cancel_stops_within_one_unit(name, world):
+    spec = get_analysis(name)
+    case = CASES[name](world)
+    token = CancelToken()
+    seen: list[int] = []
+
+    def on_progress(p):
+        if not token.cancelled and p.done >= 1:
+            token.cancel()
+            seen.append(len(case.mllm.calls))
+
+    with pytest.raises(JobCancelled):
+        _run(spec, case, case.options, JobContext(on_progress=on_progress, cancel=token))
+    assert seen, "the analysis never reported progress"
+    assert len(case.mllm.calls) - seen[0] <= 1, "more than one model call after cancel"
+
+
+COMMANDS = {"sample": ["explain"], "global-explanation": ["global"]}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cli_help_offers_every_setting(name, capsys):
+    from nemo_desktop.cli.main import main
+
+    spec = get_analysis(name)
+    command = COMMANDS.get(name) or COMMANDS[spec.kind]
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    out = capsys.readouterr().out
+    aliases = {"class_relevance": "--no-class-relevance", "corpus_files": "--corpus-file", "validate": "--validate",
+               "score": "--score"}
+    for p in config_params(spec.config):
+        if p.kind is None:
+            continue
+        assert (aliases.get(p.name) or p.cli_flag) in out, f"{name}: no option for {p.name}"
+
+
+@pytest.mark.gui
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_settings_form_builds_offscreen(name, qtbot):
+    from nemo_desktop.gui.panes.workbench.widgets.method_form import MethodForm
+
+    spec = get_analysis(name)
+    form = MethodForm()
+    qtbot.addWidget(form)
+    form.set_config(spec.config)
+    editable = {p.name for p in config_params(spec.config) if p.form_kind and not p.form_kind.startswith("paths")}
+    assert set(form.editors) == editable
+    values = form.values()
+    assert make_config(spec, {k: v for k, v in values.items()}) is not None
