@@ -68,10 +68,15 @@ class Case:
     variations: dict[str, Any] = field(default_factory=dict)  # field -> another valid value
     # Fields that select inputs rather than determine the result for the same inputs, with the reason.
     invariant: dict[str, str] = field(default_factory=dict)
+    # Model calls made so far (default: the MLLM's), for "a re-run calls no model" and "cancel stops at once".
+    counter: Callable[[], int] | None = None
 
     @property
     def mllm(self):
         return self.components.mllm
+
+    def model_calls(self) -> int:
+        return self.counter() if self.counter is not None else len(self.mllm.calls)
 
 
 SAMPLE_VARIATIONS = {
@@ -122,11 +127,60 @@ def _global_case(world) -> Case:
                 {"method": "selects which explanations of the run to aggregate; their text is in the key"})
 
 
+class CountingHashSpace(HashSpace):
+    """HashSpace that counts its calls (the failure-modes joint space)."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def embed(self, images):
+        self.calls.append(len(images))
+        return super().embed(images)
+
+    def embed_texts(self, texts):
+        self.calls.append(len(texts))
+        return super().embed_texts(texts)
+
+
+class HashYesNoMLLM:
+    """VQA double for failure-modes relevance: a fixed pseudo-random yes/no per (image, question); it does not
+    look at what the image shows, it only lets the evaluation run deterministically."""
+
+    info = ModelInfo("test-double:hash-yes-no", "test-double", "1")
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def chat_batch(self, conversations, **kw):
+        out = []
+        for conv in conversations:
+            image, question = conv[0].content
+            self.calls.append(1)
+            h = hashlib.sha256(image.convert("RGB").tobytes() + question.encode()).digest()[0]
+            out.append("yes" if h % 3 == 0 else "no")
+        return out
+
+
+def _failure_modes_case(world) -> Case:
+    embedder, mllm = CountingHashSpace(), HashYesNoMLLM()
+    comps = Components(classifier=world["classifier"], embedder=embedder, mllm=mllm, store=world["store"])
+    return Case(comps, (world["index"],), {"sentence_sets": ("classes",), "embed_batch_size": 32},
+                {"split": "correctness", "per_class": True, "classes": ("three",), "a": 0.5, "linkage": "average",
+                 "clusters": 3, "k": 2, "tau": None, "methods": ("tops", "pdiff"), "beta_factor": 0.5,
+                 "relevance": "vqa", "sentence_sets": ("general",), "max_ward_points": 10, "nearest_members": 3,
+                 "seed": 1},
+                {"embed_batch_size": "batches the embedding work; the embeddings are the same",
+                 "attributes_manifest": "selects the relevance input; its path, size and mtime are in the key "
+                                        "through the relevance identity"},
+                counter=lambda: len(embedder.calls) + len(mllm.calls))
+
+
 CASES: dict[str, Callable[[dict], Case]] = {
     **{n: (lambda world, n=n: _sample_case(n, world)) for n in (
         "scitx", "error-retrieval", "error-retrieval-validated", "cam-mllm", "cam-mllm-validated", "change-mllm",
         "change-mllm-validated")},
     "global-explanation": _global_case,
+    "failure-modes": _failure_modes_case,
 }
 
 
@@ -180,10 +234,10 @@ def test_result_round_trips_its_key_is_stable_and_a_rerun_is_served_from_the_sto
     assert isinstance(result, spec.result)
     d = result.to_dict()
     assert type(result).from_dict(d).to_dict() == d
-    calls = len(case.mllm.calls)
+    calls = case.model_calls()
     again = _run(spec, case, case.options)
     assert again.key == result.key
-    assert len(case.mllm.calls) == calls, "a re-run must be answered from the store"
+    assert case.model_calls() == calls, "a re-run must be answered from the store"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -209,15 +263,15 @@ def test_cancel_stops_within_one_unit(name, world):
     def on_progress(p):
         if not token.cancelled and p.done >= 1:
             token.cancel()
-            seen.append(len(case.mllm.calls))
+            seen.append(case.model_calls())
 
     with pytest.raises(JobCancelled):
         _run(spec, case, case.options, JobContext(on_progress=on_progress, cancel=token))
     assert seen, "the analysis never reported progress"
-    assert len(case.mllm.calls) - seen[0] <= 1, "more than one model call after cancel"
+    assert case.model_calls() - seen[0] <= 1, "more than one model call after cancel"
 
 
-COMMANDS = {"sample": ["explain"], "global-explanation": ["global"]}
+COMMANDS = {"sample": ["explain"], "global-explanation": ["global"], "failure-modes": ["failure-modes"]}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -43,7 +43,8 @@ class FailureModesConfig:
         "None = auto: mean + 1 std of all prototype-sentence similarities (for other embedders).",
         min=-1.0, max=1.0))
     methods: tuple[str, ...] = field(default=METHODS, metadata=_meta(
-        "Ranking methods", "Sentence selection methods, shown side by side.", choices=METHODS))
+        "Ranking methods", "Sentence selection methods, shown side by side: some of tops, pdiff, setdiff, "
+        "fpdiff."))
     beta_factor: float = field(default=0.2, metadata=_meta(
         "Severity o", "Evaluation: a sentence describes a failure if its images' accuracy is below the dataset's "
         "by beta = o * std(accuracy) (paper App. D: o = 0.2).", min=0.0, max=5.0))
@@ -51,6 +52,9 @@ class FailureModesConfig:
         "Relevance", "Evaluation needs image-sentence relevance: none; attributes (columns of a CSV manifest "
         "matched against the sentences' 'requires'); or vqa (a yes/no question per image and sentence to the "
         "configured MLLM(s), combined with AND; images x sentences x MLLMs calls).", choices=RELEVANCE))
+    attributes_manifest: str | None = field(default=None, metadata=_meta(
+        "Attribute manifest", "relevance=attributes: the CSV (path,label,<attribute>,...) whose columns say which "
+        "sentences hold for which image (default: the CSV manifest the index was built from)."))
     sentence_sets: tuple[str, ...] = field(default=("general",), metadata=_meta(
         "Sentence sets", "Shipped sets by name (general), 'classes' (an image of a <class>, from the vocabulary) "
         "and/or paths of the user's own .json/.txt files."))

@@ -32,24 +32,31 @@ from .sentences import SentenceSet, load_sentence_sets
 from .split import (Split, correctness_split, entropy_from_top5, entropy_split, probability_split,
                     ranking_split)
 
-# Settings that change how the work is done, not what it finds: not part of the result key.
-_NOT_IN_KEY = ("embed_batch_size",)
+# Settings that change how the work is done, not what it finds, or that select an input whose identity is in
+# the key already (the manifest: through the relevance identity's path, size and mtime): not part of the key.
+_NOT_IN_KEY = ("embed_batch_size", "attributes_manifest")
+
+
+def joint_space(classifier: Any, embedder: Any) -> Any:
+    """The embedder, else a zero-shot classifier as its own joint space; a ConfigError when there is none."""
+    if embedder is None:
+        if classifier is None or not getattr(classifier, "zero_shot", False):
+            raise ConfigError("Failure modes need a joint image-text space.",
+                              hint="Choose an embedder (e.g. the catalog's open-clip-vit-b32-laion2b), or analyse "
+                                   "an index built with a CLIP/SigLIP/open_clip classifier.")
+        embedder = classifier
+    for attr in ("embed", "embed_texts", "info"):
+        if not hasattr(embedder, attr):
+            raise ConfigError(f"{type(embedder).__name__} cannot embed both images and texts (no {attr}).",
+                              hint="Use a CLIP/SigLIP/open_clip model as the embedder.")
+    return embedder
 
 
 class FailureModesPipeline:
     def __init__(self, classifier: Any = None, embedder: Any = None, store: Any = None,
                  config: FailureModesConfig | None = None, relevance: Any = None) -> None:
         self.config = config or FailureModesConfig()
-        if embedder is None:
-            if classifier is None or not getattr(classifier, "zero_shot", False):
-                raise ConfigError("Failure modes need a joint image-text space.",
-                                  hint="Choose an embedder (e.g. the catalog's open-clip-vit-b32-laion2b), or analyse "
-                                       "an index built with a CLIP/SigLIP/open_clip classifier.")
-            embedder = classifier
-        for attr in ("embed", "embed_texts", "info"):
-            if not hasattr(embedder, attr):
-                raise ConfigError(f"{type(embedder).__name__} cannot embed both images and texts (no {attr}).",
-                                  hint="Use a CLIP/SigLIP/open_clip model as the embedder.")
+        embedder = joint_space(classifier, embedder)
         if self.config.relevance != "none" and relevance is None:
             raise ConfigError(f"Relevance '{self.config.relevance}' was chosen but no relevance source was given.",
                               hint="Pass relevance=AttributeRelevance(<the CSV manifest>) or use relevance='none'.")
@@ -135,7 +142,7 @@ class FailureModesPipeline:
             config=cfg.to_dict(), index=_index_info(index), sentences=[s.to_dict() for s in sentences.sentences],
             groups=results, evaluation=_macro(results, cfg.methods) if self.relevance is not None else None,
             manifest=self._manifest(index, sentences, joint.source, joint.embedded_now), notes=notes,
-            timings=timings, result_key=key)
+            timings=timings, result_key=key, excluded=int((~valid).sum()))
         if self.store is not None:
             self.store.put(key, STORE_KIND, result.to_dict())
         return result

@@ -71,9 +71,15 @@ class FailureModesResult:
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     result_key: str | None = None
+    excluded: int = 0  # index images left out because they could not be read
     kind: str = KIND
     analysis: str = ANALYSIS
     version: str = VERSION
+
+    @property
+    def key(self) -> str | None:
+        """The results-store key (core/registry/results.AnalysisResult)."""
+        return self.result_key
 
     @property
     def methods(self) -> list[str]:
