@@ -50,6 +50,13 @@ def holds_up(cluster: HardCluster, group: GroupResult) -> tuple[bool, str]:
     return True, ""
 
 
+def sets_apart(cluster: HardCluster, method: str) -> bool:
+    """True unless every chosen sentence is at least as close to the paired easy prototype (d <= 0); without an
+    easy cluster there is nothing to contrast with, so True."""
+    ds = [p.get("d") for p in cluster.sentences.get(method, [])]
+    return any(d is None or d > 0 for d in ds) if ds else True
+
+
 def confirmed(group: GroupResult) -> set[int] | None:
     """Indices of the sentences whose images are harder than the rest (S*_beta); None when not evaluated."""
     if not group.evaluation:
@@ -82,6 +89,9 @@ def describe_cluster(cluster: HardCluster, group: GroupResult, number: int, meth
         text = f"Failure mode {number}{where}: {evidence}; {said}."
         if conf:
             text += f" Most frequent confusions: {conf}."
+        if method and not sets_apart(cluster, method):
+            text += (" No sentence is closer to this cluster than to its nearest easy cluster (d <= 0): the sentence "
+                     "set does not say what sets it apart.")
     else:
         text = (f"Hard cluster {number}{where} did not hold up as a failure mode: {why} ({evidence}). "
                 f"Its sentences, {said}, do not describe a failure.")
