@@ -118,3 +118,44 @@ def test_help_lists_the_settings(capsys):
     for flag in ("--split", "--a ", "--clusters", "--tau", "--methods", "--relevance", "--sentence-sets", "--json",
                  "--report", "--embedder"):
         assert flag in out
+
+
+class _TopicLLM:
+    """Chat double for `nemo failure-sentences`: answers each topic from a table (test code)."""
+
+    from nemo_desktop.core.models.protocols import ModelInfo as _Info
+
+    info = _Info("test-double:topic-llm", "test-double", "1")
+    calls = 0
+    REPLIES = {"weather": '{"sentences": ["An image taken in fog.", "an image taken in fog", "an image taken in rain"]}',
+               "lighting": '{"sentences": ["an image taken at night"]}'}
+
+    def chat(self, messages, **kw):
+        type(self).calls += 1
+        prompt = messages[0].content[0]
+        return next((r for t, r in self.REPLIES.items() if f"Topic: {t}" in prompt), "no idea")
+
+
+@pytest.fixture
+def topic_llm(monkeypatch):
+    registry._ensure_builtin_families()
+    _TopicLLM.calls = 0
+    monkeypatch.setitem(registry._FAMILIES, ("mllm", "test-topics"), lambda spec, options: _TopicLLM())
+
+
+def test_failure_sentences_writes_a_set_the_analysis_loads(topic_llm, tmp_path, capsys):
+    from nemo_desktop.core.analyses.failure_modes import load_sentence_sets
+
+    out = tmp_path / "gen.json"
+    args = ["failure-sentences", str(out), "--mllm", "test-topics:x", "--topic", "weather", "--topic", "lighting",
+            "--per-topic", "3", "--context", "street scenes"]
+    assert main(args) == 0
+    assert "wrote 3 sentences on 2 topic(s)" in capsys.readouterr().out
+    assert load_sentence_sets([str(out)]).texts == ["an image taken in fog", "an image taken in rain",
+                                                    "an image taken at night"]
+    assert main(args) == 0 and _TopicLLM.calls == 2  # answered from the store
+    # a topic the model cannot answer: partial (1); only such topics: nothing produced (3)
+    assert main([*args, "--topic", "vehicles"]) == 1
+    assert main(["failure-sentences", str(tmp_path / "none.json"), "--mllm", "test-topics:x", "--topic", "x"]) == 3
+    assert not (tmp_path / "none.json").exists()
+    assert main(["failure-sentences", str(tmp_path / "gen.txt"), "--mllm", "test-topics:x"]) == 2
