@@ -86,6 +86,11 @@ def test_failure_modes_end_to_end(digits_family, clip_dir, manifest, sentences, 
     assert "<b>" not in html.split("<body", 1)[1].replace("<body", "")  # sentences escaped
     assert "&lt;b&gt;" in html and html.count("data:image/png;base64") >= 1
 
+    # The stored result has its report through `nemo report KEY` too.
+    assert main(["report", d["result_key"][:12], "-o", str(tmp_path / "again.pdf")]) == 0
+    assert (tmp_path / "again.pdf").read_bytes().startswith(b"%PDF")
+    capsys.readouterr()
+
     # By index id: answered from the store (same key), nothing embedded again.
     index_id = d["index"]["index_id"]
     assert main(["failure-modes", index_id, "--embedder", f"hf-clip:{clip_dir}", "--device", "cpu", "--clusters", "3",

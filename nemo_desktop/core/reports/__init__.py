@@ -13,7 +13,7 @@ from ..errors import ConfigError
 from ..jobs import JobContext
 from .html import render_html
 from .images import FORMATS as IMAGE_FORMATS
-from .model import ReportDocument, build_run_report, build_single_report
+from .model import ReportDocument, build_result_report, build_run_report, build_single_report
 
 FORMATS = ("html", "pdf")
 
@@ -60,8 +60,33 @@ def build_report(target: Any, store, *, image_format: str | None = None,
         kind, ident = resolve_target(store, target)
         if kind == "run":
             return build_run_report(ident, store, ctx=ctx, **fmt)
+        analysis_result = _stored_analysis_result(store, ident)
+        if analysis_result is not None:
+            return build_result_report(analysis_result, store, ctx=ctx, **fmt)
         return build_single_report(ident, store, ctx=ctx, **fmt)
     return build_single_report(target, store, ctx=ctx, **fmt)
+
+
+def _stored_analysis_result(store, key: str) -> Any:
+    """A stored result of a registered dataset/model/fit analysis whose payload names it (e.g. failure-modes),
+    as its result type; None for anything else (per-sample explanations keep their own report)."""
+    rec = store.get(key)
+    payload = rec.payload if rec is not None else None
+    name = payload.get("analysis") if isinstance(payload, dict) else None
+    if not isinstance(name, str) or payload.get("kind") in (None, "sample"):
+        return None
+    from ..registry import get_analysis
+
+    try:
+        spec = get_analysis(name)
+    except ConfigError:
+        return None
+    if spec.kind == "sample" or spec.result is None or payload.get("kind") != spec.kind:
+        return None
+    result = spec.result.from_dict(payload)
+    if getattr(result, "result_key", key) is None:
+        result.result_key = key
+    return result
 
 
 def render(doc: ReportDocument, fmt: str, *, ctx: JobContext | None = None) -> bytes:
