@@ -95,9 +95,14 @@ def test_failure_modes_end_to_end(digits_family, clip_dir, manifest, sentences, 
     index_id = d["index"]["index_id"]
     assert main(["failure-modes", index_id, "--embedder", f"hf-clip:{clip_dir}", "--device", "cpu", "--clusters", "3",
                  "--k", "2", "--sentence-sets", str(sentences), "--relevance", "attributes",
-                 "--attributes-manifest", str(manifest), "--split", "correctness", "--json", "-"]) == 0
+                 "--attributes-manifest", str(manifest), "--split", "correctness", "--json", "-",
+                 "--rank-by", "a handwritten even digit", "--top", "5"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["result_key"] == d["result_key"] and again["groups"] == d["groups"]
+    ranked = again["rankings"]["a handwritten even digit"]
+    assert len(ranked) == 5 and [r["similarity"] for r in ranked] == sorted((r["similarity"] for r in ranked),
+                                                                           reverse=True)
+    assert all(r["path"].endswith(".png") and r["true"] in [str(i) for i in range(10)] for r in ranked)
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -26,6 +26,9 @@ def register(subparsers) -> None:
                    help="MLLM(s) for --relevance vqa; repeat for several (their answers are combined with AND)")
     p.add_argument("--json", metavar="OUT", help="write the result as JSON ('-': stdout)")
     p.add_argument("--report", metavar="FILE", help="write a report (.html or .pdf by the extension)")
+    p.add_argument("--rank-by", metavar="SENTENCE", action="append",
+                   help="also list the images nearest this sentence in the joint space (repeatable)")
+    p.add_argument("--top", type=int, default=12, metavar="N", help="images listed per --rank-by sentence (12)")
     p.add_argument("--method", choices=("tops", "pdiff", "setdiff", "fpdiff"),
                    help="the method whose sentences the summary prints (default: FPDiff, else the first run)")
     add_device_options(p)
@@ -107,6 +110,7 @@ def run(args) -> int:
                 components.mllm = [load(m, "mllm", args) for m in args.mllm]
                 _print_vqa_cost(config, index, len(args.mllm))
             result = build_analysis(spec, components, config)(index, ctx)
+            rankings = _rankings(args, index, components, store, ctx)
             if args.report:
                 _write_report(result, store, args.report)
     except JobCancelled as exc:
@@ -117,13 +121,29 @@ def run(args) -> int:
         store.close()
 
     if args.json:
-        write_json(result.to_dict(), args.json, ensure_ascii=False)
+        write_json({**result.to_dict(), **({"rankings": rankings} if rankings else {})}, args.json,
+                   ensure_ascii=False)
     if args.json != "-":
         print(format_result(result, args.method))
+        for sentence, ranked in rankings.items():
+            print(f"Images nearest \"{sentence}\":")
+            for r in ranked:
+                print(f"  {r['similarity']:+.3f}  {r['path']}  ({r['true']} -> {r['pred']}"
+                      f"{'' if r['correct'] else ', wrong'})")
         if args.report:
             print(f"wrote report {args.report}")
     # Unreadable images make the result partial (1); an index none of whose images could be read fails (3).
     return for_counts(len(index) - result.excluded, result.excluded)
+
+
+def _rankings(args, index, components, store, ctx) -> dict[str, list[dict]]:
+    from ...core.analyses.failure_modes.by_sentence import rank_by_sentence
+    from ...core.errors import ConfigError
+
+    if args.top < 1:
+        raise ConfigError("--top must be at least 1.")
+    return {s: rank_by_sentence(index, s, embedder=components.embedder, classifier=components.classifier,
+                                store=store, top=args.top, ctx=ctx) for s in args.rank_by or ()}
 
 
 def _print_vqa_cost(config, index, n_mllms: int) -> None:
