@@ -5,8 +5,10 @@ each hard cluster with its nearest easy cluster and describe it with sentences c
 SetDiff or FPDiff; evaluate with AHR, ACR, TPR and JI when image-sentence relevance is known.
 Modules: config (settings), split (step 1), clustering (step 2, scipy Ward), ranking (steps 3-4),
 metrics (evaluation), sentences (the sentence set), embeddings (stored joint embeddings), relevance
-(Gamma from CSV attributes), vqa (Gamma from yes/no questions to MLLMs), generation (LLM-written sentence sets), discover (one set, arrays in, GroupResult out), pipeline (the analysis),
-result (the JSON-ready result).
+(Gamma from CSV attributes), vqa (Gamma from yes/no questions to MLLMs), generation (LLM-written sentence
+sets), discover (one set, arrays in, GroupResult out), pipeline (the analysis), result (the JSON-ready result),
+analysis (the `failure-modes` registry entry), describe (each mode as a sentence with its evidence),
+by_sentence (images ranked by a sentence), validate (a sentence checked with CEI).
 """
 from .config import METHODS, SPLITS, FailureModesConfig
 from .embeddings import JointEmbedder, image_embeddings, text_embeddings
