@@ -108,7 +108,8 @@ def run(args) -> int:
                 load_wanted(spec, config, components, args)
             if args.mllm:
                 components.mllm = [load(m, "mllm", args) for m in args.mllm]
-                _print_vqa_cost(config, index, len(args.mllm))
+                if config.relevance == "vqa":
+                    _print_vqa_cost(config, index, len(args.mllm))
             result = build_analysis(spec, components, config)(index, ctx)
             rankings = _rankings(args, index, components, store, ctx)
             if args.report:
