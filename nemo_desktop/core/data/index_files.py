@@ -55,7 +55,7 @@ def _chunk_files(store, index_id: str) -> dict[int, Path]:
     return out
 
 
-_LIVE_COLUMNS = "path, row, sha256, label, pred, prob_label, prob_pred, correct"
+_LIVE_COLUMNS = "path, row, sha256, label, pred, prob_label, prob_pred, correct, entropy"
 
 
 def consolidate(store, index_id: str, *, remove_orphans: bool) -> None:
@@ -160,13 +160,14 @@ def _entries_struct(rows: list[tuple]) -> tuple[np.ndarray, str]:
     rel = [p[len(prefix):].encode("utf-8") for p in paths]
     width = max([1] + [len(b) for b in rel])
     dt = np.dtype([("path", f"S{width}"), ("sha256", "S64"), ("label", "<i8"), ("pred", "<i8"),
-                   ("prob_label", "<f4"), ("prob_pred", "<f4"), ("correct", "?")])
+                   ("prob_label", "<f4"), ("prob_pred", "<f4"), ("correct", "?"), ("entropy", "<f4")])
     out = np.empty(len(rows), dt)
     if rows:
         out["path"] = rel
         out["sha256"] = [r[2].encode("ascii") for r in rows]
         for col, i in (("label", 3), ("pred", 4), ("prob_label", 5), ("prob_pred", 6), ("correct", 7)):
             out[col] = [r[i] for r in rows]
+        out["entropy"] = [np.nan if r[8] is None else r[8] for r in rows]  # NULL: indexed before schema 2
     return out, prefix
 
 

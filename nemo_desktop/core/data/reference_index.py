@@ -1,7 +1,7 @@
 """The reference index: a dataset run through a classifier once, kept in the results store.
 
-Per image: content sha256, label, prediction, P(label), P(prediction), correctness, top-5 and the
-L2-normalised embedding. Rows live in the store's `index_entries` table; embeddings in one memory-mapped
+Per image: content sha256, label, prediction, P(label), P(prediction), correctness, prediction entropy
+(nats; NaN for rows indexed before store schema 2), top-5 and the L2-normalised embedding. Rows live in the store's `index_entries` table; embeddings in one memory-mapped
 .npy matrix whose row order is (correct first, label, path): "correct references of class c" is one
 contiguous slice, and so is "every correct reference", so retrieval reads only what it needs.
 
@@ -61,6 +61,11 @@ class IndexEntries:
     prob_label: np.ndarray  # float32
     prob_pred: np.ndarray  # float32
     correct: np.ndarray  # bool
+    entropy: np.ndarray | None = None  # float32 nats; NaN where unknown (rows indexed before schema 2)
+
+    def __post_init__(self) -> None:
+        if self.entropy is None:
+            self.entropy = np.full(len(self.paths), np.nan, np.float32)
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -246,7 +251,7 @@ def _load_consistent(store, index_id: str) -> ReferenceIndex | None:
             if len(entries) != len(features):
                 return None
         else:
-            rows = conn.execute("SELECT path, sha256, label, pred, prob_label, prob_pred, correct, row "
+            rows = conn.execute("SELECT path, sha256, label, pred, prob_label, prob_pred, correct, row, entropy "
                                 "FROM index_entries WHERE index_id=? ORDER BY row", (index_id,)).fetchall()
     if entries is None:
         if matrix_name is None:
@@ -259,10 +264,11 @@ def _load_consistent(store, index_id: str) -> ReferenceIndex | None:
         if len(rows) != len(features) or not np.array_equal(row_numbers, np.arange(len(rows))):
             return None
         if rows:
-            paths, shas, labels, preds, pl, pp, corr, _ = zip(*rows)
+            paths, shas, labels, preds, pl, pp, corr, _, ent = zip(*rows)
             entries = IndexEntries(np.array(paths, object), np.array(shas, object), np.array(labels, np.int64),
                                    np.array(preds, np.int64), np.array(pl, np.float32), np.array(pp, np.float32),
-                                   np.array(corr, bool))
+                                   np.array(corr, bool),
+                                   np.array([np.nan if h is None else h for h in ent], np.float32))
         else:
             entries = IndexEntries.empty()
     errors = {p: e["reason"] for p, e in meta.get("errors", {}).items()}
@@ -273,9 +279,11 @@ def _load_consistent(store, index_id: str) -> ReferenceIndex | None:
 def _entries_from_sidecar(struct: np.ndarray, prefix: str) -> IndexEntries:
     paths = np.array([prefix + b.decode("utf-8") for b in struct["path"].tolist()], object)
     shas = np.array([b.decode("ascii") for b in struct["sha256"].tolist()], object)
+    entropy = (struct["entropy"].astype(np.float32) if "entropy" in (struct.dtype.names or ())
+               else None)  # a sidecar written before schema 2
     return IndexEntries(paths, shas, struct["label"].astype(np.int64), struct["pred"].astype(np.int64),
                         struct["prob_label"].astype(np.float32), struct["prob_pred"].astype(np.float32),
-                        struct["correct"].astype(bool))
+                        struct["correct"].astype(bool), entropy)
 
 
 # ------------------------------------------------------------------------------------------- building
@@ -495,6 +503,7 @@ class _Row:
     pred: int
     prob_label: float
     prob_pred: float
+    entropy: float
     top5: list
     mtime: float
     size: int
@@ -525,13 +534,15 @@ def _process_batch(batch, classifier, class_names, load_image) -> tuple[list[_Ro
                          hint="Its embed must return one feature vector per image.")
     norms = np.linalg.norm(feats, axis=1, keepdims=True)
     feats = feats / np.maximum(norms, 1e-12)  # retrieval uses dot products as cosine similarities
+    p64 = probs.astype(np.float64)
+    entropy = -(p64 * np.log(np.where(p64 > 0, p64, 1.0))).sum(axis=1)  # nats; 0 log 0 = 0
     rows = []
     k = min(5, c)
     for i, (path, label, mtime, size, sha) in enumerate(metas):
         p = probs[i]
         pred = int(np.argmax(p))
         top = np.argsort(-p, kind="stable")[:k]
-        rows.append(_Row(str(path), sha, int(label), pred, float(p[label]), float(p[pred]),
+        rows.append(_Row(str(path), sha, int(label), pred, float(p[label]), float(p[pred]), float(entropy[i]),
                          [[int(j), round(float(p[j]), 6)] for j in top], mtime, size, feats[i]))
     return rows, errors
 
@@ -560,9 +571,9 @@ def _commit_batch(store, index_id: str, rows: list[_Row], new_errors: dict[str, 
             conn.execute("UPDATE indexes SET feature_dim=? WHERE index_id=?", (dim, index_id))
             conn.executemany(
                 "INSERT OR REPLACE INTO index_entries(index_id, path, sha256, label, pred, prob_label, prob_pred, "
-                "correct, row, top5, mtime, size) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "correct, row, top5, mtime, size, entropy) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(index_id, r.path, r.sha256, r.label, r.pred, r.prob_label, r.prob_pred, int(r.pred == r.label),
-                  start + i, json.dumps(r.top5), r.mtime, r.size) for i, r in enumerate(rows)])
+                  start + i, json.dumps(r.top5), r.mtime, r.size, r.entropy) for i, r in enumerate(rows)])
             # A re-processed image that was an error before is not one any more.
             for r in rows:
                 meta.get("errors", {}).pop(r.path, None)

@@ -139,9 +139,17 @@ def _import_v0_results(conn: sqlite3.Connection, cols: list[str]) -> None:
                      artifact_rows)
 
 
+def _v2_index_entropy(conn: sqlite3.Connection) -> None:
+    """Per-image prediction entropy (nats) for the failure-modes easy/hard split. Rows indexed before this
+    step keep NULL; readers estimate it from the stored top-5 (see failure_modes/split.py)."""
+    if "entropy" not in table_columns(conn, "index_entries"):
+        conn.execute("ALTER TABLE index_entries ADD COLUMN entropy REAL")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial layout: results, artifact refs, runs, reference index (imports prototype rows)",
               _v1_initial_layout),
+    Migration(2, "reference index: per-image prediction entropy column", _v2_index_entropy),
 )
 
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -171,6 +171,52 @@ def _competency_bench_case(world) -> Case:
                   "feature_space": "latent"}
     return Case(Components(classifier=clf, fitted=cw["estimator"], store=world["store"]), (images,), options,
                 variations, calls=lambda: len(clf.calls))
+class CountingHashSpace(HashSpace):
+    """HashSpace that counts its calls (the failure-modes joint space)."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def embed(self, images):
+        self.calls.append(len(images))
+        return super().embed(images)
+
+    def embed_texts(self, texts):
+        self.calls.append(len(texts))
+        return super().embed_texts(texts)
+
+
+class HashYesNoMLLM:
+    """VQA double for failure-modes relevance: a fixed pseudo-random yes/no per (image, question); it does not
+    look at what the image shows, it only lets the evaluation run deterministically."""
+
+    info = ModelInfo("test-double:hash-yes-no", "test-double", "1")
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def chat_batch(self, conversations, **kw):
+        out = []
+        for conv in conversations:
+            image, question = conv[0].content
+            self.calls.append(1)
+            h = hashlib.sha256(image.convert("RGB").tobytes() + question.encode()).digest()[0]
+            out.append("yes" if h % 3 == 0 else "no")
+        return out
+
+
+def _failure_modes_case(world) -> Case:
+    embedder, mllm = CountingHashSpace(), HashYesNoMLLM()
+    comps = Components(classifier=world["classifier"], embedder=embedder, mllm=mllm, store=world["store"])
+    return Case(comps, (world["index"],), {"sentence_sets": ("classes",), "embed_batch_size": 32},
+                {"split": "correctness", "per_class": True, "classes": ("three",), "a": 0.5, "linkage": "average",
+                 "clusters": 3, "k": 2, "tau": None, "methods": ("tops", "pdiff"), "beta_factor": 0.5,
+                 "relevance": "vqa", "sentence_sets": ("general",), "max_ward_points": 10, "nearest_members": 3,
+                 "seed": 1},
+                {"embed_batch_size": "batches the embedding work; the embeddings are the same",
+                 "attributes_manifest": "selects the relevance input; its path, size and mtime are in the key "
+                                        "through the relevance identity"},
+                calls=lambda: len(embedder.calls) + len(mllm.calls))
 
 
 CASES: dict[str, Callable[[dict], Case]] = {
@@ -181,6 +227,7 @@ CASES: dict[str, Callable[[dict], Case]] = {
     "competency-estimator": _competency_fit_case,
     "competency-cf": _competency_cf_case,
     "competency-bench": _competency_bench_case,
+    "failure-modes": _failure_modes_case,
 }
 
 
@@ -273,6 +320,7 @@ def test_cancel_stops_within_one_unit(name, world):
 
 COMMANDS = {"sample": ["explain"], "global-explanation": ["global"], "competency-estimator": ["competency", "fit"],
             "competency-cf": ["competency", "explain"], "competency-bench": ["competency", "bench"]}
+COMMANDS = {"sample": ["explain"], "global-explanation": ["global"], "failure-modes": ["failure-modes"]}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -85,29 +85,30 @@ def test_migrations_apply_in_order_and_a_failing_step_rolls_back(tmp_path):
     db = tmp_path / "m.sqlite"
     con = sqlite3.connect(db, isolation_level=None)
     applied = []
+    n = mig.CURRENT_VERSION  # the shipped steps come first; the test appends two of its own
 
-    def v2(c):
-        applied.append(2)
+    def pin(c):
+        applied.append(n + 1)
         c.execute("ALTER TABLE results ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0")
 
-    def v3_broken(c):
-        applied.append(3)
+    def broken(c):
+        applied.append(n + 2)
         c.execute("CREATE TABLE half_done (x)")
-        raise RuntimeError("bug in migration 3")
+        raise RuntimeError("bug in the last migration")
 
-    chain = list(mig.MIGRATIONS) + [mig.Migration(2, "pin results", v2)]
-    assert mig.migrate(con, db, chain) == (0, 2)
+    chain = list(mig.MIGRATIONS) + [mig.Migration(n + 1, "pin results", pin)]
+    assert mig.migrate(con, db, chain) == (0, n + 1)
     assert "pinned" in mig.table_columns(con, "results")
-    assert mig.migrate(con, db, chain) == (2, 2) and applied == [2]  # idempotent
+    assert mig.migrate(con, db, chain) == (n + 1, n + 1) and applied == [n + 1]  # idempotent
 
-    with pytest.raises(RuntimeError, match="bug in migration 3"):
-        mig.migrate(con, db, chain + [mig.Migration(3, "broken", v3_broken)])
-    assert mig.user_version(con) == 2
+    with pytest.raises(RuntimeError, match="bug in the last migration"):
+        mig.migrate(con, db, chain + [mig.Migration(n + 2, "broken", broken)])
+    assert mig.user_version(con) == n + 1
     assert "half_done" not in {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
     con.close()
 
     with pytest.raises(RuntimeError, match="without gaps"):
-        mig.migrate(sqlite3.connect(":memory:"), "mem", [mig.Migration(2, "gap", v2)])
+        mig.migrate(sqlite3.connect(":memory:"), "mem", [mig.Migration(2, "gap", pin)])
 
 
 def test_database_from_a_newer_version_is_refused_untouched(db_path):

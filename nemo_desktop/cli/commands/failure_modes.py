@@ -1,0 +1,168 @@
+"""`nemo failure-modes DATASET_OR_INDEX`: where the classifier fails on a dataset, in words (LBEE, Csurka et al.
+2024). Easy and hard images are clustered in a joint image-text space and each hard cluster is described by
+sentences, four selection methods side by side; every setting below is recorded in the result.
+
+DATASET_OR_INDEX is a reference index id (`nemo index --list`) or a dataset (class folders or a CSV manifest),
+indexed now with --classifier (only new images are processed). The joint space is --embedder, else the classifier
+itself when it is CLIP/SigLIP/open_clip, else the catalog's open-clip-vit-b32-laion2b. Joint embeddings are kept
+in the store: a re-run embeds nothing, and Ctrl-C keeps the finished batches.
+"""
+from __future__ import annotations
+
+import sys
+
+from ..loading import add_device_options
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("failure-modes", help="where the classifier fails on a dataset, described in sentences",
+                              description=__doc__.split("\n\n")[0], derive_options=_analysis_options)
+    p.add_argument("target", metavar="DATASET_OR_INDEX", help="a reference index id, or a dataset folder / CSV")
+    p.add_argument("--classifier", "-c", metavar="ID",
+                   help="classifier (needed to index a dataset; for an index, give it to use a CLIP-style "
+                        "classifier as the joint space)")
+    p.add_argument("--embedder", metavar="ID", help="joint image-text space (catalog id or <family>:<source>)")
+    p.add_argument("--mllm", "-l", metavar="ID", action="append",
+                   help="MLLM(s) for --relevance vqa; repeat for several (their answers are combined with AND)")
+    p.add_argument("--json", metavar="OUT", help="write the result as JSON ('-': stdout)")
+    p.add_argument("--report", metavar="FILE", help="write a report (.html or .pdf by the extension)")
+    p.add_argument("--rank-by", metavar="SENTENCE", action="append",
+                   help="also list the images nearest this sentence in the joint space (repeatable)")
+    p.add_argument("--top", type=int, default=12, metavar="N", help="images listed per --rank-by sentence (12)")
+    p.add_argument("--method", choices=("tops", "pdiff", "setdiff", "fpdiff"),
+                   help="the method whose sentences the summary prints (default: FPDiff, else the first run)")
+    add_device_options(p)
+    p.set_defaults(func=run)
+
+
+def _analysis_options(p) -> None:
+    """Every FailureModesConfig field as an option (--split, --a, --clusters, --k, --tau, ...)."""
+    from ...core.registry import get_analysis
+    from ..options import add_config_options
+
+    add_config_options(p, [get_analysis("failure-modes").config])
+
+
+def format_result(result, method: str | None = None) -> str:
+    from ...core.analyses.failure_modes.describe import describe_cluster
+
+    methods = [method] if method else result.methods
+    lines = []
+    for g in result.groups:
+        head = "Whole dataset" if g.class_index is None else f"Class '{g.name}'"
+        s = g.split
+        lines.append(f"{head}: {g.size} images, accuracy {100 * (g.accuracy or 0):.1f}%; "
+                     f"{s.get('hard')} hard, {s.get('easy')} easy by {s.get('score')}.")
+        if not g.hard_clusters:
+            lines.append("  No hard images: no failure mode to describe.")
+        for i, c in enumerate(g.hard_clusters, 1):
+            lines.append("  - " + describe_cluster(c, g, i, methods).sentence)
+        lines += [f"  note: {n}" for n in g.notes]
+    lines += [f"note: {n}" for n in result.notes]
+    if result.evaluation:
+        lines.append("Evaluation (macro over sets): " + "; ".join(
+            f"{m}: AHR {_f(e['ahr'])}, ACR {_f(e['acr'])}, TPR {_f(e['tpr'])}, JI {_f(e['ji'])}"
+            for m, e in result.evaluation.items()))
+    if result.result_key:
+        lines.append(f"Stored in the results store as {result.result_key[:16]}.")
+    return "\n".join(lines)
+
+
+def _f(x) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from ...core.errors import ConfigError, JobCancelled
+    from ...core.registry import Components, build_analysis, get_analysis, make_config
+    from ...core.store import ResultsStore
+    from ...core.store.paths import get_paths
+    from ..exit_codes import INTERRUPTED, for_counts
+    from ..loading import load, load_wanted, reference
+    from ..options import given_options
+    from ..output import write_json
+    from ..progress import StageBars, cancellable_job
+
+    spec = get_analysis("failure-modes")
+    config = make_config(spec, given_options(args))
+    if args.report and Path(args.report).suffix.lower() not in (".html", ".pdf"):
+        raise ConfigError(f"--report {args.report}: name the file *.html or *.pdf.")
+    is_dataset = Path(args.target).expanduser().exists()
+    if is_dataset and not args.classifier:
+        raise ConfigError("Indexing a dataset needs the classifier.",
+                          hint="Give --classifier ID, or pass the id of an existing index (`nemo index --list`).")
+    if config.relevance == "vqa" and not args.mllm:
+        raise ConfigError("--relevance vqa asks an MLLM about every image and sentence.", hint="Give --mllm ID.")
+    store = ResultsStore.open(get_paths().ensure())
+    try:
+        with cancellable_job(StageBars(), cancels_after="the current batch") as ctx:
+            components = Components(store=store)
+            if args.classifier:
+                components.classifier = load(args.classifier, "classifier", args)
+            index = reference(args.target, components.classifier, store, ctx)
+            if args.embedder:
+                components.embedder = load(args.embedder, "classifier", args)
+            else:
+                load_wanted(spec, config, components, args)
+            if args.mllm:
+                components.mllm = [load(m, "mllm", args) for m in args.mllm]
+                if config.relevance == "vqa":
+                    _print_vqa_cost(config, index, len(args.mllm))
+            result = build_analysis(spec, components, config)(index, ctx)
+            rankings = _rankings(args, index, components, store, ctx)
+            if args.report:
+                _write_report(result, store, args.report)
+    except JobCancelled as exc:
+        print(f"{exc.message} Completed batches are kept in the results store; run the same command to resume.",
+              file=sys.stderr)
+        return INTERRUPTED
+    finally:
+        store.close()
+
+    if args.json:
+        write_json({**result.to_dict(), **({"rankings": rankings} if rankings else {})}, args.json,
+                   ensure_ascii=False)
+    if args.json != "-":
+        print(format_result(result, args.method))
+        for sentence, ranked in rankings.items():
+            print(f"Images nearest \"{sentence}\":")
+            for r in ranked:
+                print(f"  {r['similarity']:+.3f}  {r['path']}  ({r['true']} -> {r['pred']}"
+                      f"{'' if r['correct'] else ', wrong'})")
+        if args.report:
+            print(f"wrote report {args.report}")
+    # Unreadable images make the result partial (1); an index none of whose images could be read fails (3).
+    return for_counts(len(index) - result.excluded, result.excluded)
+
+
+def _rankings(args, index, components, store, ctx) -> dict[str, list[dict]]:
+    from ...core.analyses.failure_modes.by_sentence import rank_by_sentence
+    from ...core.errors import ConfigError
+
+    if args.top < 1:
+        raise ConfigError("--top must be at least 1.")
+    return {s: rank_by_sentence(index, s, embedder=components.embedder, classifier=components.classifier,
+                                store=store, top=args.top, ctx=ctx) for s in args.rank_by or ()}
+
+
+def _print_vqa_cost(config, index, n_mllms: int) -> None:
+    from ...core.analyses.failure_modes.analysis import sentence_count
+
+    n = sentence_count(config, index.class_names)
+    print(f"VQA relevance: at most {len(index) * n * n_mllms} MLLM calls ({len(index)} images x {n} sentences x "
+          f"{n_mllms} MLLM{'s' if n_mllms != 1 else ''}); answers already in the store are not asked again.",
+          file=sys.stderr)
+
+
+def _write_report(result, store, out: str) -> None:
+    from pathlib import Path
+
+    from ...core.reports import render
+    from ...core.reports.sections import build_result_report
+    from ...core.store.atomic import atomic_write_bytes
+
+    fmt = Path(out).suffix.lower().lstrip(".")
+    doc = build_result_report(result, store, image_format="png" if fmt == "html" else "jpeg")
+    atomic_write_bytes(Path(out).expanduser(), render(doc, fmt))

@@ -1,0 +1,107 @@
+"""The failure-modes result: JSON-ready dataclasses with a lossless to_dict()/from_dict() round-trip.
+
+A result holds one group per analysed set (the whole index, or one per class). Rows are row numbers of the
+reference index named in `index` (valid for that index fingerprint); member paths of hard clusters are kept
+too, so a stored result shows its images without the index. Sentence picks carry their scores: v_h
+(similarity to the hard prototype), v_e (to the paired easy prototype) and d = v_h - v_e.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+KIND = "dataset"
+ANALYSIS = "failure-modes"
+VERSION = "1"
+STORE_KIND = "failure-modes"
+
+
+@dataclass
+class EasyCluster:
+    id: int
+    size: int
+    accuracy: float | None
+    rows: list[int]
+    nearest_rows: list[int]  # members closest to the prototype, closest first
+
+
+@dataclass
+class HardCluster:
+    id: int
+    size: int
+    accuracy: float | None
+    severity: float | None  # accuracy / the group's accuracy (below 1: worse than the group)
+    mean_score: float | None  # mean split score (entropy, P(true class) or correctness) of its members
+    rows: list[int]
+    paths: list[str]
+    nearest_rows: list[int]
+    confusions: list[dict[str, Any]]  # top true -> predicted pairs: {"true", "pred", "count"}
+    nearest_easy: int | None  # paired easy cluster id (None: no easy cluster)
+    easy_similarity: float | None  # cosine between the two prototypes
+    sentences: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # method -> [{index, text, v_h, v_e, d}]
+    tau_fallback: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass
+class GroupResult:
+    name: str  # "all" or the class name
+    class_index: int | None
+    size: int  # images analysed (readable ones)
+    accuracy: float | None
+    split: dict[str, Any]
+    tau: float
+    tau_source: str  # "config" | "auto"
+    hard_clusters: list[HardCluster]
+    easy_clusters: list[EasyCluster]
+    retrieved: dict[str, list[int]]  # method -> R_S (sentence indices)
+    clustering: dict[str, Any] = field(default_factory=dict)  # subsample facts per set
+    sentences: list[str] | None = None  # only when '{class}' made this group's texts differ from the set's
+    evaluation: dict[str, Any] | None = None  # {"ground_truth": ..., "methods": {method: scores}}
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FailureModesResult:
+    config: dict[str, Any]
+    index: dict[str, Any]  # index_id, fingerprint, dataset_root, classifier_id, classifier_revision, rows
+    sentences: list[dict[str, Any]]  # the set (texts before '{class}' filling), with source and category
+    groups: list[GroupResult]
+    evaluation: dict[str, Any] | None  # macro averages over groups, per method (when evaluated)
+    manifest: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    result_key: str | None = None
+    excluded: int = 0  # index images left out because they could not be read
+    kind: str = KIND
+    analysis: str = ANALYSIS
+    version: str = VERSION
+
+    @property
+    def key(self) -> str | None:
+        """The results-store key (core/registry/results.AnalysisResult)."""
+        return self.result_key
+
+    @property
+    def methods(self) -> list[str]:
+        return list(self.config.get("methods", []))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "FailureModesResult":
+        if d.get("analysis", ANALYSIS) != ANALYSIS:
+            raise ValueError(f"not a failure-modes result: {d.get('analysis')!r}")
+        groups = []
+        for g in d.get("groups", []):
+            g = dict(g)
+            g["hard_clusters"] = [_build(HardCluster, c) for c in g.get("hard_clusters", [])]
+            g["easy_clusters"] = [_build(EasyCluster, c) for c in g.get("easy_clusters", [])]
+            groups.append(_build(GroupResult, g))
+        out = _build(cls, {**d, "groups": groups})
+        return out
+
+
+def _build(cls, d: dict[str, Any]):
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in d.items() if k in names})

@@ -1,0 +1,144 @@
+"""Validate a failure-mode sentence with CEI: the sentence is the hypothesis of the existing counterfactual test
+(methods/intervention.py, the same derivation, edit or prompt rewrite, and estimation as SciTX) on each
+misclassified image of a hard cluster, and its CEI is averaged over them. A sentence that names the real cause
+should, when its condition is removed, raise the true class's probability; one that merely co-occurs should not.
+
+    v = SentenceValidator(classifier, mllm, editor, store).validate(index, cluster, "a photo taken at night")
+    v.mean_cei, v.n                  # over the images that could be tested; v.samples says why others could not
+
+Every model step is cached per unit in the store (UnitCache), and the whole validation under a key of the
+sentence, the images' contents, the models, the prompts and the settings, so a re-run calls no model.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .... import __version__
+from ...errors import ConfigError, InputImageError
+from ...jobs import JobContext, null_context
+from ...methods.intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
+                                     classifier_part, image_hash, load_input, model_manifest, model_part,
+                                     sample_info, sha_text, unit_key)
+from ...methods.pipeline_steps import stored_result
+from ...records import Candidate
+from .result import HardCluster
+
+KIND = "failure-modes-cei"
+VERSION = "1"
+
+
+@dataclass
+class SampleCei:
+    path: str
+    true_name: str
+    pred_name: str | None = None
+    prob_true_before: float | None = None
+    prob_true_after: float | None = None
+    cei: float | None = None
+    intervention: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class SentenceValidation:
+    sentence: str
+    samples: list[SampleCei]
+    mean_cei: float | None  # over the samples with a CEI
+    n: int  # samples with a CEI
+    manifest: dict[str, Any] = field(default_factory=dict)
+    result_key: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SentenceValidation":
+        return cls(d["sentence"], [SampleCei(**s) for s in d["samples"]], d["mean_cei"], d["n"],
+                   d.get("manifest", {}), d.get("result_key"))
+
+
+def cluster_errors(index: Any, cluster: HardCluster) -> list[int]:
+    """Index rows of the cluster's misclassified images (the images to validate on, or to open in the workbench)."""
+    e = index.entries
+    return [r for r in cluster.rows if r < len(e) and not bool(e.correct[r])]
+
+
+class SentenceValidator:
+    def __init__(self, classifier: Any, mllm: Any, editor: Any = None, store: Any = None,
+                 settings: InterventionSettings | None = None, prompts: InterventionPrompts | None = None) -> None:
+        self.tester = CounterfactualTester(classifier, mllm, editor, prompts=prompts, settings=settings)
+        if not self.tester.can_test:
+            raise ConfigError(f"The sentence cannot be validated with CEI: {self.tester.why_not()}.",
+                              hint="Give an MLLM and an image editor, or use a zero-shot classifier.")
+        self.classifier, self.store = classifier, store
+
+    def validate(self, index: Any, cluster: HardCluster, sentence: str, *, max_images: int = 8,
+                 ctx: JobContext | None = None) -> SentenceValidation:
+        ctx = ctx or null_context()
+        if not sentence.strip():
+            raise ConfigError("The sentence to validate is empty.")
+        if max_images < 1:
+            raise ConfigError("max_images must be at least 1.")
+        info = self.classifier.info
+        if (info.model_id, info.revision) != (index.classifier_id, index.classifier_revision):
+            raise ConfigError(f"The index was built with {index.classifier_id}, not {info.model_id}.",
+                              hint="Validate with the classifier whose failures the cluster shows.")
+        rows = cluster_errors(index, cluster)[:max_images]
+        if not rows:
+            raise ConfigError("The cluster has no misclassified image to validate the sentence on.")
+        tester, units = self.tester, UnitCache(self.store)
+        clf, names = classifier_part(self.classifier), list(self.classifier.class_names)
+        paths = [str(index.entries.paths[r]) for r in rows]
+        key = unit_key(KIND, sentence_sha256=sha_text(sentence), images=[index.entries.sha256[r] for r in rows],
+                       classifier=clf, mllm=model_part(tester.mllm.info),
+                       editor=None if tester.zero_shot else model_part(tester.editor.info),
+                       prompts=tester.prompts.versions(), settings=asdict(tester.settings), version=VERSION)
+        stored = stored_result(units, key, ctx, SentenceValidation)
+        if stored is not None:
+            return stored
+        samples, artifacts, transient, t0 = [], {}, False, time.perf_counter()
+        for i, (row, path) in enumerate(zip(rows, paths)):
+            ctx.check_cancelled()
+            ctx.progress("Validating the sentence with CEI", i, len(rows))
+            y = int(index.entries.labels[row])
+            s = SampleCei(path, names[y] if 0 <= y < len(names) else str(y))
+            samples.append(s)
+            try:
+                img = load_input(path)[0]
+            except (InputImageError, ConfigError, OSError) as exc:
+                s.error = f"The image is not available: {getattr(exc, 'message', exc)}"
+                continue
+            sha = image_hash(img)
+            probs = tester.classify(units, img, sha, clf)
+            sample = sample_info(probs, names, y, None, sha)
+            s.pred_name = sample.pred_name
+            cand = Candidate(hypothesis=sentence)
+            _, failed = tester.test(JobContext(cancel=ctx.cancel_token), units, img, sha, clf, sample, [cand],
+                                    artifacts=artifacts, artifact_prefix=f"edited_{i}_")
+            transient |= failed
+            s.prob_true_before, s.prob_true_after, s.cei = cand.prob_true_before, cand.prob_true_after, cand.cei
+            s.intervention, s.error = cand.intervention, cand.error
+        ctx.progress("Validating the sentence with CEI", len(rows), len(rows))
+        ceis = [s.cei for s in samples if s.cei is not None]
+        out = SentenceValidation(
+            sentence, samples, float(np.mean(ceis)) if ceis else None, len(ceis),
+            manifest={"version": VERSION, "app_version": __version__, "complete": not transient,
+                      "index_id": index.index_id, "cluster_id": cluster.id,
+                      "models": {"classifier": model_manifest(info), "mllm": model_manifest(tester.mllm.info),
+                                 "editor": None if tester.zero_shot else model_manifest(tester.editor.info)},
+                      "intervention": tester.kind, "prompts": tester.prompts.versions(),
+                      "settings": asdict(tester.settings), "seconds": time.perf_counter() - t0,
+                      "units": {"computed": units.computed, "reused": units.reused}})
+        if self.store is not None:
+            out.result_key = key
+            self.store.put(key, KIND, out.to_dict(), artifacts)
+        return out
+
+
+def compare(validations: Sequence[SentenceValidation]) -> list[SentenceValidation]:
+    """Sentences best first by mean CEI (untestable ones last)."""
+    return sorted(validations, key=lambda v: (v.mean_cei is None, -(v.mean_cei or 0.0)))

@@ -1,0 +1,96 @@
+"""Failure modes in words and in the report: each hard cluster as a sentence with its evidence, said plainly when it
+does not hold up; the report of a real result (digits ink world) renders to HTML and PDF with thumbnails and
+escapes the sentences (which come from files or an LLM)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fm_digits_world import sentence_file
+from nemo_desktop.core.analyses.failure_modes import AttributeRelevance, FailureModesConfig, FailureModesPipeline
+from nemo_desktop.core.analyses.failure_modes.describe import describe_cluster, holds_up
+from nemo_desktop.core.analyses.failure_modes.result import GroupResult, HardCluster
+from nemo_desktop.core.reports import render
+from nemo_desktop.core.reports.document import Figures, Paragraph
+from nemo_desktop.core.reports.sections import build_result_report
+
+
+def _cluster(size=10, accuracy=0.2, picks=(("a photo at night", 0.3, 0.1),), cid=0):
+    return HardCluster(id=cid, size=size, accuracy=accuracy, severity=None, mean_score=None, rows=list(range(size)),
+                       paths=[f"/d/{i}.png" for i in range(size)], nearest_rows=[0],
+                       confusions=[{"true": "cat", "pred": "dog", "count": 4}], nearest_easy=0, easy_similarity=0.9,
+                       sentences={"fpdiff": [{"index": i, "text": t, "v_h": vh, "v_e": ve, "d": vh - ve}
+                                             for i, (t, vh, ve) in enumerate(picks)]})
+
+
+def _group(clusters, accuracy=0.8, evaluation=None, class_index=None):
+    return GroupResult(name="all" if class_index is None else "cat", class_index=class_index, size=200,
+                       accuracy=accuracy, split={}, tau=0.25, tau_source="config", hard_clusters=clusters,
+                       easy_clusters=[], retrieved={}, evaluation=evaluation)
+
+
+def test_a_failure_mode_is_one_sentence_with_its_evidence():
+    c = _cluster()
+    t = describe_cluster(c, _group([c]), 1, ["tops", "fpdiff"])
+    assert t.holds and t.sentence.startswith("Failure mode 1: 10 images, error rate 80% against 20% over the 200")
+    assert "described (FPDiff) as \u201ca photo at night\u201d" in t.sentence and "cat \u2192 dog (4)" in t.sentence
+    per_class = describe_cluster(c, _group([c], class_index=3), 2, ["fpdiff"])
+    assert per_class.sentence.startswith("Failure mode 2 in class \u201ccat\u201d: 10 images")
+
+
+@pytest.mark.parametrize("size, accuracy, reason", [
+    (3, 0.0, "only 3 images, too few"),
+    (40, 0.85, "its error rate (15%) is not above its set's (20%)"),
+])
+def test_a_cluster_that_does_not_hold_up_is_said_plainly(size, accuracy, reason):
+    c = _cluster(size=size, accuracy=accuracy)
+    ok, why = holds_up(c, _group([c]))
+    assert not ok and why.startswith(reason)
+    t = describe_cluster(c, _group([c]), 4, ["fpdiff"])
+    assert t.sentence.startswith("Hard cluster 4 did not hold up as a failure mode: " + reason)
+    assert "do not describe a failure" in t.sentence
+
+
+def test_sentences_that_do_not_set_the_cluster_apart_are_flagged():
+    c = _cluster(picks=(("a photo at night", 0.2, 0.3), ("a snowy road", 0.1, 0.1)))
+    assert "d <= 0" in describe_cluster(c, _group([c]), 1, ["fpdiff"]).sentence
+    assert "d <= 0" not in describe_cluster(_cluster(), _group([_cluster()]), 1, ["fpdiff"]).sentence
+
+
+def test_evaluated_sentences_say_whether_their_images_are_harder():
+    c = _cluster(picks=(("a photo at night", 0.3, 0.1), ("a snowy road", 0.3, 0.2)))
+    g = _group([c], evaluation={"ground_truth": {"hard_sentences": [1]}, "methods": {}})
+    s = describe_cluster(c, g, 1, ["fpdiff"]).sentence
+    assert "\u201ca photo at night\u201d (not confirmed), \u201ca snowy road\u201d (confirmed)" in s
+
+
+@pytest.fixture
+def result(ink_world, ink_manifest, tmp_path):
+    clf, index, embedder, store = ink_world
+    path = sentence_file(tmp_path / "s.json")
+    doc = json.loads(path.read_text())
+    doc["sentences"].append({"text": "<script>alert(1)</script> a digit in blue ink", "requires": {"ink": "blue"}})
+    path.write_text(json.dumps(doc))
+    cfg = FailureModesConfig(clusters=5, tau=None, sentence_sets=(str(path),), relevance="attributes",
+                             split="correctness", nearest_members=4)
+    return FailureModesPipeline(clf, embedder, store, cfg, AttributeRelevance(ink_manifest))(index), store
+
+
+def test_report_renders_modes_with_thumbnails_and_escapes_sentences(result):
+    res, store = result
+    doc = build_result_report(res, store)
+    assert doc.title.startswith("Where does") and doc.sections[0].title == "Failure modes"
+    summary = [b for b in doc.sections[0].blocks if isinstance(b, Paragraph)]
+    assert len(summary) >= len(res.groups[0].hard_clusters)
+    assert any(b.text.startswith("Failure mode 1") for b in summary)
+    clusters = [s for s in doc.sections if s.title == "Whole dataset"][0].children
+    assert len(clusters) == len(res.groups[0].hard_clusters)
+    figs = [b for b in clusters[0].blocks if isinstance(b, Figures)]
+    assert figs and 1 <= len(figs[0].images) <= 4  # the nearest images (nearest_members=4)
+    assert [s.title for s in doc.sections if s.title == "Evaluation"]
+    html = render(doc, "html").decode("utf-8")
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert html.count("data:image/png;base64,") >= len(figs[0].images)
+    pdf = render(doc, "pdf")
+    assert pdf.startswith(b"%PDF") and len(pdf) > 5000

@@ -1,0 +1,70 @@
+"""Validating a failure-mode sentence with CEI (the sentence as the hypothesis of the existing counterfactual test)
+in the digits ink world: the CNN's real shortcut is blue ink = eight, so removing the blue ink from the cluster's
+errors raises their true class's probability, while thickening the strokes (a sentence about something else)
+does not. The MLLM double only turns a hypothesis into an edit instruction; the edits are real (PIL) and the
+classifier is the trained CNN."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fm_digits_world import sentence_file
+from nemo_desktop.core.analyses.failure_modes import AttributeRelevance, FailureModesConfig, FailureModesPipeline
+from nemo_desktop.core.analyses.failure_modes.validate import SentenceValidator, cluster_errors, compare
+from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.models.protocols import ModelInfo
+
+BLUE, THICK = "a digit drawn in blue ink", "a thick digit"
+
+
+class EditWriterMLLM:
+    """Writes the edit instruction for a hypothesis (test double: a table from hypothesis words to edits)."""
+
+    info = ModelInfo("test-double:edit-writer", "test-double", "1")
+
+    def __init__(self):
+        self.calls = []
+
+    def chat(self, messages, **kw):
+        text = "\n".join(p for m in messages for p in m.content if isinstance(p, str))
+        self.calls.append(text)
+        edit = ("Change the colour of the digit to red" if "blue ink" in text else
+                "Make the strokes thicker" if "thick" in text else "Rotate the digit slightly")
+        return json.dumps({"reasoning": "The hypothesis names this condition; remove it.", "solution": edit})
+
+
+@pytest.fixture
+def found(ink_world, ink_manifest, tmp_path):
+    clf, index, embedder, store = ink_world
+    cfg = FailureModesConfig(clusters=5, tau=None, split="correctness", relevance="attributes",
+                             sentence_sets=(str(sentence_file(tmp_path / "s.json")),))
+    result = FailureModesPipeline(clf, embedder, store, cfg, AttributeRelevance(ink_manifest))(index)
+    g = result.groups[0]
+    cluster = max(g.hard_clusters, key=lambda c: any(p["text"] == BLUE for p in c.sentences["pdiff"]) * c.size)
+    return clf, index, store, cluster
+
+
+def test_the_real_cause_validates_and_the_other_sentence_does_not(found):
+    from digits_world import DigitsEditor
+
+    clf, index, store, cluster = found
+    mllm, editor = EditWriterMLLM(), DigitsEditor()
+    v = SentenceValidator(clf, mllm, editor, store)
+    blue = v.validate(index, cluster, BLUE, max_images=6)
+    thick = v.validate(index, cluster, THICK, max_images=6)
+    errors = cluster_errors(index, cluster)
+    assert blue.n == thick.n == min(6, len(errors)) > 0
+    assert all(s.pred_name != s.true_name for s in blue.samples)
+    assert blue.mean_cei > 50 and blue.mean_cei > thick.mean_cei + 40  # CEI in points (measured: 98.7 vs -1.1)
+    assert [x.sentence for x in compare([thick, blue])] == [BLUE, THICK]
+    calls = (len(mllm.calls), len(editor.calls))
+    again = v.validate(index, cluster, BLUE, max_images=6)
+    assert (len(mllm.calls), len(editor.calls)) == calls and again.mean_cei == blue.mean_cei  # from the store
+    assert type(blue).from_dict(blue.to_dict()).to_dict() == blue.to_dict()
+
+
+def test_validation_needs_an_editor_for_an_ordinary_classifier(found):
+    clf, index, store, cluster = found
+    with pytest.raises(ConfigError, match="image editor"):
+        SentenceValidator(clf, EditWriterMLLM(), None, store)
