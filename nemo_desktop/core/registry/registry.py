@@ -11,7 +11,7 @@ from .spec import KINDS, AnalysisSpec
 BUILTIN_MODULES: tuple[str, ...] = (
     "nemo_desktop.core.methods.scitx", "nemo_desktop.core.methods.error_retrieval",
     "nemo_desktop.core.methods.cam_mllm", "nemo_desktop.core.methods.change_mllm",
-    "nemo_desktop.core.analyses.global_explanation",
+    "nemo_desktop.core.analyses.global_explanation", "nemo_desktop.core.analyses.model_diff.analysis",
 )
 
 _SPECS: dict[str, AnalysisSpec] = {}

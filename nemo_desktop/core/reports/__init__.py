@@ -14,6 +14,7 @@ from ..jobs import JobContext
 from .html import render_html
 from .images import FORMATS as IMAGE_FORMATS
 from .model import ReportDocument, build_run_report, build_single_report
+from .sections import build_result_report
 
 FORMATS = ("html", "pdf")
 
@@ -60,8 +61,23 @@ def build_report(target: Any, store, *, image_format: str | None = None,
         kind, ident = resolve_target(store, target)
         if kind == "run":
             return build_run_report(ident, store, ctx=ctx, **fmt)
+        stored = _registered_result(store.get(ident))
+        if stored is not None:
+            return build_result_report(stored, store, ctx=ctx, **fmt)
         return build_single_report(ident, store, ctx=ctx, **fmt)
     return build_single_report(target, store, ctx=ctx, **fmt)
+
+
+def _registered_result(record: Any) -> Any:
+    """A stored dataset/model/fit analysis result (its payload names its kind and analysis), else None."""
+    payload = getattr(record, "payload", None)
+    if not isinstance(payload, dict) or payload.get("kind") not in ("dataset", "model", "fit") \
+            or not payload.get("analysis"):
+        return None
+    from ..registry import get_analysis
+
+    spec = get_analysis(str(payload["analysis"]))
+    return spec.result.from_dict(payload) if spec.result is not None else None
 
 
 def render(doc: ReportDocument, fmt: str, *, ctx: JobContext | None = None) -> bytes:

@@ -1,4 +1,5 @@
-"""The coloured-digits world for model-difference tests (test code, never shipped).
+"""The coloured-digits world for model-difference tests (test code, never shipped; shared by the analysis,
+contract and CLI tests).
 
 Two small CNNs are trained here, in seconds on the CPU, on digits drawn by the product's own renderer
 (`SyntheticDigits`' `train` glyph pool) with a planted colour bias, exactly like the seed's CMNIST models:
