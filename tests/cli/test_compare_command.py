@@ -101,3 +101,23 @@ def test_compare_usage_errors(tiny, capsys):
     assert main(["compare", "run", "--model-a", "no-such-model", "--llm", tiny["llm"], "--methods", "summarise"]) == 2
     assert "Methods must be one of raw-differences, summarization, optimization, not 'summarise'" in \
         capsys.readouterr().err
+
+
+@pytest.mark.slow  # about a minute alone (two CNNs trained, ~1,500 loopback requests); 3 min on a busy CPU
+def test_compare_demo_trains_the_biased_models_and_recovers_the_planted_difference(tiny, tmp_path, capsys):
+    """The demo's CNNs get the seed's colour biases; the LLM double reads only its prompts, so the recovered
+    rule comes from the measured differences the prompts carry."""
+    from fixtures_tiny.model_diff_llms import _answer
+    from nemo_desktop.cli.main import main
+
+    out = tmp_path / "demo.json"
+    rc = main(["compare", "demo", "--llm", tiny["llm"], "--samples-per-condition", "10", "--iterations", "4",
+               "--test-conditions", "100", "--json", str(out)])
+    assert rc == 0
+    data = json.loads(out.read_text())
+    assert data["manifest"]["model_a"]["id"] == "demo:digit-cnn-A" and len(data["test"]) == 100
+    opt = next(e for e in data["explanations"] if e["method"] == "optimization")
+    assert _answer(opt["text"], 3, "green", 0).startswith("[2]") and _answer(opt["text"], 7, "green", 0).startswith(
+        "[1]"), opt["text"]
+    assert opt["score"]["completeness"] > 0.8 and "angle" not in opt["text"]
+    assert "optimization (" in capsys.readouterr().out

@@ -11,12 +11,12 @@ Two small CNNs are trained here, in seconds on the CPU, on digits drawn by the p
 """
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
-from nemo_desktop.core.analyses.model_diff import Condition, SyntheticDigits, load_grid, training_set
-from nemo_desktop.core.models.protocols import ModelInfo
+from nemo_desktop.core.analyses.model_diff import Condition, SyntheticDigits, load_grid
+# The product's demo CNN and its training (the seed's biased models) serve the tests too.
+from nemo_desktop.core.analyses.model_diff.demo import DigitCNNClassifier as CNNClassifier  # noqa: F401
+from nemo_desktop.core.analyses.model_diff.demo import train_cnn  # noqa: F401
 
 SIDE = 16
 COLOURS = ("red", "green", "blue", "yellow", "magenta", "cyan", "orange", "pink", "purple", "grey")
@@ -34,74 +34,6 @@ def split_bias(model: str) -> dict[int, tuple[str, ...]]:
     if model == "A":
         return {d: SPLIT_SEEN if d < 5 else COLOURS for d in range(10)}
     return {d: COLOURS for d in range(10)}
-
-
-def _tensor(images):
-    import torch
-
-    arr = np.stack([np.asarray(im.convert("RGB"), dtype=np.float32) / 255.0 for im in images])
-    return torch.from_numpy(arr).permute(0, 3, 1, 2).contiguous()
-
-
-def _net():
-    import torch
-
-    return torch.nn.Sequential(
-        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Flatten(), torch.nn.Linear(32 * 4 * 4, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
-
-
-def train_cnn(bias: dict[int, tuple[str, ...]], *, seed: int = 0, epochs: int = 4):
-    import torch
-
-    images, labels = training_set(bias, size=SIDE, copies=1, seed=seed)
-    x, y = _tensor(images), torch.as_tensor(labels, dtype=torch.long)
-    torch.manual_seed(seed)
-    net = _net()
-    opt = torch.optim.Adam(net.parameters(), lr=3e-3)
-    gen = torch.Generator().manual_seed(seed)
-    for _ in range(epochs):
-        perm = torch.randperm(len(x), generator=gen)
-        for s in range(0, len(x), 64):
-            idx = perm[s:s + 64]
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(net(x[idx]), y[idx]).backward()
-            opt.step()
-    net.eval()
-    return net
-
-
-class CNNClassifier:
-    """Classifier-protocol wrapper of a trained test CNN; counts forward calls and images."""
-
-    zero_shot = False
-
-    def __init__(self, net, name: str, class_names=None):
-        self.net, self.class_names = net, list(class_names or CLASS_NAMES)
-        h = hashlib.sha256()
-        for t in net.state_dict().values():
-            h.update(t.detach().numpy().tobytes())
-        self.info = ModelInfo(f"test-double:cnn-{name}", "test-double", h.hexdigest()[:16])
-        self.calls = 0
-        self.images = 0
-
-    def predict_proba(self, images, *, class_prompts=None):
-        import torch
-
-        self.calls += 1
-        self.images += len(images)
-        with torch.no_grad():
-            return torch.softmax(self.net(_tensor(images)), dim=1).numpy()
-
-    def embed(self, images):
-        raise NotImplementedError
-
-    def preprocess(self, images):
-        return _tensor(images)
-
-    def forward_logits(self, x):
-        return self.net(x)
 
 
 def generator():

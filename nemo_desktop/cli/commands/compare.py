@@ -1,7 +1,8 @@
-"""`nemo compare run | score`: how do two classifiers differ, in words? (seed 002, analysis `model-diff`)
+"""`nemo compare run | score | demo`: how do two classifiers differ, in words? (seed 002, analysis `model-diff`)
 
     nemo compare run --model-a ID --model-b ID --conditions digits --llm ID [--judge ID] [--json OUT]
     nemo compare score --model-a ID --model-b ID --conditions digits --judge ID --explanation "Model A ..."
+    nemo compare demo --llm ID      # trains the seed's two colour-biased digit CNNs (seconds), then runs
 
 Models A and B are catalog ids or <family>:<source> (the same label set, matched by class name), or one
 zero-shot model with two prompt sets (--prompts-a/--prompts-b, JSON {class: prompt}). The explainer LLM
@@ -14,7 +15,10 @@ import sys
 
 from ..loading import add_device_options
 
-SUBCOMMANDS = ("run", "score")
+SUBCOMMANDS = ("run", "score", "demo")
+HELP = {"run": "run Raw Differences, Summarization and Optimization and score them on held-out conditions",
+        "score": "score your own explanation (a hypothesis) on the held-out conditions",
+        "demo": "train the seed's two colour-biased digit CNNs (seconds on a CPU) and compare them"}
 
 
 def register(subparsers) -> None:
@@ -22,9 +26,7 @@ def register(subparsers) -> None:
                               description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="compare_command", metavar="SUBCOMMAND")
     for name in SUBCOMMANDS:
-        what = ("run Raw Differences, Summarization and Optimization and score them on held-out conditions"
-                if name == "run" else "score your own explanation (a hypothesis) on the held-out conditions")
-        s = sub.add_parser(name, help=what, description=what, derive_options=_analysis_options)
+        s = sub.add_parser(name, help=HELP[name], description=HELP[name], derive_options=_analysis_options)
         _common(s, name)
         s.set_defaults(func=run)
     p.set_defaults(func=lambda args: _usage(p))
@@ -36,20 +38,21 @@ def _usage(p) -> int:
 
 
 def _common(s, name: str) -> None:
-    s.add_argument("--model-a", "--classifier", "-a", dest="model_a", metavar="ID", required=True,
-                   help="model A: a catalog id or <family>:<source>")
-    s.add_argument("--model-b", "--classifier-b", "-b", dest="model_b", metavar="ID",
-                   help="model B (default: model A, with --prompts-b)")
-    s.add_argument("--prompts-a", metavar="FILE", help="prompt set of zero-shot model A (JSON {class: prompt})")
-    s.add_argument("--prompts-b", metavar="FILE", help="prompt set of zero-shot model B")
-    s.add_argument("--conditions", default="digits", metavar="SOURCE",
-                   help="condition source: digits, digits-ink, dataset:FILE.csv, t2i:MODEL[@FILE] "
-                        "(default: digits)")
-    s.add_argument("--llm", "--mllm", dest="llm", metavar="ID", required=(name == "run"),
+    if name != "demo":
+        s.add_argument("--model-a", "--classifier", "-a", dest="model_a", metavar="ID", required=True,
+                       help="model A: a catalog id or <family>:<source>")
+        s.add_argument("--model-b", "--classifier-b", "-b", dest="model_b", metavar="ID",
+                       help="model B (default: model A, with --prompts-b)")
+        s.add_argument("--prompts-a", metavar="FILE", help="prompt set of zero-shot model A (JSON {class: prompt})")
+        s.add_argument("--prompts-b", metavar="FILE", help="prompt set of zero-shot model B")
+        s.add_argument("--conditions", default="digits", metavar="SOURCE",
+                       help="condition source: digits, digits-ink, dataset:FILE.csv, t2i:MODEL[@FILE] "
+                            "(default: digits)")
+        s.add_argument("--cpu-offload", action="store_true", help="offload a text-to-image model to the CPU")
+    s.add_argument("--llm", "--mllm", dest="llm", metavar="ID", required=(name != "score"),
                    help="explainer LLM (catalog id or <family>:<source>, e.g. openai-compatible:URL)")
     s.add_argument("--judge", "--evaluator", dest="judge", metavar="ID",
                    help="evaluator LLM (default: the explainer)")
-    s.add_argument("--cpu-offload", action="store_true", help="offload a text-to-image model to the CPU")
     if name == "score":
         s.add_argument("--explanation", required=True, metavar="TEXT", help="the explanation to score")
     s.add_argument("--json", metavar="OUT", help="write the result as JSON ('-': stdout)")
@@ -132,8 +135,14 @@ def run(args) -> int:
     store = ResultsStore.open(get_paths().ensure())
     try:
         with cancellable_job(StageBars()) as ctx:
-            a, b = _classifiers(args)
-            source = open_condition_source(args.conditions, _t2i_loader(args))
+            if args.compare_command == "demo":
+                from ...core.analyses.model_diff.demo import demo_models, demo_source
+
+                a, b = demo_models(ctx=ctx)
+                source = demo_source()
+            else:
+                a, b = _classifiers(args)
+                source = open_condition_source(args.conditions, _t2i_loader(args))
             judge = load(args.judge, "mllm", args) if args.judge else None
             llm = load(args.llm, "mllm", args) if args.llm else judge
             pipe = build_analysis(spec, Components(classifier=a, classifier_b=b, mllm=llm, generator=source,
