@@ -2,7 +2,7 @@
 
     nemo compare run --model-a ID --model-b ID --conditions digits --llm ID [--judge ID] [--json OUT]
     nemo compare score --model-a ID --model-b ID --conditions digits --judge ID --explanation "Model A ..."
-    nemo compare demo --llm ID      # trains the seed's two colour-biased digit CNNs (seconds), then runs
+    nemo compare demo --llm ID      # trains the seed's two colour-biased digit CNNs (CPU, ~1 min), then runs
 
 Models A and B are catalog ids or <family>:<source> (the same label set, matched by class name), or one
 zero-shot model with two prompt sets (--prompts-a/--prompts-b, JSON {class: prompt}). The explainer LLM
@@ -18,7 +18,7 @@ from ..loading import add_device_options
 SUBCOMMANDS = ("run", "score", "demo")
 HELP = {"run": "run Raw Differences, Summarization and Optimization and score them on held-out conditions",
         "score": "score your own explanation (a hypothesis) on the held-out conditions",
-        "demo": "train the seed's two colour-biased digit CNNs (seconds on a CPU) and compare them"}
+        "demo": "train the seed's two colour-biased digit CNNs (about a minute on a CPU) and compare them"}
 
 
 def register(subparsers) -> None:
