@@ -24,7 +24,11 @@ import time
 from pathlib import Path
 
 from nemo_desktop.core.analyses.model_diff import ModelDiffConfig
-from nemo_desktop.core.analyses.model_diff.demo import demo_models, demo_source, to_tensor
+from nemo_desktop.core.analyses.model_diff.demo import (
+    demo_models,
+    demo_source,
+    to_tensor,
+)
 from nemo_desktop.core.analyses.model_diff.labels import match_labels
 from nemo_desktop.core.jobs import JobContext
 from nemo_desktop.core.models.protocols import ModelInfo

@@ -108,6 +108,7 @@ def test_compare_demo_trains_the_biased_models_and_recovers_the_planted_differen
     """The demo's CNNs get the seed's colour biases; the LLM double reads only its prompts, so the recovered
     rule comes from the measured differences the prompts carry."""
     from fixtures_tiny.model_diff_llms import _answer
+
     from nemo_desktop.cli.main import main
 
     out = tmp_path / "demo.json"

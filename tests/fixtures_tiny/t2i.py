@@ -29,7 +29,11 @@ def _t5(tokenizer):
 def build_tiny_flux_schnell(tmp_dir, *, seed: int = 0) -> Path:
     """FluxPipeline without guidance embedding (schnell is timestep-distilled)."""
     import torch
-    from diffusers import FlowMatchEulerDiscreteScheduler, FluxPipeline, FluxTransformer2DModel
+    from diffusers import (
+        FlowMatchEulerDiscreteScheduler,
+        FluxPipeline,
+        FluxTransformer2DModel,
+    )
 
     from .editors import _clip_text_encoder
 
@@ -50,7 +54,11 @@ def build_tiny_flux_schnell(tmp_dir, *, seed: int = 0) -> Path:
 def build_tiny_sd35(tmp_dir, *, seed: int = 0) -> Path:
     """StableDiffusion3Pipeline: two CLIP text encoders with projections, a T5, a 1-layer SD3 transformer."""
     import torch
-    from diffusers import FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel, StableDiffusion3Pipeline
+    from diffusers import (
+        FlowMatchEulerDiscreteScheduler,
+        SD3Transformer2DModel,
+        StableDiffusion3Pipeline,
+    )
     from transformers import CLIPTextConfig, CLIPTextModelWithProjection
 
     out = Path(tmp_dir) / "tiny-sd35"

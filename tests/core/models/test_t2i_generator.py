@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("diffusers")
 
-from nemo_desktop.core.errors import ConfigError, JobCancelled, ModelError  # noqa: E402
-from nemo_desktop.core.models.catalog import get_entry  # noqa: E402
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model  # noqa: E402
+from nemo_desktop.core.errors import ConfigError, JobCancelled, ModelError
+from nemo_desktop.core.models.catalog import get_entry
+from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
 
 CPU = LoadOptions(device="cpu", dtype="float32")
 SIZE = {"width": 32, "height": 32}  # the real 1024 px would take minutes on the CPU with no gain here

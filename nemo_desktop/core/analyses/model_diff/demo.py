@@ -1,5 +1,5 @@
-"""The demo's two classifiers: small digit CNNs trained on the CPU in about a minute with the seed's planted colour
-biases (CMNIST, §5.1), so `nemo compare demo` runs end to end with nothing but an LLM.
+"""The demo's two classifiers: small digit CNNs trained on the CPU in about a minute with the seed's planted
+colour biases (CMNIST, §5.1), so `nemo compare demo` runs end to end with nothing but an LLM.
 
     Model A sees digits 0-4 only on red and 5-9 on every colour; model B sees 0-4 on every colour and 5-9
     only on blue. A is worse on non-red 0-4, B on non-blue 5-9; the angle does not matter.
@@ -12,7 +12,8 @@ trained again identically reuses every stored result.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

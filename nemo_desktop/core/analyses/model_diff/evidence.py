@@ -7,7 +7,8 @@ result record, so a report needs neither the models nor the source.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ...jobs import JobContext
 from .differences import ConditionMeasurement

@@ -10,8 +10,9 @@ A T2I model is loaded by the caller (with its device, dtype and offload options)
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ...errors import ConfigError
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PIL import Image
 
@@ -79,7 +80,7 @@ class DiffusersTextToImage:
                 except JobCancelled:
                     self._release_offloaded()
                     raise
-                except Exception as exc:  # noqa: BLE001 - only OOM is translated; everything else propagates
+                except Exception as exc:
                     oom = translate_oom(exc, what=f"Image generation with {self.info.model_id}")
                     if oom is not None:
                         self._release_offloaded()
@@ -97,7 +98,7 @@ class DiffusersTextToImage:
         if getattr(self.pipe, "_offload_device", None) is not None:
             try:
                 self.pipe.maybe_free_model_hooks()
-            except Exception:  # noqa: BLE001 - best effort after a failure
+            except Exception:
                 log.debug("could not release offloaded models", exc_info=True)
         free_memory()
 
@@ -106,8 +107,8 @@ class DiffusersTextToImage:
             if self.pipe is not None:
                 try:
                     self.pipe.remove_all_hooks()
-                except Exception:  # noqa: BLE001
-                    pass
+                except Exception:  # noqa: BLE001 - best effort: the pipeline is dropped either way
+                    log.debug("could not remove the offload hooks", exc_info=True)
                 self.pipe = None
         free_memory()
 
@@ -158,7 +159,7 @@ def load_diffusers_t2i(spec: ModelSpec, options: LoadOptions) -> DiffusersTextTo
             if offload:
                 log.warning("CPU offload needs a CUDA device; running %s on %s", spec.model_id, device)
             pipe.to(device)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         oom = translate_oom(exc, what=f"Loading {spec.model_id}")
         if oom is not None:
             del pipe

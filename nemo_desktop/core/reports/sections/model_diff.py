@@ -10,7 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from ...jobs import JobContext
-from ..document import DASH, THUMB_PX, Figures, KeyValues, Paragraph, ReportDocument, Section, Table
+from ..document import (
+    DASH,
+    THUMB_PX,
+    Figures,
+    KeyValues,
+    Paragraph,
+    ReportDocument,
+    Section,
+    Table,
+)
 from ..format import _flatten, _now, clip
 from ..images import ImageCache
 from . import result_report

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fixtures_tiny.model_diff_resume import build_pipeline
+
 from nemo_desktop.core.analyses.model_diff.cache import KINDS
 from nemo_desktop.core.store import ResultsStore
 
