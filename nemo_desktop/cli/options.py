@@ -33,7 +33,7 @@ class CommandParser(argparse.ArgumentParser):
 
 
 def _help(p: ParamInfo) -> str:
-    parts = [p.help or p.label]
+    parts = [(p.help or p.label).rstrip(".")]
     if p.choices:
         parts.append(f"one of {', '.join(p.choices)}")
     if p.minimum is not None or p.maximum is not None:
@@ -50,6 +50,8 @@ def _help(p: ParamInfo) -> str:
 
 
 def _metavar(p: ParamInfo) -> str:
+    if p.kind == "paths" and p.choices:
+        return "NAME[,NAME]"
     return {"int": "N", "float": "X", "bool": "true|false", "size": "WxH", "paths": "FILE[,FILE]"}.get(
         p.kind or "", "TEXT")
 
@@ -68,7 +70,7 @@ def add_config_options(parser: argparse.ArgumentParser | Any, config_classes: It
     group = parser.add_argument_group("analysis settings") if hasattr(parser, "add_argument_group") else parser
     for p in seen.values():
         group.add_argument(p.cli_flag, dest=PREFIX + p.name, metavar=_metavar(p), default=argparse.SUPPRESS,
-                           type=_parser_for(p), help=_help(p))
+                           type=_parser_for(p), help=_help(p).replace("%", "%%"))  # argparse %-formats help
     return list(seen.values())
 
 

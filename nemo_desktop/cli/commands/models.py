@@ -20,7 +20,7 @@ def register(subparsers) -> None:
                               description=__doc__.split("\n\n")[0])
     ms = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
     ls = ms.add_parser("list", help="catalog entries with download status")
-    ls.add_argument("--kind", choices=("classifier", "mllm", "editor"), help="only this kind of model")
+    ls.add_argument("--kind", choices=("classifier", "mllm", "editor", "generator"), help="only this kind of model")
     ls.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ls.set_defaults(func=run_list)
     dl = ms.add_parser("download", help="download a model's weights into the Hugging Face cache")

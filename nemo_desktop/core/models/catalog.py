@@ -13,7 +13,7 @@ Shipped entries: `nemo_desktop/resources/catalog.json`. Users add or override en
                   "vram_bf16_gb": 1.0, "recommended_gpu": "any", "description": "My fine-tuned ViT",
                   "options": {"class_file": "/data/my_classes.txt"}}]}
 
-Entry fields: id, kind (classifier | mllm | editor), family (a registered adapter family), repo (Hub repo id
+Entry fields: id, kind (classifier | mllm | editor | generator), family (a registered adapter family), repo (Hub repo id
 or local path), source (what the family loader takes; default = repo), revision (branch or commit),
 license, gated, disk_size_bytes, vram_bf16_gb, recommended_gpu, description; optional: parameters,
 allow_patterns (files a download needs), options (family options), estimated (fields that are estimates),

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from ..errors import ConfigError
 
-KINDS = ("classifier", "mllm", "editor")
+KINDS = ("classifier", "mllm", "editor", "generator")  # generator: text-to-image (model differences)
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,7 @@ class ParamInfo:
         """'int', 'int?', 'float', 'float?', 'bool', 'size?', 'str', 'choice' ... as the settings form wants it."""
         if self.kind is None:
             return None
-        # A tuple with choices (several generators) is not one choice: no form editor yet, so its default applies.
-        base = "choice" if self.choices and self.kind != "paths" else self.kind
+        base = "choice" if self.choices and self.kind != "paths" else self.kind  # a list of choices: not a combo
         return base + ("?" if self.optional else "")
 
     @property
@@ -127,10 +126,12 @@ def check_range(param: ParamInfo, value: Any) -> None:
     if value is None:
         return
     if param.choices:
-        # A tuple field with choices (e.g. several generators) takes any of them, each checked.
-        for v in value if isinstance(value, (tuple, list)) else (value,):
-            if v not in param.choices:
-                raise ConfigError(f"{param.label} must be one of {', '.join(param.choices)}, not '{v}'.")
+        # A tuple-valued field with choices (e.g. several methods) checks each of its values.
+        chosen = value if isinstance(value, (tuple, list)) else (value,)
+        bad = [v for v in chosen if v not in param.choices]
+        if bad or not chosen:
+            raise ConfigError(f"{param.label} must be one of {', '.join(param.choices)}, not "
+                              f"'{', '.join(map(str, bad)) or 'none'}'.")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if param.minimum is not None and value < param.minimum:
             raise ConfigError(f"{param.label} ({param.cli_flag}) must be at least {param.minimum}, not {value}.")

@@ -219,6 +219,27 @@ def _failure_modes_case(world) -> Case:
                 calls=lambda: len(embedder.calls) + len(mllm.calls))
 
 
+def _model_diff_case(world) -> Case:
+    from fixtures_tiny.digits_classifier import DigitsMLPClassifier, load_digits_arrays
+    from fixtures_tiny.model_diff_llms import DiffLLM
+    from nemo_desktop.core.analyses.model_diff import SyntheticDigits
+
+    X, y = load_digits_arrays()
+    a, b = DigitsMLPClassifier.train(X, y, hidden=16, seed=0), DigitsMLPClassifier.train(X[::2], y[::2], hidden=8,
+                                                                                        seed=1)
+    b.info = ModelInfo("test-double:digits-mlp-b", "test-double", b.info.revision)
+    comps = Components(classifier=a, classifier_b=b, mllm=DiffLLM(), generator=SyntheticDigits(size=16),
+                       store=world["store"])
+    options = {"samples_per_condition": 2, "initial_conditions": 2, "iterations": 1, "explore_size": 2,
+               "beam_size": 1, "test_conditions": 6, "evaluator_batch": 8}
+    variations = {"methods": ("summarization",), "samples_per_condition": 3, "initial_conditions": 3,
+                  "iterations": 0, "explore_size": 3, "beam_size": 2, "test_conditions": 5,
+                  "objective": "completeness", "concise_prompt": False, "drop_ratio": 0.5, "density_repeats": 2,
+                  "generation_temperature": 0.5, "max_new_tokens": 256, "evaluator_max_new_tokens": 8,
+                  "evaluator_batch": 4, "seed": 1}
+    return Case(comps, (), options, variations)
+
+
 CASES: dict[str, Callable[[dict], Case]] = {
     **{n: (lambda world, n=n: _sample_case(n, world)) for n in (
         "scitx", "error-retrieval", "error-retrieval-validated", "cam-mllm", "cam-mllm-validated", "change-mllm",
@@ -228,6 +249,7 @@ CASES: dict[str, Callable[[dict], Case]] = {
     "competency-cf": _competency_cf_case,
     "competency-bench": _competency_bench_case,
     "failure-modes": _failure_modes_case,
+    "model-diff": _model_diff_case,
 }
 
 
@@ -319,8 +341,8 @@ def test_cancel_stops_within_one_unit(name, world):
 
 
 COMMANDS = {"sample": ["explain"], "global-explanation": ["global"], "competency-estimator": ["competency", "fit"],
-            "competency-cf": ["competency", "explain"], "competency-bench": ["competency", "bench"]}
-COMMANDS = {"sample": ["explain"], "global-explanation": ["global"], "failure-modes": ["failure-modes"]}
+            "competency-cf": ["competency", "explain"], "competency-bench": ["competency", "bench"],
+            "failure-modes": ["failure-modes"], "model-diff": ["compare", "run"]}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -37,9 +37,9 @@ class UnitMemo:
             self.hits += 1
         return hit
 
-    def put(self, key: str, kind: str, payload: dict) -> dict:
+    def put(self, key: str, kind: str, payload: dict, artifacts: dict[str, Any] | None = None) -> dict:
         self.computed += 1
         self._memory[key] = payload
         if self.store is not None:
-            self.store.put(key, kind, payload)
+            self.store.put(key, kind, payload, artifacts=artifacts)
         return payload

@@ -23,6 +23,7 @@ from ...jobs import JobContext, null_context
 from .cache import KIND_CONDITION, KIND_RESULT, UnitMemo
 from .config import ModelDiffConfig
 from .differences import ConditionMeasurement, DifferenceMeter
+from .evidence import collect_evidence
 from .explainers import parse_explanation, raw_differences
 from .labels import match_labels
 from .llm_calls import ExplainerLLM, derive_seed
@@ -142,8 +143,10 @@ class ModelDiffPipeline:
         if any(e.score and e.score.completeness_undefined for e in result.explanations):
             result.notes.append("Completeness is undefined (reported as 0.00) where the model differences or the "
                                 "evaluator's answers are constant over the test conditions.")
+        result.evidence, images = collect_evidence(test, self.generator, m=cfg.samples_per_condition, seed=cfg.seed,
+                                                   ctx=ctx)
         result.result_key = self.run_key
-        self.memo.put(self.run_key, KIND_RESULT, result.to_dict())
+        self.memo.put(self.run_key, KIND_RESULT, result.to_dict(), artifacts=images)
         return result
 
     def _summarize(self, observed: list[ConditionMeasurement], ctx: JobContext) -> MethodExplanation:

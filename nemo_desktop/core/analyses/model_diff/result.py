@@ -79,6 +79,27 @@ class MethodExplanation:
 
 
 @dataclass
+class EvidenceImage:
+    artifact: str  # the name of the image artifact on the result's store record
+    truth: str
+    prediction_a: str
+    prediction_b: str
+
+
+@dataclass
+class Evidence:
+    """A held-out condition where the models differ most, with images on which their predictions disagree
+    (regenerated from the source for (condition, m, seed), so they are the images that were measured)."""
+
+    condition: dict[str, Any]
+    text: str  # the condition as the prompts show it (a T2I condition: the prompt)
+    n: int
+    accuracy_a: float
+    accuracy_b: float
+    images: list[EvidenceImage] = field(default_factory=list)
+
+
+@dataclass
 class ModelDiffResult:
     kind: str = "model"
     analysis: str = "model-diff"
@@ -87,10 +108,16 @@ class ModelDiffResult:
     observed: list[ConditionMeasurement] = field(default_factory=list)
     test: list[ConditionMeasurement] = field(default_factory=list)
     iterations: list[IterationRecord] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
     manifest: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     result_key: str | None = None
+
+    @property
+    def key(self) -> str | None:
+        """The results-store key of this result (the registry's AnalysisResult protocol)."""
+        return self.result_key
 
     def explanation(self, method: str) -> MethodExplanation | None:
         return next((e for e in self.explanations if e.method == method), None)
@@ -101,17 +128,20 @@ class ModelDiffResult:
         d["test"] = [m.to_dict() for m in self.test]
         d["explanations"] = [asdict(e) for e in self.explanations]
         d["iterations"] = [asdict(i) for i in self.iterations]
+        d["evidence"] = [asdict(e) for e in self.evidence]
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ModelDiffResult":
         known = {f.name for f in fields(cls)}
         rest = {k: v for k, v in d.items() if k in known and k not in ("observed", "test", "explanations",
-                                                                          "iterations")}
+                                                                          "iterations", "evidence")}
         return cls(observed=[ConditionMeasurement.from_dict(m) for m in d.get("observed", [])],
                    test=[ConditionMeasurement.from_dict(m) for m in d.get("test", [])],
                    explanations=[method_from_dict(e) for e in d.get("explanations", [])],
-                   iterations=[iteration_from_dict(i) for i in d.get("iterations", [])], **rest)
+                   iterations=[iteration_from_dict(i) for i in d.get("iterations", [])],
+                   evidence=[Evidence(**{**e, "images": [EvidenceImage(**i) for i in e.get("images", [])]})
+                             for e in d.get("evidence", [])], **rest)
 
 
 def score_from_dict(d: dict[str, Any] | None) -> ExplanationScore | None:

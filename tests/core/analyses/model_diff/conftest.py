@@ -1,15 +1,10 @@
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 @pytest.fixture(scope="session")
 def paper_models():
     pytest.importorskip("torch")
-    import world
+    from fixtures_tiny import cmnist_world as world
 
     a = world.CNNClassifier(world.train_cnn(world.paper_bias("A"), epochs=6), "A")
     b = world.CNNClassifier(world.train_cnn(world.paper_bias("B"), epochs=6), "B")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import world
-from doubles import AggregatingExplainer, RuleReaderEvaluator, _answer
+from fixtures_tiny import cmnist_world as world
+from fixtures_tiny.model_diff_llms import AggregatingExplainer, RuleReaderEvaluator, _answer
 from nemo_desktop.core.analyses.model_diff import ModelDiffConfig, ModelDiffPipeline, ModelDiffResult
 from nemo_desktop.core.analyses.model_diff.optimization import rank_key
 from nemo_desktop.core.errors import JobCancelled

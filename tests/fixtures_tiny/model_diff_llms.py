@@ -165,3 +165,61 @@ class AggregatingExplainer:
                                                             "angle": rng.choice(range(-30, 31, 5))}} for _ in range(k)]
         items.append({"strategy": "exploration", "condition": {"digit": 3, "color": "chartreuse", "angle": 0}})
         return json.dumps(items)
+
+
+class DiffLLM:
+    """One LLM double in both roles, routed by the prompt it is sent: the evaluator prompt (P1) goes to the
+    rule reader, every other prompt to the aggregating explainer. `calls` lists the prompts' first lines."""
+
+    info = ModelInfo("test-double:model-diff-llm", "test-double", "1")
+
+    def __init__(self):
+        self.explainer, self.reader = AggregatingExplainer(), RuleReaderEvaluator()
+        self.calls: list[str] = []
+
+    def chat(self, messages, **kw):
+        text = messages[-1].content[0]
+        self.calls.append(text.splitlines()[0][:80])
+        role = self.reader if "Now, let's start the evaluation." in text else self.explainer
+        return role.chat(messages, **kw)
+
+    def chat_batch(self, conversations, **kw):
+        return [self.chat(c, **kw) for c in conversations]
+
+
+def serve_openai_compatible(llm):
+    """A loopback OpenAI-compatible chat-completions server answering with `llm` (a thread; returns the server,
+    call `shutdown()`). Only the request's text parts reach the double."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from nemo_desktop.core.models.protocols import ChatMessage
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _reply(self, payload):
+            body = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            self._reply({"object": "list", "data": [{"id": "diff-double", "object": "model"}]})
+
+        def do_POST(self):
+            req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            content = req["messages"][-1]["content"]
+            text = content if isinstance(content, str) else "".join(
+                p.get("text", "") for p in content if p.get("type") == "text")
+            reply = llm.chat([ChatMessage.user(text)], seed=req.get("seed"))
+            self._reply({"id": "x", "object": "chat.completion", "model": "diff-double",
+                         "choices": [{"index": 0, "finish_reason": "stop",
+                                      "message": {"role": "assistant", "content": reply}}]})
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server

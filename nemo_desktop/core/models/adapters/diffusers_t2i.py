@@ -1,0 +1,173 @@
+"""Text-to-image generators from diffusers pipelines (kind "generator", family "diffusers-t2i"): the condition
+source of model differences for open conditions (seed 002 §5.3 generates its images with Stable Diffusion 3.5).
+
+    gen = load_model("flux-schnell")                         # or ModelSpec("generator", "diffusers-t2i", folder)
+    images = gen.generate("a photo of a woman with blond hair", n=8, seed=0, on_step=ctx.step_callback(...))
+
+Weights are found and downloaded like the editors' (a local folder saved with `save_pretrained`, or a Hub
+repository in the cache; offline never touches the network), loaded with `DiffusionPipeline.from_pretrained`
+(safetensors only, no remote code) with the chosen dtype, device and CPU offload. The sampling settings a
+checkpoint's card recommends ride in its catalog entry's options (`steps`, `guidance`, `max_sequence_length`,
+`width`, `height`, `negative_prompt`); an unset one is the pipeline's own default. They are part of
+`info.extra`, so every cached difference is keyed by the settings that made its images. Cancel: the step
+callback raises JobCancelled inside diffusers' loop, as for the editors; CUDA out-of-memory becomes a clear
+error.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from PIL import Image
+
+from ...errors import ConfigError, JobCancelled, ModelError
+from ..device import free_memory, resolve_device, resolve_dtype, translate_oom
+from ..protocols import ModelInfo
+from ..registry import LoadOptions, ModelSpec, register_family
+from .diffusers_editor import _dtype_kwarg, _weights_folder
+
+log = logging.getLogger(__name__)
+
+FAMILY = "diffusers-t2i"
+PIPELINES = ("StableDiffusion3Pipeline", "FluxPipeline", "StableDiffusionPipeline", "StableDiffusionXLPipeline",
+             "PixArtSigmaPipeline", "SanaPipeline")
+OPTIONS = ("steps", "guidance", "max_sequence_length", "width", "height", "negative_prompt", "offload",
+           "images_per_call")
+DEFAULTS_VERSION = 1
+
+
+class DiffusersTextToImage:
+    """A loaded diffusers text-to-image pipeline with its checkpoint's sampling settings."""
+
+    def __init__(self, pipe: Any, info: ModelInfo, options: dict | None = None) -> None:
+        self.pipe, self.info = pipe, info
+        self.options = dict(options or {})
+        self._lock = threading.Lock()
+        pipe.set_progress_bar_config(disable=True)
+
+    def call_kwargs(self, prompt: str, n: int) -> dict[str, Any]:
+        o = self.options
+        kwargs: dict[str, Any] = {"prompt": prompt, "num_images_per_prompt": int(n)}
+        for name, arg in (("steps", "num_inference_steps"), ("guidance", "guidance_scale"),
+                          ("max_sequence_length", "max_sequence_length"), ("width", "width"), ("height", "height"),
+                          ("negative_prompt", "negative_prompt")):
+            if o.get(name) is not None:
+                kwargs[arg] = o[name]
+        return kwargs
+
+    def generate(self, prompt: str, *, n: int = 1, seed: int = 0,
+                 on_step: Callable[[int, int], bool] | None = None) -> list[Image.Image]:
+        """n images for the prompt, deterministic for the seed (a CPU generator: same noise on every device)."""
+        import torch
+
+        if self.pipe is None:
+            raise ModelError(f"{self.info.model_id} was unloaded.", hint="Load the generator again.")
+        if n < 1:
+            raise ConfigError(f"Ask for at least one image (got {n}).")
+        per_call = max(1, int(self.options.get("images_per_call") or n))
+        images: list[Image.Image] = []
+        for start in range(0, n, per_call):
+            kwargs = self.call_kwargs(prompt, min(per_call, n - start))
+            generator = torch.Generator(device="cpu").manual_seed(int(seed) + start)
+            steps = int(kwargs.get("num_inference_steps") or 0)
+            with self._lock:
+                try:
+                    with torch.inference_mode():
+                        out = self.pipe(**kwargs, generator=generator, output_type="pil",
+                                        callback_on_step_end=_step_callback(steps, on_step))
+                except JobCancelled:
+                    self._release_offloaded()
+                    raise
+                except Exception as exc:
+                    oom = translate_oom(exc, what=f"Image generation with {self.info.model_id}")
+                    if oom is not None:
+                        self._release_offloaded()
+                        raise oom from exc
+                    raise
+            flags = getattr(out, "nsfw_content_detected", None)
+            if flags and any(flags):
+                raise ModelError(f"The safety checker of {self.info.model_id} blanked a generated image.",
+                                 hint="Rephrase the condition or use another generator; a black image would "
+                                      "corrupt the measured differences.")
+            images += [im.convert("RGB") for im in out.images]
+        return images
+
+    def _release_offloaded(self) -> None:
+        if getattr(self.pipe, "_offload_device", None) is not None:
+            try:
+                self.pipe.maybe_free_model_hooks()
+            except Exception:
+                log.debug("could not release offloaded models", exc_info=True)
+        free_memory()
+
+    def unload(self) -> None:
+        with self._lock:
+            if self.pipe is not None:
+                try:
+                    self.pipe.remove_all_hooks()
+                except Exception:  # noqa: BLE001 - best effort: the pipeline is dropped either way
+                    log.debug("could not remove the offload hooks", exc_info=True)
+                self.pipe = None
+        free_memory()
+
+    def __repr__(self) -> str:
+        return f"DiffusersTextToImage({self.info.model_id!r})"
+
+
+def _step_callback(steps: int, on_step: Callable[[int, int], bool] | None):
+    def callback(pipe, i, t, callback_kwargs):
+        if on_step is not None and on_step(min(i + 1, steps or i + 1), steps) is False:
+            pipe._interrupt = True
+            raise JobCancelled("Image generation cancelled.")
+        return callback_kwargs
+
+    return callback
+
+
+@register_family("generator", FAMILY)
+def load_diffusers_t2i(spec: ModelSpec, options: LoadOptions) -> DiffusersTextToImage:
+    from diffusers import DiffusionPipeline
+
+    unknown = sorted(set(spec.options) - set(OPTIONS))
+    if unknown:
+        raise ConfigError(f"Unknown option(s) for a text-to-image generator: {', '.join(unknown)}.",
+                          hint=f"Known options: {', '.join(OPTIONS)}.")
+    folder, revision = _weights_folder(spec, options)
+    device = resolve_device(options.device)
+    dtype = resolve_dtype(options.dtype, device)
+    offload = spec.options.get("offload") or ("model" if options.cpu_offload else None)
+    if offload not in (None, "model", "sequential"):
+        raise ConfigError(f"Unknown offload mode '{offload}'.", hint="Use 'model' or 'sequential'.")
+    try:
+        pipe = DiffusionPipeline.from_pretrained(folder, use_safetensors=True, **{_dtype_kwarg(): dtype})
+    except (OSError, ValueError, KeyError) as exc:  # KeyError: a model_index.json without its class names
+        raise ModelError(f"Could not load the generator {spec.model_id} from {folder}.",
+                         hint="The folder must hold a complete diffusers pipeline (model_index.json and its "
+                              "component folders, safetensors weights); download it again if it is incomplete.",
+                         detail=f"{type(exc).__name__}: {exc}") from exc
+    name = type(pipe).__name__
+    if name not in PIPELINES:
+        raise ConfigError(f"{spec.model_id} holds a {name}, not a text-to-image pipeline this app supports.",
+                          hint=f"Supported: {', '.join(PIPELINES)}.")
+    try:
+        if offload and device.startswith("cuda"):
+            (pipe.enable_sequential_cpu_offload if offload == "sequential" else pipe.enable_model_cpu_offload)(
+                device=device)
+        else:
+            if offload:
+                log.warning("CPU offload needs a CUDA device; running %s on %s", spec.model_id, device)
+            pipe.to(device)
+    except Exception as exc:
+        oom = translate_oom(exc, what=f"Loading {spec.model_id}")
+        if oom is not None:
+            del pipe
+            free_memory()
+            raise oom from exc
+        raise
+    settings = {k: spec.options[k] for k in OPTIONS if k not in ("offload",) and spec.options.get(k) is not None}
+    info = ModelInfo(model_id=spec.model_id, family=FAMILY, revision=revision or spec.revision,
+                     extra={"pipeline": name, "dtype": str(dtype).replace("torch.", ""), "device": device,
+                            "offload": offload, "defaults_version": DEFAULTS_VERSION, "settings": settings})
+    return DiffusersTextToImage(pipe, info, spec.options)
