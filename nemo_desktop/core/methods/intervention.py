@@ -31,6 +31,7 @@ from PIL import Image
 from ..errors import JobCancelled, MalformedOutputError
 from ..jobs import JobContext, describe_exception
 from ..metrics.cei import cei, top_k
+from ..models.outputs import predict_with_embeddings
 from ..models.protocols import ChatMessage, ModelInfo
 from .parsing import extract_field, extract_json
 from .prompts import PromptTemplate, load_prompt
@@ -268,7 +269,9 @@ class CounterfactualTester:
 
     # -- classification ------------------------------------------------------------------------------------
     def classify(self, units: UnitCache, img: Image.Image, image_sha: str, clf: dict,
-                 class_prompts: Mapping[int, str] | None = None) -> np.ndarray:
+                 class_prompts: Mapping[int, str] | None = None, *, with_embedding: bool = False) -> np.ndarray:
+        """The image's class probabilities (cached). `with_embedding` (the query of a method that retrieves):
+        the same forward pass also yields its embedding, stored as the "embedding" unit `embed_query` reads."""
         prompts_part = {str(k): v for k, v in class_prompts.items()} if class_prompts else None
         key = unit_key("classification", image_sha256=image_sha, classifier=clf, class_prompts=prompts_part)
         hit = units.get(key)
@@ -276,6 +279,11 @@ class CounterfactualTester:
             return np.asarray(hit.payload["probs"], dtype=np.float64)
         if class_prompts:
             probs = self.classifier.predict_proba([img], class_prompts=dict(class_prompts))
+        elif with_embedding:
+            from .reference import store_query_embedding
+
+            probs, emb = predict_with_embeddings(self.classifier, [img])
+            store_query_embedding(units, emb[0], image_sha, clf)
         else:
             probs = self.classifier.predict_proba([img])
         probs = np.asarray(probs, dtype=np.float64).reshape(1, -1)[0]

@@ -272,7 +272,8 @@ class SciTXPipeline:
         # -- 1. classify ----------------------------------------------------------------------------
         t = time.perf_counter()
         self.last_artifacts["input"] = img
-        sample = classify_query(ctx, tester, units, img, image_sha, clf, y, image_path, "SciTX")
+        sample = classify_query(ctx, tester, units, img, image_sha, clf, y, image_path, "SciTX",
+                                with_embedding=self.reference is not None)
         timings["classify"] = time.perf_counter() - t
 
         # -- 2. survey ------------------------------------------------------------------------------
