@@ -44,12 +44,14 @@ def is_image_file(path: str | os.PathLike) -> bool:
 
 
 def load_image(src: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS, max_side: int | None = None,
-               name: str | None = None) -> Image.Image:
+               name: str | None = None, draft_side: int | None = None) -> Image.Image:
     """Decode `src` (a path or the file's bytes) into an RGB image, orientation applied.
 
     `max_pixels` rejects images whose header declares more pixels (decompression-bomb guard).
     `max_side` downscales so that the longer side is at most this (JPEGs decode at reduced scale, fast).
     `name` labels bytes in error messages.
+    `draft_side` lets a JPEG decode at reduced DCT scale as long as both sides stay at least this long (no
+    further resize: the caller's own preprocessing resizes; see data/input_pipeline.py).
     """
     label, fp = _open_source(src, name)
     try:
@@ -67,8 +69,9 @@ def load_image(src: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS, max_si
         if w * h > max_pixels:
             raise _too_large(label, (w, h), max_pixels)
         border = border_for(src) if isinstance(src, (str, os.PathLike)) else 0  # e.g. ObjectNet's frame
-        if max_side and img.format == "JPEG":
-            img.draft("RGB", (max_side, max_side))  # DCT-domain downscale: decode only what is needed
+        if (max_side or draft_side) and img.format == "JPEG":
+            side = min(s for s in (max_side, draft_side) if s)
+            img.draft("RGB", (side, side))  # DCT-domain downscale: decode only what is needed
         try:
             img.load()
         except _DECODE_ERRORS as exc:

@@ -92,6 +92,16 @@ class ClassifierView:
     def embed(self, images: Sequence[Any]) -> np.ndarray:
         return self.base.embed(images)
 
+    def predict_with_embeddings(self, images: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """View probabilities and the base's embeddings from one forward pass of the base."""
+        if self._one_pass_logits():
+            out = _concat_outputs(self.base, images)
+            return _softmax(self.view_logits(out.logits)), out.embeddings
+        from ..models.outputs import predict_with_embeddings
+
+        p, feats = predict_with_embeddings(self.base, images)  # log P: the same view softmax as _base_logits
+        return _softmax(self.view_logits(np.log(np.maximum(np.asarray(p, np.float64), 1e-300)))), feats
+
     def preprocess(self, images: Sequence[Any]) -> Any:
         return self.base.preprocess(images)
 
@@ -118,6 +128,11 @@ class ClassifierView:
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
     # -- internals ----------------------------------------------------------------------------------------
+    def _one_pass_logits(self) -> bool:
+        """True when the base gives logits in its one-pass outputs and `_base_logits` would use logits too."""
+        return (callable(getattr(self.base, "outputs_from_pixels", None)) and callable(getattr(self.base, "logits", None))
+                and not getattr(self.base, "zero_shot", False))
+
     def _base_logits(self, images: Sequence[Any]) -> np.ndarray:
         logits = getattr(self.base, "logits", None)
         if callable(logits) and not getattr(self.base, "zero_shot", False):
@@ -125,6 +140,14 @@ class ClassifierView:
         # log P = logit - logsumexp(all logits): a per-row shift, so the view's softmax is unchanged.
         p = np.asarray(self.base.predict_proba(images), dtype=np.float64)
         return np.log(np.maximum(p, 1e-300))
+
+
+def _concat_outputs(base: Any, images: Sequence[Any]):
+    from ..models.batching import batched
+    from ..models.outputs import ClassifierOutputs
+
+    return ClassifierOutputs.concat([base.outputs_from_pixels(base.preprocess(chunk))
+                                     for chunk in batched(list(images), base.batch_size)], len(base.class_names))
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:

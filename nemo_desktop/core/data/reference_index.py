@@ -33,8 +33,10 @@ import numpy as np
 
 from ..errors import JobCancelled, ModelError, StoreError
 from ..jobs import JobContext, null_context
+from ..models.outputs import check_outputs, predict_with_embeddings
 from ..store.keys import content_hash, result_key
 from .datasets import LabelledImageDataset, open_dataset
+from .input_pipeline import BatchLoader, LoadedBatch, LoaderSettings, draft_side_for
 from .index_files import chunk_name, consolidate, meta_of, remove_array_files, sidecar_current, write_meta
 
 log = logging.getLogger(__name__)
@@ -289,8 +291,12 @@ def _entries_from_sidecar(struct: np.ndarray, prefix: str) -> IndexEntries:
 # ------------------------------------------------------------------------------------------- building
 
 def build_index(dataset: LabelledImageDataset | str | Path, classifier, store, ctx: JobContext | None = None,
-                batch_size: int = 32, *, feature_dtype: str = "float32") -> ReferenceIndex:
+                batch_size: int = 32, *, feature_dtype: str = "float32", loading: LoaderSettings | None = None
+                ) -> ReferenceIndex:
     """Index `dataset` with `classifier` (any object satisfying the Classifier protocol) into `store`.
+
+    Files are decoded, hashed and preprocessed on `loading.workers` threads a few batches ahead of the model
+    (input_pipeline.py); each batch then takes one forward pass for probabilities and embeddings together.
 
     Labels are mapped onto the classifier's vocabulary first (see datasets.py). `feature_dtype` "float16"
     halves the matrix on disk (retrieval computes in float32 either way). Raises JobCancelled (message says
@@ -314,7 +320,7 @@ def build_index(dataset: LabelledImageDataset | str | Path, classifier, store, c
     store.cleanup_tmp()  # temporary files of a build killed mid-write (writers still running keep theirs)
     try:
         return _update(store, index_id, dataset, classifier, class_names, existing, errors, ctx, batch_size, report,
-                       start_time)
+                       start_time, loading or LoaderSettings())
     except JobCancelled:
         report.cancelled = True
         ctx.progress("Saving feature matrix", 0, None)
@@ -329,8 +335,8 @@ def build_index(dataset: LabelledImageDataset | str | Path, classifier, store, c
 
 
 def _update(store, index_id, dataset, classifier, class_names, existing, errors, ctx, batch_size, report,
-            start_time) -> ReferenceIndex:
-    from ..images import load_image, unreadable_reason
+            start_time, loading: LoaderSettings) -> ReferenceIndex:
+    from ..images import unreadable_reason
 
     # 1. Scan: decide per image whether it needs the classifier.
     todo: list[tuple[Path, int, float, int]] = []  # path, label, mtime, size
@@ -402,21 +408,22 @@ def _update(store, index_id, dataset, classifier, class_names, existing, errors,
     errors = dict(keep_errors)
     report.errors = {p: e["reason"] for p, e in errors.items()}
 
-    # 4. Run the classifier batch by batch; each batch is committed on its own.
+    # 4. Run the classifier batch by batch (decoded ahead on workers); each batch is committed on its own.
     total_todo = len(todo)
     done = 0
     ctx.progress("Indexing images", 0, total_todo)
-    for b in range(0, total_todo, batch_size):
+    forward = _batch_forward(classifier)
+    loader = BatchLoader(todo, batch_size, path_of=lambda t: t[0], prepare=forward.prepare, workers=loading.workers,
+                         ahead=loading.ahead, draft_side=draft_side_for(classifier, loading.draft_factor))
+    for loaded in loader:
         ctx.check_cancelled()
-        batch = todo[b:b + batch_size]
-        ok, new_errors = _process_batch(batch, classifier, class_names, load_image)
-        for path, reason in new_errors:
-            mtime, size, label = next((m, s, lab) for p, lab, m, s in batch if p == path)
+        ok = _rows(loaded, forward, class_names)
+        for (path, label, mtime, size), reason in loaded.errors:
             errors[str(path)] = {"reason": reason, "mtime": mtime, "size": size, "label": label}
             report.errors[str(path)] = reason
-        report.new_errors += len(new_errors)
-        _commit_batch(store, index_id, ok, {str(p): errors[str(p)] for p, _ in new_errors})
-        done += len(batch)
+        report.new_errors += len(loaded.errors)
+        _commit_batch(store, index_id, ok, {str(t[0]): errors[str(t[0])] for t, _ in loaded.errors})
+        done += len(loaded.items) + len(loaded.errors)
         report.processed += len(ok)
         ctx.progress("Indexing images", done, total_todo)
 
@@ -510,41 +517,44 @@ class _Row:
     embedding: np.ndarray
 
 
-def _process_batch(batch, classifier, class_names, load_image) -> tuple[list[_Row], list[tuple[Path, str]]]:
-    """Decode the batch (unreadable files become errors), then one predict_proba and one embed call."""
-    images, metas, errors = [], [], []
-    for path, label, mtime, size in batch:
-        try:
-            image = load_image(path)  # first: it refuses a FIFO, which hashing would wait on forever
-            sha = content_hash(path)
-            images.append(image)
-            metas.append((path, label, mtime, size, sha))
-        except Exception as exc:  # noqa: BLE001 - any decoding failure is this file's problem, not the run's
-            errors.append((path, getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"))
-    if not images:
-        return [], errors
-    probs = np.asarray(classifier.predict_proba(images), dtype=np.float32)
-    feats = np.asarray(classifier.embed(images), dtype=np.float32)
-    n, c = len(images), len(class_names)
-    if probs.shape != (n, c):
-        raise ModelError(f"The classifier returned probabilities of shape {probs.shape} for {n} images and {c} "
-                         "classes.", hint="Its predict_proba must return one row of class probabilities per image.")
-    if feats.ndim != 2 or len(feats) != n:
-        raise ModelError(f"The classifier returned embeddings of shape {feats.shape} for {n} images.",
-                         hint="Its embed must return one feature vector per image.")
-    norms = np.linalg.norm(feats, axis=1, keepdims=True)
-    feats = feats / np.maximum(norms, 1e-12)  # retrieval uses dot products as cosine similarities
+@dataclass
+class _BatchForward:
+    """How a loaded batch becomes (probabilities, unit embeddings): the classifier's tensor-level one-pass entry
+    point after worker-side `prepare_batch`, or its image-level one (a user's own classifier object)."""
+
+    classifier: Any
+    prepare: Any = None  # classifier.prepare_batch when it has the tensor-level path
+
+    def __call__(self, loaded: LoadedBatch, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.prepare is not None:
+            out = self.classifier.outputs_from_pixels(self.classifier.to_device(loaded.pixels))
+            return check_outputs(out.probs, out.embeddings, len(loaded.items), n_classes)
+        return predict_with_embeddings(self.classifier, loaded.images)
+
+
+def _batch_forward(classifier) -> _BatchForward:
+    names = ("prepare_batch", "to_device", "outputs_from_pixels")
+    if all(callable(getattr(classifier, n, None)) for n in names):
+        return _BatchForward(classifier, classifier.prepare_batch)
+    return _BatchForward(classifier)
+
+
+def _rows(loaded: LoadedBatch, forward: _BatchForward, class_names) -> list[_Row]:
+    """One forward pass for the batch's decoded images, then one row per image."""
+    if not loaded.items:
+        return []
+    probs, feats = forward(loaded, len(class_names))
     p64 = probs.astype(np.float64)
     entropy = -(p64 * np.log(np.where(p64 > 0, p64, 1.0))).sum(axis=1)  # nats; 0 log 0 = 0
     rows = []
-    k = min(5, c)
-    for i, (path, label, mtime, size, sha) in enumerate(metas):
+    k = min(5, len(class_names))
+    for i, ((path, label, mtime, size), sha) in enumerate(zip(loaded.items, loaded.sha256)):
         p = probs[i]
         pred = int(np.argmax(p))
         top = np.argsort(-p, kind="stable")[:k]
         rows.append(_Row(str(path), sha, int(label), pred, float(p[label]), float(p[pred]), float(entropy[i]),
                          [[int(j), round(float(p[j]), 6)] for j in top], mtime, size, feats[i]))
-    return rows, errors
+    return rows
 
 
 def _commit_batch(store, index_id: str, rows: list[_Row], new_errors: dict[str, dict]) -> None:

@@ -63,6 +63,9 @@ class ChangeMLLMPipeline(BaselinePipeline):
     def _identity(self) -> dict[str, Any]:
         return {"reference": reference_part(self.reference)}
 
+    def uses_query_embedding(self) -> bool:
+        return self.reference is not None
+
     def _propose(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, file_sha: str | None,
                  clf: dict, sample: Any, n: int) -> Proposal:
         cfg: ChangeMLLMConfig = self.config  # type: ignore[assignment]

@@ -31,6 +31,7 @@ from PIL import Image
 from ..errors import JobCancelled, MalformedOutputError
 from ..jobs import JobContext, describe_exception
 from ..metrics.cei import cei, top_k
+from ..models.outputs import predict_with_embeddings
 from ..models.protocols import ChatMessage, ModelInfo
 from .parsing import extract_field, extract_json
 from .prompts import PromptTemplate, load_prompt
@@ -202,6 +203,7 @@ class InterventionSettings:
     edit_size: tuple[int, int] | None = None  # (width, height); None = see edit_resolution
     max_new_tokens: int = 256
     edit_resolution: str = "preferred"  # "preferred" | "native"
+    edit_batch_size: int = 1  # >1: uncached edits of one image run together (editor.edit_batch), same seeds
 
     def __post_init__(self) -> None:
         check_edit_resolution(self.edit_resolution)
@@ -211,7 +213,8 @@ class InterventionSettings:
         """From a method's config (SciTXConfig, BaselineConfig: the same field names)."""
         return cls(seed=config.seed, edit_steps=config.edit_steps, edit_guidance=config.edit_guidance,
                    edit_size=config.edit_size, max_new_tokens=config.intervention_max_new_tokens,
-                   edit_resolution=getattr(config, "edit_resolution", "preferred"))
+                   edit_resolution=getattr(config, "edit_resolution", "preferred"),
+                   edit_batch_size=int(getattr(config, "edit_batch_size", 1) or 1))
 
 
 class CounterfactualTester:
@@ -268,7 +271,9 @@ class CounterfactualTester:
 
     # -- classification ------------------------------------------------------------------------------------
     def classify(self, units: UnitCache, img: Image.Image, image_sha: str, clf: dict,
-                 class_prompts: Mapping[int, str] | None = None) -> np.ndarray:
+                 class_prompts: Mapping[int, str] | None = None, *, with_embedding: bool = False) -> np.ndarray:
+        """The image's class probabilities (cached). `with_embedding` (the query of a method that retrieves):
+        the same forward pass also yields its embedding, stored as the "embedding" unit `embed_query` reads."""
         prompts_part = {str(k): v for k, v in class_prompts.items()} if class_prompts else None
         key = unit_key("classification", image_sha256=image_sha, classifier=clf, class_prompts=prompts_part)
         hit = units.get(key)
@@ -276,6 +281,11 @@ class CounterfactualTester:
             return np.asarray(hit.payload["probs"], dtype=np.float64)
         if class_prompts:
             probs = self.classifier.predict_proba([img], class_prompts=dict(class_prompts))
+        elif with_embedding:
+            from .reference import store_query_embedding
+
+            probs, emb = predict_with_embeddings(self.classifier, [img])
+            store_query_embedding(units, emb[0], image_sha, clf)
         else:
             probs = self.classifier.predict_proba([img])
         probs = np.asarray(probs, dtype=np.float64).reshape(1, -1)[0]
@@ -359,13 +369,15 @@ class CounterfactualTester:
     def edit_all(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str,
                  candidates: list[Candidate], artifacts: dict[str, Image.Image] | None = None,
                  artifact_prefix: str = "edited_") -> tuple[dict[int, Image.Image], bool]:
+        """Edit the image once per candidate (cached per edit). With `edit_batch_size` > 1 and an editor that
+        has `edit_batch`, the uncached edits run that many per editor call, each with the same seed."""
         s = self.settings
         size, _ = self.working_size(img.size)
         edited: dict[int, Image.Image] = {}
         transient = False
         m = len(candidates)
+        todo: list[tuple[int, str]] = []  # (candidate index, edit unit key) still to compute
         for j, cand in enumerate(candidates):
-            stage = f"Editing image {j + 1}/{m}"
             ctx.check_cancelled()
             if cand.error is not None or not cand.intervention:
                 continue
@@ -374,41 +386,60 @@ class CounterfactualTester:
                            size=list(size), output_size=list(img.size))
             hit = units.get(key)
             if hit is not None:
-                out = hit.load_image("image").convert("RGB")
+                edited[j] = hit.load_image("image").convert("RGB")
+                ctx.progress(f"Editing image {j + 1}/{m}", 1, 1)
             else:
-                ctx.progress(stage, 0, s.edit_steps)
+                todo.append((j, key))
+        batch = max(1, int(s.edit_batch_size)) if callable(getattr(self.editor, "edit_batch", None)) else 1
+        for start in range(0, len(todo), batch):
+            group = todo[start:start + batch]
+            ctx.check_cancelled()
+            first = group[0][0] + 1
+            stage = (f"Editing image {first}/{m}" if len(group) == 1 else
+                     f"Editing images {first}-{group[-1][0] + 1}/{m}")
+            ctx.progress(stage, 0, s.edit_steps)
 
-                def on_step(step: int, total: int, _stage: str = stage) -> bool:
-                    ctx.progress(_stage, step, total)
-                    return not ctx.cancelled
+            def on_step(step: int, total: int, _stage: str = stage) -> bool:
+                ctx.progress(_stage, step, total)
+                return not ctx.cancelled
 
-                try:
-                    out = self.editor.edit(img, cand.intervention, seed=s.seed, steps=s.edit_steps,
-                                           guidance=s.edit_guidance, size=tuple(size), on_step=on_step)
-                    ctx.check_cancelled()
-                    if not isinstance(out, Image.Image):
-                        raise TypeError(f"the editor returned {type(out).__name__}, not a PIL image")
-                    out = out.convert("RGB")
-                    if out.size != img.size:  # back to the input's size: the classifier sees both alike
-                        out = out.resize(img.size, Image.Resampling.LANCZOS)
-                except JobCancelled:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - this candidate fails, the others are still scored
-                    transient = True
-                    cand.error = f"Editing failed: {error_text(exc)}"
-                    log.warning("edit failed for candidate %d", j, exc_info=True)
-                    continue
-                units.put(key, "edit", {"source_sha256": image_sha, "instruction": cand.intervention,
+            instructions = [candidates[j].intervention for j, _ in group]
+            try:
+                if len(group) == 1:
+                    outs = [self.editor.edit(img, instructions[0], seed=s.seed, steps=s.edit_steps,
+                                             guidance=s.edit_guidance, size=tuple(size), on_step=on_step)]
+                else:
+                    outs = list(self.editor.edit_batch(img, instructions, seed=s.seed, steps=s.edit_steps,
+                                                       guidance=s.edit_guidance, size=tuple(size), on_step=on_step))
+                ctx.check_cancelled()
+                if len(outs) != len(group) or not all(isinstance(o, Image.Image) for o in outs):
+                    raise TypeError(f"the editor returned {len(outs)} results of types "
+                                    f"{sorted({type(o).__name__ for o in outs})}, not {len(group)} PIL images")
+                # back to the input's size: the classifier sees both alike
+                outs = [o.convert("RGB") if o.size == img.size else
+                        o.convert("RGB").resize(img.size, Image.Resampling.LANCZOS) for o in outs]
+            except JobCancelled:
+                raise
+            except Exception as exc:  # noqa: BLE001 - these candidates fail, the others are still scored
+                transient = True
+                for j, _ in group:
+                    candidates[j].error = f"Editing failed: {error_text(exc)}"
+                log.warning("edit failed for candidate(s) %s", [j for j, _ in group], exc_info=True)
+                continue
+            for (j, key), out in zip(group, outs):
+                units.put(key, "edit", {"source_sha256": image_sha, "instruction": candidates[j].intervention,
                                         "editor": model_part(self.editor.info), "seed": s.seed,
                                         "steps": s.edit_steps, "guidance": s.edit_guidance,
                                         "size": list(size), "output_size": list(img.size),
                                         "image_sha256": image_hash(out)},
                           {"image": out})
-            edited[j] = out
-            cand.edited_artifact = f"{artifact_prefix}{j}"
-            if artifacts is not None:
-                artifacts[cand.edited_artifact] = out
+                edited[j] = out
             ctx.progress(stage, 1, 1)
+        edited = dict(sorted(edited.items()))  # candidate order, cached or not
+        for j, out in edited.items():
+            candidates[j].edited_artifact = f"{artifact_prefix}{j}"
+            if artifacts is not None:
+                artifacts[candidates[j].edited_artifact] = out
         return edited, transient
 
     def score_all(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, clf: dict,

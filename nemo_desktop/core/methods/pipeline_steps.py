@@ -32,12 +32,14 @@ def stored_result(units: UnitCache, key: str, ctx: JobContext, result_type: type
 
 
 def classify_query(ctx: JobContext, tester: CounterfactualTester, units: UnitCache, img: Image.Image,
-                   image_sha: str, clf: dict, y: int, image_path: Path | None, method: str) -> SampleInfo:
+                   image_sha: str, clf: dict, y: int, image_path: Path | None, method: str, *,
+                   with_embedding: bool = False) -> SampleInfo:
     """Classify the image (cached) and report it as the "sample" partial; a correct prediction leaves
-    nothing to explain."""
+    nothing to explain. `with_embedding`: the method retrieves, so the same forward pass stores the query's
+    embedding too."""
     ctx.check_cancelled()
     ctx.progress("Classifying", 0, 1)
-    probs = tester.classify(units, img, image_sha, clf)
+    probs = tester.classify(units, img, image_sha, clf, with_embedding=with_embedding)
     names = list(tester.classifier.class_names)
     sample = sample_info(probs, names, y, image_path, image_sha)
     ctx.progress("Classifying", 1, 1)

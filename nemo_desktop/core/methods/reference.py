@@ -46,15 +46,23 @@ def reference_part(reference: Any) -> dict[str, Any] | None:
 
 
 def embed_query(units: UnitCache, classifier: Any, img: Image.Image, image_sha: str, clf: dict) -> np.ndarray:
-    """The query image's embedding in the classifier's feature space (cached)."""
+    """The query image's embedding in the classifier's feature space: normally stored by the classification of
+    the query (one forward pass, `classify_query(..., with_embedding=True)`); computed here only when a
+    stored classification from an earlier run came without it."""
     key = unit_key("embedding", image_sha256=image_sha, classifier=clf)
     hit = units.get(key)
     if hit is not None:
         return np.asarray(hit.load_array("embedding"), dtype=np.float32)
     emb = np.asarray(classifier.embed([img]), dtype=np.float32).reshape(1, -1)[0]
+    store_query_embedding(units, emb, image_sha, clf)
+    return emb
+
+
+def store_query_embedding(units: UnitCache, emb: np.ndarray, image_sha: str, clf: dict) -> None:
+    emb = np.asarray(emb, dtype=np.float32).reshape(-1)
+    key = unit_key("embedding", image_sha256=image_sha, classifier=clf)
     units.put(key, "embedding", {"image_sha256": image_sha, "classifier": clf, "dim": int(emb.shape[0])},
               {"embedding": emb})
-    return emb
 
 
 def load_reference_image(reference: Any, obs: Observation) -> Image.Image:

@@ -134,6 +134,12 @@ class SciTXConfig:
                             "help": "extra hypothesis draws allowed to replace duplicates"},
         "thumbnail_side": {"label": "Thumbnail side", "min": 8, "max": 1024,
                            "help": "pixels of the observation thumbnails kept with the result"},
+        "caption_batch_size": {"label": "Caption batch", "min": 1, "max": 64,
+                               "help": "observations captioned per MLLM call (1 = one call each, as before; "
+                                       "more is faster on a GPU, replies may differ in the last digits)"},
+        "edit_batch_size": {"label": "Edit batch", "min": 1, "max": 16,
+                            "help": "edits run together in one editor call (1 = one call each, as before; "
+                                    "more is faster on a GPU with memory to spare)"},
         **SHARED_FIELD_INFO,
     }
 
@@ -162,6 +168,10 @@ class SciTXConfig:
     # Counterfactuals that changed the whole image are flagged and, by default, not selected (edit_check.py).
     edit_flag_threshold: float = DEFAULT_FLAG_THRESHOLD
     selection: str = "prefer-unflagged"  # "prefer-unflagged" | "cei" (the paper's plain argmax)
+    # Speed settings (scitx_gpu.py measures them). At 1 they leave results and cache keys exactly as before;
+    # above 1, batched numerics can differ in the last digits, so they become part of the result's key.
+    caption_batch_size: int = 1
+    edit_batch_size: int = 1
 
     def __post_init__(self) -> None:
         if self.k < 0 or self.m < 1:
@@ -176,6 +186,8 @@ class SciTXConfig:
             self.edit_size = (int(self.edit_size[0]), int(self.edit_size[1]))
         check_edit_resolution(self.edit_resolution)
         check_edit_check(self.edit_flag_threshold, self.selection)
+        if self.caption_batch_size < 1 or self.edit_batch_size < 1:
+            raise ConfigError("SciTX's caption and edit batch sizes must be at least 1.")
 
     @property
     def random_count(self) -> int:
@@ -189,6 +201,9 @@ class SciTXConfig:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["edit_size"] = list(self.edit_size) if self.edit_size else None
+        for speed in ("caption_batch_size", "edit_batch_size"):  # at 1: the keys results had before they existed
+            if d[speed] == 1:
+                del d[speed]
         return d
 
 
@@ -277,7 +292,8 @@ class SciTXPipeline:
         # -- 1. classify ----------------------------------------------------------------------------
         t = time.perf_counter()
         self.last_artifacts["input"] = img
-        sample = classify_query(ctx, tester, units, img, image_sha, clf, y, image_path, "SciTX")
+        sample = classify_query(ctx, tester, units, img, image_sha, clf, y, image_path, "SciTX",
+                                with_embedding=self.reference is not None)
         timings["classify"] = time.perf_counter() - t
 
         # -- 2. survey ------------------------------------------------------------------------------
@@ -365,11 +381,15 @@ class SciTXPipeline:
 
     def _caption_all(self, ctx: JobContext, units: UnitCache, observations: list[Observation],
                      notes: list[str]) -> tuple[dict[str, Image.Image], bool]:
+        """Caption every observation (cached per image). Uncached ones go to the MLLM one conversation per call,
+        or `caption_batch_size` conversations per `chat_batch` call."""
         cfg, tpl = self.config, self.prompts.caption
         thumbs: dict[str, Image.Image] = {}
         transient = False
         n = len(observations)
+        done = 0
         ctx.progress("Captioning observations", 0, n)
+        pending: list[tuple[Observation, Image.Image, str]] = []  # (observation, image, caption unit key)
         for i, obs in enumerate(observations):
             ctx.check_cancelled()
             try:
@@ -390,21 +410,38 @@ class SciTXPipeline:
             elif ref_img is None:
                 notes.append(f"Observation {obs.image_path} could not be read and was left out: {unreadable}")
             else:
-                try:
-                    reply = self.mllm.chat([ChatMessage.user(ref_img, tpl.render())],
-                                           max_new_tokens=cfg.caption_max_new_tokens, temperature=0.0)
-                except JobCancelled:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - recorded; the other observations go on
-                    transient = True
+                pending.append((obs, ref_img, key))
+                continue
+            done += 1
+            ctx.progress("Captioning observations", done, n)
+        size = max(1, int(cfg.caption_batch_size))
+        for start in range(0, len(pending), size):
+            ctx.check_cancelled()
+            group = pending[start:start + size]
+            conversations = [[ChatMessage.user(img, tpl.render())] for _, img, _ in group]
+            try:
+                if size == 1:
+                    replies = [self.mllm.chat(conversations[0], max_new_tokens=cfg.caption_max_new_tokens,
+                                              temperature=0.0)]
+                else:
+                    replies = self.mllm.chat_batch(conversations, max_new_tokens=cfg.caption_max_new_tokens,
+                                                   temperature=0.0)
+            except JobCancelled:
+                raise
+            except Exception as exc:  # noqa: BLE001 - recorded; the other observations go on
+                transient = True
+                for obs, _, _ in group:
                     notes.append(f"Captioning {Path(obs.image_path).name} failed: {error_text(exc)}")
-                    ctx.progress("Captioning observations", i + 1, n)
-                    continue
+                done += len(group)
+                ctx.progress("Captioning observations", done, n)
+                continue
+            for (obs, _, key), reply in zip(group, replies):
                 obs.caption = _clean_caption(reply)
                 units.put(key, "caption", {"image_sha256": obs.image_sha256, "caption": obs.caption,
                                            "raw_reply": reply, "prompt_version": tpl.version,
                                            "mllm": model_part(self.mllm.info)})
-            ctx.progress("Captioning observations", i + 1, n)
+            done += len(group)
+            ctx.progress("Captioning observations", done, n)
         return thumbs, transient
 
     # --------------------------------------------------------------------------------------- stage 3

@@ -309,6 +309,10 @@ class BaselinePipeline:
                  clf: dict, sample: Any, n: int) -> Proposal:
         raise NotImplementedError
 
+    def uses_query_embedding(self) -> bool:
+        """True when the method retrieves with the query's embedding (its classification then stores it)."""
+        return False
+
     def _identity(self) -> dict[str, Any]:
         """Extra parts of the explanation's cache key (embedder, corpus, reference index...)."""
         return {}
@@ -374,7 +378,8 @@ class BaselinePipeline:
 
         t = time.perf_counter()
         self.last_artifacts["input"] = img
-        sample = classify_query(ctx, tester, units, img, image_sha, clf, y, image_path, self.METHOD)
+        sample = classify_query(ctx, tester, units, img, image_sha, clf, y, image_path, self.METHOD,
+                                with_embedding=self.uses_query_embedding())
         timings["classify"] = time.perf_counter() - t
 
         t = time.perf_counter()

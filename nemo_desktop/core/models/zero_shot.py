@@ -16,8 +16,9 @@ Probabilities are a softmax over the classes' logits, for CLIP and SigLIP alike:
     because sigmoid and softmax are both monotonic in the logit, the ranking (hence the argmax) is exactly
     the sigmoid ranking. The raw independent scores stay available as sigmoid(`logits(images)`).
 
-Subclasses provide three tensor functions: `_pixel_values(images)`, `_image_features(pixel_values)` and
-`_text_features(prompts)` (unnormalised), plus `logit_scale` / `logit_bias`.
+Subclasses provide three tensor functions: `_host_pixels(images)` (CPU preprocessing, thread-safe: it runs in
+the input pipeline's workers), `_image_features(pixel_values)` and `_text_features(prompts)` (unnormalised),
+plus `logit_scale` / `logit_bias`; `input_side` (the image tower's input side) when they know it.
 """
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ import numpy as np
 from ..errors import ConfigError
 from .batching import batched, l2_normalize, oom_guard
 from .device import free_memory
+from .fast_paths import FastPaths, host_to_device
+from .outputs import ClassifierOutputs, softmax_np
 from .protocols import ModelInfo
 
 CLIP_TEMPLATE = "a photo of a {}."
@@ -49,6 +52,7 @@ class ZeroShotClassifierBase:
     zero_shot = True
     logit_scale: float = 1.0
     logit_bias: float | None = None
+    fast: FastPaths = FastPaths()
 
     def __init__(self, class_names: Sequence[str], info: ModelInfo, *, device: str, dtype: Any,
                  template: str, prompts: Sequence[str] | None = None, batch_size: int = 32,
@@ -63,7 +67,7 @@ class ZeroShotClassifierBase:
         self.set_class_names(class_names, template=template, prompts=prompts)
 
     # -- subclass hooks --------------------------------------------------------------------------------------
-    def _pixel_values(self, images: Sequence[Any]):
+    def _host_pixels(self, images: Sequence[Any]):
         raise NotImplementedError
 
     def _image_features(self, pixel_values):
@@ -108,7 +112,15 @@ class ZeroShotClassifierBase:
 
     # -- Classifier protocol ---------------------------------------------------------------------------------
     def preprocess(self, images: Sequence[Any]):
-        return self._pixel_values([im if im.mode == "RGB" else im.convert("RGB") for im in images])
+        return self.to_device(self.prepare_batch(images))
+
+    def prepare_batch(self, images: Sequence[Any]):
+        """The CPU half of preprocessing (a float tensor on the host): thread-safe, runs in loader workers."""
+        batch = self._host_pixels([im if im.mode == "RGB" else im.convert("RGB") for im in images])
+        return batch.pin_memory() if self.fast.pin_memory else batch
+
+    def to_device(self, host_batch):
+        return host_to_device(host_batch, self.device, self.fast).to(dtype=self.dtype)
 
     def forward_logits(self, pixel_values, *, class_prompts: Mapping[int, str] | None = None):
         """Differentiable (N, C) logits w.r.t. `pixel_values` (text embeddings are constants)."""
@@ -121,6 +133,21 @@ class ZeroShotClassifierBase:
 
     def embed(self, images: Sequence[Any]) -> np.ndarray:
         return self._collect(images, self.embed_from_pixels, width=0)
+
+    def predict_with_embeddings(self, images: Sequence[Any], *,
+                                class_prompts: Mapping[int, str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(probabilities, unit image embeddings) from one pass of the image tower per batch."""
+        if len(images) == 0:
+            return np.zeros((0, len(self.class_names)), np.float32), np.zeros((0, 0), np.float32)
+        text = self.text_embeddings(class_prompts)
+        with oom_guard(f"The classifier {self.info.model_id}"):
+            out = ClassifierOutputs.concat([self._outputs(self.preprocess(chunk), text)
+                                            for chunk in batched(images, self.batch_size)], len(self.class_names))
+        return out.probs, out.embeddings
+
+    def outputs_from_pixels(self, pixel_values, *, class_prompts: Mapping[int, str] | None = None) -> ClassifierOutputs:
+        """Logits, probabilities and unit image embeddings of one preprocessed batch."""
+        return self._outputs(pixel_values, self.text_embeddings(class_prompts))
 
     # -- tensor-level entry points ---------------------------------------------------------------------------
     def logits(self, images: Sequence[Any], *, class_prompts: Mapping[int, str] | None = None) -> np.ndarray:
@@ -139,9 +166,7 @@ class ZeroShotClassifierBase:
     @staticmethod
     def probabilities_from_logits(logits: np.ndarray) -> np.ndarray:
         """Softmax over classes (see the module docstring for why SigLIP uses it too)."""
-        z = logits - logits.max(axis=-1, keepdims=True)
-        e = np.exp(z, dtype=np.float64)
-        return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+        return softmax_np(logits)
 
     def text_embeddings(self, class_prompts: Mapping[int, str] | None = None):
         """(C, D) unit text embeddings for the current prompts, with `class_prompts` swapped in."""
@@ -198,6 +223,15 @@ class ZeroShotClassifierBase:
         with oom_guard(f"The classifier {self.info.model_id}"), torch.inference_mode():
             image = l2_normalize(self._image_features(pixel_values))
             return self._logits_from_unit(image, text).cpu().numpy()
+
+    def _outputs(self, pixel_values, text) -> ClassifierOutputs:
+        import torch
+
+        with oom_guard(f"The classifier {self.info.model_id}"), torch.inference_mode(), \
+                self.fast.autocast(self.device):
+            image = l2_normalize(self._image_features(pixel_values))
+            logits = self._logits_from_unit(image, text).cpu().numpy()
+        return ClassifierOutputs(logits, self.probabilities_from_logits(logits), image.cpu().numpy())
 
     def _collect(self, images: Sequence[Any], fn, width: int) -> np.ndarray:
         """Run `fn` on preprocessed batches of `batch_size` images; (0, width) for no images."""

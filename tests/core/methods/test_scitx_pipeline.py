@@ -397,3 +397,45 @@ def test_an_editor_without_a_preferred_size_edits_natively_and_says_so(digits_cl
     assert "declares no preferred" in result.manifest["edit"]["working_size_from"]
     with pytest.raises(ConfigError):
         SciTXConfig(edit_resolution="huge")
+
+
+def test_batched_captions_and_edits_give_the_same_result(digits, blue_three, store, index, tmp_path):
+    """caption_batch_size / edit_batch_size > 1 send the same conversations and edits in fewer calls; with
+    deterministic doubles the explanation is the same. At 1 the config's key is the one results had before."""
+    from nemo_desktop.core.store import ResultsStore
+
+    class BatchRecordingMLLM(ScriptedDigitsMLLM):
+        def __init__(self):
+            super().__init__()
+            self.batches = []
+
+        def chat_batch(self, conversations, **kw):
+            self.batches.append(len(conversations))
+            return super().chat_batch(conversations, **kw)
+
+    class BatchingEditor(DigitsEditor):
+        def __init__(self):
+            super().__init__()
+            self.batches = []
+
+        def edit_batch(self, image, instructions, **kw):
+            self.batches.append(len(instructions))
+            return [self.edit(image, ins, **kw) for ins in instructions]
+
+    one = make(DigitsCNNClassifier(digits[0]), store, index)(blue_three, "three")
+    assert "caption_batch_size" not in SciTXConfig().as_dict() and "edit_batch_size" not in SciTXConfig().as_dict()
+    assert SciTXConfig(caption_batch_size=4).as_dict()["caption_batch_size"] == 4
+
+    other = ResultsStore.open(db_path=tmp_path / "other" / "results.sqlite")  # a fresh store: nothing cached
+    try:
+        mllm, editor = BatchRecordingMLLM(), BatchingEditor()
+        batched = make(DigitsCNNClassifier(digits[0]), other, index, mllm=mllm, editor=editor,
+                       caption_batch_size=4, edit_batch_size=3)(blue_three, "three")
+    finally:
+        other.close()
+    n_captions = sum(1 for o in one.observations if o.caption)
+    assert sum(mllm.batches) == n_captions and max(mllm.batches) == min(4, n_captions) > 1
+    assert editor.batches and sum(editor.batches) == len(editor.calls) and max(editor.batches) > 1
+    assert batched.explanation == one.explanation and batched.cei == pytest.approx(one.cei)
+    assert [o.caption for o in batched.observations] == [o.caption for o in one.observations]
+    assert [c.prob_true_after for c in batched.candidates] == pytest.approx([c.prob_true_after for c in one.candidates])

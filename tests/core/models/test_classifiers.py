@@ -124,6 +124,43 @@ def test_standard_forward_logits_is_differentiable_and_matches_predict(family, l
 
 
 @pytest.mark.parametrize("family", CLASSIFIER_FAMILIES)
+def test_standard_one_pass_equals_the_two_calls(family, loaded, images):
+    """predict_with_embeddings (one forward pass) gives exactly what predict_proba + embed gave, also through
+    the input pipeline's split (prepare_batch on a worker, to_device + outputs_from_pixels on the model)."""
+    from nemo_desktop.core.models.outputs import predict_with_embeddings
+
+    clf = loaded(family)
+    probs, emb = clf.predict_with_embeddings(images)
+    np.testing.assert_allclose(probs, clf.predict_proba(images), rtol=0, atol=1e-7)
+    np.testing.assert_allclose(emb, clf.embed(images), rtol=0, atol=1e-7)
+    out = clf.outputs_from_pixels(clf.to_device(clf.prepare_batch(images)))
+    np.testing.assert_allclose(out.probs, probs, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(out.embeddings, emb, rtol=0, atol=1e-7)
+    assert out.logits.shape == probs.shape and (out.logits.argmax(1) == probs.argmax(1)).all()
+    p0, e0 = clf.predict_with_embeddings([])
+    assert p0.shape == (0, len(TINY_CLASSES)) and len(e0) == 0
+    helper_p, helper_e = predict_with_embeddings(clf, images)
+    np.testing.assert_allclose(helper_p, probs, atol=1e-7)
+    if family in ZERO_SHOT:  # a one-call prompt override reaches the one-pass path too
+        override = {1: "a photo of a small red boat."}
+        p_over, e_over = clf.predict_with_embeddings(images, class_prompts=override)
+        np.testing.assert_allclose(p_over, clf.predict_proba(images, class_prompts=override), atol=1e-7)
+        np.testing.assert_allclose(e_over, emb, atol=1e-7)
+        assert not np.allclose(p_over, probs)
+
+
+@pytest.mark.parametrize("arch", ["test_vit", "test_convnext", "test_efficientnet", "test_byobnet"])
+def test_timm_one_pass_equals_the_two_calls_across_head_designs(arch, tmp_path, images):
+    """timm heads differ (pooling + fc, fc_norm + head, NormMlp heads, conv heads): one pass matches them all."""
+    folder = build_tiny_timm(tmp_path / arch, arch=arch, label_names=TINY_CLASSES)
+    clf = load_model(ModelSpec("classifier", "timm", f"local-dir:{folder}"), CPU)
+    probs, emb = clf.predict_with_embeddings(images)
+    np.testing.assert_allclose(probs, clf.predict_proba(images), rtol=0, atol=1e-7)
+    np.testing.assert_allclose(emb, clf.embed(images), rtol=0, atol=1e-7)
+    assert emb.shape == (len(images), clf.model.num_features)
+
+
+@pytest.mark.parametrize("family", CLASSIFIER_FAMILIES)
 def test_standard_batching_does_not_change_results(family, loaded, images):
     clf = loaded(family)
     saved = clf.batch_size
@@ -449,3 +486,22 @@ def test_open_clip_pretrained_tags(tmp_path):
     offline = LoadOptions(device="cpu", cache_dir=str(tmp_path / "empty"), local_files_only=True)
     with pytest.raises(WeightsNotFoundError):  # fetched through the cache helper: no network, a clear error
         load_model(ModelSpec("classifier", "open_clip", "ViT-B-32@laion2b_s34b_b79k"), offline)
+
+
+@pytest.mark.parametrize("family", ["timm", "hf-clip"])
+def test_wrappers_one_pass_equals_the_two_calls(family, loaded, images):
+    """The benchmark's class-group view and model-diff's prompt set forward their base once, with the same
+    probabilities as their predict_proba and the base's embeddings."""
+    from nemo_desktop.core.analyses.model_diff.labels import PromptedClassifier
+    from nemo_desktop.core.benchmark.views import ClassifierView
+
+    base = loaded(family)
+    view = ClassifierView(base, "groups", ["pets", "car", "rest"], [[0, 1], [2], [3, 4, 5, 6, 7, 8, 9]])
+    probs, emb = view.predict_with_embeddings(images)
+    np.testing.assert_allclose(probs, view.predict_proba(images), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(emb, base.embed(images), rtol=0, atol=1e-7)
+    if family == "hf-clip":
+        prompted = PromptedClassifier(base, [f"a drawing of a {n}." for n in TINY_CLASSES])
+        probs, emb = prompted.predict_with_embeddings(images)
+        np.testing.assert_allclose(probs, prompted.predict_proba(images), rtol=0, atol=1e-7)
+        np.testing.assert_allclose(emb, base.embed(images), rtol=0, atol=1e-7)

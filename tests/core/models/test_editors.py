@@ -231,3 +231,20 @@ def test_qwen_image_edit_preferred_size_uses_multiples_of_32():
     editor = object.__new__(QwenImageEditEditor)
     editor.pipe = _Pipe()
     assert editor.preferred_size(500, 375) == (1184, 896)
+
+
+@pytest.mark.parametrize("family", FAST)
+def test_edit_batch_equals_one_edit_per_instruction(family, editors):
+    """Several instructions in one pipeline call: each result is what `edit` gives for it alone (same seed,
+    same starting noise), up to batched float noise."""
+    editor = editors(family)
+    instructions = ["add a hat", "make the dog a cat", "turn the background into snow"]
+    steps = []
+    batch = editor.edit_batch(_image(), instructions, seed=5, steps=2, size=(48, 32),
+                              on_step=lambda i, n: steps.append(i) or True)
+    assert len(batch) == 3 and all(im.size == (48, 32) for im in batch) and steps == [1, 2]
+    for instruction, got in zip(instructions, batch):
+        alone = np.asarray(editor.edit(_image(), instruction, seed=5, steps=2, size=(48, 32)), dtype=float)
+        assert np.abs(np.asarray(got, dtype=float) - alone).max() <= 3
+    assert np.abs(np.asarray(batch[0], float) - np.asarray(batch[1], float)).mean() > 0.5
+    assert editor.edit_batch(_image(), [], seed=5) == []

@@ -148,6 +148,13 @@ class PromptedClassifier:
     def embed(self, images) -> np.ndarray:
         return self.base.embed(images)
 
+    def predict_with_embeddings(self, images, *, class_prompts: Mapping[int, str] | None = None):
+        from ...models.outputs import predict_with_embeddings
+
+        prompts = dict(enumerate(self.prompts))
+        prompts.update(class_prompts or {})
+        return predict_with_embeddings(self.base, images, class_prompts=prompts)
+
     def preprocess(self, images):
         return self.base.preprocess(images)
 

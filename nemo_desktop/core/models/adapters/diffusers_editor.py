@@ -100,10 +100,22 @@ class DiffusersEditor:
     def edit(self, image: Image.Image, instruction: str, *, seed: int = 0, steps: int | None = None,
              guidance: float | None = None, size: tuple[int, int] | None = None,
              on_step: StepCallback | None = None) -> Image.Image:
+        return self._run(image, [instruction], seed, steps, guidance, size, on_step)[0]
+
+    def edit_batch(self, image: Image.Image, instructions: list[str], *, seed: int = 0, steps: int | None = None,
+                   guidance: float | None = None, size: tuple[int, int] | None = None,
+                   on_step: StepCallback | None = None) -> list[Image.Image]:
+        """Several instructions on one image in one pipeline call (one batch through the denoiser). Every
+        instruction gets its own generator seeded with `seed`, so it starts from the noise `edit` would use."""
+        return self._run(image, list(instructions), seed, steps, guidance, size, on_step)
+
+    def _run(self, image, instructions: list[str], seed, steps, guidance, size, on_step) -> list[Image.Image]:
         import torch
 
         if self.pipe is None:
             raise ModelError(f"{self.info.model_id} was unloaded.", hint="Load the editor again.")
+        if not instructions:
+            return []
         out_w, out_h = size or image.size
         if out_w < 1 or out_h < 1:
             raise ConfigError(f"Invalid output size {out_w}x{out_h}.", hint="Width and height must be positive.")
@@ -113,13 +125,14 @@ class DiffusersEditor:
         source = image.convert("RGB")
         if source.size != (width, height):
             source = source.resize((width, height), Image.Resampling.LANCZOS)
-        kwargs = self.call_kwargs(source, instruction, width, height, steps, guidance)
+        single = len(instructions) == 1
+        kwargs = self.call_kwargs(source, instructions[0] if single else instructions, width, height, steps, guidance)
         # A CPU generator gives the same noise for a seed on every device.
-        generator = torch.Generator(device="cpu").manual_seed(int(seed))
+        generators = [torch.Generator(device="cpu").manual_seed(int(seed)) for _ in instructions]
         with self._lock:
             try:
                 with torch.inference_mode():
-                    out = self.pipe(**kwargs, generator=generator, output_type="pil",
+                    out = self.pipe(**kwargs, generator=generators[0] if single else generators, output_type="pil",
                                     callback_on_step_end=self._step_callback(steps, on_step))
             except JobCancelled:
                 self._release_offloaded()
@@ -131,10 +144,12 @@ class DiffusersEditor:
                     raise oom from exc
                 raise
         self._check_safety(out)
-        result = out.images[0]
-        if result.size != (out_w, out_h):
-            result = result.resize((out_w, out_h), Image.Resampling.LANCZOS)
-        return result
+        results = list(out.images)
+        if len(results) != len(instructions):
+            raise ModelError(f"{self.info.model_id} returned {len(results)} images for {len(instructions)} "
+                             "instructions.")
+        return [r if r.size == (out_w, out_h) else r.resize((out_w, out_h), Image.Resampling.LANCZOS)
+                for r in results]
 
     def preferred_size(self, width: int, height: int) -> tuple[int, int]:
         """The editor's preferred working resolution for a `width` x `height` input (aspect ratio kept)."""
@@ -225,7 +240,10 @@ class QwenImageEditEditor(DiffusersEditor):
         return 40 if type(self.pipe).__name__ == "QwenImageEditPlusPipeline" else 50
 
     def call_kwargs(self, image, instruction, width, height, steps, guidance):
-        return dict(image=image, prompt=instruction, negative_prompt=self.options.get("negative_prompt", " "),
+        negative = self.options.get("negative_prompt", " ")
+        if isinstance(instruction, list):  # edit_batch: one negative prompt per instruction
+            negative = [negative] * len(instruction)
+        return dict(image=image, prompt=instruction, negative_prompt=negative,
                     width=width, height=height, num_inference_steps=steps, true_cfg_scale=guidance)
 
 
@@ -246,6 +264,8 @@ class InstructPix2PixEditor(DiffusersEditor):
         return int(self.pipe.vae_scale_factor)
 
     def call_kwargs(self, image, instruction, width, height, steps, guidance):
+        if isinstance(instruction, list):  # edit_batch: one image per prompt (a single one is deprecated)
+            image = [image] * len(instruction)
         return dict(image=image, prompt=instruction, num_inference_steps=steps, guidance_scale=guidance,
                     image_guidance_scale=float(self.options.get("image_guidance", self.default_image_guidance)))
 

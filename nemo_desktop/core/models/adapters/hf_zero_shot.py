@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from ...errors import ConfigError, ModelError, WeightsNotFoundError
 from ..device import resolve_device, resolve_dtype
+from ..fast_paths import fast_paths_for
 from ..batching import oom_guard
 from ..downloads import translate_hub_error
 from ..hub_files import cache_dir_for, commit_from_path, fetch_file, offline_requested, weights_revision
@@ -34,6 +35,7 @@ class HFZeroShotClassifier(ZeroShotClassifierBase):
                  device: str, dtype: Any, template: str, siglip: bool, **kw):
         with oom_guard(f"Loading {info.model_id}"):
             self.model = model.to(device=device, dtype=dtype).eval()
+        self.fast = fast_paths_for(None, device, dtype)  # pinned, non-blocking copies on CUDA
         self.processor = processor
         self.siglip = siglip
         self.max_text_length = int(model.config.text_config.max_position_embeddings)
@@ -44,9 +46,12 @@ class HFZeroShotClassifier(ZeroShotClassifierBase):
     def __repr__(self) -> str:
         return f"HFZeroShotClassifier({self.info.model_id!r}, classes={len(self.class_names)}, device={self.device!r})"
 
-    def _pixel_values(self, images):
-        batch = self.processor.image_processor(images=list(images), return_tensors="pt")
-        return batch["pixel_values"].to(device=self.device, dtype=self.dtype)
+    def _host_pixels(self, images):
+        return self.processor.image_processor(images=list(images), return_tensors="pt")["pixel_values"]
+
+    @property
+    def input_side(self) -> int | None:
+        return int(getattr(self.model.config.vision_config, "image_size", 0)) or None
 
     def _image_features(self, pixel_values):
         return _pooled(self.model.get_image_features(pixel_values=pixel_values))

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from ...errors import ConfigError, ModelError, WeightsNotFoundError
 from ..batching import oom_guard
 from ..device import resolve_device, resolve_dtype
+from ..fast_paths import fast_paths_for
 from ..hub_files import cache_dir_for, commit_from_path, fetch_file, fetch_first, weights_revision
 from ..protocols import ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
@@ -41,6 +42,7 @@ class OpenClipClassifier(ZeroShotClassifierBase):
                  device: str, dtype: Any, template: str | None = None, **kw):
         with oom_guard(f"Loading {info.model_id}"):
             self.model = model.to(device=device, dtype=dtype).eval()
+        self.fast = fast_paths_for(None, device, dtype)  # pinned, non-blocking copies on CUDA
         self.transform = transform
         self.tokenizer = tokenizer
         self.logit_scale = float(model.logit_scale.detach().float().exp())
@@ -52,10 +54,15 @@ class OpenClipClassifier(ZeroShotClassifierBase):
     def __repr__(self) -> str:
         return f"OpenClipClassifier({self.info.model_id!r}, classes={len(self.class_names)}, device={self.device!r})"
 
-    def _pixel_values(self, images):
+    def _host_pixels(self, images):
         import torch
 
-        return torch.stack([self.transform(im) for im in images]).to(device=self.device, dtype=self.dtype)
+        return torch.stack([self.transform(im) for im in images])
+
+    @property
+    def input_side(self) -> int | None:
+        size = getattr(getattr(self.model, "visual", None), "image_size", None)
+        return int(max(size)) if isinstance(size, (tuple, list)) else (int(size) if size else None)
 
     def _image_features(self, pixel_values):
         return self.model.encode_image(pixel_values)

@@ -11,7 +11,8 @@ Sources (`ModelSpec.source`):
 Hub models are fetched file by file into the Hugging Face cache and loaded from the snapshot folder with
 `local-dir:`, so hub and disk share one loading path. Preprocessing is the model's own data config.
 Options: batch_size (32), class_file / class_names / vocabulary, model_args (extra create_model kwargs),
-data_config (overrides for timm.data.resolve_model_data_config, e.g. {"crop_pct": 1.0}).
+data_config (overrides for timm.data.resolve_model_data_config, e.g. {"crop_pct": 1.0}),
+autocast ("off" | "bf16": bf16 autocast for float32 weights on a bf16-capable GPU; see models/fast_paths.py).
 """
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ import numpy as np
 from ...errors import ConfigError, ModelError, WeightsNotFoundError
 from ..batching import batched, l2_normalize, oom_guard
 from ..device import free_memory, resolve_device, resolve_dtype
+from ..fast_paths import fast_paths_for, host_to_device, to_memory_format
 from ..hub_files import cache_dir_for, commit_from_path, fetch_file, fetch_first, weights_revision
+from ..outputs import ClassifierOutputs
 from ..protocols import ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
 from ..vocab import load_vocabulary, read_class_file
@@ -45,15 +48,18 @@ class TimmClassifier:
     zero_shot = False
 
     def __init__(self, model: Any, class_names: Sequence[str], info: ModelInfo, *, device: str, dtype: Any,
-                 batch_size: int = 32, data_config: Mapping[str, Any] | None = None):
+                 batch_size: int = 32, data_config: Mapping[str, Any] | None = None, autocast: str = "off"):
         import timm.data
         import torch
 
         if len(class_names) != model.num_classes:
             raise ModelError(f"{info.model_id} has {model.num_classes} outputs but {len(class_names)} class names.",
                              hint="Give a class-name file with exactly one name per model output.")
+        self.fast = fast_paths_for(model, device, dtype, autocast=autocast)
         with oom_guard(f"Loading {info.model_id}"):
             self.model = model.to(device=device, dtype=dtype).eval()
+            if self.fast.channels_last:
+                self.model = self.model.to(memory_format=torch.channels_last)
         self.class_names = list(class_names)
         self.info = info
         self.device = device
@@ -71,11 +77,24 @@ class TimmClassifier:
 
     # -- Classifier protocol -------------------------------------------------------------------------------
     def preprocess(self, images: Sequence[Any]):
+        return self.to_device(self.prepare_batch(images))
+
+    def prepare_batch(self, images: Sequence[Any]):
+        """The CPU half of preprocessing (resize, crop, uint8 tensor): thread-safe, runs in loader workers."""
         import torch
 
-        tensors = [self.transform(im if im.mode == "RGB" else im.convert("RGB")) for im in images]
-        batch = torch.stack(tensors).to(device=self.device, non_blocking=True).float()
-        return batch.sub_(self._mean).div_(self._std).to(self.dtype)
+        batch = torch.stack([self.transform(im if im.mode == "RGB" else im.convert("RGB")) for im in images])
+        return batch.pin_memory() if self.fast.pin_memory else batch
+
+    def to_device(self, host_batch):
+        """The device half: copy, then /255 and Normalize once per batch, in the model's dtype and layout."""
+        batch = host_to_device(host_batch, self.device, self.fast).float()
+        return to_memory_format(batch.sub_(self._mean).div_(self._std).to(self.dtype), self.fast)
+
+    @property
+    def input_side(self) -> int:
+        """The longer side of the network's input (for JPEG draft-mode decoding)."""
+        return int(max(self.data_config["input_size"][1:]))
 
     def forward_logits(self, pixel_values):
         """Differentiable (N, C) logits; call outside torch.inference_mode to get gradients."""
@@ -91,6 +110,15 @@ class TimmClassifier:
 
     def embed(self, images: Sequence[Any]) -> np.ndarray:
         return self._collect(images, self.embed_from_pixels, self.model.num_features)
+
+    def predict_with_embeddings(self, images: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """(probabilities, unit embeddings) from one forward pass per batch."""
+        if len(images) == 0:
+            return np.zeros((0, len(self.class_names)), np.float32), np.zeros((0, self.model.num_features), np.float32)
+        with oom_guard(f"The classifier {self.info.model_id}"):
+            out = ClassifierOutputs.concat([self.outputs_from_pixels(self.preprocess(chunk))
+                                            for chunk in batched(images, self.batch_size)], len(self.class_names))
+        return out.probs, out.embeddings
 
     # -- tensor-level entry points (benchmarks, Grad-CAM helpers) ------------------------------------------
     def logits(self, images: Sequence[Any]) -> np.ndarray:
@@ -114,6 +142,20 @@ class TimmClassifier:
         with oom_guard(f"The classifier {self.info.model_id}"), torch.inference_mode():
             feats = self.model.forward_head(self.model.forward_features(pixel_values), pre_logits=True)
             return l2_normalize(feats.flatten(1)).cpu().numpy()
+
+    def outputs_from_pixels(self, pixel_values) -> ClassifierOutputs:
+        """Logits, probabilities and unit embeddings of one batch: the backbone runs once; its features go
+        through the head twice (pre-logits, then logits), because timm heads differ per architecture (pooling,
+        norms, MLP heads) and only forward_head knows both ends; the head costs well under 1% of the pass."""
+        import torch
+
+        with oom_guard(f"The classifier {self.info.model_id}"), torch.inference_mode(), \
+                self.fast.autocast(self.device):
+            features = self.model.forward_features(pixel_values)
+            pre = self.model.forward_head(features, pre_logits=True)
+            logits = self.model.forward_head(features).float()
+            return ClassifierOutputs(logits.cpu().numpy(), torch.softmax(logits, dim=-1).cpu().numpy(),
+                                     l2_normalize(pre.flatten(1)).cpu().numpy())
 
     # -- differentiable extension (competency estimation differentiates from [0, 1] pixels) -----------------
     def unit_tensor(self, images: Sequence[Any]):
@@ -168,7 +210,8 @@ def load_timm_classifier(spec: ModelSpec, options: LoadOptions) -> TimmClassifie
                             "num_classes": model.num_classes, "source": source, "weights": weights,
                             "device": device, "dtype": str(dtype).replace("torch.", "")})
     return TimmClassifier(model, names, info, device=device, dtype=dtype,
-                          batch_size=opts.get("batch_size", 32), data_config=opts.get("data_config"))
+                          batch_size=opts.get("batch_size", 32), data_config=opts.get("data_config"),
+                          autocast=opts.get("autocast", "off"))
 
 
 def _load_pretrained(source: str, revision: str | None, options: LoadOptions, model_args: dict,

@@ -1,0 +1,57 @@
+"""The GPU benchmarks' CPU modes: the same code paths at toy sizes, so they keep working between GPU runs."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_scitx_gpu_tiny_profiles_every_stage(capsys):
+    pytest.importorskip("diffusers")
+    bench = _module("scitx_gpu")
+    assert bench.main(["--tiny", "--steps", "2", "--k", "1", "--m", "2", "--references", "6", "--tokens", "4",
+                       "--edit-batch", "2", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["device"] == "cpu" and figures["tiny"] and figures["attention"]["mllm"] == "sdpa"
+    default, speed = figures["runs"]
+    assert default["settings"] == "default" and speed["settings"] == "speed" and speed["edit_batch_size"] == 2
+    for run in (default, speed):
+        assert {"classify", "retrieve", "caption", "hypothesis", "intervention", "edit", "score", "total"} <= \
+            set(run["seconds"])
+        assert run["steps"] == 2 and run["mllm_calls"] > 0 and run["edits"] == 2 and not run["errors"]
+        assert run["memory_peak_gib"] > 0 and "Editing" in run["memory_peak_gib_by_stage"]
+
+
+def test_real_size_configurations_are_the_published_ones():
+    """The numbers that make the GPU profile real-size (checked here so an edit cannot shrink them unnoticed)."""
+    bench = _module("scitx_gpu")
+    text, vision = bench.QWEN25_VL_7B["text"], bench.QWEN25_VL_7B["vision"]
+    assert (text["hidden_size"], text["num_hidden_layers"], text["vocab_size"]) == (3584, 28, 152064)
+    assert (vision["depth"], vision["hidden_size"], vision["out_hidden_size"]) == (32, 1280, 3584)
+    flux = bench.FLUX_KONTEXT_DEV
+    assert (flux["transformer"]["num_layers"], flux["transformer"]["num_single_layers"]) == (19, 38)
+    assert flux["transformer"]["num_attention_heads"] * flux["transformer"]["attention_head_dim"] == 3072
+    assert (flux["t5"]["d_model"], flux["t5"]["num_layers"]) == (4096, 24)
+    assert bench.PIX2PIX["unet"]["in_channels"] == 8 and bench.PIX2PIX["unet"]["block_out_channels"][-1] == 1280
+
+
+def test_index_throughput_runs_and_reports_every_figure(capsys):
+    bench = _module("index_throughput")
+    assert bench.main(["--arch", "test_resnet", "--images", "8", "--batch", "4", "--workers", "2", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    for key in ("raw_forward_img_per_s", "plain_model_call_img_per_s", "decode_preprocess_1_worker_img_per_s",
+                "decode_preprocess_n_workers_img_per_s", "end_to_end_index_stage_img_per_s",
+                "end_to_end_over_slower_part", "end_to_end_over_raw_forward"):
+        assert figures[key] > 0, key
+    assert figures["images"] == 8 and figures["image_size"] == [500, 375] and figures["workers"] == 2
