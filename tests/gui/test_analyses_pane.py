@@ -91,9 +91,9 @@ def _pane(qtbot, make_window, name):
     window = make_window()
     window.show()
     pane = window.show_pane("analyses")
-    qtbot.waitUntil(lambda: pane.analysis_list.count() > 0, timeout=10000)
+    qtbot.waitUntil(lambda: pane.analysis_list.count() > 0, timeout=180000)
     pane.select_analysis(name)
-    qtbot.waitUntil(lambda: pane.page is not None and pane.page.spec.name == name, timeout=10000)
+    qtbot.waitUntil(lambda: pane.page is not None and pane.page.spec.name == name, timeout=180000)
     return window, pane
 
 
@@ -147,3 +147,30 @@ def test_a_missing_folder_is_a_clear_error_and_cancel_ends_the_run(qtbot, make_w
     qtbot.waitUntil(lambda: handle.state == "cancelled", timeout=20000)
     assert pane.stage_label.text().startswith("Cancelled") and pane.run_button.isEnabled()
     assert pane.result is None
+
+
+def test_model_differences_run_from_the_page_with_the_session_models(qtbot, make_window):
+    """The real model-diff analysis from its page: two classifiers, an LLM and the digits condition source."""
+    from fixtures_tiny.digits_classifier import DigitsMLPClassifier, load_digits_arrays
+    from fixtures_tiny.model_diff_llms import DiffLLM
+    from nemo_desktop.core.models.protocols import ModelInfo
+
+    X, y = load_digits_arrays()
+    a = DigitsMLPClassifier.train(X, y, hidden=16, seed=0)
+    b = DigitsMLPClassifier.train(X[::2], y[::2], hidden=8, seed=1)
+    b.info = ModelInfo("test-double:digits-mlp-b", "test-double", b.info.revision)
+    window, pane = _pane(qtbot, make_window, "model-diff")
+    session = window.session
+    session.put("classifier", "digits-a", a)
+    session.put("classifier_b", "digits-b", b)
+    session.put("mllm", "diff-llm", DiffLLM())
+    assert not pane.data_combo.isVisibleTo(pane) and not pane.data_path.isVisibleTo(pane)  # conditions: generator
+    generator = pane._model_boxes["generator"]
+    generator.setCurrentIndex(generator.findData("digits"))
+    for name, value in {"samples_per_condition": 2, "initial_conditions": 2, "iterations": 1, "explore_size": 2,
+                        "beam_size": 1, "test_conditions": 6, "evaluator_batch": 8}.items():
+        pane.form.set_value(name, value)
+    with qtbot.waitSignal(pane.sig_result_shown, timeout=120000):
+        pane.run()
+    assert pane.result.analysis == "model-diff" and pane.result.kind == "model"
+    assert "Model A" in pane.result_view.toPlainText() or "model A" in pane.result_view.toPlainText()

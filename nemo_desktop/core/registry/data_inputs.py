@@ -18,7 +18,7 @@ DATA_PROMPTS: dict[str, tuple[str, str]] = {
     "run": ("Run", "store"),
     "index": ("Reference index", "store"),
     "dataset": ("Dataset folder (one sub-folder per class)", "folder"),
-    "conditions": ("Conditions folder", "folder"),
+    "conditions": ("", "none"),  # made by the analysis' condition source (its `generator` component)
     "image": ("Image", "file"),
     "none": ("", "none"),
 }

@@ -40,7 +40,9 @@ class Inputs:
     generator: Need = "none"
     judge: Need = "none"
     reference: Need = "none"
-    fitted: str | None = None  # the name of a `fit` analysis whose artefact is injected as `fitted`
+    # The name of a `fit` analysis whose artefact is injected as `fitted`: the artefact itself, or the store key of
+    # that analysis' stored result (the analysis loads it for its classifier).
+    fitted: str | None = None
     data: DataKind = "image"
 
     def __post_init__(self) -> None:

@@ -7,6 +7,7 @@ appears on the Analyses page with nothing written for the GUI.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,24 +48,27 @@ def page_data(session, name: str, ctx: JobContext) -> PageData:
         kind = ROLE_CATALOG_KIND.get(role)
         if kind is not None:
             models[role] = [e.id for e in list_catalog(kind)]
+    if "generator" in spec.inputs.used():  # a condition source: the built-in ones, or a catalog text-to-image model
+        models["generator"] = ["digits", "digits-ink"] + [f"t2i:{e.id}" for e in list_catalog("generator")]
     fitted: list[tuple[str, str]] = []
-    if spec.inputs.fitted:
-        for r in store.find(analysis=spec.inputs.fitted, limit=200):
-            fitted.append((r.key, f"{r.key[:12]} ({r.kind})"))
+    if spec.inputs.fitted:  # the fit analysis' stored results (kept under its name as the store kind)
+        seen = set()
+        for r in store.find(kind=spec.inputs.fitted, limit=200) + store.find(analysis=spec.inputs.fitted, limit=200):
+            if r.key not in seen:
+                seen.add(r.key)
+                fitted.append((r.key, f"{r.key[:12]} ({datetime.fromtimestamp(r.created_at):%Y-%m-%d %H:%M})"))
     loaded = session.loaded()
     current = {k: loaded.get(k) or session.default_ref(k) or "" for k in SESSION_KINDS}
     return PageData(spec, data_choices(spec, store), models, fitted, current)
 
 
-def _load_fitted(store, spec, key: str) -> Any:
-    from nemo_desktop.core.errors import ConfigError
-    from nemo_desktop.core.registry import get_analysis
+def _condition_source(session, ref: str, ctx: JobContext) -> Any:
+    """The `generator` role is a condition source (model differences): 'digits', 'dataset:CSV' or 't2i:ID[@FILE]',
+    the last loaded from the catalog's generators with the session's device settings."""
+    from nemo_desktop.core.analyses.model_diff.sources import open_condition_source
 
-    stored = store.get(key)
-    if stored is None:
-        raise ConfigError("That fitted estimator is no longer in the results store.", hint="Fit it again.")
-    result_type = get_analysis(spec.inputs.fitted).result
-    return result_type.from_dict(stored.payload) if result_type is not None else stored.payload
+    return open_condition_source(ref, lambda model: session.load("generator", model, ctx,
+                                                                 catalog_kind="generator").model)
 
 
 def run_page_analysis(session, name: str, values: dict, chosen: dict[str, str], data: str | None,
@@ -90,14 +94,18 @@ def run_page_analysis(session, name: str, values: dict, chosen: dict[str, str], 
                 setattr(components, role, session.load(role, ref, models).model)
             elif need == "required" or (need == "interventions" and not components.zero_shot):
                 setattr(components, role, session.ensure(role, models))
+        elif role == "generator" and ref:
+            components.generator = _condition_source(session, ref, models)
         elif ref:
             setattr(components, role, session.load(role, ref, models, catalog_kind=ROLE_CATALOG_KIND[role]).model)
+        elif session.get(role) is not None:  # loaded for this role before (or put there by a script)
+            setattr(components, role, session.get(role))
     for role, (ref, kind) in wanted_components(spec, config, components).items():
         setattr(components, role, session.load(role, ref, models, catalog_kind=kind).model)
     if spec.inputs.need("reference") != "none" and chosen.get("reference"):
         components.reference = session.reference_index(chosen["reference"], components.classifier)
     if spec.inputs.fitted and chosen.get("fitted"):
-        components.fitted = _load_fitted(store, spec, chosen["fitted"])
+        components.fitted = chosen["fitted"]  # the stored key: the analysis loads its fit for its classifier
     analysis = build_analysis(spec, components, config)
     return analysis(*args, ctx.sub(spec.name, 0.1, 1.0))
 
