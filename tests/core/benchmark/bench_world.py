@@ -427,3 +427,19 @@ def base_config(data: dict, **over) -> dict:
     }
     cfg.update(over)
     return cfg
+
+
+def register_doubles() -> None:
+    """In a worker process (a Ray actor): the model doubles as family 'test-double' and FixedExplainer as
+    method 'fixed', as the `registered` and `fixed_method` fixtures do in the test process."""
+    from nemo_desktop.core.models import registry as models
+    from nemo_desktop.core.registry import AnalysisSpec, Inputs, list_analyses
+    from nemo_desktop.core.registry import registry
+
+    models._ensure_builtin_families()
+    for (kind, family), loader in families().items():
+        models.register_family(kind, family)(loader)
+    list_analyses()
+    registry._SPECS["fixed"] = AnalysisSpec("fixed", "sample", "test", FixedExplainer, FixedConfig,
+                                            inputs=Inputs(mllm="optional", editor="optional"),
+                                            description="test double")
