@@ -22,6 +22,9 @@ impossible). A worker that dies mid-run (node lost, OOM-killed) is replaced by a
 shard store, up to `max_restarts` times per shard; the item that was in flight is finished from the units
 its method had stored.
 
+Plug-ins (model families or methods registered at run time) must be registered in the workers too: start
+Ray with `runtime_env={"worker_process_setup_hook": "my_module.register"}` (ray.init, or a job's runtime env).
+
 Cluster: workers must see the run's store folder at the same path (one machine, or a shared filesystem such
 as NFS on every node): the driver writes a token into plan.json and every worker checks it, so a worker on
 a node without the shared folder fails with a clear error instead of writing results nobody merges.
@@ -35,7 +38,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ConfigError, JobCancelled
 from ..jobs import JobContext, null_context
@@ -68,9 +71,7 @@ def import_ray():
 class ShardWorker:
     """One shard of the run in one Ray actor (threaded: `progress` and `cancel` answer while `run` works)."""
 
-    def __init__(self, setup: Callable[[], None] | None = None) -> None:
-        if setup is not None:  # e.g. registering plug-in model families or methods in the worker process
-            setup()
+    def __init__(self) -> None:
         from ..jobs import CancelToken
 
         self.token = CancelToken()
@@ -126,7 +127,7 @@ class ShardState:
 class RayBenchmark:
     def __init__(self, config: BenchConfig, store: Any, *, address: str | None = None, workers: int | None = None,
                  ctx: JobContext | None = None, retry_failed: bool = False, run_id: str | None = None,
-                 worker_setup: Callable[[], None] | None = None, max_restarts: int = 2, poll_s: float = 0.5,
+                 max_restarts: int = 2, poll_s: float = 0.5,
                  cancel_grace_s: float = 30.0, init_options: dict[str, Any] | None = None) -> None:
         if workers is not None and workers < 1:
             raise ConfigError(f"--ray-workers must be at least 1, not {workers}.")
@@ -134,7 +135,6 @@ class RayBenchmark:
         self.ctx = ctx or null_context()
         self.retry_failed = retry_failed
         self.run_id = run_id or config.run_id
-        self.worker_setup = worker_setup
         self.max_restarts, self.poll_s, self.cancel_grace_s = max_restarts, poll_s, cancel_grace_s
         self.init_options = dict(init_options or {})
         self.shards: list[ShardState] = []
@@ -190,7 +190,7 @@ class RayBenchmark:
 
     def _start(self, ray: Any, actor_cls: Any, st: ShardState, token: str) -> None:
         st.attempts += 1
-        st.actor = actor_cls.remote(self.worker_setup)
+        st.actor = actor_cls.remote()
         st.pid = None
         st.ref = st.actor.run.remote(self.config, str(self.folder), token, (st.shard.index, st.shard.count),
                                      self.run_id, self.retry_failed)
@@ -302,6 +302,8 @@ class RayBenchmark:
         summary = RunSummary(self.run_id, f"ray:{len(self.shards)}")
         for st in self.shards:
             s = st.summary or {}
+            if st.summary is None and st.progress and st.progress[0] == PROGRESS_STAGE:
+                s = {"total": st.progress[2] or 0}  # a failed shard still counts its items (as not done)
             summary.total += int(s.get("total", 0))
             summary.finished_before += int(s.get("finished_before", 0))
             summary.computed += int(s.get("computed", 0))

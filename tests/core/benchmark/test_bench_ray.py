@@ -16,7 +16,6 @@ import pytest
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 import ray  # noqa: E402 - the test extra installs it: nothing here is skipped for lack of Ray
 
-import bench_world  # noqa: E402
 from bench_world import base_config
 from nemo_desktop.core.benchmark.config import parse_config
 from nemo_desktop.core.benchmark.ray_backend import PLAN_FILE, RayBenchmark, shard_store_dir, shards_folder
@@ -37,8 +36,9 @@ def cluster():
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     paths = [str(HERE), str(HERE.parents[2]), os.environ.get("PYTHONPATH", "")]
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in paths if p),
-                                       "HF_HUB_OFFLINE": "1"}})
+             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in paths if p), "HF_HUB_OFFLINE": "1"},
+                          # the doubles as model family 'test-double' and method 'fixed' in every worker
+                          "worker_process_setup_hook": "bench_world.register_doubles"})
     yield
     ray.shutdown()
 
@@ -72,7 +72,7 @@ def results(store, run_id):
 
 
 def ray_run(cfg, store, **kw):
-    return RayBenchmark(parse_config(cfg), store, worker_setup=bench_world.register_doubles, poll_s=0.2, **kw)
+    return RayBenchmark(parse_config(cfg), store, poll_s=0.2, **kw)
 
 
 def test_a_ray_run_equals_the_single_process_run(cluster, bench_data, tmp_path, registered, fixed_method):
@@ -161,3 +161,18 @@ def test_cancel_stops_the_workers_keeps_their_items_and_resumes(cluster, bench_d
     assert again.finished_before >= len(kept) and again.computed == 12 - again.finished_before
     assert again.statuses == {DONE: 12}
     store.close()
+
+
+def test_the_command_line_runs_on_ray(cluster, bench_data, tmp_path, registered, fixed_method, capsys):
+    from nemo_desktop.cli.main import main
+
+    cfg = tmp_path / "bench.json"
+    cfg.write_text(json.dumps(config(bench_data)))
+    assert main(["bench", "run", str(cfg), "--ray", "--shard", "1/2", "--store", str(tmp_path / "s")]) == 2
+    assert "--ray and --shard" in capsys.readouterr().err
+    assert main(["bench", "run", str(cfg), "--ray-workers", "2", "--store", str(tmp_path / "s")]) == 2
+    out = tmp_path / "summary.json"
+    assert main(["bench", "run", str(cfg), "--ray", "--ray-workers", "2", "--store", str(tmp_path / "s"),
+                 "--json", str(out)]) == 0
+    summary = json.loads(out.read_text())
+    assert summary["shard"] == "ray:2" and summary["statuses"] == {DONE: 12} and summary["complete"]
