@@ -350,6 +350,7 @@ class FixedConfig:
     fail_on: str = ""  # a sample path containing this -> a NemoError (a final failure)
     flaky_on: str = ""  # a sample path containing this -> RuntimeError while `flaky_marker` does not exist
     flaky_marker: str = ""
+    delay: float = 0.0  # seconds per sample, standing in for a model's time (sleeps: no CPU)
 
 
 class FixedExplainer:
@@ -375,6 +376,8 @@ class FixedExplainer:
 
         self.calls += 1
         c, path = self.config, str(image)
+        if c.delay:
+            time.sleep(c.delay)
         if c.fail_on and c.fail_on in path:
             raise NemoError("The classifier predicts the true class for this image.")
         if c.flaky_on and c.flaky_on in path and not os.path.exists(c.flaky_marker):

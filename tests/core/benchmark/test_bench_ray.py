@@ -49,13 +49,13 @@ def open_store(path):
     return ResultsStore.open(db_path=path / "results.sqlite", artifacts_dir=path / "artifacts")
 
 
-def config(bench_data, judge_delay: float = 0.0) -> dict:
-    judge = {"family": "test-double", "source": "judge-gpt-fenced", "options": {"delay": judge_delay}}
+def config(bench_data, delay: float = 0.0) -> dict:
+    """12 items (2 datasets x 3 samples x 2 method rows); the method double sleeps `delay` s per item."""
     return base_config(bench_data, samples_per_dataset=3, datasets=base_config(bench_data)["datasets"][:2],
                        classifiers={"ViT": "test-double:coded-imagenet"},
-                       methods=[{"label": "Fixed", "method": "fixed"},
-                                {"label": "Fixed+V", "method": "fixed", "options": {"validate": True}}],
-                       judges={"GPT": judge, "Claude": "test-double:judge-claude-fraction"})
+                       methods=[{"label": "Fixed", "method": "fixed", "options": {"delay": delay}},
+                                {"label": "Fixed+V", "method": "fixed", "options": {"validate": True, "delay": delay}}],
+                       judges={"GPT": "test-double:judge-gpt-fenced", "Claude": "test-double:judge-claude-fraction"})
 
 
 def items(store, run_id):
@@ -102,7 +102,7 @@ def test_a_ray_run_equals_the_single_process_run(cluster, bench_data, tmp_path, 
 
 
 def test_a_killed_worker_is_replaced_and_its_shard_resumes(cluster, bench_data, tmp_path, registered, fixed_method):
-    cfg = config(bench_data, judge_delay=0.5)
+    cfg = config(bench_data, delay=0.5)
     run_id = parse_config(cfg).run_id
     store = open_store(tmp_path / "ray")
     backend = ray_run(cfg, store, workers=2)
@@ -138,7 +138,7 @@ def test_a_killed_worker_is_replaced_and_its_shard_resumes(cluster, bench_data, 
 
 def test_cancel_stops_the_workers_keeps_their_items_and_resumes(cluster, bench_data, tmp_path, registered,
                                                                 fixed_method):
-    cfg = config(bench_data, judge_delay=0.3)
+    cfg = config(bench_data, delay=0.3)
     run_id = parse_config(cfg).run_id
     store = open_store(tmp_path / "ray")
     token = CancelToken()
