@@ -40,8 +40,8 @@ def main() -> None:
     counts = [int(x) for x in args.workers.split(",")]
 
     import ray
-
     from bench_world import make_imagenet_r, make_imagenet_val, register_doubles
+
     from nemo_desktop.core.benchmark.config import parse_config
     from nemo_desktop.core.benchmark.ray_backend import RayBenchmark
     from nemo_desktop.core.benchmark.records import DONE

@@ -226,7 +226,7 @@ class RayBenchmark:
         try:
             ray.kill(st.actor)
         except Exception:  # noqa: BLE001 - it is gone already
-            pass
+            log.debug("shard %s: the dead worker could not be killed", st.shard, exc_info=True)
         self._start(ray, actor_cls, st, token)
 
     def _poll_progress(self, ray: Any) -> None:
@@ -271,8 +271,8 @@ class RayBenchmark:
         for st in live:
             try:
                 st.actor.cancel.remote()
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception:  # noqa: BLE001 - a dead worker: the wait below finds it out
+                log.debug("shard %s: could not ask its worker to cancel", st.shard, exc_info=True)
         refs = {st.ref: st for st in live}
         ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=self.cancel_grace_s) if refs else ([], [])
         for ref in ready:

@@ -94,8 +94,11 @@ def test_without_a_limit_the_batch_concurrency_reaches_the_server(server):
 def test_limit_holds_across_threads_and_adapter_instances(server):
     a, b = adapter(server.url, concurrency=4, max_in_flight=2), adapter(server.url, concurrency=4, max_in_flight=2)
     out: dict[str, list[str]] = {}
-    threads = [threading.Thread(target=lambda m=m, k=k: out.__setitem__(k, m.chat_batch(conversations(6), max_new_tokens=8)))
-               for k, m in (("a", a), ("b", b))]
+
+    def batch(key, mllm):
+        out[key] = mllm.chat_batch(conversations(6), max_new_tokens=8)
+
+    threads = [threading.Thread(target=batch, args=(k, m)) for k, m in (("a", a), ("b", b))]
     for t in threads:
         t.start()
     for t in threads:
@@ -136,9 +139,8 @@ def test_a_cancelled_job_stops_waiting_for_a_slot(tmp_path):
     with limiter.slot():
         threading.Timer(0.2, token.cancel).start()
         t0 = time.monotonic()
-        with pytest.raises(JobCancelled), cancel_scope(token):
-            with limiter.slot():
-                pass
+        with pytest.raises(JobCancelled), cancel_scope(token), limiter.slot():
+            pass
         assert time.monotonic() - t0 < 5
     with limiter.slot() as number:  # the slot the first holder released is free again
         assert number == 0

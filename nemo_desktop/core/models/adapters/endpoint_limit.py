@@ -14,9 +14,9 @@ import hashlib
 import random
 import tempfile
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from filelock import FileLock, Timeout
 
