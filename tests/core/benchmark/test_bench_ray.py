@@ -35,6 +35,7 @@ def cluster():
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "180")
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     paths = [str(HERE), str(HERE.parents[2]), os.environ.get("PYTHONPATH", "")]
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)  # also for the driver killed below
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
              runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in paths if p), "HF_HUB_OFFLINE": "1"},
                           # the doubles as model family 'test-double' and method 'fixed' in every worker
@@ -176,3 +177,55 @@ def test_the_command_line_runs_on_ray(cluster, bench_data, tmp_path, registered,
                  "--json", str(out)]) == 0
     summary = json.loads(out.read_text())
     assert summary["shard"] == "ray:2" and summary["statuses"] == {DONE: 12} and summary["complete"]
+
+
+def test_a_killed_driver_resumes_with_nothing_lost_or_repeated(cluster, bench_data, tmp_path, registered,
+                                                               fixed_method):
+    """`nemo bench run --ray` in a child process joined to this cluster, killed with SIGKILL mid-run (its
+    actors die with its job); the same command again finishes the rest from the shard stores."""
+    import subprocess
+    import sys
+    import time
+
+    cfg = config(bench_data, delay=0.5)
+    run_id = parse_config(cfg).run_id
+    cfg_path = tmp_path / "bench.json"
+    cfg_path.write_text(json.dumps(cfg))
+    store_dir = tmp_path / "s"
+    env = {**os.environ, "NEMO_TEST_RAY_ADDRESS": ray.get_runtime_context().gcs_address,
+           "NEMO_HOME": str(tmp_path / "home")}
+    command = [sys.executable, str(HERE / "bench_child.py"), "bench", "run", str(cfg_path), "--ray",
+               "--ray-workers", "2", "--store", str(store_dir)]
+
+    def done_in_shards() -> set[str]:
+        out: set[str] = set()
+        for i in (0, 1):
+            where = shard_store_dir(store_dir, run_id, Shard(i, 2))
+            if (where / "results.sqlite").is_file():
+                part = open_store(where)
+                out |= {iid for iid, (status, _) in items(part, run_id).items() if status == DONE}
+                part.close()
+        return out
+
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 240
+    before: set[str] = set()
+    while time.monotonic() < deadline and proc.poll() is None and len(before) < 2:
+        time.sleep(0.2)
+        before = done_in_shards()
+    assert proc.poll() is None, f"the run ended before it could be killed: {proc.communicate()}"
+    proc.kill()
+    proc.wait(timeout=30)
+    time.sleep(1.0)  # Ray stops the dead driver's actors
+    before = done_in_shards()
+    assert 2 <= len(before) < 12
+
+    out = tmp_path / "again.json"
+    again = subprocess.run([*command, "--json", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    summary = json.loads(out.read_text())
+    assert summary["finished_before"] >= len(before) and summary["computed"] == 12 - summary["finished_before"]
+    assert summary["statuses"] == {DONE: 12}
+    store = open_store(store_dir)
+    assert store.get_run(run_id)["status"] == "complete"
+    store.close()
