@@ -229,3 +229,14 @@ def test_a_killed_driver_resumes_with_nothing_lost_or_repeated(cluster, bench_da
     store = open_store(store_dir)
     assert store.get_run(run_id)["status"] == "complete"
     store.close()
+
+
+def test_without_ray_installed_the_error_says_how_to_get_it(monkeypatch, bench_data, store):
+    from nemo_desktop.core.errors import ConfigError
+
+    monkeypatch.setitem(__import__("sys").modules, "ray", None)  # what `import ray` meets when it is absent
+    with pytest.raises(ConfigError, match="needs Ray") as err:
+        RayBenchmark(parse_config(config(bench_data)), store).run()
+    assert "nemo-desktop[ray]" in err.value.hint
+    with pytest.raises(ConfigError, match="at least 1"):
+        RayBenchmark(parse_config(config(bench_data)), store, workers=0)
