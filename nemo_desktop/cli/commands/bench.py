@@ -1,6 +1,7 @@
 """`nemo bench`: the NEMO benchmark (paper §4.1): run a configuration, merge shard stores, print the tables.
 
     nemo bench run CONFIG [--shard i/n] [--store DIR]    resumable: re-run the same command after a crash
+    nemo bench run CONFIG --ray [ADDRESS] [--ray-workers N]  the shards on a Ray cluster (extra: ray)
     nemo bench merge STORE... [--into DIR] [--run RUN]   combine the stores of the shards of a run
     nemo bench table RUN [--format md|csv|json | --json] [--table 1 2 ... | timings] [--store DIR] [-o FILE]
 """
@@ -27,6 +28,13 @@ def register(subparsers) -> None:
                                    "crash or kill, the same command finishes the rest.")
     r.add_argument("config", metavar="CONFIG", help="benchmark configuration (.toml or .json)")
     r.add_argument("--shard", metavar="i/n", help="run only shard i of n (1-based), e.g. one per GPU or machine")
+    r.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                   help="run the shards as Ray actors, one GPU each (pip install 'nemo-desktop[ray]'); ADDRESS: a "
+                        "cluster (e.g. ray://head:10001 or head:6379); none: RAY_ADDRESS, a local `ray start "
+                        "--head`, or a new local cluster")
+    r.add_argument("--ray-workers", type=int, metavar="N",
+                   help="with --ray: shards of the run (default: the cluster's GPUs, else its CPUs); a resumed run "
+                        "keeps its first count")
     r.add_argument("--store", metavar="DIR", help="results store folder or .sqlite file (default: the user's store)")
     r.add_argument("--run-id", metavar="ID", help="run id (default: <name>-<hash of the config>)")
     r.add_argument("--retry-failed", action="store_true", help="also retry samples recorded as failed")
@@ -114,7 +122,7 @@ def run_bench(args) -> int:
     from ...core.benchmark.config import load_config
     from ...core.benchmark.runner import BenchmarkRunner
     from ...core.benchmark.work_units import Shard
-    from ...core.errors import JobCancelled
+    from ...core.errors import ConfigError, JobCancelled
     from ..output import cancelled, emit
     from ..progress import cancellable_job
 
@@ -122,11 +130,23 @@ def run_bench(args) -> int:
     if args.device:
         config.device = args.device
     shard = Shard.parse(args.shard)
+    use_ray = getattr(args, "ray", None) is not None
+    if use_ray and args.shard:
+        raise ConfigError("--ray and --shard cannot be combined: with --ray the run is cut into shards itself.",
+                          hint="Give --ray-workers N for the number of shards.")
+    if getattr(args, "ray_workers", None) is not None and not use_ray:
+        raise ConfigError("--ray-workers needs --ray.")
     store = open_store(args.store)
     try:
         with cancellable_job(_RunProgress()) as ctx:
-            runner = BenchmarkRunner(config, store, shard=shard, ctx=ctx, retry_failed=args.retry_failed,
-                                     run_id=args.run_id)
+            if use_ray:
+                from ...core.benchmark.ray_backend import RayBenchmark  # only with --ray: Ray is an optional extra
+
+                runner = RayBenchmark(config, store, address=args.ray or None, workers=args.ray_workers, ctx=ctx,
+                                      retry_failed=args.retry_failed, run_id=args.run_id)
+            else:
+                runner = BenchmarkRunner(config, store, shard=shard, ctx=ctx, retry_failed=args.retry_failed,
+                                         run_id=args.run_id)
             summary = runner.run()
     except JobCancelled:
         return cancelled(args, f"Cancelled. Finished samples are stored; run the same command to resume run "

@@ -2,6 +2,7 @@
 test doubles as the model family 'test-double', then runs the real `nemo` command line with its arguments."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -15,5 +16,12 @@ from nemo_desktop.core.models import registry  # noqa: E402
 registry._ensure_builtin_families()
 for (kind, family), loader in families().items():
     registry.register_family(kind, family)(loader)
+
+if os.environ.get("NEMO_TEST_RAY_ADDRESS"):  # join the test's Ray cluster, the doubles registered in its workers
+    import ray
+
+    ray.init(address=os.environ["NEMO_TEST_RAY_ADDRESS"], log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "HF_HUB_OFFLINE": "1"},
+                          "worker_process_setup_hook": "bench_world.register_doubles"})
 
 sys.exit(main(sys.argv[1:]))

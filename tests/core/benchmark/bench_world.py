@@ -350,6 +350,7 @@ class FixedConfig:
     fail_on: str = ""  # a sample path containing this -> a NemoError (a final failure)
     flaky_on: str = ""  # a sample path containing this -> RuntimeError while `flaky_marker` does not exist
     flaky_marker: str = ""
+    delay: float = 0.0  # seconds per sample, standing in for a model's time (sleeps: no CPU)
 
 
 class FixedExplainer:
@@ -375,6 +376,8 @@ class FixedExplainer:
 
         self.calls += 1
         c, path = self.config, str(image)
+        if c.delay:
+            time.sleep(c.delay)
         if c.fail_on and c.fail_on in path:
             raise NemoError("The classifier predicts the true class for this image.")
         if c.flaky_on and c.flaky_on in path and not os.path.exists(c.flaky_marker):
@@ -427,3 +430,19 @@ def base_config(data: dict, **over) -> dict:
     }
     cfg.update(over)
     return cfg
+
+
+def register_doubles() -> None:
+    """In a worker process (a Ray actor): the model doubles as family 'test-double' and FixedExplainer as
+    method 'fixed', as the `registered` and `fixed_method` fixtures do in the test process."""
+    from nemo_desktop.core.models import registry as models
+    from nemo_desktop.core.registry import AnalysisSpec, Inputs, list_analyses
+    from nemo_desktop.core.registry import registry
+
+    models._ensure_builtin_families()
+    for (kind, family), loader in families().items():
+        models.register_family(kind, family)(loader)
+    list_analyses()
+    registry._SPECS["fixed"] = AnalysisSpec("fixed", "sample", "test", FixedExplainer, FixedConfig,
+                                            inputs=Inputs(mllm="optional", editor="optional"),
+                                            description="test double")

@@ -7,7 +7,9 @@ hosted APIs), using only the standard library's HTTP client.
 `source` is the API base URL including its version path (as OpenAI clients expect); a bare host gets
 "/v1". Options: model (default: the only model the server lists), api_key (a reference, see
 core/secrets.py), timeout (s, per request), max_retries, backoff_base (s), max_retry_after (s),
-concurrency (parallel requests in chat_batch), image_format ("JPEG" at quality 95 by default: several
+concurrency (parallel requests in chat_batch), max_in_flight (requests this machine sends to the base URL
+at once, shared by every thread and process: several workers on one vLLM server; see endpoint_limit.py),
+image_format ("JPEG" at quality 95 by default: several
 times smaller and faster to encode than PNG, see benchmarks/image_decode.py; "PNG" for lossless),
 max_image_side (px, default 2048),
 max_new_tokens (default when a call passes None), extra_body (dict merged into every request).
@@ -43,6 +45,7 @@ from ...jobs import cancel_scope, current_cancel_token
 from ...secrets import describe_secret_ref, redact, resolve_secret
 from ..protocols import ChatMessage, ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
+from .endpoint_limit import EndpointLimiter
 from .http_deadline import fetch
 from ..sampling import resolve_sampling
 from .openai_request import DROPPABLE, RequestOptions, RequestShaper
@@ -78,7 +81,7 @@ class OpenAICompatibleMLLM:
                  max_retry_after: float = 120.0, concurrency: int = 4, image_format: str = "JPEG",
                  max_image_side: int | None = 2048, max_new_tokens: int = 512,
                  extra_body: dict | None = None, model_id: str | None = None,
-                 request: RequestOptions | None = None):
+                 request: RequestOptions | None = None, max_in_flight: int | None = None):
         self.base_url = normalize_base_url(base_url)
         self.api_key_ref = api_key_ref
         self._api_key = resolve_secret(api_key_ref)  # kept private; never formatted into any text
@@ -91,6 +94,7 @@ class OpenAICompatibleMLLM:
         self.max_image_side = max_image_side
         self.default_max_new_tokens = int(max_new_tokens)
         self.extra_body = dict(extra_body or {})
+        self.limiter = EndpointLimiter(self.base_url, max_in_flight) if max_in_flight is not None else None
         self.model = model or self._only_served_model()
         self.last_usage: dict[str, Any] = {}
         self.request_options = request or RequestOptions()
@@ -205,7 +209,11 @@ class OpenAICompatibleMLLM:
         for attempt in range(attempts):
             log.debug("%s %s (attempt %d of %d, %d bytes)", method, url, attempt + 1, attempts, len(data or b""))
             try:
-                return self._send(urllib.request.Request(url, data=data, headers=headers, method=method), path)
+                request = urllib.request.Request(url, data=data, headers=headers, method=method)
+                if self.limiter is None:
+                    return self._send(request, path)
+                with self.limiter.slot():  # held on the wire only, not while waiting to retry
+                    return self._send(request, path)
             except _Retryable as exc:
                 if attempt + 1 >= attempts:
                     raise self._gave_up(exc, attempts) from None
@@ -394,7 +402,7 @@ def load_openai_compatible(spec: ModelSpec, options: LoadOptions) -> OpenAICompa
     opts = dict(spec.options)
     request_keys = set(RequestOptions.__dataclass_fields__)
     known = {"model", "api_key", "timeout", "max_retries", "backoff_base", "max_retry_after", "concurrency",
-             "image_format", "max_image_side", "max_new_tokens", "extra_body"} | request_keys
+             "max_in_flight", "image_format", "max_image_side", "max_new_tokens", "extra_body"} | request_keys
     unknown = sorted(set(opts) - known)
     if unknown:
         raise ConfigError(f"Unknown option(s) for an OpenAI-compatible endpoint: {', '.join(unknown)}.",

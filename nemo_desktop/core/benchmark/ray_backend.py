@@ -1,0 +1,327 @@
+"""`nemo bench run CONFIG --ray [ADDRESS]`: the run's shards as Ray actors, merged into the run's store.
+
+    summary = RayBenchmark(config, store, address="ray://head:10001", ctx=ctx).run()
+
+The run is cut into n shards (`--shard i/n` semantics, work_units.Shard): n = the `workers` asked for, else
+the cluster's GPUs, else its CPUs. Each shard is one Ray actor (one GPU each when the cluster has GPUs, so
+Ray sets its CUDA_VISIBLE_DEVICES; one CPU otherwise) that loads its model set once (ModelPool) and runs
+the ordinary BenchmarkRunner into its own shard store, `<store>/bench/ray-shards/<run id>/shard-i-of-n/`.
+When every shard has returned, the shard stores are merged into the run's store with `nemo bench merge`'s
+merge_stores (also after a cancel, so finished items are never only in a shard store).
+
+Progress: the driver polls each actor (threaded actors answer while they run) and reports the sum of the
+shards' items done, with the rate and ETA of the computed items. Cancel (Ctrl-C, or the job's cancel token):
+every actor's cancel token is set, so its runner stops between items and records its status; actors that
+do not return within `cancel_grace_s` are killed. Nothing finished is lost either way: items are written
+one by one, atomically, into the shard stores.
+
+Resume: the shard count is written to `plan.json` beside the shard stores on the first launch and reused by
+every later launch of the same run, so a re-run after a killed driver finds each shard's finished items in
+its own store and computes only the rest (the per-item keys make a second computation of a finished item
+impossible). A worker that dies mid-run (node lost, OOM-killed) is replaced by a new actor on the same
+shard store, up to `max_restarts` times per shard; the item that was in flight is finished from the units
+its method had stored.
+
+Plug-ins (model families or methods registered at run time) must be registered in the workers too: start
+Ray with `runtime_env={"worker_process_setup_hook": "my_module.register"}` (ray.init, or a job's runtime env).
+
+Cluster: workers must see the run's store folder at the same path (one machine, or a shared filesystem such
+as NFS on every node): the driver writes a token into plan.json and every worker checks it, so a worker on
+a node without the shared folder fails with a clear error instead of writing results nobody merges.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, JobCancelled
+from ..jobs import JobContext, null_context
+from .config import BenchConfig
+from .merge import merge_stores
+from .runner import PROGRESS_STAGE
+from .work_units import RunSummary, Shard, _duration
+
+log = logging.getLogger(__name__)
+PLAN_FILE = "plan.json"
+
+
+def shards_folder(store_dir: str | os.PathLike, run_id: str) -> Path:
+    return Path(store_dir) / "bench" / "ray-shards" / run_id
+
+
+def shard_store_dir(store_dir: str | os.PathLike, run_id: str, shard: Shard) -> Path:
+    return shards_folder(store_dir, run_id) / f"shard-{shard.index + 1}-of-{shard.count}"
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("`--ray` needs Ray, which is not installed.",
+                          hint='Install the extra: pip install "nemo-desktop[ray]" (or pip install ray).') from None
+    return ray
+
+
+class ShardWorker:
+    """One shard of the run in one Ray actor (threaded: `progress` and `cancel` answer while `run` works)."""
+
+    def __init__(self) -> None:
+        from ..jobs import CancelToken
+
+        self.token = CancelToken()
+        self.last: tuple[str, int, int | None, str] | None = None
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def progress(self) -> tuple[str, int, int | None, str] | None:
+        return self.last
+
+    def cancel(self) -> None:
+        self.token.cancel()
+
+    def run(self, config: BenchConfig, folder: str, plan_token: str, shard: tuple[int, int], run_id: str,
+            retry_failed: bool) -> dict[str, Any]:
+        from ..store import ResultsStore
+        from .runner import BenchmarkRunner
+
+        plan = Path(folder) / PLAN_FILE
+        if not plan.is_file() or json.loads(plan.read_text(encoding="utf-8")).get("token") != plan_token:
+            raise ConfigError(f"This Ray worker does not see the run's store folder {folder}.",
+                              hint="Put the results store on a filesystem every node mounts at the same path "
+                                   "(e.g. NFS), or run on one machine.")
+        where = shard_store_dir(Path(folder).parents[2], run_id, Shard(*shard))
+        store = ResultsStore.open(db_path=where / "results.sqlite", artifacts_dir=where / "artifacts")
+        ctx = JobContext(lambda p: setattr(self, "last", (p.stage, p.done, p.total, p.message)), cancel=self.token)
+        try:
+            runner = BenchmarkRunner(config, store, shard=Shard(*shard), ctx=ctx, retry_failed=retry_failed,
+                                     run_id=run_id)
+            try:
+                summary = runner.run()
+            except JobCancelled:
+                summary = runner.summary
+            return summary.to_dict()
+        finally:
+            store.close()
+
+
+@dataclass
+class ShardState:
+    shard: Shard
+    actor: Any = None
+    ref: Any = None
+    pid: int | None = None
+    attempts: int = 0
+    summary: dict[str, Any] | None = None
+    error: str | None = None
+    progress: tuple[str, int, int | None, str] | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+
+class RayBenchmark:
+    def __init__(self, config: BenchConfig, store: Any, *, address: str | None = None, workers: int | None = None,
+                 ctx: JobContext | None = None, retry_failed: bool = False, run_id: str | None = None,
+                 max_restarts: int = 2, poll_s: float = 0.5,
+                 cancel_grace_s: float = 30.0, init_options: dict[str, Any] | None = None) -> None:
+        if workers is not None and workers < 1:
+            raise ConfigError(f"--ray-workers must be at least 1, not {workers}.")
+        self.config, self.store, self.address, self.workers = config, store, address, workers
+        self.ctx = ctx or null_context()
+        self.retry_failed = retry_failed
+        self.run_id = run_id or config.run_id
+        self.max_restarts, self.poll_s, self.cancel_grace_s = max_restarts, poll_s, cancel_grace_s
+        self.init_options = dict(init_options or {})
+        self.shards: list[ShardState] = []
+        self.folder = shards_folder(store.store_dir, self.run_id)
+
+    # ------------------------------------------------------------------------------------------- run
+    def run(self) -> RunSummary:
+        ray = import_ray()
+        t0 = time.perf_counter()
+        if not ray.is_initialized():
+            self.ctx.progress("Connecting to Ray", 0, None, self.address or "local")
+            ray.init(address=self.address, **self.init_options)
+        resources = ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0))
+        count, token = self._plan(gpus or int(resources.get("CPU", 1)) or 1)
+        actor_cls = ray.remote(max_concurrency=3, **({"num_gpus": 1} if gpus else {"num_cpus": 1}))(ShardWorker)
+        self.shards = [ShardState(Shard(i, count)) for i in range(count)]
+        cancelled = False
+        try:
+            for st in self.shards:
+                self._start(ray, actor_cls, st, token)
+            self._wait(ray, actor_cls, token)
+        except (JobCancelled, KeyboardInterrupt):
+            cancelled = True
+            self._cancel(ray)
+        finally:
+            for st in self.shards:
+                if st.actor is not None:
+                    ray.kill(st.actor)
+        summary = self._merge(time.perf_counter() - t0, cancelled)
+        if cancelled:
+            raise JobCancelled()
+        failed = [st for st in self.shards if st.summary is None]
+        if failed:
+            summary.notes.extend(f"shard {st.shard}: {st.error}" for st in failed)
+        return summary
+
+    def _plan(self, default: int) -> tuple[int, str]:
+        """The shard count: the one of an earlier launch of this run (resume), else the workers asked for."""
+        plan = self.folder / PLAN_FILE
+        old = json.loads(plan.read_text(encoding="utf-8")) if plan.is_file() else {}
+        count = int(old.get("shards") or self.workers or default)
+        if old and self.workers and self.workers != count:
+            log.warning("run %s was started with %d Ray workers; resuming with the same %d shards (the "
+                        "finished items are in their shard stores)", self.run_id, count, count)
+        token = uuid.uuid4().hex
+        self.folder.mkdir(parents=True, exist_ok=True)
+        from ..store import atomic_write_text
+
+        atomic_write_text(plan, json.dumps({"run_id": self.run_id, "shards": count, "token": token,
+                                            "config_sha256": self.config.sha256}))
+        return count, token
+
+    def _start(self, ray: Any, actor_cls: Any, st: ShardState, token: str) -> None:
+        st.attempts += 1
+        st.actor = actor_cls.remote()
+        st.pid = None
+        st.ref = st.actor.run.remote(self.config, str(self.folder), token, (st.shard.index, st.shard.count),
+                                     self.run_id, self.retry_failed)
+
+    def _wait(self, ray: Any, actor_cls: Any, token: str) -> None:
+        while True:
+            pending = {st.ref: st for st in self.shards if st.ref is not None}
+            if not pending:
+                return
+            ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=self.poll_s)
+            for ref in ready:
+                st = pending[ref]
+                st.ref = None
+                try:
+                    st.summary = ray.get(ref)
+                except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
+                    self._lost(ray, actor_cls, st, token, exc)
+                except ray.exceptions.RayTaskError as exc:  # the runner raised: a configuration error, ...
+                    cause = exc.cause if isinstance(getattr(exc, "cause", None), BaseException) else exc
+                    if isinstance(cause, ConfigError):
+                        raise cause from None
+                    st.error = f"{type(cause).__name__}: {cause}"
+            self._poll_progress(ray)
+            self.ctx.check_cancelled()
+
+    def _lost(self, ray: Any, actor_cls: Any, st: ShardState, token: str, exc: BaseException) -> None:
+        if st.attempts > self.max_restarts:
+            st.error = f"its worker died {st.attempts} times ({type(exc).__name__}); run again to resume"
+            log.error("shard %s: %s", st.shard, st.error)
+            return
+        log.warning("shard %s: its Ray worker died (%s); starting another on the same shard store", st.shard,
+                    type(exc).__name__)
+        try:
+            ray.kill(st.actor)
+        except Exception:  # noqa: BLE001 - it is gone already
+            log.debug("shard %s: the dead worker could not be killed", st.shard, exc_info=True)
+        self._start(ray, actor_cls, st, token)
+
+    def _poll_progress(self, ray: Any) -> None:
+        live = [st for st in self.shards if st.ref is not None]
+        refs = [st.actor.progress.remote() for st in live]
+        try:
+            got = ray.get(refs, timeout=max(self.poll_s, 1.0))
+        except Exception:  # noqa: BLE001 - a dying actor: its run() result says what happened
+            got = [st.progress for st in live]
+        for st, p in zip(live, got):
+            st.progress = p or st.progress
+        done = total = 0
+        other = None
+        for st in self.shards:
+            if st.summary is not None:
+                s = st.summary
+                done += int(s.get("finished_before", 0)) + int(s.get("computed", 0))
+                total += int(s.get("total", 0))
+            elif st.progress and st.progress[0] == PROGRESS_STAGE:
+                done += st.progress[1]
+                total += st.progress[2] or 0
+            elif st.progress:
+                other = f"shard {st.shard}: {st.progress[0]}"
+        running = sum(1 for st in self.shards if st.ref is not None)
+        message = f"{done}/{total} · {running} of {len(self.shards)} Ray workers running" + \
+                  (f" · {other}" if other else "") + self._eta(done, total)
+        self.ctx.progress(PROGRESS_STAGE, done, total or None, message)
+
+    def _eta(self, done: int, total: int) -> str:
+        if not self.shards:
+            return ""
+        elapsed = time.perf_counter() - min(st.started for st in self.shards)
+        before = sum(int((st.summary or {}).get("finished_before", 0)) for st in self.shards)
+        computed = done - before
+        if computed <= 0 or elapsed <= 0:
+            return ""
+        rate = computed / elapsed
+        return f" · {60 * rate:.1f} samples/min · ETA {_duration(max(0, total - done) / rate)}"
+
+    def _cancel(self, ray: Any) -> None:
+        live = [st for st in self.shards if st.ref is not None]
+        for st in live:
+            try:
+                st.actor.cancel.remote()
+            except Exception:  # noqa: BLE001 - a dead worker: the wait below finds it out
+                log.debug("shard %s: could not ask its worker to cancel", st.shard, exc_info=True)
+        refs = {st.ref: st for st in live}
+        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=self.cancel_grace_s) if refs else ([], [])
+        for ref in ready:
+            try:
+                refs[ref].summary = ray.get(ref)
+            except Exception as exc:  # noqa: BLE001
+                refs[ref].error = f"{type(exc).__name__}"
+            refs[ref].ref = None
+
+    # ----------------------------------------------------------------------------------------- merge
+    def _merge(self, seconds: float, cancelled: bool) -> RunSummary:
+        from ..store import ResultsStore
+
+        sources = []
+        try:
+            for st in self.shards:
+                where = shard_store_dir(self.store.store_dir, self.run_id, st.shard)
+                if (where / "results.sqlite").is_file():
+                    sources.append(ResultsStore.open(db_path=where / "results.sqlite",
+                                                     artifacts_dir=where / "artifacts"))
+            self.ctx.progress("Merging shard stores", 0, None)
+            if sources:
+                merge_stores(self.store, sources, run_id=self.run_id)
+        finally:
+            for s in sources:
+                s.close()
+        summary = RunSummary(self.run_id, f"ray:{len(self.shards)}")
+        for st in self.shards:
+            s = st.summary or {}
+            if st.summary is None and st.progress and st.progress[0] == PROGRESS_STAGE:
+                s = {"total": st.progress[2] or 0}  # a failed shard still counts its items (as not done)
+            summary.total += int(s.get("total", 0))
+            summary.finished_before += int(s.get("finished_before", 0))
+            summary.computed += int(s.get("computed", 0))
+            for k in ("method_s", "judge_s", "runner_s", "load_s", "prepare_s"):
+                setattr(summary, k, getattr(summary, k) + float(s.get(k, 0.0)))
+            summary.selections.update(s.get("selections") or {})
+            summary.notes.extend(n for n in s.get("notes") or [] if n not in summary.notes)
+        counts: dict[str, int] = {}
+        for it in self.store.run_items(self.run_id):
+            counts[it["status"]] = counts.get(it["status"], 0) + 1
+        if summary.total and sum(counts.values()) < summary.total:
+            counts["pending"] = summary.total - sum(counts.values())
+        summary.statuses = counts
+        summary.seconds = seconds
+        summary.cancelled = cancelled
+        if cancelled:
+            self.store.set_run_status(self.run_id, "cancelled")
+        elif not all(st.summary is not None for st in self.shards):
+            self.store.set_run_status(self.run_id, "incomplete")
+        return summary
+
