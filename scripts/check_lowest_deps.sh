@@ -7,6 +7,7 @@
 # Not part of the default CI (.ci/run): it downloads a second PyTorch with its CUDA libraries (~3 GB) and takes
 # about 10 minutes. Run it when changing a floor:   bash scripts/check_lowest_deps.sh [extra pytest args]
 # NEMO_LOWEST_DIR=DIR keeps the environment in DIR between runs (default: a temporary folder, removed after).
+# PYTHON=python3.10 runs it on the oldest Python requires-python allows (tomli, no sqlite_errorcode, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}

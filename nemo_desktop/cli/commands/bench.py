@@ -236,12 +236,19 @@ def merge_bench(args) -> int:
 
 def table_bench(args) -> int:
     from ...core.benchmark.tables import build_tables, collect, render
+    from ...core.errors import JobCancelled
     from ...core.store import atomic_write_text
+    from ..output import cancelled
+    from ..progress import cancellable_job
 
     store = open_store(args.store)
     try:
-        data = collect(store, args.run, missing=args.missing)
+        # A large run (tens of thousands of items) takes seconds to read: a bar on terminals, and Ctrl-C.
+        with cancellable_job(StageBars(terminal_only=True)) as ctx:
+            data = collect(store, args.run, missing=args.missing, ctx=ctx)
         text = render(data, build_tables(data, args.table), "json" if args.json else args.format)
+    except JobCancelled:
+        return cancelled(args, "Cancelled; no table was written.")
     finally:
         store.close()
     if args.output:

@@ -70,11 +70,17 @@ def run_check(args) -> int:
 def run_salvage(args) -> int:
     from pathlib import Path
 
+    from ...core.errors import JobCancelled
     from ...core.store.salvage import salvage_into
+    from ..output import cancelled
+    from ..progress import StageBars, cancellable_job
 
     store = _open_store()
     try:
-        report = salvage_into(store, Path(args.file))
+        with cancellable_job(StageBars(terminal_only=True)) as ctx:
+            report = salvage_into(store, Path(args.file), ctx)
+    except JobCancelled:
+        return cancelled(args, "Cancelled; no result was salvaged (run the same command to start over).")
     finally:
         store.close()
     if args.json:

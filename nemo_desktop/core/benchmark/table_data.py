@@ -145,15 +145,23 @@ def check_missing(missing: str) -> str:
     return missing
 
 
-def collect(store: Any, run_id: str, missing: str | None = None) -> RunData:
-    """The run's cells and samples. `missing` (MISSING) overrides the run config's `[tables] missing`."""
+COLLECT_STAGE = "Reading results"
+
+
+def collect(store: Any, run_id: str, missing: str | None = None, ctx: Any = None) -> RunData:
+    """The run's cells and samples. `missing` (MISSING) overrides the run config's `[tables] missing`.
+    `ctx` (a JobContext) gets the progress over the run's items (about 6,000 a second) and can cancel."""
     run = store.get_run(run_id)
     if run is None or run.get("kind") != RUN_KIND:
         raise ConfigError(f"There is no benchmark run {run_id!r} in this store.",
                           hint="`nemo bench run CONFIG` prints the run id; merged shard stores hold it too.")
     cells: dict[tuple, CellStats] = {}
     samples = []
-    for it in store.run_items(run_id):
+    items = store.run_items(run_id)
+    for n, it in enumerate(items):
+        if ctx is not None and n % 200 == 0:
+            ctx.check_cancelled()
+            ctx.progress(COLLECT_STAGE, n, len(items))
         cell, sample_id = split_item_id(it["item_id"])
         parts = cell.split("|")
         if len(parts) != 5:
@@ -171,6 +179,8 @@ def collect(store: Any, run_id: str, missing: str | None = None) -> RunData:
             continue
         samples.append(rec.payload)
         stats.samples[sample_id] = _outcome(rec.payload, stats)
+    if ctx is not None:
+        ctx.progress(COLLECT_STAGE, len(items), len(items))
     shards = [r.payload for r in store.find(kind=SHARD_KIND, run_id=run_id)]
     configured = ((run.get("config") or {}).get("tables") or {}).get("missing", "drop")
     return RunData(run, cells, samples, shards, check_missing(missing or configured))

@@ -13,6 +13,7 @@ import sqlite3
 from pathlib import Path
 
 from ..errors import StoreError
+from .sqlite_codes import primary_code
 
 _NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 _SQLITE_IOERR, _SQLITE_FULL = 10, 13
@@ -31,8 +32,7 @@ def free_bytes(path: Path) -> int | None:
 
 def is_disk_full(exc: BaseException, path: Path) -> bool:
     if isinstance(exc, sqlite3.Error):
-        code = getattr(exc, "sqlite_errorcode", None)
-        primary = None if code is None else code & 0xFF
+        primary = primary_code(exc)
         if primary == _SQLITE_FULL:
             return True
         if primary != _SQLITE_IOERR:

@@ -24,7 +24,7 @@ import sqlite3
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..errors import ConfigError, StoreError
 
@@ -133,8 +133,13 @@ class _Walker:
             after = batch[-1][0]
 
 
-def salvage_into(store, source: Path) -> SalvageReport:
-    """Copy the results and runs still readable in `source` (a moved-aside database) into `store`."""
+SALVAGE_STAGE = "Salvaging results"
+
+
+def salvage_into(store, source: Path, ctx: Any = None) -> SalvageReport:
+    """Copy the results and runs still readable in `source` (a moved-aside database) into `store`. `ctx` (a
+    JobContext) gets the progress over the results and can cancel (the results' transaction is then rolled back;
+    a re-run starts over)."""
     source = Path(source)
     if not source.is_file():
         raise ConfigError(f"{source} does not exist.", hint="Give a file listed by `nemo cache check`.")
@@ -155,7 +160,7 @@ def salvage_into(store, source: Path) -> SalvageReport:
                                  hint=f"Discard it with `nemo cache discard {source}`.") from exc
             walker = _Walker(src, report)
             if "results" in tables:
-                _copy_results(store, src, walker, report, has_refs="result_artifacts" in tables)
+                _copy_results(store, src, walker, report, has_refs="result_artifacts" in tables, ctx=ctx)
             if "runs" in tables:
                 _copy_runs(store, walker, report, has_items="run_items" in tables)
             if "indexes" in tables:
@@ -166,10 +171,13 @@ def salvage_into(store, source: Path) -> SalvageReport:
 
 
 def _copy_results(store, src: sqlite3.Connection, walker: _Walker, report: SalvageReport, *,
-                  has_refs: bool) -> None:
+                  has_refs: bool, ctx: Any = None) -> None:
     rows = [r for r in walker.rows("results", "key, kind, payload, created_at") if r[0] and r[1] and r[2]]
     with store.transaction() as conn:
-        for key, kind, payload, created_at in rows:
+        for n, (key, kind, payload, created_at) in enumerate(rows):
+            if ctx is not None and n % 200 == 0:
+                ctx.check_cancelled()
+                ctx.progress(SALVAGE_STAGE, n, len(rows))
             try:  # an index seek per result: a damaged page loses only the results whose references it held
                 files = src.execute("SELECT name, sha256, ext, size FROM result_artifacts WHERE result_key = ?",
                                     (key,)).fetchall() if has_refs else []
@@ -187,6 +195,8 @@ def _copy_results(store, src: sqlite3.Connection, walker: _Walker, report: Salva
             conn.executemany("INSERT OR IGNORE INTO result_artifacts(result_key, name, sha256, ext, size) "
                              "VALUES (?, ?, ?, ?, ?)", [(key, *f) for f in files])
             report.results += 1
+    if ctx is not None:
+        ctx.progress(SALVAGE_STAGE, len(rows), len(rows))
 
 
 def _copy_runs(store, walker: _Walker, report: SalvageReport, *, has_items: bool) -> None:

@@ -8,21 +8,18 @@ from pathlib import Path
 
 from ..errors import StoreError
 from .disk_space import disk_full_error, is_disk_full
+from .sqlite_codes import primary_code
 
 BUSY_TIMEOUT_MS = 30_000
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB (primary codes)
+_SQLITE_BUSY = 5  # sqlite3.SQLITE_BUSY exists from Python 3.11 only
 _ENVIRONMENT_CODES = {5: "busy", 6: "locked", 8: "read-only", 10: "I/O error", 13: "full", 14: "cannot open"}
-
-
-def _primary_code(exc: BaseException) -> int | None:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return None if code is None else code & 0xFF
 
 
 def _is_corruption(exc: BaseException) -> bool:
     if not isinstance(exc, sqlite3.DatabaseError):
         return False
-    code = _primary_code(exc)
+    code = primary_code(exc)
     if code is not None:
         return code in _CORRUPT_CODES
     text = str(exc).lower()
@@ -35,7 +32,7 @@ def _translate(exc: sqlite3.Error, db_path: Path) -> StoreError | None:
         return StoreError(f"The results database {db_path} is damaged ({exc}).",
                           hint="Run `nemo cache check`. Moving the file aside (NEMO Desktop then starts a fresh "
                                "store) keeps the old data for inspection.", detail=repr(exc))
-    what = _ENVIRONMENT_CODES.get(_primary_code(exc) or -1)
+    what = _ENVIRONMENT_CODES.get(primary_code(exc) or -1)
     if what is None:
         return None
     if is_disk_full(exc, db_path):  # "database or disk is full", or "disk I/O error" on a disk with no space left
@@ -65,7 +62,7 @@ def enable_wal(conn: sqlite3.Connection, timeout_s: float = BUSY_TIMEOUT_MS / 10
         try:
             return conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         except sqlite3.OperationalError as exc:
-            busy = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY or "locked" in str(exc)
+            busy = primary_code(exc) == _SQLITE_BUSY or "locked" in str(exc)
             if not busy or time.monotonic() + delay > deadline:
                 raise
             time.sleep(delay)

@@ -33,7 +33,11 @@ def test_run_shards_merge_and_tables(bench_data, registered, tmp_path, capsys):
     assert main(["bench", "merge", str(tmp_path / "s1"), "--into", str(tmp_path / "m"), "--json"]) == 0  # idempotent
     assert json.loads(capsys.readouterr().out)["statuses"][run_id] == {"done": 8}
 
-    assert main(["bench", "table", run_id, "--store", str(tmp_path / "m"), "--format", "csv"]) == 0
+    with pytest.MonkeyPatch.context() as mp:  # reading the run's items reports to the command's bar
+        seen.clear()
+        mp.setattr(StageBars, "__call__", lambda self, p: seen.append((p.stage, p.done, p.total)))
+        assert main(["bench", "table", run_id, "--store", str(tmp_path / "m"), "--format", "csv"]) == 0
+    assert seen[0] == ("Reading results", 0, 8) and seen[-1] == ("Reading results", 8, 8)
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     llm = [r for r in rows if r["table"] == "table1a"]
     assert {r["column"] for r in llm} == {"objectnet / ViT", "objectnet / CLIP", "imagenet-d / ViT",

@@ -8,10 +8,12 @@ import sqlite3
 import pytest
 
 from nemo_desktop.cli.main import main
+from nemo_desktop.core.errors import JobCancelled
+from nemo_desktop.core.jobs import CancelToken, JobContext
 from nemo_desktop.core.store import ResultsStore
 from nemo_desktop.core.store.maintenance import PROBLEM_KEPT, PROBLEM_ORPHAN
 from nemo_desktop.core.store.paths import get_paths
-from nemo_desktop.core.store.salvage import salvage_into
+from nemo_desktop.core.store.salvage import SALVAGE_STAGE, salvage_into
 
 N_RESULTS = 60
 
@@ -74,7 +76,14 @@ def test_repair_never_deletes_the_files_of_a_moved_aside_database(damaged, capsy
 def test_salvage_recovers_the_readable_results_then_discard_frees_the_rest(damaged, capsys):
     store, keys, files = damaged
     aside = store.recovered_from
-    report = salvage_into(store, aside)
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(JobCancelled):  # Ctrl-C: the results' transaction is rolled back
+        salvage_into(store, aside, JobContext(cancel=token))
+    assert not any(store.has(k) for k in keys)
+    seen = []
+    report = salvage_into(store, aside, JobContext(lambda p: seen.append((p.stage, p.done, p.total))))
+    assert seen[0][:2] == (SALVAGE_STAGE, 0) and seen[-1][0] == SALVAGE_STAGE and seen[-1][1] == seen[-1][2] > 0
     assert report.damaged_regions >= 1
     # A random page in the middle of the table is lost; the rest comes back intact with its files.
     assert N_RESULTS * 0.7 <= report.results < N_RESULTS, report
