@@ -36,8 +36,10 @@ def test_compare_run_stores_reruns_from_the_store_and_reports(tiny, tmp_path, ca
 
     out = tmp_path / "diff.json"
     argv = ["compare", "run", "--model-a", tiny["a"], "--model-b", tiny["b"], "--llm", tiny["llm"], *SMALL,
-            "--json", str(out)]
+            "--json", str(out), "--csv", str(tmp_path / "diff.csv")]
     assert main(argv) == 0
+    rows = (tmp_path / "diff.csv").read_text().splitlines()
+    assert rows[0].startswith("set,digit,color,angle,label,n,") and sum(r.startswith("held-out,") for r in rows) == 8
     text = capsys.readouterr().out
     data = json.loads(out.read_text())
     assert data["kind"] == "model" and data["analysis"] == "model-diff"
@@ -59,6 +61,7 @@ def test_compare_run_stores_reruns_from_the_store_and_reports(tiny, tmp_path, ca
     assert main(["report", data["result_key"][:12], "-o", str(html)]) == 0
     page = html.read_text(encoding="utf-8")
     assert "Model differences on 8 held-out conditions" in page and "Optimization trace" in page
+    assert "Accuracy of A minus B per digit and color" in page
     # Random classifiers mostly agree, so Completeness may well be undefined: the report must then say so.
     opt = data["explanations"][2]["score"]
     if opt["completeness_undefined"]:
