@@ -125,3 +125,44 @@ def test_compare_demo_trains_the_biased_models_and_recovers_the_planted_differen
         "[1]"), opt["text"]
     assert opt["score"]["completeness"] > 0.8 and "angle" not in opt["text"]
     assert "optimization (" in capsys.readouterr().out
+
+
+def test_compare_one_zero_shot_model_with_two_prompt_sets_on_an_attribute_dataset(tiny, tmp_path, capsys):
+    """The seed's gender setting in miniature: one CLIP (a tiny random one, a user catalog entry naming its
+    classes) seen through two prompt sets, measured on the user's own labelled images (CSV with attributes)."""
+    from PIL import Image
+
+    from fixtures_tiny.classifiers import build_tiny_clip
+    from nemo_desktop.cli.main import main
+    from nemo_desktop.core.models.catalog import user_catalog_path
+
+    clip = build_tiny_clip(tmp_path / "clip")
+    user_catalog_path().parent.mkdir(parents=True, exist_ok=True)
+    user_catalog_path().write_text(json.dumps({"entries": [{
+        "id": "my-clip", "kind": "classifier", "family": "hf-clip", "repo": str(clip), "source": str(clip),
+        "revision": "main", "license": "mit", "gated": False, "disk_size_bytes": 1000, "vram_bf16_gb": 0.1,
+        "recommended_gpu": "any", "description": "tiny", "options": {"class_names": ["man", "woman"]}}]}))
+    prompts_a = tmp_path / "a.json"
+    prompts_a.write_text(json.dumps({"man": "a photo of a man with black hair", "woman": "a photo of a woman "
+                                                                                         "with blond hair"}))
+    prompts_b = tmp_path / "b.json"
+    prompts_b.write_text(json.dumps({"man": "a photo of a man with blond hair", "woman": "a photo of a woman "
+                                                                                         "with black hair"}))
+    rows = ["path,label,hair,setting"]
+    for i, (label, hair, setting) in enumerate([(lab, h, s) for lab in ("man", "woman") for h in ("black", "blond")
+                                                for s in ("indoor", "outdoor")]):
+        for j in range(2):
+            Image.new("RGB", (32, 32), (40 * i, 20 * j, 200 - 20 * i)).save(tmp_path / f"img{i}_{j}.png")
+            rows.append(f"img{i}_{j}.png,{label},{hair},{setting}")
+    (tmp_path / "people.csv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "zs.json"
+    rc = main(["compare", "run", "--model-a", "my-clip", "--prompts-a", str(prompts_a), "--prompts-b",
+               str(prompts_b), "--conditions", f"dataset:{tmp_path / 'people.csv'}", "--llm", tiny["llm"],
+               "--judge", tiny["llm"], "--samples-per-condition", "2", "--initial-conditions", "2", "--iterations",
+               "1", "--explore-size", "2", "--beam-size", "1", "--device", "cpu", "--json", str(out)])
+    assert rc in (0, 1), capsys.readouterr().err  # the LLM double may not parse this task's lines: partial is fine
+    data = json.loads(out.read_text())
+    a, b = data["manifest"]["model_a"], data["manifest"]["model_b"]
+    assert a["id"] == "my-clip#A" and b["id"] == "my-clip#B" and a["revision"] != b["revision"]
+    assert a["classes"] == ["man", "woman"] and len(data["test"]) == 8  # every (label, hair, setting) cell
+    assert {m["n"] for m in data["test"]} == {2}
