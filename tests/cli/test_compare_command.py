@@ -167,3 +167,39 @@ def test_compare_one_zero_shot_model_with_two_prompt_sets_on_an_attribute_datase
     assert a["id"] == "my-clip#A" and b["id"] == "my-clip#B" and a["revision"] != b["revision"]
     assert a["classes"] == ["man", "woman"] and len(data["test"]) == 8  # every (label, hair, setting) cell
     assert {m["n"] for m in data["test"]} == {2}
+
+
+def test_compare_with_text_to_image_conditions(tiny, tmp_path, capsys):
+    """`--conditions t2i:ID@FILE`: a generator from the (user) catalog with its sampling options, loaded by the
+    command, over the user's open conditions; the images are measured by both classifiers."""
+    pytest.importorskip("diffusers")
+    from fixtures_tiny.classifiers import build_tiny_timm
+    from fixtures_tiny.t2i import build_tiny_flux_schnell
+    from nemo_desktop.cli.main import main
+    from nemo_desktop.core.models.catalog import user_catalog_path
+
+    t2i = build_tiny_flux_schnell(tmp_path)
+    user_catalog_path().parent.mkdir(parents=True, exist_ok=True)
+    user_catalog_path().write_text(json.dumps({"entries": [{
+        "id": "my-t2i", "kind": "generator", "family": "diffusers-t2i", "repo": str(t2i), "source": str(t2i),
+        "revision": "main", "license": "apache-2.0", "gated": False, "disk_size_bytes": 1000, "vram_bf16_gb": 0.1,
+        "recommended_gpu": "any", "description": "tiny",
+        "options": {"steps": 2, "guidance": 0.0, "max_sequence_length": 32, "width": 32, "height": 32}}]}))
+    conds = tmp_path / "conds.json"
+    conds.write_text(json.dumps({"name": "pets", "task_description": "classifying cats and dogs",
+                                 "labels": ["cat", "dog"], "conditions": [
+                                     {"text": "a cat in the snow", "label": "cat"},
+                                     {"text": "a cat on a beach", "label": "cat"},
+                                     {"text": "a dog in the snow", "label": "dog"}]}))
+    a = build_tiny_timm(tmp_path / "a", label_names=["cat", "dog"], num_classes=2, input_size=32, seed=0)
+    b = build_tiny_timm(tmp_path / "b", label_names=["dog", "cat"], num_classes=2, input_size=32, seed=1)
+    out = tmp_path / "t2i.json"
+    rc = main(["compare", "run", "--model-a", f"timm:local-dir:{a}", "--model-b", f"timm:local-dir:{b}",
+               "--conditions", f"t2i:my-t2i@{conds}", "--llm", tiny["llm"], "--methods", "raw-differences",
+               "--samples-per-condition", "2", "--device", "cpu", "--json", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    data = json.loads(out.read_text())
+    gen = data["manifest"]["generator"]
+    assert gen["source"] == "text-to-image" and gen["model"] == "my-t2i" and gen["settings"]["steps"] == 2
+    assert len(data["test"]) == 3 and {m["n"] for m in data["test"]} == {2}
+    assert data["test"][0]["condition"]["attributes"] == [["text", "a cat in the snow"]]
