@@ -56,6 +56,8 @@ def _common(s, name: str) -> None:
     if name == "score":
         s.add_argument("--explanation", required=True, metavar="TEXT", help="the explanation to score")
     s.add_argument("--json", metavar="OUT", help="write the result as JSON ('-': stdout)")
+    if name != "score":
+        s.add_argument("--csv", metavar="OUT", help="write the measured difference of every condition as CSV")
     add_device_options(s)
 
 
@@ -168,6 +170,13 @@ def run(args) -> int:
         store.close()
     if args.json:
         write_json(result.to_dict(), args.json, ensure_ascii=False)
+    if args.csv:
+        from pathlib import Path
+
+        from ...core.analyses.model_diff.tables import measurements_csv
+        from ...core.store import atomic_write_text
+
+        atomic_write_text(Path(args.csv), measurements_csv(result.test, result.observed))
     if args.json != "-":
         print(format_result(result))
     failed = sum(e.error is not None for e in result.explanations)

@@ -66,7 +66,8 @@ def test_timm_parameter_counts_are_those_of_the_architecture(entry):
 def test_gated_and_license_facts():
     flux = get_entry("flux-kontext-dev")
     assert flux.gated and "non-commercial" in flux.license and flux.license_url.endswith(flux.repo)
-    assert not any(e.gated for e in SHIPPED if e.id not in ("flux-kontext-dev", "sd3.5-medium"))
+    assert not any(e.gated for e in SHIPPED if e.id not in ("flux-kontext-dev", "sd3.5-medium",
+                                                            "llama-3.1-8b-instruct"))
     sd35 = get_entry("sd3.5-medium")
     assert sd35.gated and sd35.license == "stabilityai-ai-community" and sd35.kind == "generator"
     assert get_entry("qwen2.5-vl-3b").license == "qwen-research"

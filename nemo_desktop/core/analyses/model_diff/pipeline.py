@@ -125,10 +125,16 @@ class ModelDiffPipeline:
             optimizer = Optimizer(config=cfg, space=self.space, meter=self.meter, explainer=self.explainer,
                                   scorer=self.scorer, prompts=self.prompts, memo=self.memo, run_key=self.run_key,
                                   on_iteration=self._report_iteration(ctx))
-            best, explored, records = optimizer.run(ctx)
-            observed_by_id.update({m.condition.id: m for m in explored})
-            result.iterations = records
-            result.explanations.append(MethodExplanation("optimization", best.text, None, len(explored)))
+            try:
+                best, explored, records = optimizer.run(ctx)
+            except MalformedOutputError as exc:  # no readable explanation to start from: the method failed
+                detail = f" Replies: {exc.detail[:500]}" if exc.detail else ""
+                result.explanations.append(MethodExplanation("optimization", "", None, 0,
+                                                             error=f"{exc.message}{detail}"))
+            else:
+                observed_by_id.update({m.condition.id: m for m in explored})
+                result.iterations = records
+                result.explanations.append(MethodExplanation("optimization", best.text, None, len(explored)))
             timings["optimization"] = time.perf_counter() - t2
         result.observed = list(observed_by_id.values())
         t3 = time.perf_counter()

@@ -99,6 +99,21 @@ def evidence_blocks(result: Any, store: Any, cache: ImageCache) -> list:
     return blocks
 
 
+def heatmap_table(result: Any) -> Table | None:
+    """Mean difference (A - B) per pair of the first two varying attributes, over the held-out conditions."""
+    from ...analyses.model_diff.tables import difference_grid
+
+    grid = difference_grid(result.test)
+    if grid is None:
+        return None
+    row, col, rows, cols, cells = grid
+    body = [[r, *(f"{cells[(r, c)][0]:+.2f}" if (r, c) in cells else DASH for c in cols)] for r in rows]
+    n = sorted({k for _, k in cells.values()})
+    return Table([f"{row} \\ {col}", *cols], body, align=["l", *("r" for _ in cols)],
+                 caption=f"Accuracy of A minus B per {row} and {col} (> 0: A better), averaged over the other "
+                         f"attributes; {n[0]}{'' if len(n) == 1 else f'-{n[-1]}'} held-out condition(s) per cell.")
+
+
 def iteration_table(result: Any) -> Table | None:
     if not result.iterations:
         return None
@@ -137,9 +152,12 @@ def build_model_diff_report(result, store, *, ctx: JobContext | None = None, ima
                      caption="Scores on the held-out conditions (evaluator: "
                              f"{clip(str((man.get('evaluator') or {}).get('id', DASH)))}).")]
     summary += [Paragraph(n, "muted") for n in result.notes]
+    evidence = evidence_blocks(result, store, ImageCache(image_format))
+    heatmap = heatmap_table(result)
+    if heatmap is not None:
+        evidence.insert(0, heatmap)
     sections = [Section("Summary", "summary", summary), methods,
-                Section("Evidence: where the models differ most", "evidence",
-                        evidence_blocks(result, store, ImageCache(image_format)))]
+                Section("Evidence: where the models differ most", "evidence", evidence)]
     table = iteration_table(result)
     if table is not None:
         sections.append(Section("Optimization trace", "iterations", [table]))

@@ -100,3 +100,25 @@ def test_attribute_dataset_csv(tmp_path):
     (tmp_path / "bad.csv").write_text("file,label\nx.png,cat\n")
     with pytest.raises(ConfigError, match="path"):
         AttributeDataset(tmp_path / "bad.csv")
+
+
+def test_difference_grid_and_csv_by_hand():
+    import csv
+    import io
+
+    from nemo_desktop.core.analyses.model_diff import ConditionMeasurement, load_grid
+    from nemo_desktop.core.analyses.model_diff.tables import difference_grid, measurements_csv
+
+    grid = load_grid()
+    ms = [ConditionMeasurement(grid.make({"digit": d, "color": c, "angle": a}), 4, acc_a, acc_b)
+          for d, c, a, acc_a, acc_b in [(3, "red", 0, 1.0, 0.5), (3, "red", 5, 0.5, 0.5), (3, "blue", 0, 0.0, 1.0),
+                                        (10 - 3, "blue", 0, 1.0, 0.25)]]
+    row, col, rows, cols, cells = difference_grid(ms)
+    assert (row, col, rows, cols) == ("digit", "color", ["3", "7"], ["blue", "red"])
+    assert cells[("3", "red")] == (0.25, 2) and cells[("3", "blue")] == (-1.0, 1) and ("7", "red") not in cells
+    assert difference_grid(ms[:1]) is None  # nothing varies
+    table = list(csv.reader(io.StringIO(measurements_csv(ms[:2], ms[3:]))))
+    assert table[0] == ["set", "digit", "color", "angle", "label", "n", "accuracy_a", "accuracy_b",
+                        "difference_a_minus_b"]
+    assert table[1] == ["held-out", "3", "red", "0", "3", "4", "1.0000", "0.5000", "+0.5000"]
+    assert table[3][0] == "observed" and table[3][-1] == "+0.7500"
