@@ -61,16 +61,30 @@ def test_fit_score_explain_and_report(setup, capsys, tmp_path):
     again = json.loads(capsys.readouterr().out)
     assert rc == 0 and again["result_key"] == key and again["manifest"] == fit["manifest"]
 
-    # score: by key prefix and by the saved folder give the same numbers
+    # score: by key prefix and by the saved folder give the same numbers; an unreadable file fails alone
     image = str(setup["data"] / "red" / "0.png")
-    rc = _nemo(setup, "competency", "score", image, str(setup["odd"]), "-c", setup["classifier"], "-E", key[:10],
-               "--json", "-", "--device", "cpu")
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"not a png")
+    rc = _nemo(setup, "competency", "score", image, str(setup["odd"]), str(bad), "-c", setup["classifier"], "-E",
+               key[:10], "--json", "-", "--device", "cpu")
     by_key = json.loads(capsys.readouterr().out)
+    assert rc == 1 and list(by_key["failed"]) == [str(bad)]  # partial: one file could not be read
     rc2 = _nemo(setup, "competency", "score", image, str(setup["odd"]), "-c", setup["classifier"], "-E",
                 str(tmp_path / "est"), "--json", "-", "--device", "cpu")
-    assert rc == rc2 == 0 and by_key == json.loads(capsys.readouterr().out)
-    s = by_key["scores"][image]
+    by_dir = json.loads(capsys.readouterr().out)
+    assert rc2 == 0 and [i["score"] for i in by_dir["items"]] == [i["score"] for i in by_key["items"]]
+    s = by_key["items"][0]["score"]
     assert 0 <= s["competency"] <= 1 and s["competency"] == pytest.approx(s["confidence"] * s["id_probability"])
+
+    # a whole labelled set: a summary with its n, accuracy split by competency, a report
+    rc = _nemo(setup, "competency", "score", str(setup["data"]), "-c", setup["classifier"], "-E", key,
+               "--threshold", "0.5", "--device", "cpu")
+    printed = capsys.readouterr().out
+    assert rc == 0 and "of 18 images below competency 0.5" in printed and "Accuracy:" in printed, printed
+    set_key = printed.split("Stored as ")[1][:16]
+    assert _nemo(setup, "report", set_key, "-o", str(tmp_path / "s.html")) == 0
+    assert "Competency distribution" in (tmp_path / "s.html").read_text()
+    capsys.readouterr()
 
     # explain: every generator, with the tiny MLLM
     out_json = tmp_path / "cf.json"

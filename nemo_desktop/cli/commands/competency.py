@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..loading import add_device_options
 
-FIT, EXPLAIN, BENCH = "competency-estimator", "competency-cf", "competency-bench"
+FIT, EXPLAIN, BENCH, SCORE = "competency-estimator", "competency-cf", "competency-bench", "competency-score"
 
 
 def register(subparsers) -> None:
@@ -38,12 +38,14 @@ def register(subparsers) -> None:
     add_device_options(fit)
     fit.set_defaults(func=run_fit)
 
-    for name, helptext, func in (("score", "competency of images and its parts", run_score),
+    for name, helptext, func in (("score", "competency of images (or of a whole set) and its parts", run_score),
                                  ("explain", "high-competency counterfactuals and the MLLM's explanation",
                                   run_explain)):
+        analysis = EXPLAIN if name == "explain" else SCORE
         q = sub.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".",
-                           derive_options=(lambda r: _options(r, EXPLAIN)) if name == "explain" else None)
-        q.add_argument("images", metavar="IMAGE", nargs="+", help="image file(s)")
+                           derive_options=lambda r, a=analysis: _options(r, a))
+        q.add_argument("images", metavar="IMAGE", nargs="+", help="image file(s)" + (
+            "" if name == "explain" else ", or one folder / CSV (a labelled set also gives accuracy by competency)"))
         q.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator "
                        "was fitted for")
         q.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
@@ -185,40 +187,65 @@ def _estimator_components(args, store):
                       store=store)
 
 
+def format_score_set(result, shown: int = 20) -> str:
+    sm = result.summary()
+    t = result.threshold
+    lines = []
+    items = result.items if len(result.items) <= shown else result.lowest(shown)
+    if len(result.items) > shown:
+        lines.append(f"The {shown} lowest of {len(result.items)}:")
+    lines += [format_score(i.path, i.score) for i in items]
+    if sm["n"]:
+        lines += ["", f"{sm['n_low']} of {sm['n']} images below competency {t} (mean {sm['mean_competency']:.3f}): "
+                      f"unsure {sm['n_unsure']}, unfamiliar {sm['n_unfamiliar']}, both {sm['n_both']}."]
+    if sm.get("n_labelled"):
+        lines.append(f"Accuracy: {_pct(sm['accuracy_low'])} of the {sm['n_labelled_low']} low-competency images, "
+                     f"{_pct(sm['accuracy_high'])} of the {sm['n_labelled_high']} others.")
+    if result.manifest.get("labels_not_used"):
+        lines.append(f"(labels not used: {result.manifest['labels_not_used']})")
+    if result.result_key:
+        lines.append(f"Stored as {result.result_key[:16]} (`nemo report {result.result_key[:16]}`).")
+    return "\n".join(lines)
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
 def run_score(args) -> int:
+    from ...core.analyses.competency.score_set import open_image_set
     from ...core.errors import JobCancelled
+    from ...core.registry import build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
     from ..exit_codes import INTERRUPTED, for_counts
+    from ..options import given_options
     from ..output import write_json
     from ..progress import StageBars, cancellable_job
 
-    paths = _check_images(args.images)
+    spec = get_analysis(SCORE)
+    config = make_config(spec, given_options(args))
+    one = Path(args.images[0])
+    if len(args.images) == 1 and (one.is_dir() or one.suffix.lower() == ".csv"):
+        images = open_image_set(one)  # a dataset (labels used when they name the classifier's classes)
+    else:
+        images = _check_images(args.images)
     store = ResultsStore.open(get_paths().ensure())
-    scores, failed = {}, {}
     try:
         with cancellable_job(StageBars()) as ctx:
-            est = _estimator_components(args, store).fitted
-            for path in paths:  # one by one, so an unreadable file fails alone
-                ctx.check_cancelled()
-                try:
-                    scores[str(path)] = est.score([path])[0]
-                except Exception as exc:  # noqa: BLE001 - reported per file, the others go on
-                    failed[str(path)] = getattr(exc, "message", None) or str(exc)
+            result = build_analysis(spec, _estimator_components(args, store), config)(images, ctx)
     except JobCancelled as exc:
         print(exc.message, file=sys.stderr)
         return INTERRUPTED
     finally:
         store.close()
     if args.json:
-        write_json({"scores": {p: s.to_dict() for p, s in scores.items()}, "errors": failed}, args.json,
-                   ensure_ascii=False)
+        write_json({**result.to_dict(), "summary": result.summary()}, args.json, ensure_ascii=False)
     if args.json != "-":
-        for p, s in scores.items():
-            print(format_score(p, s))
-        for p, e in failed.items():
+        print(format_score_set(result))
+        for p, e in result.failed.items():
             print(f"{p}: failed: {e}", file=sys.stderr)
-    return for_counts(len(scores), len(failed))
+    return for_counts(len(result.items), len(result.failed))
 
 
 def _fmt(x, digits: int = 3) -> str:
@@ -333,6 +360,7 @@ def format_bench(result) -> str:
 
 
 def run_bench(args) -> int:
+    from ...core.analyses.competency.score_set import open_image_set
     from ...core.errors import JobCancelled
     from ...core.registry import build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
@@ -344,8 +372,8 @@ def run_bench(args) -> int:
 
     spec = get_analysis(BENCH)
     config = make_config(spec, given_options(args))
-    images = _image_set(args.dataset)
-    reference = _image_set(args.reference) if args.reference else None
+    images = open_image_set(args.dataset)
+    reference = open_image_set(args.reference) if args.reference else None
     store = ResultsStore.open(get_paths().ensure())
     try:
         with cancellable_job(StageBars()) as ctx:
@@ -361,26 +389,6 @@ def run_bench(args) -> int:
     if args.json != "-":
         print(format_bench(result))
     return SUCCESS
-
-
-def _image_set(path: str) -> list[Path]:
-    """The images of a labelled dataset (class folders or CSV), else every image file under a folder."""
-    from ...core.errors import ConfigError
-
-    p = Path(path)
-    if not p.exists():
-        raise ConfigError(f"No images at {path}.", hint="Give a folder of images or a CSV manifest.")
-    try:
-        return list(_open_dataset(path).paths)
-    except ConfigError:
-        if not p.is_dir():
-            raise
-    from ...core.images import IMAGE_EXTENSIONS
-
-    found = sorted(f for f in p.rglob("*") if f.suffix.lower() in IMAGE_EXTENSIONS)
-    if not found:
-        raise ConfigError(f"No image files under {path}.")
-    return found
 
 
 def run_lpips(args) -> int:

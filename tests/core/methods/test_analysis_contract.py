@@ -172,6 +172,17 @@ def _competency_bench_case(world) -> Case:
                 variations, calls=lambda: len(clf.calls))
 
 
+def _competency_score_case(world) -> Case:
+    from fixtures_tiny.competency_world import contract_world, write_class_folders
+
+    cw = contract_world()
+    clf, w = cw["classifier"], cw["world"]
+    # 100 labelled digits: two batches, so cancel after the first is observable
+    folder = write_class_folders(world["tmp"] / "competency-score", w.test_images, w.test_labels, 12)
+    return Case(Components(classifier=clf, fitted=cw["estimator"], store=world["store"]), (folder,), {},
+                {"threshold": 0.8}, calls=lambda: len(clf.calls))
+
+
 CASES: dict[str, Callable[[dict], Case]] = {
     **{n: (lambda world, n=n: _sample_case(n, world)) for n in (
         "scitx", "error-retrieval", "error-retrieval-validated", "cam-mllm", "cam-mllm-validated", "change-mllm",
@@ -180,6 +191,7 @@ CASES: dict[str, Callable[[dict], Case]] = {
     "competency-estimator": _competency_fit_case,
     "competency-cf": _competency_cf_case,
     "competency-bench": _competency_bench_case,
+    "competency-score": _competency_score_case,
 }
 
 
@@ -271,7 +283,8 @@ def test_cancel_stops_within_one_unit(name, world):
 
 
 COMMANDS = {"sample": ["explain"], "global-explanation": ["global"], "competency-estimator": ["competency", "fit"],
-            "competency-cf": ["competency", "explain"], "competency-bench": ["competency", "bench"]}
+            "competency-cf": ["competency", "explain"], "competency-bench": ["competency", "bench"],
+            "competency-score": ["competency", "score"]}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
