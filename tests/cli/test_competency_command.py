@@ -159,3 +159,20 @@ def test_bench_compares_generators_and_reports(setup, capsys, tmp_path):
     assert _nemo(setup, "report", b["result_key"][:16], "-o", str(report)) == 0
     html = report.read_text()
     assert "Counterfactual generators compared" in html and "Counterfactuals of the 5 low-competency images" in html
+
+
+def test_causes_command_writes_nothing_when_no_image_loses_competency(setup, capsys, tmp_path):
+    fit = ["competency", "fit", str(setup["data"]), "-c", setup["classifier"], "--epochs", "1", "--image-size", "16",
+           "--latent-dim", "8", "--batch-size", "8", "--json", "-", "--device", "cpu"]
+    assert _nemo(setup, *fit) == 0
+    key = json.loads(capsys.readouterr().out)["result_key"]
+    # Threshold 0: every image is competent and none can fall below it, so nothing is produced (exit 3).
+    rc = _nemo(setup, "competency", "causes", str(setup["data"]), "-c", setup["classifier"], "-E", key,
+               "--cause", "noise,contrast", "--threshold", "0", "--max-images", "4", "-o", str(tmp_path / "c"),
+               "--device", "cpu")
+    out = capsys.readouterr().out
+    assert rc == 3 and "Modified 4 competent images" in out and "noise           0 of 4" in out, out
+    assert (tmp_path / "c" / "causes.csv").read_text().splitlines() == [
+        "source,cause,factor,competency_before,competency_after,file"]
+    assert _nemo(setup, "competency", "causes", str(setup["data"]), "-c", setup["classifier"], "-E", key,
+                 "--cause", "spatial", "-o", str(tmp_path / "d"), "--device", "cpu") == 2

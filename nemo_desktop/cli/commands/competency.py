@@ -57,6 +57,23 @@ def register(subparsers) -> None:
         add_device_options(q)
         q.set_defaults(func=func)
 
+    cs = sub.add_parser("causes", help="test sets of the paper's low-competency causes made from your images",
+                        description="Modify the images on which the classifier is competent (brightness, contrast, "
+                                    "saturation, noise, pixelation) with the smallest listed factor that makes it "
+                                    "lose competency, and write them with a causes.csv.")
+    cs.add_argument("dataset", metavar="IMAGES", help="a folder of images (class folders or flat) or a CSV")
+    cs.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator was "
+                    "fitted for")
+    cs.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
+                    help="a stored estimator's key (or a unique prefix) or a folder written by fit --save")
+    cs.add_argument("--cause", default="brightness,contrast,saturation,noise,pixelation", metavar="C[,C]",
+                    help="causes to generate (default: all five modifications)")
+    cs.add_argument("--threshold", type=float, default=0.9, help="competency threshold (default 0.9)")
+    cs.add_argument("--max-images", type=int, metavar="N", help="modify at most N competent images")
+    cs.add_argument("--out", "-o", metavar="DIR", required=True, help="folder to write the test sets into")
+    add_device_options(cs)
+    cs.set_defaults(func=run_causes)
+
     lp = sub.add_parser("lpips", help="whether LPIPS' backbone weights are installed; --download fetches them",
                         description="LPIPS (a competency metric and IGD's distance) needs torchvision's AlexNet "
                                     "weights in the torch hub cache; without them it is reported as unavailable.")
@@ -408,3 +425,37 @@ def run_lpips(args) -> int:
     if not status["present"]:
         print("Without them LPIPS is reported as unavailable; `nemo competency lpips --download` fetches them.")
     return SUCCESS if status["present"] or not args.download else RUNTIME
+
+
+def run_causes(args) -> int:
+    from collections import Counter
+
+    from ...core.analyses.competency.cause_sets import write_cause_sets
+    from ...core.analyses.competency.config import as_names
+    from ...core.analyses.competency.score_set import open_image_set
+    from ...core.errors import ConfigError, JobCancelled
+    from ...core.store import ResultsStore
+    from ...core.store.paths import get_paths
+    from ..exit_codes import INTERRUPTED, RUNTIME, SUCCESS
+    from ..progress import StageBars, cancellable_job
+
+    if not 0.0 <= args.threshold <= 1.0:
+        raise ConfigError(f"--threshold must be between 0 and 1, not {args.threshold}.")
+    images = open_image_set(args.dataset)
+    paths = list(images.paths) if hasattr(images, "paths") else list(images)
+    store = ResultsStore.open(get_paths().ensure())
+    try:
+        with cancellable_job(StageBars()) as ctx:
+            est = _estimator_components(args, store).fitted
+            rows, n = write_cause_sets(est, paths, as_names(args.cause), args.out, threshold=args.threshold,
+                                       max_images=args.max_images, ctx=ctx)
+    except JobCancelled as exc:
+        print(f"{exc.message} Images written so far are kept.", file=sys.stderr)
+        return INTERRUPTED
+    finally:
+        store.close()
+    per_cause = Counter(r.cause for r in rows)
+    print(f"Modified {n} competent images; written to {args.out} (causes.csv lists them):")
+    for cause in as_names(args.cause):
+        print(f"  {cause:<11} {per_cause.get(cause, 0):>5} of {n} lost competency")
+    return SUCCESS if rows else RUNTIME
