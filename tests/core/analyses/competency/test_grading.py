@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from nemo_desktop.core.analyses.competency.grading import (CAUSE_FACTORS, grade_explanation, keyword_causes)
+from nemo_desktop.core.benchmark.competency_grading import (CAUSE_FACTORS, grade_explanation, keyword_causes)
 from nemo_desktop.core.benchmark.judge import LLMMatchJudge
 from nemo_desktop.core.models.protocols import ModelInfo
 

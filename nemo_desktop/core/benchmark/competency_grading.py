@@ -1,7 +1,7 @@
 """Grading competency explanations: did the MLLM name the true cause of low competency?
 
 The seed graded by hand; its code pre-filters with keywords. NEMO grades with the existing LLM-Match judge
-(core/benchmark/judge.py), one criterion per cause (the texts below, written for NEMO from the seed's
+(judge.py), one criterion per cause (the texts below, written for NEMO from the seed's
 descriptions of its six causes, section 3.2). `keyword_causes` is only a heuristic tag for tables and
 filters, never a grade.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...benchmark.judge import Criterion, LLMMatchJudge, Verdict, custom_criterion
-from .causes import CAUSES
+from .judge import Criterion, LLMMatchJudge, Verdict, custom_criterion
+from ..analyses.competency.causes import CAUSES
 
 CAUSE_FACTORS = {
     "spatial": "the image contains content unfamiliar to the classifier: an object, region or class that was not "
