@@ -148,6 +148,7 @@ def _competency_cf_case(world) -> Case:
                   "learning_rate": 1e-2, "igd_distance": "l1", "fgd_distance": "l2", "lgd_distance": "l2",
                   "lnn_distance": "l2", "lpips_size": 32, "compatibility": True, "batch_size": 10, "seed": 1,
                   "explain": False, "explain_methods": ("reco",), "dataset_description": "Handwritten digits.",
+                  "dataset_subject": "handwritten digits",
                   "composite": False, "min_side": 48, "max_new_tokens": 30}
     return Case(comps, (cw["world"].nines[0],), options, variations)
 

@@ -96,10 +96,9 @@ class CompetencyCounterfactualAnalysis:
     high-competency counterfactual from each generator, and the MLLM's explanation with and without it."""
 
     def __init__(self, classifier: Any, fitted: Any, mllm: Any = None, store: Any = None,
-                 config: CounterfactualConfig | None = None, *, dataset_subject: str = "images") -> None:
+                 config: CounterfactualConfig | None = None) -> None:
         estimator = resolve_estimator(fitted, classifier, store)
-        self.pipeline = CompetencyCounterfactual(estimator, mllm, config, store=store,
-                                                 dataset_subject=dataset_subject)
+        self.pipeline = CompetencyCounterfactual(estimator, mllm, config, store=store)
 
     def __call__(self, image: Any, ctx: JobContext | None = None) -> CompetencyCounterfactualResult:
         return self.pipeline(image, ctx)
