@@ -107,6 +107,22 @@ def test_fit_score_explain_and_report(setup, capsys, tmp_path):
     assert result["explanation_without"] and [m for m, o in outputs.items() if o["explanation"]] == ["reco"]
     assert "Explanation from the image alone" in printed
 
+    # Grading (Tables 3/4): the same explanations (answered from the store) graded for a known cause. The tiny
+    # MLLM as judge never returns a score, so every grade fails: said, left out of the mean, exit code partial.
+    rc = _nemo(setup, "competency", "explain", str(setup["odd"]), "-c", setup["classifier"], "-E", key,
+               "--mllm", f"transformers-mllm:{setup['mllm']}", "--max-iter", "2", "--igd-distance", "l2",
+               "--min-side", "32", "--max-new-tokens", "8", "--explain-methods", "reco,lnn", "--judge",
+               f"transformers-mllm:{setup['mllm']}", "--cause", "noise", "--json", str(tmp_path / "g.json"),
+               "--device", "cpu")
+    printed = capsys.readouterr().out
+    graded = json.loads((tmp_path / "g.json").read_text())
+    assert rc == 1 and graded["results"][str(setup["odd"])]["result_key"] == result["result_key"]
+    assert [(a["condition"], a["n"], a["n_scored"], a["accuracy"]) for a in graded["accuracy"]["rows"]] == [
+        ("original", 1, 0, None), ("reco", 1, 0, None)]
+    assert "1 not graded (the judge failed)" in printed
+    assert _nemo(setup, "competency", "explain", str(setup["odd"]), "-c", setup["classifier"], "-E", key,
+                 "--judge", "x") == 2
+
     rc = _nemo(setup, "competency", "explain", str(setup["odd"]), "-c", setup["classifier"], "-E", key,
                "--methods", "reco,lgd", "--max-iter", "2", "--explain", "false", "--device", "cpu")
     assert rc == 0, capsys.readouterr().out

@@ -53,6 +53,10 @@ def register(subparsers) -> None:
         if name == "explain":
             q.add_argument("--mllm", "-l", metavar="ID", help="multimodal LLM that explains the low competency "
                            "(optional: without it there is no language explanation)")
+            q.add_argument("--judge", metavar="ID", help="grade the explanations with this LLM (LLM Match) against "
+                           "the known --cause of the images: the seed's Tables 3/4 on your images")
+            q.add_argument("--cause", choices=("spatial", "brightness", "contrast", "saturation", "noise",
+                                               "pixelation"), help="the true cause of low competency (with --judge)")
         q.add_argument("--json", metavar="OUT", help="write the results as JSON ('-': stdout)")
         add_device_options(q)
         q.set_defaults(func=func)
@@ -318,6 +322,15 @@ def run_explain(args) -> int:
     spec = get_analysis(EXPLAIN)
     config = make_config(spec, given_options(args))
     paths = _check_images(args.images)
+    if bool(args.judge) != bool(args.cause):
+        from ...core.errors import ConfigError
+
+        raise ConfigError("--judge and --cause go together: the judge grades whether each explanation names the "
+                          "cause.", hint="Give both, or neither.")
+    if args.judge and not args.mllm:
+        from ...core.errors import ConfigError
+
+        raise ConfigError("--judge grades the MLLM's explanations, and no --mllm was given.")
     store = ResultsStore.open(get_paths().ensure())
     results, failed = {}, {}
     try:
@@ -332,6 +345,7 @@ def run_explain(args) -> int:
                     raise
                 except NemoError as exc:  # e.g. an unreadable image: reported, the others go on
                     failed[str(path)] = exc.message
+            accuracy = _grade(args, store, components, list(results.values()), ctx) if args.judge else None
     except JobCancelled as exc:
         print(f"{exc.message} Completed images are kept in the results store; run the same command to resume.",
               file=sys.stderr)
@@ -339,19 +353,44 @@ def run_explain(args) -> int:
     finally:
         store.close()
     if args.json:
-        write_json({"results": {p: r.to_dict() for p, r in results.items()}, "errors": failed}, args.json,
-                   ensure_ascii=False)
+        write_json({"results": {p: r.to_dict() for p, r in results.items()}, "errors": failed,
+                    "accuracy": None if accuracy is None else {"cause": args.cause,
+                                                               "rows": [a.to_dict() for a in accuracy]}},
+                   args.json, ensure_ascii=False)
     if args.json != "-":
         for p, r in results.items():
             print(format_explanation(p, r, config.threshold))
             print()
         for p, e in failed.items():
             print(f"{p}: failed: {e}", file=sys.stderr)
+        if accuracy is not None:
+            print(format_accuracy(accuracy, args.cause))
     if not results:
         return RUNTIME
-    if failed or any(incomplete(r) for r in results.values()):
+    if failed or any(incomplete(r) for r in results.values()) or (accuracy is not None and any(
+            a.n_scored < a.n for a in accuracy)):
         return PARTIAL
     return SUCCESS
+
+
+def _grade(args, store, components, results, ctx):
+    from ...core.benchmark.competency_grading import explanation_accuracy
+    from ...core.benchmark.judge import LLMMatchJudge
+    from ..loading import load
+
+    judge = LLMMatchJudge(load(args.judge, "mllm", args), store=store)
+    name = (components.fitted.manifest.get("dataset") or {}).get("name") or "the training dataset"
+    return explanation_accuracy(results, args.cause, judge, Path(name).name or name, ctx.sub("Grading"))
+
+
+def format_accuracy(rows, cause: str) -> str:
+    lines = [f"Explanations naming the cause '{cause}' (LLM Match: 1 full, 0.5 partial, 0 none):"]
+    for a in rows:
+        what = "original alone" if a.condition == "original" else f"with the {a.condition.upper()} counterfactual"
+        acc = "-" if a.accuracy is None else f"{a.accuracy:.2f}"
+        failed = f", {a.n - a.n_scored} not graded (the judge failed)" if a.n_scored < a.n else ""
+        lines.append(f"  {what:<34} {acc:>5}  (n = {a.n_scored}{failed})")
+    return "\n".join(lines)
 
 
 # -- bench --------------------------------------------------------------------------------------------------
