@@ -14,6 +14,7 @@ from ..document import DASH, MAIN_IMAGE_PX, THUMB_PX, Block, Figures, KeyValues,
 from ..format import _display_name, _flatten, _now, clip, fmt_num
 from ..images import ReportImage
 from . import result_report
+from .competency_charts import calibration_chart, parts_chart
 
 MIN_SHOWN_PX = 128  # classifier-size images (often 32 px in tests, 224 px in use) are enlarged to at least this
 
@@ -147,6 +148,7 @@ def build_competency_report(result, store, *, image_format: str = "png", ctx: Jo
     s = result.original
     blocks = ([Figures(figs)] if figs else []) + blocks + [
         Paragraph(diagnosis(s, threshold), "callout"),
+        Figures([parts_chart(s.confidence, s.id_probability, s.competency, threshold)]),
         KeyValues([("File", result.image_path or DASH), ("SHA-256", result.image_sha256), *_score_rows(s)])]
     blocks += [Paragraph(n, "muted") for n in result.notes]
     sections = [Section("Competency", "competency", blocks),
@@ -201,7 +203,8 @@ def build_estimator_report(result, store, *, ctx: JobContext | None = None, **_:
     sections = [Section("Competency estimator", "estimator", blocks),
                 Section("Per-class statistics", "statistics", [stats])]
     if cal_rows:
-        sections.append(Section("Calibration search", "calibration", [Table(
+        sections.append(Section("Calibration search", "calibration", [Figures([calibration_chart(
+            grid, curve, float(cal.get("accuracy") or 0.0), float(cal.get("z") or 0.0), n_cal)]), Table(
             ["z", "Mean competency"], cal_rows, align=["r", "r"], widths=[2, 2],
             caption=f"Mean competency on the held-out images (n = {n_cal}) for every {step}th z tried; the "
                     f"chosen z brings it closest to the classifier's accuracy.")]))
