@@ -1,4 +1,4 @@
-"""`nemo competency fit | score | explain`: is the classifier competent on an image, and if not, why?
+"""`nemo competency fit | score | explain | bench | causes | lpips`: is the classifier competent on an image,
 
     nemo competency fit DATASET -c CLASSIFIER [--epochs 50] [--save DIR]    # fit and store a PaRCE estimator
     nemo competency score IMAGE... -c CLASSIFIER --estimator KEY_OR_DIR     # competency and its parts
