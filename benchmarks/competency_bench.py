@@ -1,6 +1,6 @@
 """Competency: generator speed and success on the digits world, and scoring throughput vs a classifier forward.
 
-Part 1 (the digits world of tests/core/analyses/competency: a small CNN on sklearn's digits, digit 9 held out)
+Part 1 (the digits world of tests/fixtures_tiny/competency_world.py: a small CNN on sklearn's digits, digit 9 held out)
 fits an estimator, takes N low-competency images (unseen nines, noisy and pixelated digits) and runs the
 five generators with the seed's defaults, printing seconds per image and success rate per generator (the
 shape of the seed's Table 1, timing and success columns).

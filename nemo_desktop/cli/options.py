@@ -33,7 +33,7 @@ class CommandParser(argparse.ArgumentParser):
 
 
 def _help(p: ParamInfo) -> str:
-    parts = [(p.help or p.label).rstrip(".")]
+    parts = [(p.help or p.label).rstrip(".")]  # the parts are joined with "; "
     if p.choices:
         parts.append(f"one of {', '.join(p.choices)}")
     if p.minimum is not None or p.maximum is not None:
@@ -50,7 +50,7 @@ def _help(p: ParamInfo) -> str:
 
 
 def _metavar(p: ParamInfo) -> str:
-    if p.kind == "paths" and p.choices:
+    if p.kind == "paths" and p.choices:  # several names from a list (e.g. generators), not files
         return "NAME[,NAME]"
     return {"int": "N", "float": "X", "bool": "true|false", "size": "WxH", "paths": "FILE[,FILE]"}.get(
         p.kind or "", "TEXT")

@@ -1,4 +1,4 @@
-"""`nemo competency fit | score | explain`: is the classifier competent on an image, and if not, why?
+"""`nemo competency fit | score | explain | bench | causes | lpips`: is the classifier competent on an image,
 
     nemo competency fit DATASET -c CLASSIFIER [--epochs 50] [--save DIR]    # fit and store a PaRCE estimator
     nemo competency score IMAGE... -c CLASSIFIER --estimator KEY_OR_DIR     # competency and its parts
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..loading import add_device_options
 
-FIT, EXPLAIN, BENCH = "competency-estimator", "competency-cf", "competency-bench"
+FIT, EXPLAIN, BENCH, SCORE = "competency-estimator", "competency-cf", "competency-bench", "competency-score"
 
 
 def register(subparsers) -> None:
@@ -38,12 +38,14 @@ def register(subparsers) -> None:
     add_device_options(fit)
     fit.set_defaults(func=run_fit)
 
-    for name, helptext, func in (("score", "competency of images and its parts", run_score),
+    for name, helptext, func in (("score", "competency of images (or of a whole set) and its parts", run_score),
                                  ("explain", "high-competency counterfactuals and the MLLM's explanation",
                                   run_explain)):
+        analysis = EXPLAIN if name == "explain" else SCORE
         q = sub.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".",
-                           derive_options=(lambda r: _options(r, EXPLAIN)) if name == "explain" else None)
-        q.add_argument("images", metavar="IMAGE", nargs="+", help="image file(s)")
+                           derive_options=lambda r, a=analysis: _options(r, a))
+        q.add_argument("images", metavar="IMAGE", nargs="+", help="image file(s)" + (
+            "" if name == "explain" else ", or one folder / CSV (a labelled set also gives accuracy by competency)"))
         q.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator "
                        "was fitted for")
         q.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
@@ -51,9 +53,30 @@ def register(subparsers) -> None:
         if name == "explain":
             q.add_argument("--mllm", "-l", metavar="ID", help="multimodal LLM that explains the low competency "
                            "(optional: without it there is no language explanation)")
+            q.add_argument("--judge", metavar="ID", help="grade the explanations with this LLM (LLM Match) against "
+                           "the known --cause of the images: the seed's Tables 3/4 on your images")
+            q.add_argument("--cause", choices=("spatial", "brightness", "contrast", "saturation", "noise",
+                                               "pixelation"), help="the true cause of low competency (with --judge)")
         q.add_argument("--json", metavar="OUT", help="write the results as JSON ('-': stdout)")
         add_device_options(q)
         q.set_defaults(func=func)
+
+    cs = sub.add_parser("causes", help="test sets of the paper's low-competency causes made from your images",
+                        description="Modify the images on which the classifier is competent (brightness, contrast, "
+                                    "saturation, noise, pixelation) with the smallest listed factor that makes it "
+                                    "lose competency, and write them with a causes.csv.")
+    cs.add_argument("dataset", metavar="IMAGES", help="a folder of images (class folders or flat) or a CSV")
+    cs.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator was "
+                    "fitted for")
+    cs.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
+                    help="a stored estimator's key (or a unique prefix) or a folder written by fit --save")
+    cs.add_argument("--cause", default="brightness,contrast,saturation,noise,pixelation", metavar="C[,C]",
+                    help="causes to generate (default: all five modifications)")
+    cs.add_argument("--threshold", type=float, default=0.9, help="competency threshold (default 0.9)")
+    cs.add_argument("--max-images", type=int, metavar="N", help="modify at most N competent images")
+    cs.add_argument("--out", "-o", metavar="DIR", required=True, help="folder to write the test sets into")
+    add_device_options(cs)
+    cs.set_defaults(func=run_causes)
 
     lp = sub.add_parser("lpips", help="whether LPIPS' backbone weights are installed; --download fetches them",
                         description="LPIPS (a competency metric and IGD's distance) needs torchvision's AlexNet "
@@ -185,40 +208,65 @@ def _estimator_components(args, store):
                       store=store)
 
 
+def format_score_set(result, shown: int = 20) -> str:
+    sm = result.summary()
+    t = result.threshold
+    lines = []
+    items = result.items if len(result.items) <= shown else result.lowest(shown)
+    if len(result.items) > shown:
+        lines.append(f"The {shown} lowest of {len(result.items)}:")
+    lines += [format_score(i.path, i.score) for i in items]
+    if sm["n"]:
+        lines += ["", f"{sm['n_low']} of {sm['n']} images below competency {t} (mean {sm['mean_competency']:.3f}): "
+                      f"unsure {sm['n_unsure']}, unfamiliar {sm['n_unfamiliar']}, both {sm['n_both']}."]
+    if sm.get("n_labelled"):
+        lines.append(f"Accuracy: {_pct(sm['accuracy_low'])} of the {sm['n_labelled_low']} low-competency images, "
+                     f"{_pct(sm['accuracy_high'])} of the {sm['n_labelled_high']} others.")
+    if result.manifest.get("labels_not_used"):
+        lines.append(f"(labels not used: {result.manifest['labels_not_used']})")
+    if result.result_key:
+        lines.append(f"Stored as {result.result_key[:16]} (`nemo report {result.result_key[:16]}`).")
+    return "\n".join(lines)
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
 def run_score(args) -> int:
+    from ...core.analyses.competency.score_set import open_image_set
     from ...core.errors import JobCancelled
+    from ...core.registry import build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
     from ..exit_codes import INTERRUPTED, for_counts
+    from ..options import given_options
     from ..output import write_json
     from ..progress import StageBars, cancellable_job
 
-    paths = _check_images(args.images)
+    spec = get_analysis(SCORE)
+    config = make_config(spec, given_options(args))
+    one = Path(args.images[0])
+    if len(args.images) == 1 and (one.is_dir() or one.suffix.lower() == ".csv"):
+        images = open_image_set(one)  # a dataset (labels used when they name the classifier's classes)
+    else:
+        images = _check_images(args.images)
     store = ResultsStore.open(get_paths().ensure())
-    scores, failed = {}, {}
     try:
         with cancellable_job(StageBars()) as ctx:
-            est = _estimator_components(args, store).fitted
-            for path in paths:  # one by one, so an unreadable file fails alone
-                ctx.check_cancelled()
-                try:
-                    scores[str(path)] = est.score([path])[0]
-                except Exception as exc:  # noqa: BLE001 - reported per file, the others go on
-                    failed[str(path)] = getattr(exc, "message", None) or str(exc)
+            result = build_analysis(spec, _estimator_components(args, store), config)(images, ctx)
     except JobCancelled as exc:
         print(exc.message, file=sys.stderr)
         return INTERRUPTED
     finally:
         store.close()
     if args.json:
-        write_json({"scores": {p: s.to_dict() for p, s in scores.items()}, "errors": failed}, args.json,
-                   ensure_ascii=False)
+        write_json({**result.to_dict(), "summary": result.summary()}, args.json, ensure_ascii=False)
     if args.json != "-":
-        for p, s in scores.items():
-            print(format_score(p, s))
-        for p, e in failed.items():
+        print(format_score_set(result))
+        for p, e in result.failed.items():
             print(f"{p}: failed: {e}", file=sys.stderr)
-    return for_counts(len(scores), len(failed))
+    return for_counts(len(result.items), len(result.failed))
 
 
 def _fmt(x, digits: int = 3) -> str:
@@ -274,6 +322,15 @@ def run_explain(args) -> int:
     spec = get_analysis(EXPLAIN)
     config = make_config(spec, given_options(args))
     paths = _check_images(args.images)
+    if bool(args.judge) != bool(args.cause):
+        from ...core.errors import ConfigError
+
+        raise ConfigError("--judge and --cause go together: the judge grades whether each explanation names the "
+                          "cause.", hint="Give both, or neither.")
+    if args.judge and not args.mllm:
+        from ...core.errors import ConfigError
+
+        raise ConfigError("--judge grades the MLLM's explanations, and no --mllm was given.")
     store = ResultsStore.open(get_paths().ensure())
     results, failed = {}, {}
     try:
@@ -288,6 +345,7 @@ def run_explain(args) -> int:
                     raise
                 except NemoError as exc:  # e.g. an unreadable image: reported, the others go on
                     failed[str(path)] = exc.message
+            accuracy = _grade(args, store, components, list(results.values()), ctx) if args.judge else None
     except JobCancelled as exc:
         print(f"{exc.message} Completed images are kept in the results store; run the same command to resume.",
               file=sys.stderr)
@@ -295,19 +353,44 @@ def run_explain(args) -> int:
     finally:
         store.close()
     if args.json:
-        write_json({"results": {p: r.to_dict() for p, r in results.items()}, "errors": failed}, args.json,
-                   ensure_ascii=False)
+        write_json({"results": {p: r.to_dict() for p, r in results.items()}, "errors": failed,
+                    "accuracy": None if accuracy is None else {"cause": args.cause,
+                                                               "rows": [a.to_dict() for a in accuracy]}},
+                   args.json, ensure_ascii=False)
     if args.json != "-":
         for p, r in results.items():
             print(format_explanation(p, r, config.threshold))
             print()
         for p, e in failed.items():
             print(f"{p}: failed: {e}", file=sys.stderr)
+        if accuracy is not None:
+            print(format_accuracy(accuracy, args.cause))
     if not results:
         return RUNTIME
-    if failed or any(incomplete(r) for r in results.values()):
+    if failed or any(incomplete(r) for r in results.values()) or (accuracy is not None and any(
+            a.n_scored < a.n for a in accuracy)):
         return PARTIAL
     return SUCCESS
+
+
+def _grade(args, store, components, results, ctx):
+    from ...core.benchmark.competency_grading import explanation_accuracy
+    from ...core.benchmark.judge import LLMMatchJudge
+    from ..loading import load
+
+    judge = LLMMatchJudge(load(args.judge, "mllm", args), store=store)
+    name = (components.fitted.manifest.get("dataset") or {}).get("name") or "the training dataset"
+    return explanation_accuracy(results, args.cause, judge, Path(name).name or name, ctx.sub("Grading"))
+
+
+def format_accuracy(rows, cause: str) -> str:
+    lines = [f"Explanations naming the cause '{cause}' (LLM Match: 1 full, 0.5 partial, 0 none):"]
+    for a in rows:
+        what = "original alone" if a.condition == "original" else f"with the {a.condition.upper()} counterfactual"
+        acc = "-" if a.accuracy is None else f"{a.accuracy:.2f}"
+        failed = f", {a.n - a.n_scored} not graded (the judge failed)" if a.n_scored < a.n else ""
+        lines.append(f"  {what:<34} {acc:>5}  (n = {a.n_scored}{failed})")
+    return "\n".join(lines)
 
 
 # -- bench --------------------------------------------------------------------------------------------------
@@ -333,6 +416,7 @@ def format_bench(result) -> str:
 
 
 def run_bench(args) -> int:
+    from ...core.analyses.competency.score_set import open_image_set
     from ...core.errors import JobCancelled
     from ...core.registry import build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
@@ -344,8 +428,8 @@ def run_bench(args) -> int:
 
     spec = get_analysis(BENCH)
     config = make_config(spec, given_options(args))
-    images = _image_set(args.dataset)
-    reference = _image_set(args.reference) if args.reference else None
+    images = open_image_set(args.dataset)
+    reference = open_image_set(args.reference) if args.reference else None
     store = ResultsStore.open(get_paths().ensure())
     try:
         with cancellable_job(StageBars()) as ctx:
@@ -361,26 +445,6 @@ def run_bench(args) -> int:
     if args.json != "-":
         print(format_bench(result))
     return SUCCESS
-
-
-def _image_set(path: str) -> list[Path]:
-    """The images of a labelled dataset (class folders or CSV), else every image file under a folder."""
-    from ...core.errors import ConfigError
-
-    p = Path(path)
-    if not p.exists():
-        raise ConfigError(f"No images at {path}.", hint="Give a folder of images or a CSV manifest.")
-    try:
-        return list(_open_dataset(path).paths)
-    except ConfigError:
-        if not p.is_dir():
-            raise
-    from ...core.images import IMAGE_EXTENSIONS
-
-    found = sorted(f for f in p.rglob("*") if f.suffix.lower() in IMAGE_EXTENSIONS)
-    if not found:
-        raise ConfigError(f"No image files under {path}.")
-    return found
 
 
 def run_lpips(args) -> int:
@@ -400,3 +464,37 @@ def run_lpips(args) -> int:
     if not status["present"]:
         print("Without them LPIPS is reported as unavailable; `nemo competency lpips --download` fetches them.")
     return SUCCESS if status["present"] or not args.download else RUNTIME
+
+
+def run_causes(args) -> int:
+    from collections import Counter
+
+    from ...core.analyses.competency.cause_sets import write_cause_sets
+    from ...core.analyses.competency.config import as_names
+    from ...core.analyses.competency.score_set import open_image_set
+    from ...core.errors import ConfigError, JobCancelled
+    from ...core.store import ResultsStore
+    from ...core.store.paths import get_paths
+    from ..exit_codes import INTERRUPTED, RUNTIME, SUCCESS
+    from ..progress import StageBars, cancellable_job
+
+    if not 0.0 <= args.threshold <= 1.0:
+        raise ConfigError(f"--threshold must be between 0 and 1, not {args.threshold}.")
+    images = open_image_set(args.dataset)
+    paths = list(images.paths) if hasattr(images, "paths") else list(images)
+    store = ResultsStore.open(get_paths().ensure())
+    try:
+        with cancellable_job(StageBars()) as ctx:
+            est = _estimator_components(args, store).fitted
+            rows, n = write_cause_sets(est, paths, as_names(args.cause), args.out, threshold=args.threshold,
+                                       max_images=args.max_images, ctx=ctx)
+    except JobCancelled as exc:
+        print(f"{exc.message} Images written so far are kept.", file=sys.stderr)
+        return INTERRUPTED
+    finally:
+        store.close()
+    per_cause = Counter(r.cause for r in rows)
+    print(f"Modified {n} competent images; written to {args.out} (causes.csv lists them):")
+    for cause in as_names(args.cause):
+        print(f"  {cause:<11} {per_cause.get(cause, 0):>5} of {n} lost competency")
+    return SUCCESS if rows else RUNTIME

@@ -150,6 +150,7 @@ def _competency_cf_case(world) -> Case:
                   "learning_rate": 1e-2, "igd_distance": "l1", "fgd_distance": "l2", "lgd_distance": "l2",
                   "lnn_distance": "l2", "lpips_size": 32, "compatibility": True, "batch_size": 10, "seed": 1,
                   "explain": False, "explain_methods": ("reco",), "dataset_description": "Handwritten digits.",
+                  "dataset_subject": "handwritten digits",
                   "composite": False, "min_side": 48, "max_new_tokens": 30}
     return Case(comps, (cw["world"].nines[0],), options, variations)
 
@@ -241,6 +242,17 @@ def _model_diff_case(world) -> Case:
     return Case(comps, (), options, variations)
 
 
+def _competency_score_case(world) -> Case:
+    from fixtures_tiny.competency_world import contract_world, write_class_folders
+
+    cw = contract_world()
+    clf, w = cw["classifier"], cw["world"]
+    # 100 labelled digits: two batches, so cancel after the first is observable
+    folder = write_class_folders(world["tmp"] / "competency-score", w.test_images, w.test_labels, 12)
+    return Case(Components(classifier=clf, fitted=cw["estimator"], store=world["store"]), (folder,), {},
+                {"threshold": 0.8}, calls=lambda: len(clf.calls))
+
+
 CASES: dict[str, Callable[[dict], Case]] = {
     **{n: (lambda world, n=n: _sample_case(n, world)) for n in (
         "scitx", "error-retrieval", "error-retrieval-validated", "cam-mllm", "cam-mllm-validated", "change-mllm",
@@ -251,6 +263,7 @@ CASES: dict[str, Callable[[dict], Case]] = {
     "competency-bench": _competency_bench_case,
     "failure-modes": _failure_modes_case,
     "model-diff": _model_diff_case,
+    "competency-score": _competency_score_case,
 }
 
 
@@ -343,7 +356,8 @@ def test_cancel_stops_within_one_unit(name, world):
 
 COMMANDS = {"sample": ["explain"], "global-explanation": ["global"], "competency-estimator": ["competency", "fit"],
             "competency-cf": ["competency", "explain"], "competency-bench": ["competency", "bench"],
-            "failure-modes": ["failure-modes"], "model-diff": ["compare", "run"]}
+            "failure-modes": ["failure-modes"], "model-diff": ["compare", "run"],
+            "competency-score": ["competency", "score"]}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

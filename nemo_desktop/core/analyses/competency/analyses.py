@@ -26,6 +26,9 @@ from .counterfactual import CompetencyCounterfactual
 from .estimator import FittedEstimator, _check_classifier
 from .fit import VERSION as FIT_VERSION
 from .fit import CompetencyEstimatorFit
+from .score_set import ANALYSIS as SCORE_ANALYSIS
+from .score_set import VERSION as SCORE_VERSION
+from .score_set import CompetencyScoreAnalysis, CompetencyScoreConfig, CompetencyScoreSet
 from .results import (BENCH_ANALYSIS, COUNTERFACTUAL_ANALYSIS, ESTIMATOR_ANALYSIS, CompetencyBenchResult,
                       CompetencyCounterfactualResult, EstimatorFitResult)
 
@@ -93,10 +96,9 @@ class CompetencyCounterfactualAnalysis:
     high-competency counterfactual from each generator, and the MLLM's explanation with and without it."""
 
     def __init__(self, classifier: Any, fitted: Any, mllm: Any = None, store: Any = None,
-                 config: CounterfactualConfig | None = None, *, dataset_subject: str = "images") -> None:
+                 config: CounterfactualConfig | None = None) -> None:
         estimator = resolve_estimator(fitted, classifier, store)
-        self.pipeline = CompetencyCounterfactual(estimator, mllm, config, store=store,
-                                                 dataset_subject=dataset_subject)
+        self.pipeline = CompetencyCounterfactual(estimator, mllm, config, store=store)
 
     def __call__(self, image: Any, ctx: JobContext | None = None) -> CompetencyCounterfactualResult:
         return self.pipeline(image, ctx)
@@ -107,6 +109,13 @@ register_analysis(AnalysisSpec(
     config=EstimatorConfig, result=EstimatorFitResult, inputs=Inputs(classifier="required", data="dataset"),
     description="Fit a competency estimator (PaRCE: confidence x probability of being in-distribution, from an "
                 "autoencoder's reconstruction loss calibrated on held-out images) for a classifier."))
+
+register_analysis(AnalysisSpec(
+    name=SCORE_ANALYSIS, kind="dataset", version=SCORE_VERSION, factory=CompetencyScoreAnalysis,
+    config=CompetencyScoreConfig, result=CompetencyScoreSet,
+    inputs=Inputs(classifier="required", fitted=ESTIMATOR_ANALYSIS, data="dataset"),
+    description="Competency of every image of a set, and whether low competency comes from an unsure classifier "
+                "or unfamiliar images; with labels, accuracy of the low- and high-competency images."))
 
 register_analysis(AnalysisSpec(
     name=BENCH_ANALYSIS, kind="dataset", version=BENCH_VERSION, factory=CompetencyBenchAnalysis,

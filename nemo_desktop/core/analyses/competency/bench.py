@@ -176,9 +176,9 @@ class CompetencyBenchAnalysis:
 
     def _image_paths(self, images: Any) -> list[Any]:
         if isinstance(images, (str, os.PathLike)):
-            from ...data.datasets import open_dataset
+            from .score_set import open_image_set
 
-            return list(open_dataset(images).paths)
+            images = open_image_set(images)
         if hasattr(images, "paths"):
             return list(images.paths)
         return list(images)

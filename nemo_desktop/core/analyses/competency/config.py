@@ -120,6 +120,8 @@ class CounterfactualConfig:
     explain_methods: tuple[str, ...] = _f(("reco", "lgd", "lnn"), "Explained counterfactuals", "Generators "
                                           "whose counterfactual is shown to the MLLM (the paper's three).",
                                           choices=GENERATORS)
+    dataset_subject: str = _f("images", "What the training images show", "Fills 'a dataset of ...' in the "
+                              "prompt's description of the training data, e.g. 'handwritten digits'.")
     dataset_description: str = _f("", "Dataset description", "Replaces the generated description of the "
                                   "training data in the prompt (prompt B.1/B.2 of the paper).")
     composite: bool = _f(True, "One composite image", "Show original and counterfactual as one side-by-side "

@@ -50,11 +50,10 @@ def diff_map(x: torch.Tensor, y: torch.Tensor) -> Image.Image:
 
 class CompetencyCounterfactual:
     def __init__(self, estimator: FittedEstimator, mllm: Any = None, config: CounterfactualConfig | None = None, *,
-                 lpips: LpipsDistance | None = None, store: Any = None, dataset_subject: str = "images") -> None:
+                 lpips: LpipsDistance | None = None, store: Any = None) -> None:
         self.estimator, self.mllm = estimator, mllm
         self.config = config or CounterfactualConfig()
         self.store = store
-        self.dataset_subject = dataset_subject
         self._lpips = lpips  # loaded on first use when not injected (AlexNet is large)
         self._lpips_error: str | None = None
         self.last_artifacts: dict[str, Image.Image] = {}
@@ -90,7 +89,7 @@ class CompetencyCounterfactual:
                           estimator=est.manifest.get("weights_sha256"), classifier=model_part(est.classifier.info),
                           config=config_dict(self.config), lpips=self.lpips_name,
                           mllm=model_part(self.mllm.info) if explains else None,
-                          prompts=prompt_versions() if explains else None, subject=self.dataset_subject)
+                          prompts=prompt_versions() if explains else None)
 
     def __call__(self, image: str | os.PathLike | Image.Image, ctx: JobContext | None = None) -> CompetencyCounterfactualResult:
         ctx = ctx or null_context()
@@ -174,7 +173,7 @@ class CompetencyCounterfactual:
         if self.mllm is None:
             result.notes.append("No multimodal LLM was given, so there is no language explanation.")
             return True
-        explainer = Explainer(self.mllm, dataset_description(self.estimator.class_names, self.dataset_subject,
+        explainer = Explainer(self.mllm, dataset_description(self.estimator.class_names, cfg.dataset_subject,
                                                              cfg.dataset_description),
                               composite=cfg.composite, min_side=cfg.min_side, max_new_tokens=cfg.max_new_tokens)
         todo = [None] + [m for m in cfg.explain_methods if m in cf_images]

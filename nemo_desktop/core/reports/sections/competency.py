@@ -14,6 +14,7 @@ from ..document import DASH, MAIN_IMAGE_PX, THUMB_PX, Block, Figures, KeyValues,
 from ..format import _display_name, _flatten, _now, clip, fmt_num
 from ..images import ReportImage
 from . import result_report
+from .competency_charts import calibration_chart, parts_chart
 
 MIN_SHOWN_PX = 128  # classifier-size images (often 32 px in tests, 224 px in use) are enlarged to at least this
 
@@ -147,6 +148,7 @@ def build_competency_report(result, store, *, image_format: str = "png", ctx: Jo
     s = result.original
     blocks = ([Figures(figs)] if figs else []) + blocks + [
         Paragraph(diagnosis(s, threshold), "callout"),
+        Figures([parts_chart(s.confidence, s.id_probability, s.competency, threshold)]),
         KeyValues([("File", result.image_path or DASH), ("SHA-256", result.image_sha256), *_score_rows(s)])]
     blocks += [Paragraph(n, "muted") for n in result.notes]
     sections = [Section("Competency", "competency", blocks),
@@ -201,7 +203,8 @@ def build_estimator_report(result, store, *, ctx: JobContext | None = None, **_:
     sections = [Section("Competency estimator", "estimator", blocks),
                 Section("Per-class statistics", "statistics", [stats])]
     if cal_rows:
-        sections.append(Section("Calibration search", "calibration", [Table(
+        sections.append(Section("Calibration search", "calibration", [Figures([calibration_chart(
+            grid, curve, float(cal.get("accuracy") or 0.0), float(cal.get("z") or 0.0), n_cal)]), Table(
             ["z", "Mean competency"], cal_rows, align=["r", "r"], widths=[2, 2],
             caption=f"Mean competency on the held-out images (n = {n_cal}) for every {step}th z tried; the "
                     f"chosen z brings it closest to the classifier's accuracy.")]))
@@ -249,3 +252,61 @@ def build_bench_report(result, store, *, ctx: JobContext | None = None, **_: obj
                     [("Result key", result.result_key or "(not stored)"), *_flatten(m)])])]
     return ReportDocument(kind="single", title="Competency counterfactuals compared",
                           subtitle=f"{m.get('n_used')} low-competency images", generated_at=_now(), sections=sections)
+
+
+@result_report("dataset", "competency-score")
+def build_score_set_report(result, store, *, ctx: JobContext | None = None, shown: int = 30,
+                           **_: object) -> ReportDocument:
+    """Report of one CompetencyScoreSet: the distribution, why images are low, and the lowest ones."""
+    from ..document import Histogram, HistogramSeries
+
+    sm, t = result.summary(), result.threshold
+    n = sm["n"]
+    rows = [("Images scored", str(n)),
+            (f"Below competency {t}", f"{sm['n_low']} of {n}"),
+            ("... of which the classifier is unsure (confidence low)", f"{sm['n_unsure']} of {sm['n_low']}"),
+            ("... of which the image is unfamiliar (P(in-distribution) low)", f"{sm['n_unfamiliar']} of {sm['n_low']}"),
+            ("... of which both", f"{sm['n_both']} of {sm['n_low']}"),
+            (f"Mean competency (n = {n})", fmt_num(sm["mean_competency"]))]
+    if sm.get("n_labelled"):
+        rows += [(f"Accuracy of the low-competency images (n = {sm['n_labelled_low']})", _pct(sm["accuracy_low"])),
+                 (f"Accuracy of the others (n = {sm['n_labelled_high']})", _pct(sm["accuracy_high"]))]
+    blocks: list[Block] = [KeyValues(rows)]
+    if result.manifest.get("labels_not_used"):
+        blocks.append(Paragraph(f"The set's labels were not used: {result.manifest['labels_not_used']}", "muted"))
+    if result.failed:
+        blocks.append(Paragraph(f"{len(result.failed)} image(s) could not be scored: " + "; ".join(
+            f"{clip(_display_name(p), 60)}: {clip(e, 120)}" for p, e in list(result.failed.items())[:10]),
+            "warning"))
+    edges = [k / 10 for k in range(11)]
+    series = []
+    groups = [("All images", result.items)]
+    if sm.get("n_labelled"):
+        groups += [("Correctly classified", [i for i in result.items if i.correct]),
+                   ("Misclassified", [i for i in result.items if i.correct is False])]
+    for label, items in groups:
+        counts = [0] * 10
+        for i in items:
+            counts[min(9, int(i.score.competency * 10))] += 1
+        series.append(HistogramSeries(label, counts, len(items), (sum(i.score.competency for i in items) / len(items))
+                                      if items else None))
+    blocks.append(Histogram("Competency distribution", "competency", edges, series))
+    low_rows = []
+    for i in result.lowest(shown):
+        s = i.score
+        low_rows.append([clip(_display_name(i.path), 60), fmt_num(s.competency), fmt_num(s.confidence),
+                         fmt_num(s.id_probability), f"{s.loss_z_score:+.2f}", clip(s.pred_name, 30),
+                         DASH if i.correct is None else ("yes" if i.correct else "no")])
+    lowest = Table(["Image", "Competency", "Confidence", "P(ID)", "Loss z", "Predicted", "Correct"], low_rows,
+                   align=["l", "r", "r", "r", "r", "l", "c"], widths=[4, 1.6, 1.6, 1.4, 1.3, 2.4, 1.2],
+                   caption=f"The {len(low_rows)} lowest-competency images of {n}.")
+    sections = [Section("Competency of the set", "summary", blocks),
+                Section("Lowest competency", "lowest", [lowest]),
+                Section("Reproducibility manifest", "manifest", [KeyValues(
+                    [("Result key", result.result_key or "(not stored)"), *_flatten(result.manifest)])])]
+    return ReportDocument(kind="single", title="Competency of an image set", subtitle=f"{n} images",
+                          generated_at=_now(), sections=sections)
+
+
+def _pct(x) -> str:
+    return DASH if x is None else f"{x:.0%}"

@@ -42,3 +42,29 @@ def test_factor_search_finds_low_competency_versions(world, fitted, cause):
     assert len(found) >= 20
     for i, f, m in found[:5]:
         assert rho([m])[0] < 0.9 and np.array_equal(np.asarray(m), np.asarray(modify(good[i], cause, f, seed=i)))
+
+
+def test_cause_sets_are_written_from_competent_images_only(world, fitted, tmp_path):
+    import csv
+
+    from nemo_desktop.core.analyses.competency.cause_sets import write_cause_sets
+    from nemo_desktop.core.errors import ConfigError
+
+    _, est = fitted
+    paths = []
+    for i, im in enumerate(world.test_images[:12] + world.nines[:3]):
+        paths.append(tmp_path / "in" / f"{i:02d}.png")
+        paths[-1].parent.mkdir(exist_ok=True)
+        im.save(paths[-1])
+    before = {str(p): s.competency for p, s in zip(paths, est.score(paths))}
+    rows, n = write_cause_sets(est, paths, ("noise", "pixelation"), tmp_path / "out")
+    assert n == sum(r >= 0.9 for r in before.values()) > 0
+    assert rows and {r.cause for r in rows} <= {"noise", "pixelation"}
+    for r in rows:
+        assert before[r.source] >= 0.9 > r.competency_after  # competent before, not after
+        assert r.competency_before == pytest.approx(before[r.source])
+        assert est.score([r.file])[0].competency == pytest.approx(r.competency_after, abs=1e-2)  # PNG round trip
+    listed = list(csv.DictReader((tmp_path / "out" / "causes.csv").open()))
+    assert [row["file"] for row in listed] == [r.file for r in rows]
+    with pytest.raises(ConfigError, match="spatial"):
+        write_cause_sets(est, paths, ("spatial",), tmp_path / "x")

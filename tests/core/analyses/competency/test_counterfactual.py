@@ -39,8 +39,8 @@ def store(tmp_path):
 def test_pipeline_explains_with_the_papers_prompts_and_composite(fitted, low_batch, rand_lpips, store):
     _, est = fitted
     mllm = RecordingMLLM()
-    pipe = CompetencyCounterfactual(est, mllm, CounterfactualConfig(**FAST), lpips=rand_lpips, store=store,
-                                    dataset_subject="handwritten digits")
+    pipe = CompetencyCounterfactual(est, mllm, CounterfactualConfig(**FAST, dataset_subject="handwritten digits"),
+                                    lpips=rand_lpips, store=store)
     image = low_batch[0]
     result = pipe(image)
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from nemo_desktop.core.analyses.competency.grading import (CAUSE_FACTORS, grade_explanation, keyword_causes)
+from nemo_desktop.core.benchmark.competency_grading import (CAUSE_FACTORS, grade_explanation, keyword_causes)
 from nemo_desktop.core.benchmark.judge import LLMMatchJudge
 from nemo_desktop.core.models.protocols import ModelInfo
 
@@ -50,3 +50,26 @@ def test_each_cause_has_a_criterion_and_the_judge_sees_it():
 ])
 def test_keyword_tag(text, expected):
     assert keyword_causes(text) == expected
+
+
+def test_explanation_accuracy_per_condition_with_its_n():
+    from nemo_desktop.core.analyses.competency import CompetencyCounterfactualResult, CompetencyScore
+    from nemo_desktop.core.analyses.competency.results import CounterfactualOutput
+    from nemo_desktop.core.benchmark.competency_grading import explanation_accuracy
+
+    score = CompetencyScore(0.2, 0.5, 0.4, 0.1, 3.0, 1, "one")
+
+    def result(without, reco, lnn):
+        return CompetencyCounterfactualResult(
+            "sha", score, [CounterfactualOutput("reco", explanation=reco), CounterfactualOutput("lgd"),
+                           CounterfactualOutput("lnn", explanation=lnn)], explanation_without=without)
+
+    results = [result("Thin strokes.", "Random noise covers it.", "Noisy pixels."),
+               result("The image is noisy.", "Speckled noise.", None),
+               result(None, "The digit is slanted.", "Grainy noise everywhere.")]
+    judge = LLMMatchJudge(FactorJudgeDouble("nois"))
+    rows = {r.condition: r for r in explanation_accuracy(results, "noise", judge, "digits")}
+    assert list(rows) == ["original", "reco", "lnn"]  # lgd showed no counterfactual to the MLLM
+    assert (rows["original"].n, rows["original"].accuracy) == (2, 0.5)
+    assert (rows["reco"].n, rows["reco"].accuracy) == (3, pytest.approx(2 / 3))
+    assert (rows["lnn"].n, rows["lnn"].n_scored, rows["lnn"].accuracy) == (2, 2, 1.0)

@@ -106,4 +106,9 @@ def test_estimator_report_gives_each_class_its_n(world, store, stored_fit):
     stats = next(s for _, s in doc.iter_sections() if s.anchor == "statistics").blocks[0]
     assert isinstance(stats, Table) and stats.header[:2] == ["Class", "n"]
     assert [row[:2] for row in stats.rows] == [[name, "15"] for name in result.manifest["class_names"]]
+    from nemo_desktop.core.reports.document import Figures
+
+    cal = next(s for _, s in doc.iter_sections() if s.anchor == "calibration")
+    plot = next(b for b in cal.blocks if isinstance(b, Figures)).images[0]
+    assert plot.data.startswith(b"\x89PNG") and f"z = {result.calibration['z']:g}" in plot.caption
     assert render_pdf(doc).startswith(b"%PDF")

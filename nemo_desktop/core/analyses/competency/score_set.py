@@ -1,0 +1,197 @@
+"""Competency of every image of a set (kind "dataset", analysis "competency-score"): the per-image scores a
+dataset browser shows as a column, and a summary of how many images are low because the classifier is unsure,
+because they are unfamiliar, or both. With labels it also says whether competency tracks correctness.
+
+    scores = build_analysis("competency-score", Components(classifier=clf, fitted=estimator, store=store))
+    result = scores(dataset_or_folder_or_paths, ctx)          # -> CompetencyScoreSet
+
+The result is stored under a key of the estimator's weights, the classifier, the images' content (and labels)
+and the threshold; a re-run is answered from the store.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from .... import __version__
+from ...errors import ConfigError, NemoError
+from ...jobs import JobContext, null_context
+from .config import _check_ranges, config_dict
+from .results import CompetencyScore
+
+ANALYSIS = "competency-score"
+VERSION = "1"
+BATCH = 64
+
+
+@dataclass(frozen=True)
+class CompetencyScoreConfig:
+    threshold: float = field(default=0.9, metadata={
+        "label": "Competency threshold", "min": 0.0, "max": 1.0,
+        "help": "Images below it count as low competency; a part below it (confidence, P(in-distribution)) "
+                "marks the model unsure or the image unfamiliar (reference: 0.9)."})
+
+    def __post_init__(self) -> None:
+        _check_ranges(self)
+
+
+@dataclass
+class ScoredImage:
+    path: str
+    score: CompetencyScore
+    true_index: int | None = None  # when the set is labelled (mapped onto the classifier's classes)
+
+    @property
+    def correct(self) -> bool | None:
+        return None if self.true_index is None else self.score.pred_index == self.true_index
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "score": self.score.to_dict(), "true_index": self.true_index}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ScoredImage":
+        return cls(d["path"], CompetencyScore.from_dict(d["score"]), d.get("true_index"))
+
+
+@dataclass
+class CompetencyScoreSet:
+    items: list[ScoredImage]
+    threshold: float
+    failed: dict[str, str] = field(default_factory=dict)  # path -> why it could not be scored (unreadable, ...)
+    manifest: dict[str, Any] = field(default_factory=dict)
+    result_key: str | None = None
+    kind: str = "dataset"
+    analysis: str = ANALYSIS
+
+    @property
+    def key(self) -> str | None:
+        return self.result_key
+
+    def summary(self) -> dict[str, Any]:
+        """Counts (each with its n) of low-competency images and which part is low; accuracy by competency."""
+        t = self.threshold
+        low = [i for i in self.items if i.score.competency < t]
+        unsure = [i for i in low if i.score.confidence < t]
+        unfamiliar = [i for i in low if i.score.id_probability < t]
+        both = [i for i in low if i.score.confidence < t and i.score.id_probability < t]
+        out: dict[str, Any] = {"n": len(self.items), "n_low": len(low), "n_unsure": len(unsure),
+                               "n_unfamiliar": len(unfamiliar), "n_both": len(both),
+                               "mean_competency": (sum(i.score.competency for i in self.items) / len(self.items)
+                                                   if self.items else None)}
+        labelled = [i for i in self.items if i.true_index is not None]
+        if labelled:
+            def acc(xs):
+                return (sum(bool(i.correct) for i in xs) / len(xs)) if xs else None
+
+            lo = [i for i in labelled if i.score.competency < t]
+            hi = [i for i in labelled if i.score.competency >= t]
+            out.update(n_labelled=len(labelled), accuracy_low=acc(lo), n_labelled_low=len(lo),
+                       accuracy_high=acc(hi), n_labelled_high=len(hi))
+        return out
+
+    def lowest(self, k: int) -> list[ScoredImage]:
+        return sorted(self.items, key=lambda i: i.score.competency)[:k]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"items": [i.to_dict() for i in self.items], "threshold": self.threshold, "failed": self.failed,
+                "manifest": self.manifest, "result_key": self.result_key, "kind": self.kind,
+                "analysis": self.analysis}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CompetencyScoreSet":
+        return cls([ScoredImage.from_dict(i) for i in d["items"]], d["threshold"], dict(d.get("failed") or {}),
+                   d.get("manifest", {}), d.get("result_key"))
+
+
+def open_image_set(path: str | os.PathLike) -> Any:
+    """A labelled dataset (class folders or CSV) when the path is one, else the image files under a folder."""
+    from pathlib import Path
+
+    from ...data.datasets import open_dataset
+    from ...images import IMAGE_EXTENSIONS
+
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise ConfigError(f"No images at {p}.", hint="Give a folder of images (class folders or flat) or a CSV.")
+    try:
+        return open_dataset(p)
+    except ConfigError:
+        if not p.is_dir():
+            raise
+    found = sorted(f for f in p.rglob("*") if f.suffix.lower() in IMAGE_EXTENSIONS and f.is_file())
+    if not found:
+        raise ConfigError(f"No image files under {p}.")
+    return found
+
+
+class CompetencyScoreAnalysis:
+    """`competency-score`: competency and its parts for every image of a set."""
+
+    def __init__(self, classifier: Any, fitted: Any, store: Any = None,
+                 config: CompetencyScoreConfig | None = None) -> None:
+        from .analyses import resolve_estimator
+
+        self.estimator = resolve_estimator(fitted, classifier, store)
+        self.store = store
+        self.config = config or CompetencyScoreConfig()
+
+    def _items(self, images: Any) -> tuple[list[Any], list[int] | None, str | None]:
+        """(images, labels or None, why the labels are not used)."""
+        if isinstance(images, (str, os.PathLike)):
+            images = open_image_set(images)
+        if hasattr(images, "with_class_names"):  # a labelled dataset: labels onto the classifier's classes
+            try:
+                mapped = images.with_class_names(self.estimator.class_names)
+            except ConfigError as exc:  # e.g. a folder of images of unknown classes: scored without labels
+                return list(images.paths), None, exc.message
+            return list(mapped.paths), [int(y) for y in mapped.labels], None
+        return list(images), None, None
+
+    def __call__(self, images: Any, ctx: JobContext | None = None) -> CompetencyScoreSet:
+        from ...methods.intervention import model_part
+        from ...store import result_key
+        from .fit import dataset_fingerprint
+
+        ctx = ctx or null_context()
+        paths, labels, unlabelled_why = self._items(images)
+        if not paths:
+            raise ConfigError("There are no images to score.")
+        est = self.estimator
+        fingerprint = dataset_fingerprint(paths, labels if labels is not None else [-1] * len(paths))
+        key = result_key(ANALYSIS, version=VERSION, estimator=est.manifest.get("weights_sha256"),
+                         classifier=model_part(est.classifier.info), images=fingerprint,
+                         labelled=labels is not None, config=config_dict(self.config))
+        if self.store is not None and (done := self.store.get(key)) is not None:
+            ctx.progress("Loaded from the results store", 1, 1)
+            result = CompetencyScoreSet.from_dict(done.payload)
+            result.result_key = key
+            return result
+        items, failed = [], {}
+        starts = range(0, len(paths), BATCH)
+        for s in ctx.track(starts, stage="Scoring competency", total=len(starts)):
+            batch = list(range(s, min(s + BATCH, len(paths))))
+            try:
+                scores = est.scores_from_tensor(est.unit([paths[i] for i in batch]))
+            except NemoError:  # an unreadable file: score the batch one by one, so only that file is lost
+                scores = []
+                for i in batch:
+                    try:
+                        scores.append(est.scores_from_tensor(est.unit([paths[i]]))[0])
+                    except NemoError as exc:
+                        scores.append(None)
+                        failed[str(paths[i])] = exc.message
+            items += [ScoredImage(str(paths[i]), sc, None if labels is None else labels[i])
+                      for i, sc in zip(batch, scores) if sc is not None]
+        result = CompetencyScoreSet(items, self.config.threshold, failed=failed, manifest={
+            "analysis": ANALYSIS, "version": VERSION, "app_version": __version__,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "complete": True,
+            "estimator": {"weights_sha256": est.manifest.get("weights_sha256"),
+                          "dataset": est.manifest.get("dataset")},
+            "classifier": model_part(est.classifier.info), "images_fingerprint": fingerprint,
+            "labelled": labels is not None, "labels_not_used": unlabelled_why, "config": asdict(self.config)})
+        if self.store is not None:
+            result.result_key = key
+            self.store.put(key, ANALYSIS, result.to_dict())
+        return result
