@@ -26,6 +26,8 @@ def register(subparsers) -> None:
                    help=f"catalog id or <family>:<source> (default: {DEFAULT_CLASSIFIER})")
     p.add_argument("--top-k", "-k", type=int, default=5, metavar="N", help="classes to show per image (default 5)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--embeddings", action="store_true",
+                   help="with --json: add each image's L2-normalised embedding (from the same forward pass)")
     p.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:1, ...")
     p.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
     p.add_argument("--classes", metavar="FILE", help="class-name file (one per line) for the classifier's outputs")
@@ -60,6 +62,7 @@ def run(args) -> int:
 
     from ...core.errors import ConfigError, InputImageError
     from ...core.images import load_image
+    from ...core.models.outputs import predict_with_embeddings
     from ...core.models.registry import LoadOptions, load_model
     from ..exit_codes import for_counts
 
@@ -75,13 +78,15 @@ def run(args) -> int:
     if not loaded:
         raise failures[0][1]
     classifier = load_model(_spec(args), LoadOptions(device=args.device, dtype=args.dtype))
-    probs = classifier.predict_proba([img for _, img in loaded])
+    probs, embeddings = predict_with_embeddings(classifier, [img for _, img in loaded])  # one forward pass
     k = min(args.top_k, probs.shape[1])
     results = []
-    for (path, _), row in zip(loaded, probs):
+    for (path, _), row, emb in zip(loaded, probs, embeddings):
         top = np.argsort(-row, kind="stable")[:k]
         results.append({"image": path, "top_k": [{"rank": r + 1, "index": int(i), "name": classifier.class_names[i],
                                                   "probability": float(row[i])} for r, i in enumerate(top)]})
+        if args.embeddings:
+            results[-1]["embedding"] = [round(float(v), 7) for v in emb]
     results += [{"image": path, "error": exc.to_dict()} for path, exc in failures]
     info = classifier.info
     if args.json:
