@@ -71,6 +71,7 @@ def run_index(args) -> int:
                           hint="nemo index DATASET --classifier ID   (or `nemo index --list`)")
     if args.batch_size < 1:
         raise ConfigError("--batch-size must be at least 1.", hint="For example --batch-size 32.")
+    loading = LoaderSettings(workers=args.workers, draft_factor=0 if args.no_draft else DEFAULT_DRAFT_FACTOR)
     dataset = open_dataset(args.dataset)  # dataset problems surface before a model is loaded
     spec = resolve_model_ref(args.classifier, "classifier")
     classifier = load_model(spec, LoadOptions(device=args.device))
@@ -85,8 +86,7 @@ def run_index(args) -> int:
         with cancellable_job(bars, cancels_after="the current batch") as ctx:
             index = build_index(dataset, classifier, store, ctx, batch_size=args.batch_size,
                                 feature_dtype="float16" if args.float16 else "float32",
-                                loading=LoaderSettings(workers=args.workers,
-                                                       draft_factor=0 if args.no_draft else DEFAULT_DRAFT_FACTOR))
+                                loading=loading)
     except JobCancelled as exc:
         if args.json and exc.detail:
             print(json.dumps({"cancelled": True, "message": exc.message, "report": json.loads(exc.detail)}, indent=2))
