@@ -365,11 +365,16 @@ def profile(args) -> dict:
         editor = build_flux_kontext(FLUX_TINY if args.tiny else FLUX_KONTEXT_DEV, args.device, dtype)
     else:
         editor = build_pix2pix(PIX2PIX_TINY if args.tiny else PIX2PIX, args.device, dtype)
+    if args.attention_backend:  # the editor option `attention_backend`, applied as its loader does
+        from nemo_desktop.core.models.adapters.diffusers_editor import _set_attention_backend
+
+        _set_attention_backend(editor.pipe, args.attention_backend, editor.info.model_id)
     loads["editor"] = time.perf_counter() - t
     if cuda:
         torch.cuda.synchronize()
     out = {"device": torch.cuda.get_device_name(0) if cuda else "cpu", "dtype": str(dtype).replace("torch.", ""),
            "editor": args.editor, "tiny": args.tiny, "build_seconds": loads,
+           "attention_backend": args.attention_backend or "diffusers default (PyTorch SDPA)",
            "attention": {"mllm": mllm.info.extra.get("attn_implementation"),
                          "editor": sorted({type(p).__name__ for p in editor.pipe.components.get(
                              "transformer", editor.pipe.components.get("unet")).attn_processors.values()})},
@@ -422,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--references", type=int, default=None, help="reference images (default 60; tiny: 12)")
     ap.add_argument("--caption-batch", type=int, default=1, help="a second run with caption_batch_size")
     ap.add_argument("--edit-batch", type=int, default=1, help="a second run with edit_batch_size")
+    ap.add_argument("--attention-backend", default=None,
+                    help="the editor's attention backend, e.g. _native_flash, _native_cudnn, flash (default: SDPA)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if args.tiny:
@@ -437,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{figures['dtype']}, editor {figures['editor']}{' (tiny)' if figures['tiny'] else ''}")
     print("  built: " + ", ".join(f"{k} {v:.1f} s" for k, v in figures["build_seconds"].items())
           + (f"; weights {figures['models_gib']:.1f} GiB" if figures["models_gib"] is not None else ""))
-    print(f"  attention: MLLM {figures['attention']['mllm']}, editor {', '.join(figures['attention']['editor'])}")
+    print(f"  attention: MLLM {figures['attention']['mllm']}, editor {', '.join(figures['attention']['editor'])} "
+          f"({figures['attention_backend']})")
     for run in figures["runs"]:
         extra = "" if run["settings"] == "default" else \
             f", caption batch {run['caption_batch_size']}, edit batch {run['edit_batch_size']}"

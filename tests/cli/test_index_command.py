@@ -102,6 +102,15 @@ def test_user_errors_are_explained(digits_family, folder, tmp_path, capsys):
     assert main(["index", str(folder), "--classifier", "test-digits:plain", "--skip-unmatched", "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["entries"] == N and "skipped class 'dragon'" in captured.err
+    assert main(["index", str(folder), "--classifier", "test-digits:plain", "--skip-unmatched",
+                 "--workers", "0"]) == 2
+    assert "decode workers" in capsys.readouterr().err
+
+
+def test_workers_and_no_draft_options(digits_family, folder, capsys):
+    assert main(["index", str(folder), "--classifier", "test-digits:plain", "--workers", "1", "--no-draft",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["entries"] == N
 
 
 def test_unreadable_files_are_listed_and_make_the_index_partial(digits_family, folder, capsys):

@@ -37,6 +37,23 @@ def test_predict_json_top_k(setup, capsys):
         probs = [t["probability"] for t in result["top_k"]]
         assert len(probs) == 3 and probs == sorted(probs, reverse=True) and sum(probs) <= 1.0 + 1e-6
         assert all(t["name"] == TINY_CLASSES[t["index"]] for t in result["top_k"])
+        assert "embedding" not in result
+
+
+def test_predict_embeddings_come_from_the_same_pass(setup, capsys):
+    from nemo_desktop.core.images import load_image
+    from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+
+    rc = main(["predict", *setup["images"], "-c", f"timm:local-dir:{setup['model']}", "--json", "--embeddings",
+               "--device", "cpu"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    clf = load_model(ModelSpec("classifier", "timm", f"local-dir:{setup['model']}"), LoadOptions(device="cpu"))
+    images = [load_image(p) for p in setup["images"]]
+    expected_emb, expected_p = clf.embed(images), clf.predict_proba(images)
+    for result, emb, p in zip(out["results"], expected_emb, expected_p):
+        assert np.allclose(result["embedding"], emb, atol=1e-6)
+        assert result["top_k"][0]["probability"] == pytest.approx(float(p.max()), abs=1e-6)
 
 
 def test_predict_table_and_a_bad_image(setup, capsys):

@@ -55,6 +55,7 @@ def run_delete(args) -> int:
 
 def run_index(args) -> int:
     from ...core.data.datasets import open_dataset
+    from ...core.data.input_pipeline import DEFAULT_DRAFT_FACTOR, LoaderSettings
     from ...core.data.reference_index import align_to_classifier, build_index
     from ...core.errors import ConfigError, JobCancelled
     from ...core.models.catalog import resolve_model_ref
@@ -70,6 +71,7 @@ def run_index(args) -> int:
                           hint="nemo index DATASET --classifier ID   (or `nemo index --list`)")
     if args.batch_size < 1:
         raise ConfigError("--batch-size must be at least 1.", hint="For example --batch-size 32.")
+    loading = LoaderSettings(workers=args.workers, draft_factor=0 if args.no_draft else DEFAULT_DRAFT_FACTOR)
     dataset = open_dataset(args.dataset)  # dataset problems surface before a model is loaded
     spec = resolve_model_ref(args.classifier, "classifier")
     classifier = load_model(spec, LoadOptions(device=args.device))
@@ -83,7 +85,8 @@ def run_index(args) -> int:
     try:
         with cancellable_job(bars, cancels_after="the current batch") as ctx:
             index = build_index(dataset, classifier, store, ctx, batch_size=args.batch_size,
-                                feature_dtype="float16" if args.float16 else "float32")
+                                feature_dtype="float16" if args.float16 else "float32",
+                                loading=loading)
     except JobCancelled as exc:
         if args.json and exc.detail:  # what was indexed so far, kept for the re-run
             print(json.dumps({"cancelled": True, "message": exc.message, "report": json.loads(exc.detail)}, indent=2))
@@ -137,6 +140,11 @@ def register(sub) -> None:
     p.add_argument("--skip-unmatched", action="store_true",
                    help="leave out classes the classifier does not know instead of stopping")
     p.add_argument("--float16", action="store_true", help="store embeddings as float16 (half the disk)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="threads decoding images ahead of the model (default: the CPU count, at most 8)")
+    p.add_argument("--no-draft", action="store_true",
+                   help="decode every JPEG at full size (default: JPEGs over twice the model's input side decode "
+                        "at a reduced scale, much faster, nearly the same pixels after the model's resize)")
     p.add_argument("--list", action="store_true", help="list the reference indexes in the store")
     p.add_argument("--delete", metavar="INDEX_ID", help="delete a reference index (its rows and arrays)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")

@@ -28,6 +28,8 @@ def register(subparsers) -> None:
                    help=f"catalog id or <family>:<source> (default: {DEFAULT_CLASSIFIER})")
     p.add_argument("--top-k", "-k", type=int, default=5, metavar="N", help="classes to show per image (default 5)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--embeddings", action="store_true",
+                   help="with --json: add each image's L2-normalised embedding (from the same forward pass)")
     p.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:1, ...")
     p.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
     p.add_argument("--classes", metavar="FILE", help="class-name file (one per line) for the classifier's outputs")
@@ -66,18 +68,23 @@ def _report_unreadable(failures) -> None:
 
 
 def _classify(classifier, images, ctx):
-    """predict_proba in chunks of the classifier's batch size, so the bar moves and Ctrl-C stops between them."""
+    """Probabilities and unit embeddings in one forward pass per chunk of the classifier's batch size, so the bar
+    moves and Ctrl-C stops between chunks."""
     import numpy as np
 
+    from ...core.models.outputs import predict_with_embeddings
+
     step = max(1, int(getattr(classifier, "batch_size", 32) or 32))
-    chunks = [images[i:i + step] for i in range(0, len(images), step)]
-    parts = []
+    probs, embeddings, done = [], [], 0
     ctx.progress(CLASSIFYING, 0, len(images))
-    for chunk in chunks:
+    for start in range(0, len(images), step):
         ctx.check_cancelled()
-        parts.append(classifier.predict_proba(chunk))
-        ctx.progress(CLASSIFYING, sum(len(p) for p in parts), len(images))
-    return np.concatenate(parts, axis=0)
+        p, e = predict_with_embeddings(classifier, images[start:start + step])
+        probs.append(p)
+        embeddings.append(e)
+        done += len(p)
+        ctx.progress(CLASSIFYING, done, len(images))
+    return np.concatenate(probs, axis=0), np.concatenate(embeddings, axis=0)
 
 
 def run(args) -> int:
@@ -106,14 +113,16 @@ def run(args) -> int:
             raise InputImageError(f"None of the {len(failures)} images could be read.",
                                   hint="See the errors above for each file.")
         classifier = load_model(_spec(args), LoadOptions(device=args.device, dtype=args.dtype))
-        probs = _classify(classifier, [img for _, img in loaded], ctx)
+        probs, embeddings = _classify(classifier, [img for _, img in loaded], ctx)
     _report_unreadable(failures)
     k = min(args.top_k, probs.shape[1])
     results = []
-    for (path, _), row in zip(loaded, probs):
+    for (path, _), row, emb in zip(loaded, probs, embeddings):
         top = np.argsort(-row, kind="stable")[:k]
         results.append({"image": path, "top_k": [{"rank": r + 1, "index": int(i), "name": classifier.class_names[i],
                                                   "probability": float(row[i])} for r, i in enumerate(top)]})
+        if args.embeddings:
+            results[-1]["embedding"] = [round(float(v), 7) for v in emb]
     results += [{"image": path, "error": exc.to_dict()} for path, exc in failures]
     info = classifier.info
     if args.json:

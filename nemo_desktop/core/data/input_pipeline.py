@@ -99,14 +99,13 @@ class BatchLoader:
     """Iterate over `items` in batches of `batch_size`, decoded `ahead` batches in advance by `workers` threads.
 
     `path_of(item)` is the file to read; `prepare(images)` (optional) turns the decoded images into the
-    batch's host tensor on the worker. Use it as an iterator inside a `with` block or a for loop: breaking out
-    or raising stops the workers cleanly.
+    batch's host tensor on the worker. Iterating is a generator: closing it (`contextlib.closing`, or the end of
+    a for loop left by break or an exception) cancels the batches not started and waits for the running ones.
     """
 
     def __init__(self, items: Sequence[Any], batch_size: int, *, path_of: Callable[[Any], Path] = lambda it: it,
                  prepare: Callable[[list[Any]], Any] | None = None, workers: int | None = None,
-                 ahead: int | None = None, draft_side: int | None = None,
-                 decode: Callable[..., Any] | None = None) -> None:
+                 ahead: int | None = None, draft_side: int | None = None) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.items = items
@@ -116,7 +115,6 @@ class BatchLoader:
         self.workers = max(1, int(workers or default_workers()))
         self.ahead = max(1, int(ahead if ahead is not None else max(2, self.workers)))
         self.draft_side = draft_side
-        self._decode = decode
         self.stats = LoaderStats()
 
     def __iter__(self) -> Iterator[LoadedBatch]:
@@ -148,7 +146,6 @@ class BatchLoader:
         """Decode and hash each file (errors per file), then prepare the batch; runs on a worker."""
         from ..images import load_image
 
-        decode = self._decode or load_image
         self.stats.enter()
         try:
             items, shas, images, errors = [], [], [], []
@@ -156,7 +153,7 @@ class BatchLoader:
                 path = self.path_of(item)
                 try:
                     # decode first: it refuses a FIFO, which hashing would wait on forever
-                    image = decode(path, draft_side=self.draft_side) if self.draft_side else decode(path)
+                    image = load_image(path, draft_side=self.draft_side)
                     sha = content_hash(path)
                 except Exception as exc:  # noqa: BLE001 - any decoding failure is this file's problem, not the run's
                     errors.append((item, getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -415,17 +416,18 @@ def _update(store, index_id, dataset, classifier, class_names, existing, errors,
     forward = _batch_forward(classifier)
     loader = BatchLoader(todo, batch_size, path_of=lambda t: t[0], prepare=forward.prepare, workers=loading.workers,
                          ahead=loading.ahead, draft_side=draft_side_for(classifier, loading.draft_factor))
-    for loaded in loader:
-        ctx.check_cancelled()
-        ok = _rows(loaded, forward, class_names)
-        for (path, label, mtime, size), reason in loaded.errors:
-            errors[str(path)] = {"reason": reason, "mtime": mtime, "size": size, "label": label}
-            report.errors[str(path)] = reason
-        report.new_errors += len(loaded.errors)
-        _commit_batch(store, index_id, ok, {str(t[0]): errors[str(t[0])] for t, _ in loaded.errors})
-        done += len(loaded.items) + len(loaded.errors)
-        report.processed += len(ok)
-        ctx.progress("Indexing images", done, total_todo)
+    with closing(iter(loader)) as batches:  # leaving early (cancel, an error) stops the decode workers at once
+        for loaded in batches:
+            ctx.check_cancelled()
+            ok = _rows(loaded, forward, class_names)
+            for (path, label, mtime, size), reason in loaded.errors:
+                errors[str(path)] = {"reason": reason, "mtime": mtime, "size": size, "label": label}
+                report.errors[str(path)] = reason
+            report.new_errors += len(loaded.errors)
+            _commit_batch(store, index_id, ok, {str(t[0]): errors[str(t[0])] for t, _ in loaded.errors})
+            done += len(loaded.items) + len(loaded.errors)
+            report.processed += len(ok)
+            ctx.progress("Indexing images", done, total_todo)
 
     # 5. Publish one consolidated matrix.
     ctx.progress("Saving feature matrix", 0, None)

@@ -5,7 +5,8 @@
 
 Stages (the `stage` names reported through the JobContext; `done/total` count the units of each stage):
 "Classifying", "Retrieving observations", "Captioning observations" (i/n), "Generating hypotheses" (i/M),
-"Writing interventions" (i/M), "Editing image i/M" (done/total = diffusion steps), "Scoring" (i/M).
+"Writing interventions" (i/M), "Editing image i/M" (done/total = diffusion steps; "Editing images i-j/M"
+with edit_batch_size > 1), "Scoring" (i/M).
 Cancellation is checked before every unit of work and between diffusion steps. A re-run answered from
 the stored result reports only "Loaded from the results store". Partial results (`ctx.partial`) are dicts:
 {"kind": "sample", "sample": SampleInfo}, {"kind": "observations", "observations": [...]} and

@@ -53,7 +53,11 @@ class Classifier(Protocol):
         this call only (zero-shot classifiers; ordinary classifiers raise if it is given)."""
 
     def embed(self, images: Sequence[Image.Image]) -> np.ndarray:
-        """(N, D) L2-normalised features in the classifier's own feature space (used for retrieval)."""
+        """(N, D) L2-normalised features in the classifier's own feature space (used for retrieval).
+
+        NEMO's adapters also offer `predict_with_embeddings(images) -> (probs, embeddings)` from one forward
+        pass, and, for the input pipeline, `prepare_batch` / `to_device` / `outputs_from_pixels`; both are
+        optional here (models/outputs.py falls back to the two calls), so a user's own classifier still plugs in."""
 
     def preprocess(self, images: Sequence[Image.Image]) -> Any:
         """A batch tensor on the model's device, ready for `forward_logits`."""

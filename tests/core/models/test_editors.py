@@ -248,3 +248,15 @@ def test_edit_batch_equals_one_edit_per_instruction(family, editors):
         assert np.abs(np.asarray(got, dtype=float) - alone).max() <= 3
     assert np.abs(np.asarray(batch[0], float) - np.asarray(batch[1], float)).mean() > 0.5
     assert editor.edit_batch(_image(), [], seed=5) == []
+
+
+def test_attention_backend_option_changes_only_the_kernel(tiny_dirs, editors):
+    folder = str(tiny_dirs("diffusers-flux-kontext"))
+    native = load_model(ModelSpec("editor", "diffusers-flux-kontext", folder,
+                                  options={"attention_backend": "_native_math"}), CPU)
+    a = np.asarray(native.edit(_image(), "add a hat", seed=2, steps=2, size=(48, 32)), dtype=float)
+    b = np.asarray(editors("diffusers-flux-kontext").edit(_image(), "add a hat", seed=2, steps=2, size=(48, 32)),
+                   dtype=float)
+    assert np.abs(a - b).max() <= 2
+    with pytest.raises(ConfigError, match="attention backend"):
+        load_model(ModelSpec("editor", "diffusers-flux-kontext", folder, options={"attention_backend": "warp"}), CPU)

@@ -356,10 +356,32 @@ def _load(editor_cls: type[DiffusersEditor], spec: ModelSpec, options: LoadOptio
             free_memory()
             raise oom from exc
         raise
+    if spec.options.get("attention_backend"):
+        _set_attention_backend(pipe, str(spec.options["attention_backend"]), spec.model_id)
     info = ModelInfo(model_id=spec.model_id, family=editor_cls.family, revision=revision or spec.revision,
                      extra={"pipeline": name, "dtype": str(dtype).replace("torch.", ""), "device": device,
                             "offload": offload, "defaults_version": editor_cls.defaults_version})
     return editor_cls(pipe, info, spec.options)
+
+
+def _set_attention_backend(pipe: Any, backend: str, model_id: str) -> None:
+    """Option `attention_backend`: the denoiser's attention kernel through diffusers' attention dispatcher
+    (default: diffusers' own choice, PyTorch SDPA). E.g. "_native_flash", "_native_cudnn" (SDPA kernels), or
+    "flash" / "sage" when those packages are installed. Only the speed changes, up to float rounding."""
+    from diffusers.models.attention_dispatch import AttentionBackendName
+
+    choices = [b.value for b in AttentionBackendName]
+    if backend not in choices:
+        raise ConfigError(f"Unknown attention backend '{backend}' for {model_id}.",
+                          hint=f"Use one of: {', '.join(choices)}.")
+    denoisers = [c for c in pipe.components.values() if callable(getattr(c, "set_attention_backend", None))]
+    try:
+        for component in denoisers:
+            component.set_attention_backend(backend)
+    except (ImportError, RuntimeError, ValueError) as exc:
+        raise ConfigError(f"The attention backend '{backend}' is not usable here.",
+                          hint="Leave the option unset for PyTorch's SDPA, or install the package the backend "
+                               "needs (e.g. flash-attn for 'flash').", detail=str(exc)) from exc
 
 
 for _cls in (FluxKontextEditor, QwenImageEditEditor, InstructPix2PixEditor):
