@@ -116,3 +116,34 @@ def test_past_results_show_the_cei_and_the_models(qtbot, make_window):
     cei_right = table.columnViewportPosition(1) + table.columnWidth(1)
     assert 0 <= table.columnViewportPosition(1) and cei_right <= table.viewport().width()  # fully visible
     assert table.columnWidth(1) >= table.fontMetrics().horizontalAdvance("+12.5")
+
+
+def test_batch_run_progress_bar_shows_the_whole_run(qtbot, digits_window, digits_reference, blue_three, tmp_path):
+    from PIL import Image
+
+    from nemo_desktop.core.data.reference_index import build_index
+    from nemo_desktop.gui.samples import Sample
+
+    window = digits_window
+    index = build_index(digits_reference, window.session.get("classifier"), window.session.store())
+    second = tmp_path / "blue_three_b.png"
+    img = Image.open(blue_three).convert("RGB")
+    img.putpixel((0, 0), (254, 254, 254))  # another image (another hash), still misclassified
+    img.save(second)
+    window.show()
+    pane = window.show_pane("workbench")
+    qtbot.waitUntil(lambda: bool(pane.methods), timeout=20000)
+    pane.form.set_value("k", 1)
+    pane.form.set_value("m", 2)
+    pane.set_samples([Sample(str(blue_three), "three"), Sample(str(second), "three")], index_id=index.index_id)
+    qtbot.waitUntil(lambda: pane.reference_combo.currentData() == index.index_id, timeout=10000)
+    seen: list[tuple[str, int]] = []
+    handle = pane.run()
+    handle.sig_progress.connect(lambda p: seen.append((p.stage, pane.progress.value(), pane.progress.maximum())))
+    qtbot.waitUntil(lambda: handle.state == "done", timeout=120000)
+    bar = [(stage, v) for stage, v, mx in seen if mx == 1000]
+    assert any(s.startswith("Image 2 of 2") for s, _ in bar)
+    values = [v for _, v in bar]
+    assert values == sorted(values), "the bar never goes back: it shows the whole run, not each stage"
+    assert all(v >= 500 for s, v in bar if s.startswith("Image 2 of 2"))
+    assert all(v <= 550 for s, v in bar if s.startswith("Image 1 of 2"))

@@ -18,6 +18,13 @@ from ...samples import Sample
 AUTO = "auto"  # reference index: the most recent one built with the current classifier
 
 
+# Relative cost of the stages of the per-image methods (SciTX and the baselines, core/methods), so the bar of a
+# batch run moves forward through an image's stages. Estimates, not measurements: diffusion edits dominate.
+STAGE_WEIGHTS = {"Classifying": 1, "Retrieving observations": 1, "Captioning observations": 3, "Grad-CAM": 1,
+                 "Finding the reference image": 1, "Retrieving error sentences": 1, "Generating hypotheses": 3,
+                 "Writing interventions": 1, "Editing image": 8, "Scoring": 1}
+
+
 @dataclass
 class SampleOutcome:
     sample: Sample
@@ -72,8 +79,8 @@ def explain_samples(session, method_name: str, config_values: dict, samples: lis
     for i, sample in enumerate(samples):
         ctx.check_cancelled()
         # Each image covers its share of the job's progress bar (after the 5 % of model loading).
-        sub = ctx.sub(f"Image {i + 1} of {n}" if n > 1 else Path(sample.path).name, 0.05 + 0.95 * i / n,
-                      0.05 + 0.95 * (i + 1) / n)
+        sub = ctx.stages(f"Image {i + 1} of {n}" if n > 1 else Path(sample.path).name, 0.05 + 0.95 * i / n,
+                         0.05 + 0.95 * (i + 1) / n, STAGE_WEIGHTS)
         try:
             result = method(sample.path, sample.true_label, sub)
         except JobCancelled:
