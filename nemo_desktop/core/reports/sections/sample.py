@@ -200,7 +200,7 @@ def _candidate_section(ld: _Loaded, i: int, c: Candidate, cache: ImageCache, pre
         blocks.append(Table(["#", "Top-5 before", "Top-5 after"],
                             [[str(k + 1), cell(c.top5_before, k), cell(c.top5_after, k)] for k in range(n)],
                             align=["r", "l", "l"], widths=[0.6, 4, 4]))
-    return Section(title, f"{prefix}-cand-{i + 1}", blocks)
+    return Section(title, f"{prefix}-cand-{i + 1}", blocks, keep_together=True)
 
 
 def _observation_sections(ld: _Loaded, cache: ImageCache, prefix: str) -> list[Section]:
