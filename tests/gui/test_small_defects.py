@@ -56,9 +56,10 @@ def test_model_manager_right_column_is_not_clipped_at_the_default_size(qtbot, ma
             right.viewport().width()
 
     qtbot.waitUntil(fits, timeout=5000)
-    pane.splitter.setSizes([1150, 30])  # dragged (or restored) narrow: the column keeps its content's width
-    QApplication.processEvents()
-    assert fits()
+    pane.splitter.setSizes([1150, 30])  # dragged narrow: it scrolls sideways instead of clipping
+    qtbot.waitUntil(lambda: right.horizontalScrollBar().isVisible(), timeout=5000)
+    window.resize(1000, 700)  # a smaller window still fits the column when the catalog side has room
+    qtbot.waitUntil(fits, timeout=5000)
 
 
 def test_class_table_selection_follows_the_class_after_a_sort(qtbot):
@@ -147,3 +148,23 @@ def test_batch_run_progress_bar_shows_the_whole_run(qtbot, digits_window, digits
     assert values == sorted(values), "the bar never goes back: it shows the whole run, not each stage"
     assert all(v >= 500 for s, v in bar if s.startswith("Image 2 of 2"))
     assert all(v <= 550 for s, v in bar if s.startswith("Image 1 of 2"))
+
+
+def test_status_bar_counts_failed_rows_until_they_are_dismissed(qtbot, make_window):
+    from gui_job_functions import fail_to_load
+
+    window = make_window()
+    window.show()
+    qtbot.waitExposed(window)
+    handle = window.jobs.submit(fail_to_load, title="Loading a classifier")
+    qtbot.waitUntil(lambda: handle.state == "failed", timeout=5000)
+    row = window.jobs_panel.rows[handle.job_id]
+    qtbot.waitUntil(lambda: window.jobs_summary.text() == "No jobs running; 1 failed (see the jobs list)",
+                    timeout=5000)
+    assert row.stage.text() == "Failed" and row.cancel_button.text() == "Dismiss" and row.cancel_button.isEnabled()
+    qtbot.wait(100)
+    assert handle.job_id in window.jobs_panel.rows  # a failed row stays listed
+    qtbot.mouseClick(row.cancel_button, Qt.MouseButton.LeftButton)
+    assert handle.job_id not in window.jobs_panel.rows
+    assert "failed" not in window.jobs_summary.text()
+    qtbot.waitUntil(lambda: window.jobs_summary.text() == "No jobs running", timeout=10000)  # startup jobs end

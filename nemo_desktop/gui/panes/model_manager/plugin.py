@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QSettings, QSize, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QSettings, QSortFilterProxyModel, Qt, QTimer
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton,
                                QScrollArea, QSplitter, QTableView, QVBoxLayout, QWidget)
 
@@ -121,11 +121,13 @@ class ModelManagerPane(Pane):
         rv.addWidget(self.settings_panel)
         rv.addWidget(self.disk_panel)
         rv.addStretch(1)
-        right = _FittingScrollArea()
+        right = QScrollArea()
         right.setObjectName("modelManagerSettings")
         right.setWidgetResizable(True)
         right.setWidget(right_inner)
-        right.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # Narrower than its content (a small window, a dragged splitter): scroll sideways rather than clip.
+        right.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        right.setMinimumWidth(220)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("modelManagerSplitter")
@@ -141,6 +143,27 @@ class ModelManagerPane(Pane):
         host.sig_models_changed.connect(self._on_models_changed)
         self._on_models_changed()
         self._update_buttons()
+
+    # -- layout ---------------------------------------------------------------------------------------------
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        QTimer.singleShot(0, self, self.fit_right_column)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        QTimer.singleShot(0, self, self.fit_right_column)  # after the splitter has been resized
+
+    def fit_right_column(self) -> None:
+        """Widen the settings column to its content when the catalog side can spare the room (at the default
+        1200 x 800 window its fixed share cut 36 px of it)."""
+        right = self.splitter.widget(1)
+        need = (right.widget().minimumSizeHint().width() + right.verticalScrollBar().sizeHint().width()
+                + 2 * right.frameWidth())
+        sizes = self.splitter.sizes()
+        total = sum(sizes)
+        left_min = self.splitter.widget(0).minimumSizeHint().width()
+        if len(sizes) == 2 and total and sizes[1] < need:
+            self.splitter.setSizes([max(left_min, total - need), min(need, total - left_min)])
 
     # -- loading the catalog ----------------------------------------------------------------------------
     def on_first_shown(self) -> None:
@@ -362,20 +385,6 @@ class ModelManagerPane(Pane):
         state = settings.value("splitter")
         if state is not None:
             self.splitter.restoreState(state)
-
-
-class _FittingScrollArea(QScrollArea):
-    """Scrolls vertically only, and is never narrower than its content (with the scroll bar), so the splitter
-    cannot clip the right column (it was cut by ~36 px at the default 1200 x 800 window)."""
-
-    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
-        hint = super().minimumSizeHint()
-        inner = self.widget()
-        if inner is None:
-            return hint
-        width = (inner.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
-                 + 2 * self.frameWidth())
-        return QSize(max(hint.width(), width), hint.height())
 
 
 def _size(n: int) -> str:
