@@ -85,6 +85,11 @@ class ModelManagerPane(Pane):
         self.status_label.setWordWrap(True)
         self.status_label.setTextFormat(Qt.TextFormat.PlainText)  # error messages
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.load_reason = QLabel("")  # why Load is disabled (weights not on disk)
+        self.load_reason.setObjectName("loadReason")
+        self.load_reason.setWordWrap(True)
+        self.load_reason.setEnabled(False)
+        self.load_reason.hide()
         self.loaded_label = QLabel("")
         self.loaded_label.setObjectName("loadedModels")
         self.loaded_label.setWordWrap(True)
@@ -109,6 +114,7 @@ class ModelManagerPane(Pane):
         lv.addWidget(self.table, 1)
         lv.addLayout(files_row)
         lv.addLayout(memory_row)
+        lv.addWidget(self.load_reason)
         lv.addWidget(self.loaded_label)
         lv.addWidget(self.status_label)
 
@@ -233,7 +239,11 @@ class ModelManagerPane(Pane):
         self.cancel_button.setEnabled(downloading)
         self.delete_button.setEnabled(e is not None and not downloading and not loaded and (
             row.status in ("downloaded", "partial") or (local and e.origin != "shipped")))
-        self.load_button.setEnabled(e is not None and not loaded and not downloading)
+        why_not = load_blocker(row.status, row.entry) if row is not None else None
+        self.load_button.setEnabled(e is not None and not loaded and not downloading and why_not is None)
+        self.load_button.setToolTip(why_not or "Load into memory as the current model of its kind")
+        self.load_reason.setText(why_not or "")
+        self.load_reason.setVisible(bool(why_not))
         self.unload_button.setEnabled(loaded)
         self.default_button.setEnabled(e is not None)
 
@@ -303,7 +313,12 @@ class ModelManagerPane(Pane):
     # -- load / unload ------------------------------------------------------------------------------------
     def load_selected(self):
         e = self.selected_entry()
-        return self.load(e.kind, e.id) if e is not None else None
+        if e is None:
+            return None
+        if not self.load_button.isEnabled():  # a double-click on a row whose weights are not on disk
+            self.host.show_status(self.load_reason.text() or f"{e.id} cannot be loaded now.")
+            return None
+        return self.load(e.kind, e.id)
 
     def load(self, kind: str, ref: str) -> JobHandle:
         session = self.host.session
@@ -385,6 +400,18 @@ class ModelManagerPane(Pane):
         state = settings.value("splitter")
         if state is not None:
             self.splitter.restoreState(state)
+
+
+def load_blocker(status: str, entry) -> str | None:
+    """Why a catalog entry cannot be loaded now (its weights are not on disk), or None. Loading never
+    downloads behind the user's back: a missing model fails at once with this reason instead of retrying."""
+    if status == "not downloaded":
+        return f"Load needs the weights on disk: Download {entry.id} first."
+    if status == "partial":
+        return f"The download of {entry.id} is incomplete: Download it again to finish it."
+    if status == "missing":
+        return f"The weights of {entry.id} are no longer at {entry.repo}: import it again or fix the path."
+    return None
 
 
 def _size(n: int) -> str:
