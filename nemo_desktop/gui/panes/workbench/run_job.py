@@ -60,6 +60,12 @@ def explain_samples(session, method_name: str, config_values: dict, samples: lis
     # The form offers every field of the method's config; values it does not know are the form's own state.
     known = {p.name for p in config_params(spec.config)}
     config = make_config(spec, {k: v for k, v in config_values.items() if k in known})
+    needed = ["classifier"]
+    if spec.needs_editor and not session.classifier_is_zero_shot():
+        needed.append("editor")
+    if spec.inputs.mllm != "none":
+        needed.append("mllm")
+    session.preflight(needed)  # every missing model named at once, before any is loaded
     models = ctx.sub("Models", 0.0, 0.05)
     components = Components(classifier=session.ensure("classifier", models), store=session.store())
     if spec.needs_editor and not components.zero_shot:
