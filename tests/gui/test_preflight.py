@@ -70,3 +70,36 @@ def test_cancel_during_a_model_load_ends_as_cancelled(monkeypatch):
     monkeypatch.setattr(registry, "load_model", lambda spec, options: (_ for _ in ()).throw(OSError("disk")))
     with pytest.raises(OSError):  # without a cancel, a failure stays a failure
         session.load("classifier", "resnet50", JobContext())
+
+
+def test_observations_offer_every_fitting_index_including_a_new_one(qtbot, digits_window, digits_reference, digits,
+                                                                    tmp_path):
+    from digits_world import DigitsCNNClassifier
+
+    from nemo_desktop.core.data.reference_index import build_index
+    from nemo_desktop.core.models.protocols import ModelInfo
+
+    window = digits_window
+    other = DigitsCNNClassifier(digits[0])
+    other.info = ModelInfo("another-classifier", "test-double", "1")
+    foreign = build_index(digits_reference, other, window.session.store())  # built with another classifier
+    window.show()
+    qtbot.waitExposed(window)
+    pane = window.show_pane("workbench")
+    qtbot.waitUntil(lambda: bool(pane.methods), timeout=20000)
+
+    def offered():
+        return [pane.reference_combo.itemData(i) for i in range(2, pane.reference_combo.count())]
+
+    qtbot.wait(300)
+    assert foreign.index_id not in offered()  # it does not fit the loaded classifier
+    browser = window.show_pane("dataset_browser")
+    with qtbot.waitSignal(browser.sig_opened, timeout=20000):
+        browser.open_path(digits_reference)
+    with qtbot.waitSignal(browser.sig_opened, timeout=60000) as indexed:
+        browser.index_dataset()
+    new_id = indexed.args[0].index_id
+    qtbot.waitUntil(lambda: not browser.thumbnails.busy, timeout=10000)
+    window.show_pane("workbench")
+    qtbot.waitUntil(lambda: new_id in offered(), timeout=10000)  # built a moment ago, offered on return
+    assert foreign.index_id not in offered()

@@ -175,6 +175,8 @@ class WorkbenchPane(Pane):
         layout.addWidget(self.splitter)
         self._update_buttons()
         self._update_export()
+        # Another classifier offers other indexes.
+        host.sig_models_changed.connect(lambda: self._shown_once and self.refresh_references())
 
     @staticmethod
     def _hbox(*widgets) -> QHBoxLayout:
@@ -231,11 +233,19 @@ class WorkbenchPane(Pane):
         handle.sig_done.connect(self._show_references)
         return handle
 
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        if self._shown_once:  # an index built in the Dataset browser a moment ago is offered on return
+            self.refresh_references()
+
     def _show_references(self, refs) -> None:
         keep = self._pending_index_id or self.reference_combo.currentData()
         self.reference_combo.blockSignals(True)
         while self.reference_combo.count() > 2:
             self.reference_combo.removeItem(2)
+        classifier = self.host.session.get("classifier")
+        if classifier is not None:  # only indexes that fit the loaded classifier (others would be refused)
+            refs = [r for r in refs if r["classifier_id"] == classifier.info.model_id]
         for r in refs:
             self.reference_combo.addItem(f"{Path(r['dataset_root']).name} — {r['classifier_id']} ({r['entries']} "
                                          f"images)", r["index_id"])
