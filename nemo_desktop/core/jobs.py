@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import re
 import threading
 import time
 import traceback
@@ -174,6 +175,12 @@ class JobContext:
         child = JobContext(on_progress=forward, on_partial=self.partial, cancel=self.cancel_token, span=span)
         return child
 
+    def stages(self, prefix: str, start: float, end: float, weights: dict[str, float]) -> "JobContext":
+        """Like `sub`, for work that runs named stages of known relative cost one after the other (a method
+        on one image): each stage fills its own slice of [start, end] (see `_StagedContext`), so the job's bar
+        moves forward through the stages instead of refilling [start, end] for each of them."""
+        return _StagedContext(self.sub(prefix, start, end), weights)
+
     def step_callback(self, stage: str, total: int | None = None) -> Callable[..., bool]:
         """For loops owned by a library (a diffusion sampler): report step i, return False to stop.
         Matches protocols.StepCallback `(step, total)`; `total` may be omitted by simpler callers."""
@@ -183,6 +190,45 @@ class JobContext:
             return not self.cancelled
 
         return on_step
+
+
+_COUNTED_STAGE = re.compile(r"^(.*\S)\s+(\d+)\s*/\s*(\d+)$")  # "Editing image 2/3"
+
+
+class _StagedContext(JobContext):
+    """Stages in `weights` take slices of the span in proportion to their weight, in the order they are met; a
+    trailing " i/M" counts within one stage ("Editing image 2/3" is two thirds into "Editing image"). A stage
+    not in `weights`, or met again, gets no slice of its own. The reported fraction never goes back."""
+
+    def __init__(self, inner: JobContext, weights: dict[str, float]) -> None:
+        super().__init__(on_progress=inner._on_progress, on_partial=inner.partial, cancel=inner.cancel_token,
+                         span=inner._span)
+        self._weights = {k: float(v) for k, v in weights.items() if v > 0}
+        self._total = sum(self._weights.values()) or 1.0
+        self._seen: set[str] = set()
+        self._stage: str | None = None
+        self._done_before = 0.0  # fraction of the span taken by the stages already finished
+        self._slice = 0.0
+        self._last = 0.0
+
+    def progress(self, stage: str, done: int, total: int | None = None, message: str = "",
+                 rate: float | None = None) -> None:
+        m = _COUNTED_STAGE.match(stage)
+        key, part, parts = (m.group(1), int(m.group(2)), int(m.group(3))) if m else (stage, 1, 1)
+        if key != self._stage:
+            self._done_before = min(1.0, self._done_before + self._slice)
+            self._slice = 0.0 if key in self._seen else self._weights.get(key, 0.0) / self._total
+            self._seen.add(key)
+            self._stage = key
+        within = min(1.0, max(0.0, done / total)) if total else 0.0
+        if parts > 0:
+            within = min(1.0, (max(0, part - 1) + within) / parts)
+        self._last = max(self._last, min(1.0, self._done_before + self._slice * within))
+        start, end = self._span
+        p = Progress(stage, done, total, message, rate, start + (end - start) * self._last)
+        self.last_progress = p
+        if self._on_progress is not None:
+            self._on_progress(p)
 
 
 def null_context() -> JobContext:

@@ -136,7 +136,8 @@ class MainWindow(QMainWindow):
             "&Diagnose image…", self.diagnose_from_file_dialog, "Ctrl+D",
             "Choose images and explain the classifier's mistakes on them")
         self.action_export_report = self._action(
-            "&Export report…", self.export_report, "Ctrl+E", "Export stored results as HTML or PDF")
+            "&Export report…", self.export_report, "Ctrl+E",
+            "Export the result on screen (or the results selected in the Report exporter) as HTML or PDF")
         self.action_quit = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
         for a in (self.action_open_dataset, self.action_diagnose, self.action_export_report):
             file_menu.addAction(a)
@@ -170,6 +171,13 @@ class MainWindow(QMainWindow):
         self.show_pane("dataset_browser").open_dataset()  # type: ignore[attr-defined]
 
     def export_report(self) -> None:
+        """Ctrl+E: export what is on screen (a pane with a shown result exports it), else the exporter's selection."""
+        pane = self.current_pane()
+        export_shown = getattr(pane, "export_shown", None)
+        if callable(export_shown) and getattr(pane, "export_button", None) is not None \
+                and pane.export_button.isEnabled():
+            export_shown()
+            return
         self.show_pane("report_exporter").export_report()  # type: ignore[attr-defined]
 
     def diagnose_from_file_dialog(self) -> None:

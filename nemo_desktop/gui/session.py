@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.errors import ConfigError, JobCancelled
 from nemo_desktop.core.jobs import JobContext, null_context
 from nemo_desktop.core.store.paths import AppPaths, get_paths
 
@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 KIND_TEXT = {"classifier": "classifier", "mllm": "captioning model (multimodal LLM)", "editor": "image editor"}
 ENDPOINT_PREFIX = "endpoint:"
+ZERO_SHOT_FAMILIES = ("hf-clip", "hf-siglip", "open_clip")  # classifier families that classify by text prompts
 
 
 def leave_a_core_for_the_gui() -> None:
@@ -153,7 +154,12 @@ class ModelSession:
         spec = self.spec_for(catalog_kind or kind, ref)  # a bad ref fails before the old model is dropped
         self.unload(kind)  # free its memory before the next one claims it
         ctx.progress(f"Loading the {KIND_TEXT.get(kind, kind)} {ref}", 0, None)
-        model = load_model(spec, self.load_options())
+        try:
+            model = load_model(spec, self.load_options())
+        except Exception:
+            if ctx.cancelled:  # whatever the interrupted load raised, the user asked to stop: not an error
+                raise JobCancelled(f"Loading the {KIND_TEXT.get(kind, kind)} {ref} was cancelled.") from None
+            raise
         ctx.check_cancelled()
         self._models[kind] = LoadedModel(kind, ref, model)
         log.info("loaded %s %s", kind, ref)
@@ -172,6 +178,50 @@ class ModelSession:
             free_memory()
         log.info("unloaded %s %s", kind, m.ref)
         return True
+
+    def classifier_is_zero_shot(self) -> bool:
+        """Whether the classifier a method would use (in memory, else the default) is zero-shot, so that its
+        interventions rewrite prompts and need no image editor."""
+        loaded = self.get("classifier")
+        if loaded is not None:
+            return bool(getattr(loaded, "zero_shot", False))
+        ref = self.default_ref("classifier")
+        try:
+            from nemo_desktop.core.models.catalog import get_entry
+
+            return ref is not None and get_entry(ref).family in ZERO_SHOT_FAMILIES
+        except Exception:  # noqa: BLE001 - not a catalog id: assume an editor is needed
+            return False
+
+    def preflight(self, kinds) -> None:
+        """Before a method starts: every model of `kinds` that is not in memory must be chosen and have its
+        weights on disk. All problems are reported at once, from the cache alone (no network, well under a
+        second), instead of the first one after loading the others or after a download's retries."""
+        from nemo_desktop.core.errors import WeightsNotFoundError
+        from nemo_desktop.core.models.catalog import get_entry
+        from nemo_desktop.core.models.downloads import entry_status
+
+        problems = []
+        for kind in kinds:
+            if kind in self._models:
+                continue
+            ref = self.default_ref(kind)
+            if ref is None:
+                problems.append(f"no {KIND_TEXT.get(kind, kind)} is chosen")
+                continue
+            if ref.startswith(ENDPOINT_PREFIX):
+                continue  # an endpoint: its own deadline (http_deadline) bounds the first request
+            try:
+                entry = get_entry(ref)
+            except Exception:  # noqa: BLE001 - not a catalog id (family:source): its loader checks it
+                continue
+            status = entry_status(entry).status
+            if status in ("not downloaded", "partial", "missing"):
+                problems.append(f"the {KIND_TEXT.get(kind, kind)} {ref} is {status.replace('missing', 'missing on disk')}")
+        if problems:
+            raise WeightsNotFoundError("This method cannot start: " + "; ".join(problems) + ".",
+                                       hint="Download the models in the Model manager (or choose others there), "
+                                            "then run again.")
 
     def ensure(self, kind: str, ctx: JobContext | None = None) -> Any:
         """The current model of `kind`, loading the default one if none is in memory. GPU lane only."""

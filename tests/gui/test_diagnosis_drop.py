@@ -99,3 +99,25 @@ def test_class_names_from_the_model_are_shown_as_text_not_markup(qtbot, make_win
     assert "<img" not in text and "<i>" not in text
     qtbot.keyClicks(dialog.label_edit, "<b>three")  # what the user types is shown as typed
     assert dialog.label_hint.textFormat() == Qt.TextFormat.PlainText and "<b>three" in dialog.label_hint.text()
+
+
+def test_diagnose_is_refused_when_the_true_class_is_the_prediction(qtbot, digits_window, blue_three, tmp_path):
+    window = digits_window
+    window.show()
+    qtbot.waitExposed(window)
+    other = tmp_path / "also_blue_three.png"
+    other.write_bytes(blue_three.read_bytes())
+    drop_files(window, [blue_three, other])
+    dialog = _dialog(qtbot, window)
+    qtbot.waitUntil(lambda: dialog.report is not None, timeout=20000)
+    assert dialog.report.images[0].top5[0].name == "eight"
+    dialog.same_for_all.setChecked(True)
+    dialog.set_true_label("eight")  # what the classifier predicts: nothing to explain
+    assert not dialog.diagnose_button.isEnabled()
+    assert "already predicts the true class for every image" in dialog.label_hint.text()
+    dialog.same_for_all.setChecked(False)
+    dialog.file_list.setCurrentRow(1)
+    dialog.set_true_label("three")  # now one of the two is misclassified: the other is skipped
+    qtbot.waitUntil(dialog.diagnose_button.isEnabled, timeout=5000)
+    assert "1 correctly classified image is skipped" in dialog.label_hint.text()
+    assert [s.path for s in dialog.samples()] == [str(other)]

@@ -312,3 +312,28 @@ def test_pasted_keys_go_to_the_keyring_and_settings_keep_references(qtbot, make_
     with qtbot.waitSignal(window.sig_models_changed, timeout=20000):
         panel.use_endpoint_button.click()
     assert window.session.loaded()["mllm"] == "endpoint:local-vllm"
+
+
+def test_load_is_disabled_with_the_reason_for_weights_not_on_disk(qtbot, make_window, tmp_path, monkeypatch,
+                                                                   tiny_checkpoint):
+    from nemo_desktop.gui.panes.model_manager.custom_import import CheckpointImport
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache: nothing downloaded
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    window = make_window()
+    window.show()
+    pane = _manager(qtbot, window)
+    pane.select("resnet50")
+    assert _status(pane, "resnet50") == "not downloaded"
+    assert not pane.load_button.isEnabled()
+    assert "Download resnet50 first" in pane.load_button.toolTip()
+    assert pane.load_reason.isVisible() and "weights on disk" in pane.load_reason.text()
+    started = []
+    window.jobs.sig_job_added.connect(lambda h: started.append(h.title))
+    assert pane.load_selected() is None and not any(t.startswith("Loading") for t in started)  # double-click too
+
+    request = CheckpointImport("on-disk", "test_resnet", tiny_checkpoint["weights"], tiny_checkpoint["classes"])
+    pane.run_import(request, load_after=False)
+    qtbot.waitUntil(lambda: pane.model.row_of("on-disk") >= 0 and pane.select("on-disk"), timeout=20000)
+    assert _status(pane, "on-disk") == "local"
+    assert pane.load_button.isEnabled() and not pane.load_reason.isVisible()

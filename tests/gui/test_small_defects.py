@@ -56,9 +56,10 @@ def test_model_manager_right_column_is_not_clipped_at_the_default_size(qtbot, ma
             right.viewport().width()
 
     qtbot.waitUntil(fits, timeout=5000)
-    pane.splitter.setSizes([1150, 30])  # dragged (or restored) narrow: the column keeps its content's width
-    QApplication.processEvents()
-    assert fits()
+    pane.splitter.setSizes([1150, 30])  # dragged narrow: it scrolls sideways instead of clipping
+    qtbot.waitUntil(lambda: right.horizontalScrollBar().isVisible(), timeout=5000)
+    window.resize(1000, 700)  # a smaller window still fits the column when the catalog side has room
+    qtbot.waitUntil(fits, timeout=5000)
 
 
 def test_class_table_selection_follows_the_class_after_a_sort(qtbot):
@@ -116,3 +117,54 @@ def test_past_results_show_the_cei_and_the_models(qtbot, make_window):
     cei_right = table.columnViewportPosition(1) + table.columnWidth(1)
     assert 0 <= table.columnViewportPosition(1) and cei_right <= table.viewport().width()  # fully visible
     assert table.columnWidth(1) >= table.fontMetrics().horizontalAdvance("+12.5")
+
+
+def test_batch_run_progress_bar_shows_the_whole_run(qtbot, digits_window, digits_reference, blue_three, tmp_path):
+    from PIL import Image
+
+    from nemo_desktop.core.data.reference_index import build_index
+    from nemo_desktop.gui.samples import Sample
+
+    window = digits_window
+    index = build_index(digits_reference, window.session.get("classifier"), window.session.store())
+    second = tmp_path / "blue_three_b.png"
+    img = Image.open(blue_three).convert("RGB")
+    img.putpixel((0, 0), (254, 254, 254))  # another image (another hash), still misclassified
+    img.save(second)
+    window.show()
+    pane = window.show_pane("workbench")
+    qtbot.waitUntil(lambda: bool(pane.methods), timeout=20000)
+    pane.form.set_value("k", 1)
+    pane.form.set_value("m", 2)
+    pane.set_samples([Sample(str(blue_three), "three"), Sample(str(second), "three")], index_id=index.index_id)
+    qtbot.waitUntil(lambda: pane.reference_combo.currentData() == index.index_id, timeout=10000)
+    seen: list[tuple[str, int]] = []
+    handle = pane.run()
+    handle.sig_progress.connect(lambda p: seen.append((p.stage, pane.progress.value(), pane.progress.maximum())))
+    qtbot.waitUntil(lambda: handle.state == "done", timeout=120000)
+    bar = [(stage, v) for stage, v, mx in seen if mx == 1000]
+    assert any(s.startswith("Image 2 of 2") for s, _ in bar)
+    values = [v for _, v in bar]
+    assert values == sorted(values), "the bar never goes back: it shows the whole run, not each stage"
+    assert all(v >= 500 for s, v in bar if s.startswith("Image 2 of 2"))
+    assert all(v <= 550 for s, v in bar if s.startswith("Image 1 of 2"))
+
+
+def test_status_bar_counts_failed_rows_until_they_are_dismissed(qtbot, make_window):
+    from gui_job_functions import fail_to_load
+
+    window = make_window()
+    window.show()
+    qtbot.waitExposed(window)
+    handle = window.jobs.submit(fail_to_load, title="Loading a classifier")
+    qtbot.waitUntil(lambda: handle.state == "failed", timeout=5000)
+    row = window.jobs_panel.rows[handle.job_id]
+    qtbot.waitUntil(lambda: window.jobs_summary.text() == "No jobs running; 1 failed (see the jobs list)",
+                    timeout=5000)
+    assert row.stage.text() == "Failed" and row.cancel_button.text() == "Dismiss" and row.cancel_button.isEnabled()
+    qtbot.wait(100)
+    assert handle.job_id in window.jobs_panel.rows  # a failed row stays listed
+    qtbot.mouseClick(row.cancel_button, Qt.MouseButton.LeftButton)
+    assert handle.job_id not in window.jobs_panel.rows
+    assert "failed" not in window.jobs_summary.text()
+    qtbot.waitUntil(lambda: window.jobs_summary.text() == "No jobs running", timeout=10000)  # startup jobs end

@@ -90,6 +90,7 @@ class Section:
     blocks: list[Block] = field(default_factory=list)
     children: list["Section"] = field(default_factory=list)
     new_page: bool = False  # PDF: start on a fresh page
+    keep_together: bool = False  # PDF: start on a fresh page when it would split and fits on one (candidates)
 
 
 @dataclass

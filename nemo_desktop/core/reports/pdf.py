@@ -113,6 +113,7 @@ class _Renderer:
         self._widths: dict = {}
         self._font_state: tuple | None = None
         self._clean_cache: dict[str, str] = {}
+        self._measuring = False  # a throwaway renderer that measures a keep-together section
         pdf.set_title(self.t(doc.title)[:200])
         pdf.set_creator("NEMO Desktop")
         # Links for every anchor an index points at; aimed at page 1 until the section is drawn.
@@ -554,11 +555,26 @@ class _Renderer:
             raise TypeError(f"unknown report block {type(b).__name__}")
 
     def section(self, s: Section, depth: int) -> None:
+        if s.keep_together and not s.new_page and not self._measuring:
+            h = self._measure(s, depth)
+            if h is not None and h > self.space_left():
+                self.pdf.add_page()
         self.heading(s, depth)
         for b in s.blocks:
             self.block(b)
         for c in s.children:
             self.section(c, depth + 1)
+
+    def _measure(self, s: Section, depth: int) -> float | None:
+        """Height of `s` drawn at the top of a fresh page by a throwaway renderer; None when it takes more than
+        one page (then splitting it cannot be avoided)."""
+        scratch = _Renderer(ReportDocument(kind=self.doc.kind, title="", subtitle="", generated_at="",
+                                           sections=[s]))
+        scratch._measuring = True
+        scratch.pdf.add_page()
+        y0 = scratch.pdf.get_y()
+        scratch.section(s, depth)
+        return scratch.pdf.get_y() - y0 if scratch.pdf.page_no() == 1 else None
 
     def render(self, ctx: JobContext) -> bytes:
         self.header()

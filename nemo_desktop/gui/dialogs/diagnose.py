@@ -279,23 +279,43 @@ class DiagnoseDialog(QDialog):
             self.diagnose_button.setEnabled(False)
             return False
         missing = [Path(p).name for p in self._readable() if self.canonical_label(self.labels.get(p, "")) is None]
+        correct = self._correctly_classified()
+        wrong = [p for p in self._readable() if p not in correct]
         text = self.label_edit.text().strip()
         if text and self.canonical_label(text) is None:
             self.label_hint.setText(f"'{text}' is not one of the classifier's classes; pick one from the list.")
         elif missing and len(self._readable()) > 1:
             self.label_hint.setText(f"No true class yet for: {', '.join(missing[:5])}"
                                     f"{' …' if len(missing) > 5 else ''}")
+        elif not missing and correct and not wrong:
+            self.label_hint.setText("The classifier already predicts the true class" +
+                                    (" for this image" if len(correct) == 1 else " for every image") +
+                                    ": there is no error to explain.")
+        elif not missing and correct:
+            self.label_hint.setText(f"{len(correct)} correctly classified image{'s are' if len(correct) > 1 else ' is'}"
+                                    " skipped (nothing to explain).")
         else:
             self.label_hint.setText("")
         running = self._run is not None and self._run.active
-        ok = bool(self._readable()) and not missing and not running
+        ok = bool(wrong) and not missing and not running
         self.diagnose_button.setEnabled(ok)
         return ok
 
+    def _correctly_classified(self) -> set[str]:
+        """Readable images whose true class (as entered) is the classifier's top-1 prediction."""
+        preds = {p.path: p for p in (self.report.images if self.report else [])}
+        return {path for path in self._readable()
+                if self.canonical_label(self.labels.get(path, "")) is not None
+                and self.canonical_label(self.labels[path]) == preds[path].top5[0].name}
+
     def samples(self) -> list[Sample]:
+        """The images to diagnose: readable, labelled and misclassified (correct ones have nothing to explain)."""
         out = []
         preds = {p.path: p for p in (self.report.images if self.report else [])}
+        correct = self._correctly_classified()
         for path in self._readable():
+            if path in correct:
+                continue
             top = preds[path].top5[0]
             out.append(Sample(path, self.canonical_label(self.labels[path]), top.name, top.prob))
         return out

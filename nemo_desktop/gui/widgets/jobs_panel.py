@@ -28,6 +28,8 @@ def progress_text(p: Progress | None) -> str:
 
 
 class JobRow(QFrame):
+    sig_dismissed = Signal(int)  # job id: the user removed the row of a failed job
+
     def __init__(self, handle: JobHandle, parent: QWidget | None = None):
         super().__init__(parent)
         self.handle = handle
@@ -66,6 +68,9 @@ class JobRow(QFrame):
         self.bar.setRange(0, 0)
 
     def _cancel(self) -> None:
+        if self.handle.state == FAILED:
+            self.sig_dismissed.emit(self.handle.job_id)
+            return
         self.handle.cancel()
         if self.handle.active:
             self.cancel_button.setEnabled(False)
@@ -81,7 +86,12 @@ class JobRow(QFrame):
             self.bar.setRange(0, 0)
 
     def _on_finished(self, _outcome) -> None:
-        self.cancel_button.setEnabled(False)
+        if self.handle.state == FAILED:  # a failure stays listed until dismissed (see JobsPanel._finished)
+            self.cancel_button.setText("Dismiss")
+            self.cancel_button.setToolTip("Remove this failed job from the list")
+            self.cancel_button.setEnabled(True)
+        else:
+            self.cancel_button.setEnabled(False)
         self.bar.setRange(0, 1)
         self.bar.setValue(1 if self.handle.state == DONE else 0)
         self.stage.setText(_FINAL_TEXT.get(self.handle.state, self.handle.state.capitalize()))
@@ -121,19 +131,24 @@ class JobsPanel(QWidget):
 
     def summary(self) -> str:
         jobs = [h for h in self.runner.active_jobs() if h.visible]
+        failed = sum(1 for row in self.rows.values() if row.handle.state == FAILED)
         if not jobs:
-            return "No jobs running"
-        running = [h for h in jobs if h.state == "running"]
-        queued = len(jobs) - len(running)
-        text = f"{len(running)} job{'s' if len(running) != 1 else ''} running"
-        if queued:
-            text += f", {queued} queued"
+            text = "No jobs running"
+        else:
+            running = [h for h in jobs if h.state == "running"]
+            queued = len(jobs) - len(running)
+            text = f"{len(running)} job{'s' if len(running) != 1 else ''} running"
+            if queued:
+                text += f", {queued} queued"
+        if failed:  # never "No jobs running" alone beside a failed row
+            text += f"; {failed} failed (see the jobs list)"
         return text
 
     def _add(self, handle: JobHandle) -> None:
         if not handle.visible:
             return
         row = JobRow(handle)
+        row.sig_dismissed.connect(self._remove)
         self.rows[handle.job_id] = row
         self._rows_layout.insertWidget(self._rows_layout.count() - 1, row)
         handle.sig_started.connect(self._emit_summary)
@@ -144,7 +159,8 @@ class JobsPanel(QWidget):
         if not handle.visible:
             return
         self._emit_summary()
-        QTimer.singleShot(FINISHED_ROW_MS, self, lambda: self._remove(handle.job_id))
+        if handle.state != FAILED:  # done / cancelled rows go after a moment; failed ones wait for Dismiss
+            QTimer.singleShot(FINISHED_ROW_MS, self, lambda: self._remove(handle.job_id))
 
     def _remove(self, job_id: int) -> None:
         row = self.rows.pop(job_id, None)
@@ -152,6 +168,7 @@ class JobsPanel(QWidget):
             row.setParent(None)
             row.deleteLater()
         self.empty_label.setVisible(not self.rows)
+        self._emit_summary()
 
     def _emit_summary(self) -> None:
         self.sig_summary_changed.emit(self.summary())

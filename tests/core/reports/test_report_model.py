@@ -84,6 +84,24 @@ def test_no_positive_cei_distances_flags_order_and_total_once(store):
     assert timings.rows[-1] == ["Total (wall clock)", "3.500"] and len(timings.rows) == 3
 
 
+def test_report_sha256_is_the_files_and_the_pixel_hash_says_what_it_is(store, tmp_path):
+    import hashlib
+
+    from nemo_desktop.core.methods.intervention import load_input
+
+    r, arts = make_result(5, "scitx")
+    path = tmp_path / "query.png"
+    Image.new("RGB", (8, 8), (10, 20, 30)).save(path)
+    _, _, file_sha = load_input(path)  # what the pipelines record in the manifest
+    r.manifest["input_file_sha256"] = file_sha
+    key = store_result(store, r, arts)
+    rows = dict(next(b for b in _sections(build_single_report(key, store))["Image and prediction"].blocks
+                     if isinstance(b, KeyValues)).rows)
+    assert rows["File SHA-256"] == hashlib.sha256(path.read_bytes()).hexdigest()  # = sha256sum of the file
+    assert rows["Pixel hash (SHA-256 of mode, size and pixels)"] == r.sample.image_sha256
+    assert "SHA-256" not in rows
+
+
 def test_prompt_intervention_and_failed_candidate_are_reported(store):
     r, arts = make_result(2, "scitx")
     r.candidates[0].intervention_kind, r.candidates[0].edited_artifact = "prompt", None

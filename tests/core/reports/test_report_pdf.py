@@ -155,3 +155,16 @@ def test_contents_over_several_pages_keep_page_numbers_right(tmp_path):
     for i, page in listed.items():
         assert texts[page - 1].lstrip().startswith(f"Part {i}\n") or f"Part {i}\n" in texts[page - 1]
         assert f"body of part {i}" in texts[page - 1]
+
+
+@needs_poppler
+def test_candidate_blocks_are_not_split_across_pages(store, tmp_path):
+    r, arts = make_result(7, "scitx", n_candidates=6)
+    key = store_result(store, r, arts)
+    out = tmp_path / "single.pdf"
+    out.write_bytes(render_pdf(build_single_report(key, store)))
+    texts = assert_pages_ok(out, tmp_path)
+    for i in range(1, 7):
+        starts = [p for p, t in enumerate(texts) if re.search(rf"Candidate {i}\b", t) and "Top-5 before" in t]
+        title_pages = [p for p, t in enumerate(texts) if re.search(rf"\bCandidate {i}( \(selected\))?: CEI", t)]
+        assert title_pages and starts and title_pages[0] in starts, f"candidate {i} is split over pages"

@@ -132,7 +132,9 @@ def _sample_blocks(ld: _Loaded, cache: ImageCache, with_evidence: bool) -> list[
     blocks += problems
     blocks.append(KeyValues([
         ("File", s.image_path or DASH),
-        ("SHA-256", s.image_sha256 or DASH),
+        # `sha256sum` of the file (the manifest's); the pixel hash keys results (same picture, any encoding).
+        ("File SHA-256", (ld.result.manifest or {}).get("input_file_sha256") or "(not recorded)"),
+        ("Pixel hash (SHA-256 of mode, size and pixels)", s.image_sha256 or DASH),
         ("True label", f"{_label(s.true_name, s.true_index)}, P = {fmt_prob(s.prob_true)}"),
         ("Predicted label", f"{_label(s.pred_name, s.pred_index)}, P = {fmt_prob(s.prob_pred)}"),
     ]))
@@ -198,7 +200,7 @@ def _candidate_section(ld: _Loaded, i: int, c: Candidate, cache: ImageCache, pre
         blocks.append(Table(["#", "Top-5 before", "Top-5 after"],
                             [[str(k + 1), cell(c.top5_before, k), cell(c.top5_after, k)] for k in range(n)],
                             align=["r", "l", "l"], widths=[0.6, 4, 4]))
-    return Section(title, f"{prefix}-cand-{i + 1}", blocks)
+    return Section(title, f"{prefix}-cand-{i + 1}", blocks, keep_together=True)
 
 
 def _observation_sections(ld: _Loaded, cache: ImageCache, prefix: str) -> list[Section]:

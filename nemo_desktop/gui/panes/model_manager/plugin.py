@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QSettings, QSize, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QSettings, QSortFilterProxyModel, Qt, QTimer
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton,
                                QScrollArea, QSplitter, QTableView, QVBoxLayout, QWidget)
 
@@ -85,6 +85,11 @@ class ModelManagerPane(Pane):
         self.status_label.setWordWrap(True)
         self.status_label.setTextFormat(Qt.TextFormat.PlainText)  # error messages
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.load_reason = QLabel("")  # why Load is disabled (weights not on disk)
+        self.load_reason.setObjectName("loadReason")
+        self.load_reason.setWordWrap(True)
+        self.load_reason.setEnabled(False)
+        self.load_reason.hide()
         self.loaded_label = QLabel("")
         self.loaded_label.setObjectName("loadedModels")
         self.loaded_label.setWordWrap(True)
@@ -109,6 +114,7 @@ class ModelManagerPane(Pane):
         lv.addWidget(self.table, 1)
         lv.addLayout(files_row)
         lv.addLayout(memory_row)
+        lv.addWidget(self.load_reason)
         lv.addWidget(self.loaded_label)
         lv.addWidget(self.status_label)
 
@@ -121,11 +127,13 @@ class ModelManagerPane(Pane):
         rv.addWidget(self.settings_panel)
         rv.addWidget(self.disk_panel)
         rv.addStretch(1)
-        right = _FittingScrollArea()
+        right = QScrollArea()
         right.setObjectName("modelManagerSettings")
         right.setWidgetResizable(True)
         right.setWidget(right_inner)
-        right.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # Narrower than its content (a small window, a dragged splitter): scroll sideways rather than clip.
+        right.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        right.setMinimumWidth(220)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("modelManagerSplitter")
@@ -141,6 +149,27 @@ class ModelManagerPane(Pane):
         host.sig_models_changed.connect(self._on_models_changed)
         self._on_models_changed()
         self._update_buttons()
+
+    # -- layout ---------------------------------------------------------------------------------------------
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        QTimer.singleShot(0, self, self.fit_right_column)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        QTimer.singleShot(0, self, self.fit_right_column)  # after the splitter has been resized
+
+    def fit_right_column(self) -> None:
+        """Widen the settings column to its content when the catalog side can spare the room (at the default
+        1200 x 800 window its fixed share cut 36 px of it)."""
+        right = self.splitter.widget(1)
+        need = (right.widget().minimumSizeHint().width() + right.verticalScrollBar().sizeHint().width()
+                + 2 * right.frameWidth())
+        sizes = self.splitter.sizes()
+        total = sum(sizes)
+        left_min = self.splitter.widget(0).minimumSizeHint().width()
+        if len(sizes) == 2 and total and sizes[1] < need:
+            self.splitter.setSizes([max(left_min, total - need), min(need, total - left_min)])
 
     # -- loading the catalog ----------------------------------------------------------------------------
     def on_first_shown(self) -> None:
@@ -210,7 +239,11 @@ class ModelManagerPane(Pane):
         self.cancel_button.setEnabled(downloading)
         self.delete_button.setEnabled(e is not None and not downloading and not loaded and (
             row.status in ("downloaded", "partial") or (local and e.origin != "shipped")))
-        self.load_button.setEnabled(e is not None and not loaded and not downloading)
+        why_not = load_blocker(row.status, row.entry) if row is not None else None
+        self.load_button.setEnabled(e is not None and not loaded and not downloading and why_not is None)
+        self.load_button.setToolTip(why_not or "Load into memory as the current model of its kind")
+        self.load_reason.setText(why_not or "")
+        self.load_reason.setVisible(bool(why_not))
         self.unload_button.setEnabled(loaded)
         self.default_button.setEnabled(e is not None)
 
@@ -280,7 +313,12 @@ class ModelManagerPane(Pane):
     # -- load / unload ------------------------------------------------------------------------------------
     def load_selected(self):
         e = self.selected_entry()
-        return self.load(e.kind, e.id) if e is not None else None
+        if e is None:
+            return None
+        if not self.load_button.isEnabled():  # a double-click on a row whose weights are not on disk
+            self.host.show_status(self.load_reason.text() or f"{e.id} cannot be loaded now.")
+            return None
+        return self.load(e.kind, e.id)
 
     def load(self, kind: str, ref: str) -> JobHandle:
         session = self.host.session
@@ -364,18 +402,16 @@ class ModelManagerPane(Pane):
             self.splitter.restoreState(state)
 
 
-class _FittingScrollArea(QScrollArea):
-    """Scrolls vertically only, and is never narrower than its content (with the scroll bar), so the splitter
-    cannot clip the right column (it was cut by ~36 px at the default 1200 x 800 window)."""
-
-    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
-        hint = super().minimumSizeHint()
-        inner = self.widget()
-        if inner is None:
-            return hint
-        width = (inner.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
-                 + 2 * self.frameWidth())
-        return QSize(max(hint.width(), width), hint.height())
+def load_blocker(status: str, entry) -> str | None:
+    """Why a catalog entry cannot be loaded now (its weights are not on disk), or None. Loading never
+    downloads behind the user's back: a missing model fails at once with this reason instead of retrying."""
+    if status == "not downloaded":
+        return f"Load needs the weights on disk: Download {entry.id} first."
+    if status == "partial":
+        return f"The download of {entry.id} is incomplete: Download it again to finish it."
+    if status == "missing":
+        return f"The weights of {entry.id} are no longer at {entry.repo}: import it again or fix the path."
+    return None
 
 
 def _size(n: int) -> str:

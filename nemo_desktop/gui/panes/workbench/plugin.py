@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
                                QListWidget, QListWidgetItem, QPushButton, QScrollArea, QSplitter,
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
@@ -151,16 +151,32 @@ class WorkbenchPane(Pane):
 
         self.result_view = ResultView()
         self.result_view.sig_built.connect(lambda: self.sig_results_shown.emit(self.result_view.results()))
+        self.result_view.sig_built.connect(self._update_export)
+        self.export_button = QPushButton("Export…")
+        self.export_button.setObjectName("exportResultButton")
+        self.export_button.setToolTip("Save the result on screen as an HTML or PDF report (Ctrl+E)")
+        self.export_button.clicked.connect(lambda: self.export_shown())
+        self.export_status = QLabel("")
+        self.export_status.setObjectName("exportStatus")
+        self.export_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        result_side = QWidget()
+        rsv = QVBoxLayout(result_side)
+        rsv.setContentsMargins(0, 0, 0, 0)
+        rsv.addLayout(self._hbox(self.export_button, self.export_status))
+        rsv.addWidget(self.result_view, 1)
         self._result_key: str | None = None  # shown, or being read
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("workbenchSplitter")
         self.splitter.addWidget(left)
-        self.splitter.addWidget(self.result_view)
+        self.splitter.addWidget(result_side)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([380, 820])
         layout = QVBoxLayout(self)
         layout.addWidget(self.splitter)
         self._update_buttons()
+        self._update_export()
+        # Another classifier offers other indexes.
+        host.sig_models_changed.connect(lambda: self._shown_once and self.refresh_references())
 
     @staticmethod
     def _hbox(*widgets) -> QHBoxLayout:
@@ -217,11 +233,19 @@ class WorkbenchPane(Pane):
         handle.sig_done.connect(self._show_references)
         return handle
 
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        if self._shown_once:  # an index built in the Dataset browser a moment ago is offered on return
+            self.refresh_references()
+
     def _show_references(self, refs) -> None:
         keep = self._pending_index_id or self.reference_combo.currentData()
         self.reference_combo.blockSignals(True)
         while self.reference_combo.count() > 2:
             self.reference_combo.removeItem(2)
+        classifier = self.host.session.get("classifier")
+        if classifier is not None:  # only indexes that fit the loaded classifier (others would be refused)
+            refs = [r for r in refs if r["classifier_id"] == classifier.info.model_id]
         for r in refs:
             self.reference_combo.addItem(f"{Path(r['dataset_root']).name} — {r['classifier_id']} ({r['entries']} "
                                          f"images)", r["index_id"])
@@ -372,6 +396,7 @@ class WorkbenchPane(Pane):
         """Show results side by side; `sig_results_shown` follows once every column is built."""
         self._result_key = bundles[0].key if bundles else None
         self.result_view.show_bundles(bundles)
+        self._update_export()
 
     def show_outcomes(self, outcomes: list[SampleOutcome]) -> None:
         """Open the first explained sample of a finished run (the others are in Past results)."""
@@ -407,6 +432,39 @@ class WorkbenchPane(Pane):
         if item is not None:
             self._result_key = None  # reopening on purpose reads it again (another method may have run)
             self.open_result(item.data(KEY_ROLE))
+
+    # -- export -----------------------------------------------------------------------------------------
+    def _update_export(self) -> None:
+        self.export_button.setEnabled(bool(self.result_view.columns) and self.result_view.built)
+
+    def export_shown(self, target: Path | None = None) -> JobHandle | None:
+        """Export the result on screen (the first column: the result that was opened) as HTML or PDF, by the
+        file's extension; asks where when `target` is None. None when nothing is shown or the user cancels."""
+        from ..report_exporter.plugin import ReportItem, export_items
+
+        results = self.result_view.results()
+        if not results or not results[0].result_key:
+            self.host.show_status("Nothing to export: open a result first.")
+            return None
+        r = results[0]
+        item = ReportItem("result", r.result_key, Path(r.sample.image_path or "image").name, r.method, None)
+        if target is None:
+            path, chosen = QFileDialog.getSaveFileName(self, "Export this result", item.file_name("html"),
+                                                       "HTML report (*.html);;PDF report (*.pdf)")
+            if not path:
+                return None
+            target = Path(path)
+            if target.suffix.lower() not in (".html", ".pdf"):
+                target = target.with_suffix(".pdf" if "pdf" in chosen.lower() else ".html")
+        fmt = "pdf" if target.suffix.lower() == ".pdf" else "html"
+        session = self.host.session
+        handle = self.host.jobs.submit(lambda ctx: export_items(session.store(), [item], fmt, target, ctx),
+                                       title=f"Exporting {item.title} as {fmt.upper()}", lane=IO)
+        self.export_status.setText("Exporting…")
+        handle.sig_done.connect(lambda paths: self.export_status.setText(f"Wrote {paths[0]}"))
+        handle.sig_done.connect(lambda paths: self.host.show_status(f"Exported the result to {paths[0]}"))
+        handle.sig_failed.connect(lambda e: self.export_status.setText(f"Export failed: {e.get('message')}"))
+        return handle
 
     # -- state ------------------------------------------------------------------------------------------
     def save_state(self, settings: QSettings) -> None:

@@ -18,6 +18,13 @@ from ...samples import Sample
 AUTO = "auto"  # reference index: the most recent one built with the current classifier
 
 
+# Relative cost of the stages of the per-image methods (SciTX and the baselines, core/methods), so the bar of a
+# batch run moves forward through an image's stages. Estimates, not measurements: diffusion edits dominate.
+STAGE_WEIGHTS = {"Classifying": 1, "Retrieving observations": 1, "Captioning observations": 3, "Grad-CAM": 1,
+                 "Finding the reference image": 1, "Retrieving error sentences": 1, "Generating hypotheses": 3,
+                 "Writing interventions": 1, "Editing image": 8, "Scoring": 1}
+
+
 @dataclass
 class SampleOutcome:
     sample: Sample
@@ -53,6 +60,12 @@ def explain_samples(session, method_name: str, config_values: dict, samples: lis
     # The form offers every field of the method's config; values it does not know are the form's own state.
     known = {p.name for p in config_params(spec.config)}
     config = make_config(spec, {k: v for k, v in config_values.items() if k in known})
+    needed = ["classifier"]
+    if spec.needs_editor and not session.classifier_is_zero_shot():
+        needed.append("editor")
+    if spec.inputs.mllm != "none":
+        needed.append("mllm")
+    session.preflight(needed)  # every missing model named at once, before any is loaded
     models = ctx.sub("Models", 0.0, 0.05)
     components = Components(classifier=session.ensure("classifier", models), store=session.store())
     if spec.needs_editor and not components.zero_shot:
@@ -72,8 +85,8 @@ def explain_samples(session, method_name: str, config_values: dict, samples: lis
     for i, sample in enumerate(samples):
         ctx.check_cancelled()
         # Each image covers its share of the job's progress bar (after the 5 % of model loading).
-        sub = ctx.sub(f"Image {i + 1} of {n}" if n > 1 else Path(sample.path).name, 0.05 + 0.95 * i / n,
-                      0.05 + 0.95 * (i + 1) / n)
+        sub = ctx.stages(f"Image {i + 1} of {n}" if n > 1 else Path(sample.path).name, 0.05 + 0.95 * i / n,
+                         0.05 + 0.95 * (i + 1) / n, STAGE_WEIGHTS)
         try:
             result = method(sample.path, sample.true_label, sub)
         except JobCancelled:
