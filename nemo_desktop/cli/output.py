@@ -56,3 +56,12 @@ def cancelled(args, message: str) -> int:
         print_json_error("JobCancelled", message, None, INTERRUPTED)
     print(message, file=sys.stderr)
     return INTERRUPTED
+
+
+def write_outputs(args, data: Any, **dumps_options: Any) -> None:
+    """The JSON outputs of a command with --json / -o FILE whose summary is printed by the command itself:
+    the file first (a failure to write is the error), then JSON on stdout under --json."""
+    if getattr(args, "output", None):
+        write_json(data, args.output, **dumps_options)
+    if args.json:
+        print(json_text(data, **dumps_options))

@@ -36,7 +36,7 @@ def test_compare_run_stores_reruns_from_the_store_and_reports(tiny, tmp_path, ca
 
     out = tmp_path / "diff.json"
     argv = ["compare", "run", "--model-a", tiny["a"], "--model-b", tiny["b"], "--llm", tiny["llm"], *SMALL,
-            "--json", str(out), "--csv", str(tmp_path / "diff.csv")]
+            "-o", str(out), "--csv", str(tmp_path / "diff.csv")]
     assert main(argv) == 0
     rows = (tmp_path / "diff.csv").read_text().splitlines()
     assert rows[0].startswith("set,digit,color,angle,label,n,") and sum(r.startswith("held-out,") for r in rows) == 8
@@ -77,7 +77,7 @@ def test_compare_score_scores_a_users_hypothesis(tiny, capsys):
     from nemo_desktop.cli.main import main
 
     rc = main(["compare", "score", "--model-a", tiny["a"], "--model-b", tiny["b"], "--judge", tiny["llm"], *SMALL,
-               "--explanation", "Model A is better than model B for the digits 1 and 7.", "--json", "-"])
+               "--explanation", "Model A is better than model B for the digits 1 and 7.", "--json"])
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     assert data["score"]["method"] == "user" and data["score"]["score"]["n"] == 8
@@ -116,7 +116,7 @@ def test_compare_demo_trains_the_biased_models_and_recovers_the_planted_differen
 
     out = tmp_path / "demo.json"
     rc = main(["compare", "demo", "--llm", tiny["llm"], "--samples-per-condition", "10", "--iterations", "4",
-               "--test-conditions", "100", "--json", str(out)])
+               "--test-conditions", "100", "-o", str(out)])
     assert rc == 0
     data = json.loads(out.read_text())
     assert data["manifest"]["model_a"]["id"] == "demo:digit-cnn-A" and len(data["test"]) == 100
@@ -160,7 +160,7 @@ def test_compare_one_zero_shot_model_with_two_prompt_sets_on_an_attribute_datase
     rc = main(["compare", "run", "--model-a", "my-clip", "--prompts-a", str(prompts_a), "--prompts-b",
                str(prompts_b), "--conditions", f"dataset:{tmp_path / 'people.csv'}", "--llm", tiny["llm"],
                "--judge", tiny["llm"], "--samples-per-condition", "2", "--initial-conditions", "2", "--iterations",
-               "1", "--explore-size", "2", "--beam-size", "1", "--device", "cpu", "--json", str(out)])
+               "1", "--explore-size", "2", "--beam-size", "1", "--device", "cpu", "-o", str(out)])
     assert rc in (0, 1), capsys.readouterr().err  # the LLM double may not parse this task's lines: partial is fine
     data = json.loads(out.read_text())
     a, b = data["manifest"]["model_a"], data["manifest"]["model_b"]
@@ -196,7 +196,7 @@ def test_compare_with_text_to_image_conditions(tiny, tmp_path, capsys):
     out = tmp_path / "t2i.json"
     rc = main(["compare", "run", "--model-a", f"timm:local-dir:{a}", "--model-b", f"timm:local-dir:{b}",
                "--conditions", f"t2i:my-t2i@{conds}", "--llm", tiny["llm"], "--methods", "raw-differences",
-               "--samples-per-condition", "2", "--device", "cpu", "--json", str(out)])
+               "--samples-per-condition", "2", "--device", "cpu", "-o", str(out)])
     assert rc == 0, capsys.readouterr().err
     data = json.loads(out.read_text())
     gen = data["manifest"]["generator"]

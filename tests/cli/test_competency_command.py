@@ -44,7 +44,7 @@ def test_fit_score_explain_and_report(setup, capsys, tmp_path):
     fit_json = tmp_path / "fit.json"
     rc = _nemo(setup, "competency", "fit", str(setup["data"]), "-c", setup["classifier"], "--epochs", "2",
                "--image-size", "16", "--latent-dim", "8", "--batch-size", "8", "--calibration-fraction", "0.34",
-               "--save", str(tmp_path / "est"), "--json", str(fit_json), "--device", "cpu")
+               "--save", str(tmp_path / "est"), "-o", str(fit_json), "--device", "cpu")
     out = capsys.readouterr().out
     assert rc == 0, out
     fit = json.loads(fit_json.read_text())
@@ -57,7 +57,7 @@ def test_fit_score_explain_and_report(setup, capsys, tmp_path):
     # A re-run is answered from the store (same key, no training: the progress shows no epoch).
     rc = _nemo(setup, "competency", "fit", str(setup["data"]), "-c", setup["classifier"], "--epochs", "2",
                "--image-size", "16", "--latent-dim", "8", "--batch-size", "8", "--calibration-fraction", "0.34",
-               "--json", "-", "--device", "cpu")
+               "--json", "--device", "cpu")
     again = json.loads(capsys.readouterr().out)
     assert rc == 0 and again["result_key"] == key and again["manifest"] == fit["manifest"]
 
@@ -66,11 +66,11 @@ def test_fit_score_explain_and_report(setup, capsys, tmp_path):
     bad = tmp_path / "bad.png"
     bad.write_bytes(b"not a png")
     rc = _nemo(setup, "competency", "score", image, str(setup["odd"]), str(bad), "-c", setup["classifier"], "-E",
-               key[:10], "--json", "-", "--device", "cpu")
+               key[:10], "--json", "--device", "cpu")
     by_key = json.loads(capsys.readouterr().out)
     assert rc == 1 and list(by_key["failed"]) == [str(bad)]  # partial: one file could not be read
     rc2 = _nemo(setup, "competency", "score", image, str(setup["odd"]), "-c", setup["classifier"], "-E",
-                str(tmp_path / "est"), "--json", "-", "--device", "cpu")
+                str(tmp_path / "est"), "--json", "--device", "cpu")
     by_dir = json.loads(capsys.readouterr().out)
     assert rc2 == 0 and [i["score"] for i in by_dir["items"]] == [i["score"] for i in by_key["items"]]
     s = by_key["items"][0]["score"]
@@ -90,7 +90,7 @@ def test_fit_score_explain_and_report(setup, capsys, tmp_path):
     out_json = tmp_path / "cf.json"
     rc = _nemo(setup, "competency", "explain", str(setup["odd"]), "-c", setup["classifier"], "-E", key,
                "--mllm", f"transformers-mllm:{setup['mllm']}", "--max-iter", "2", "--igd-distance", "l2",
-               "--min-side", "32", "--max-new-tokens", "8", "--explain-methods", "reco,lnn", "--json", str(out_json),
+               "--min-side", "32", "--max-new-tokens", "8", "--explain-methods", "reco,lnn", "-o", str(out_json),
                "--device", "cpu")
     printed = capsys.readouterr().out
     result = json.loads(out_json.read_text())["results"][str(setup["odd"])]
@@ -112,7 +112,7 @@ def test_fit_score_explain_and_report(setup, capsys, tmp_path):
     rc = _nemo(setup, "competency", "explain", str(setup["odd"]), "-c", setup["classifier"], "-E", key,
                "--mllm", f"transformers-mllm:{setup['mllm']}", "--max-iter", "2", "--igd-distance", "l2",
                "--min-side", "32", "--max-new-tokens", "8", "--explain-methods", "reco,lnn", "--judge",
-               f"transformers-mllm:{setup['mllm']}", "--cause", "noise", "--json", str(tmp_path / "g.json"),
+               f"transformers-mllm:{setup['mllm']}", "--cause", "noise", "-o", str(tmp_path / "g.json"),
                "--device", "cpu")
     printed = capsys.readouterr().out
     graded = json.loads((tmp_path / "g.json").read_text())
@@ -156,12 +156,12 @@ def test_bad_input_exit_codes(setup, capsys, tmp_path):
 
 def test_bench_compares_generators_and_reports(setup, capsys, tmp_path):
     fit = ["competency", "fit", str(setup["data"]), "-c", setup["classifier"], "--epochs", "1", "--image-size", "16",
-           "--latent-dim", "8", "--batch-size", "8", "--json", "-", "--device", "cpu"]
+           "--latent-dim", "8", "--batch-size", "8", "--json", "--device", "cpu"]
     assert _nemo(setup, *fit) == 0
     key = json.loads(capsys.readouterr().out)["result_key"]
     rc = _nemo(setup, "competency", "bench", str(setup["data"]), "-c", setup["classifier"], "-E", key,
                "--reference", str(setup["data"]), "--methods", "reco,lgd,lnn", "--max-iter", "2", "--max-images", "5",
-               "--json", str(tmp_path / "b.json"), "--device", "cpu")
+               "-o", str(tmp_path / "b.json"), "--device", "cpu")
     printed = capsys.readouterr().out
     assert rc == 0, printed
     b = json.loads((tmp_path / "b.json").read_text())
@@ -179,7 +179,7 @@ def test_bench_compares_generators_and_reports(setup, capsys, tmp_path):
 
 def test_causes_command_writes_nothing_when_no_image_loses_competency(setup, capsys, tmp_path):
     fit = ["competency", "fit", str(setup["data"]), "-c", setup["classifier"], "--epochs", "1", "--image-size", "16",
-           "--latent-dim", "8", "--batch-size", "8", "--json", "-", "--device", "cpu"]
+           "--latent-dim", "8", "--batch-size", "8", "--json", "--device", "cpu"]
     assert _nemo(setup, *fit) == 0
     key = json.loads(capsys.readouterr().out)["result_key"]
     # Threshold 0: every image is competent and none can fall below it, so nothing is produced (exit 3).

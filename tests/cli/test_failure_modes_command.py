@@ -69,7 +69,7 @@ def test_failure_modes_end_to_end(digits_family, clip_dir, manifest, sentences, 
     args = ["failure-modes", str(manifest), "--classifier", "test-digits:plain", "--embedder", f"hf-clip:{clip_dir}",
             "--device", "cpu", "--clusters", "3", "--k", "2", "--sentence-sets", str(sentences),
             "--relevance", "attributes", "--split", "correctness"]
-    assert main([*args, "--json", str(out), "--report", str(report)]) == 0
+    assert main([*args, "-o", str(out), "--report", str(report)]) == 0
     text = capsys.readouterr().out
     d = json.loads(out.read_text())
     assert d["analysis"] == "failure-modes" and d["kind"] == "dataset" and d["index"]["rows"] == N
@@ -95,7 +95,7 @@ def test_failure_modes_end_to_end(digits_family, clip_dir, manifest, sentences, 
     index_id = d["index"]["index_id"]
     assert main(["failure-modes", index_id, "--embedder", f"hf-clip:{clip_dir}", "--device", "cpu", "--clusters", "3",
                  "--k", "2", "--sentence-sets", str(sentences), "--relevance", "attributes",
-                 "--attributes-manifest", str(manifest), "--split", "correctness", "--json", "-",
+                 "--attributes-manifest", str(manifest), "--split", "correctness", "--json",
                  "--rank-by", "a handwritten even digit", "--top", "5"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["result_key"] == d["result_key"] and again["groups"] == d["groups"]

@@ -24,8 +24,8 @@ def register(subparsers) -> None:
 
     r = sub.add_parser("run", help="run (or resume) a benchmark configuration",
                        description="Run a benchmark configuration (TOML or JSON; examples in "
-                                   "nemo_desktop/resources/benchmarks/configs/). Every finished sample is stored at once: after a "
-                                   "crash or kill, the same command finishes the rest.")
+                                   "nemo_desktop/resources/benchmarks/configs/). Every finished sample is stored at "
+                                   "once: after a crash or kill, the same command finishes the rest.")
     r.add_argument("config", metavar="CONFIG", help="benchmark configuration (.toml or .json)")
     r.add_argument("--shard", metavar="i/n", help="run only shard i of n (1-based), e.g. one per GPU or machine")
     r.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",

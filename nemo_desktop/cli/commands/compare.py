@@ -1,6 +1,6 @@
 """`nemo compare run | score | demo`: how do two classifiers differ, in words? (seed 002, analysis `model-diff`)
 
-    nemo compare run --model-a ID --model-b ID --conditions digits --llm ID [--judge ID] [--json OUT]
+    nemo compare run --model-a ID --model-b ID --conditions digits --llm ID [--judge ID] [--json] [-o FILE]
     nemo compare score --model-a ID --model-b ID --conditions digits --judge ID --explanation "Model A ..."
     nemo compare demo --llm ID      # trains the seed's two colour-biased digit CNNs (CPU, ~1 min), then runs
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 
 from ..loading import add_device_options
+from ..output import add_output_options
 
 SUBCOMMANDS = ("run", "score", "demo")
 HELP = {"run": "run Raw Differences, Summarization and Optimization and score them on held-out conditions",
@@ -55,7 +56,7 @@ def _common(s, name: str) -> None:
                    help="evaluator LLM (default: the explainer)")
     if name == "score":
         s.add_argument("--explanation", required=True, metavar="TEXT", help="the explanation to score")
-    s.add_argument("--json", metavar="OUT", help="write the result as JSON ('-': stdout)")
+    add_output_options(s, "the result")
     if name != "score":
         s.add_argument("--csv", metavar="OUT", help="write the measured difference of every condition as CSV")
     add_device_options(s)
@@ -126,7 +127,7 @@ def run(args) -> int:
     from ..exit_codes import INTERRUPTED, PARTIAL, RUNTIME, SUCCESS, USAGE
     from ..loading import load
     from ..options import given_options
-    from ..output import write_json
+    from ..output import json_text, write_json
     from ..progress import StageBars, cancellable_job
 
     if args.compare_command == "score" and not (args.judge or args.llm):
@@ -151,12 +152,15 @@ def run(args) -> int:
                                                    judge=judge, store=store), config)
             if args.compare_command == "score":
                 scored = pipe.score_text(args.explanation, ctx)
-                if args.json:
+                if args.output:
                     from dataclasses import asdict
 
                     write_json({"kind": "model", "analysis": "model-diff", "score": asdict(scored),
-                                "manifest": pipe.manifest()}, args.json, ensure_ascii=False)
-                if args.json != "-":
+                                "manifest": pipe.manifest()}, args.output, ensure_ascii=False)
+                if args.json:
+                    print(json_text({"kind": "model", "analysis": "model-diff", "score": asdict(scored),
+                                "manifest": pipe.manifest()}, ensure_ascii=False))
+                if not args.json:
                     from ...core.reports.sections.model_diff import score_sentence
 
                     print(f"Your explanation: {scored.text}\n  {score_sentence(scored.score)}")
@@ -168,8 +172,10 @@ def run(args) -> int:
         return INTERRUPTED
     finally:
         store.close()
+    if args.output:
+        write_json(result.to_dict(), args.output, ensure_ascii=False)
     if args.json:
-        write_json(result.to_dict(), args.json, ensure_ascii=False)
+        print(json_text(result.to_dict(), ensure_ascii=False))
     if args.csv:
         from pathlib import Path
 
@@ -177,7 +183,7 @@ def run(args) -> int:
         from ...core.store import atomic_write_text
 
         atomic_write_text(Path(args.csv), measurements_csv(result.test, result.observed))
-    if args.json != "-":
+    if not args.json:
         print(format_result(result))
     failed = sum(e.error is not None for e in result.explanations)
     if failed == len(result.explanations):

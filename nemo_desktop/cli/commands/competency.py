@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from ..loading import add_device_options
+from ..output import add_json_option, add_output_options, json_text
 
 FIT, EXPLAIN, BENCH, SCORE = "competency-estimator", "competency-cf", "competency-bench", "competency-score"
 
@@ -34,7 +35,7 @@ def register(subparsers) -> None:
     fit.add_argument("--classifier", "-c", metavar="ID", required=True, help="classifier (catalog id or "
                      "<family>:<source>) with the differentiable extension (timm, HF CLIP/SigLIP, open_clip)")
     fit.add_argument("--save", metavar="DIR", help="also write the estimator (safetensors + JSON) into DIR")
-    fit.add_argument("--json", metavar="OUT", help="write the fit result as JSON ('-': stdout)")
+    add_output_options(fit, "the fit result")
     add_device_options(fit)
     fit.set_defaults(func=run_fit)
 
@@ -57,7 +58,7 @@ def register(subparsers) -> None:
                            "the known --cause of the images: the seed's Tables 3/4 on your images")
             q.add_argument("--cause", choices=("spatial", "brightness", "contrast", "saturation", "noise",
                                                "pixelation"), help="the true cause of low competency (with --judge)")
-        q.add_argument("--json", metavar="OUT", help="write the results as JSON ('-': stdout)")
+        add_output_options(q, "the results")
         add_device_options(q)
         q.set_defaults(func=func)
 
@@ -76,12 +77,14 @@ def register(subparsers) -> None:
     cs.add_argument("--max-images", type=int, metavar="N", help="modify at most N competent images")
     cs.add_argument("--out", "-o", metavar="DIR", required=True, help="folder to write the test sets into")
     add_device_options(cs)
+    add_json_option(cs, "what was written")
     cs.set_defaults(func=run_causes)
 
     lp = sub.add_parser("lpips", help="whether LPIPS' backbone weights are installed; --download fetches them",
                         description="LPIPS (a competency metric and IGD's distance) needs torchvision's AlexNet "
                                     "weights in the torch hub cache; without them it is reported as unavailable.")
     lp.add_argument("--download", action="store_true", help="download them (233 MB, checksum verified)")
+    add_json_option(lp, "the weights' status")
     lp.set_defaults(func=run_lpips)
 
     bench = sub.add_parser("bench", help="compare the generators on a set's low-competency images (Tables 1/2)",
@@ -95,7 +98,7 @@ def register(subparsers) -> None:
                        help="a stored estimator's key (or a unique prefix) or a folder written by fit --save")
     bench.add_argument("--reference", metavar="IMAGES", help="reference images for FD/KD (the paper: the "
                        "calibration set); default: the set's own images at or above the threshold")
-    bench.add_argument("--json", metavar="OUT", help="write the result as JSON ('-': stdout)")
+    add_output_options(bench, "the result")
     add_device_options(bench)
     bench.set_defaults(func=run_bench)
 
@@ -132,7 +135,7 @@ def run_fit(args) -> int:
     from ..exit_codes import INTERRUPTED, SUCCESS
     from ..loading import load
     from ..options import given_options
-    from ..output import write_json
+    from ..output import write_outputs
     from ..progress import StageBars, cancellable_job
 
     spec = get_analysis(FIT)
@@ -151,9 +154,8 @@ def run_fit(args) -> int:
         return INTERRUPTED
     finally:
         store.close()
-    if args.json:
-        write_json(result.to_dict(), args.json, ensure_ascii=False)
-    if args.json != "-":
+    write_outputs(args, result.to_dict(), ensure_ascii=False)
+    if not args.json:
         print(format_fit(result))
         if args.save:
             print(f"Written to {args.save}.")
@@ -241,7 +243,7 @@ def run_score(args) -> int:
     from ...core.store.paths import get_paths
     from ..exit_codes import INTERRUPTED, for_counts
     from ..options import given_options
-    from ..output import write_json
+    from ..output import write_outputs
     from ..progress import StageBars, cancellable_job
 
     spec = get_analysis(SCORE)
@@ -260,9 +262,8 @@ def run_score(args) -> int:
         return INTERRUPTED
     finally:
         store.close()
-    if args.json:
-        write_json({**result.to_dict(), "summary": result.summary()}, args.json, ensure_ascii=False)
-    if args.json != "-":
+    write_outputs(args, {**result.to_dict(), "summary": result.summary()}, ensure_ascii=False)
+    if not args.json:
         print(format_score_set(result))
         for p, e in result.failed.items():
             print(f"{p}: failed: {e}", file=sys.stderr)
@@ -316,7 +317,7 @@ def run_explain(args) -> int:
     from ..exit_codes import INTERRUPTED, PARTIAL, RUNTIME, SUCCESS
     from ..loading import load
     from ..options import given_options
-    from ..output import write_json
+    from ..output import write_outputs
     from ..progress import StageBars, cancellable_job
 
     spec = get_analysis(EXPLAIN)
@@ -352,12 +353,10 @@ def run_explain(args) -> int:
         return INTERRUPTED
     finally:
         store.close()
-    if args.json:
-        write_json({"results": {p: r.to_dict() for p, r in results.items()}, "errors": failed,
-                    "accuracy": None if accuracy is None else {"cause": args.cause,
-                                                               "rows": [a.to_dict() for a in accuracy]}},
-                   args.json, ensure_ascii=False)
-    if args.json != "-":
+    accuracy_rows = None if accuracy is None else {"cause": args.cause, "rows": [a.to_dict() for a in accuracy]}
+    write_outputs(args, {"results": {p: r.to_dict() for p, r in results.items()}, "errors": failed,
+                         "accuracy": accuracy_rows}, ensure_ascii=False)
+    if not args.json:
         for p, r in results.items():
             print(format_explanation(p, r, config.threshold))
             print()
@@ -423,7 +422,7 @@ def run_bench(args) -> int:
     from ...core.store.paths import get_paths
     from ..exit_codes import INTERRUPTED, SUCCESS
     from ..options import given_options
-    from ..output import write_json
+    from ..output import write_outputs
     from ..progress import StageBars, cancellable_job
 
     spec = get_analysis(BENCH)
@@ -440,9 +439,8 @@ def run_bench(args) -> int:
         return INTERRUPTED
     finally:
         store.close()
-    if args.json:
-        write_json(result.to_dict(), args.json, ensure_ascii=False)
-    if args.json != "-":
+    write_outputs(args, result.to_dict(), ensure_ascii=False)
+    if not args.json:
         print(format_bench(result))
     return SUCCESS
 
@@ -460,6 +458,9 @@ def run_lpips(args) -> int:
             print(f"error: {exc.user_text()}", file=sys.stderr)
             return RUNTIME
         status = trunk_status("alex")
+    if args.json:
+        print(json_text(status, default=str))
+        return SUCCESS if status["present"] or not args.download else RUNTIME
     print(f"LPIPS (AlexNet) weights: {'present' if status['present'] else 'missing'} at {status['path']}")
     if not status["present"]:
         print("Without them LPIPS is reported as unavailable; `nemo competency lpips --download` fetches them.")
@@ -494,6 +495,10 @@ def run_causes(args) -> int:
     finally:
         store.close()
     per_cause = Counter(r.cause for r in rows)
+    if args.json:
+        print(json_text({"out": str(args.out), "modified": n, "lost_competency": {
+            c: per_cause.get(c, 0) for c in as_names(args.cause)}}))
+        return SUCCESS if rows else RUNTIME
     print(f"Modified {n} competent images; written to {args.out} (causes.csv lists them):")
     for cause in as_names(args.cause):
         print(f"  {cause:<11} {per_cause.get(cause, 0):>5} of {n} lost competency")

@@ -154,8 +154,8 @@ def print_human(f: dict) -> None:
     for name, w in f["metric_weights"].items():
         if isinstance(w, dict) and "present" in w:
             print(f"metric weights {name}: " + ("present" if w["present"] else
-                                                f"MISSING (the metric is reported as unavailable; "
-                                                f"`nemo competency lpips --download`)") + f" at {w['path']}")
+                                                "MISSING (the metric is reported as unavailable; "
+                                                "`nemo competency lpips --download`)") + f" at {w['path']}")
 
 
 def run(args) -> int:

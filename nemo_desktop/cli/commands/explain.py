@@ -14,7 +14,6 @@ embeds in the space of --retrieval-model (default clip-vit-b32).
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from ..loading import add_device_options
@@ -23,7 +22,8 @@ from ..loading import add_device_options
 def register(subparsers) -> None:
     from ..output import add_output_options
 
-    p = subparsers.add_parser("explain", help="explain a misclassified image (SciTX or a baseline) and test the explanation",
+    p = subparsers.add_parser("explain",
+                              help="explain a misclassified image (SciTX or a baseline) and test the explanation",
                               description=__doc__.split("\n\n")[0], derive_options=_method_options)
     p.add_argument("image", metavar="IMAGE", help="the misclassified image")
     p.add_argument("--true-label", "-y", required=True, metavar="LABEL", help="its true class: name or index")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 
 from ..loading import add_device_options
+from ..output import add_output_options
 
 
 def register(subparsers) -> None:
@@ -24,7 +25,7 @@ def register(subparsers) -> None:
     p.add_argument("--embedder", metavar="ID", help="joint image-text space (catalog id or <family>:<source>)")
     p.add_argument("--mllm", "-l", metavar="ID", action="append",
                    help="MLLM(s) for --relevance vqa; repeat for several (their answers are combined with AND)")
-    p.add_argument("--json", metavar="OUT", help="write the result as JSON ('-': stdout)")
+    add_output_options(p, "the result")
     p.add_argument("--report", metavar="FILE", help="write a report (.html or .pdf by the extension)")
     p.add_argument("--rank-by", metavar="SENTENCE", action="append",
                    help="also list the images nearest this sentence in the joint space (repeatable)")
@@ -82,7 +83,7 @@ def run(args) -> int:
     from ..exit_codes import INTERRUPTED, for_counts
     from ..loading import load, load_wanted, reference
     from ..options import given_options
-    from ..output import write_json
+    from ..output import write_outputs
     from ..progress import StageBars, cancellable_job
 
     spec = get_analysis("failure-modes")
@@ -121,10 +122,9 @@ def run(args) -> int:
     finally:
         store.close()
 
-    if args.json:
-        write_json({**result.to_dict(), **({"rankings": rankings} if rankings else {})}, args.json,
-                   ensure_ascii=False)
-    if args.json != "-":
+    write_outputs(args, {**result.to_dict(), **({"rankings": rankings} if rankings else {})},
+                      ensure_ascii=False)
+    if not args.json:
         print(format_result(result, args.method))
         for sentence, ranked in rankings.items():
             print(f"Images nearest \"{sentence}\":")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from ..loading import add_device_options
+from ..output import add_json_option, json_text
 
 
 def register(subparsers) -> None:
@@ -24,6 +25,7 @@ def register(subparsers) -> None:
     p.add_argument("--name", metavar="NAME", help="the set's name (default: the file name)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="generation seed (0)")
     add_device_options(p)
+    add_json_option(p, "what was written")
     p.set_defaults(func=run)
 
 
@@ -62,6 +64,10 @@ def run(args) -> int:
         print("No sentence was written.", file=sys.stderr)
         return for_counts(0, len(topics))
     gen.write(out, args.name)
+    if args.json:
+        print(json_text({"output": str(out), "sentences": len(gen.sentences), "topics": len(topics),
+                         "failed_topics": dict(gen.errors), "dropped": gen.dropped}, default=str))
+        return for_counts(len(topics) - len(gen.errors), len(gen.errors))
     print(f"wrote {len(gen.sentences)} sentences on {len(topics) - len(gen.errors)} topic(s) to {out} "
           f"({gen.dropped} duplicates or unusable entries dropped; prompt {gen.prompt_version})")
     return for_counts(len(topics) - len(gen.errors), len(gen.errors))

@@ -8,7 +8,6 @@ measured as the per-sample CEI was. Everything is stored: a re-run answers from 
 """
 from __future__ import annotations
 
-import sys
 
 from ..loading import add_device_options
 

@@ -174,7 +174,7 @@ def test_the_command_line_runs_on_ray(cluster, bench_data, tmp_path, registered,
     assert main(["bench", "run", str(cfg), "--ray-workers", "2", "--store", str(tmp_path / "s")]) == 2
     out = tmp_path / "summary.json"
     assert main(["bench", "run", str(cfg), "--ray", "--ray-workers", "2", "--store", str(tmp_path / "s"),
-                 "--json", str(out)]) == 0
+                 "-o", str(out)]) == 0
     summary = json.loads(out.read_text())
     assert summary["shard"] == "ray:2" and summary["statuses"] == {DONE: 12} and summary["complete"]
 
@@ -221,7 +221,7 @@ def test_a_killed_driver_resumes_with_nothing_lost_or_repeated(cluster, bench_da
     assert 2 <= len(before) < 12
 
     out = tmp_path / "again.json"
-    again = subprocess.run([*command, "--json", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    again = subprocess.run([*command, "-o", str(out)], capture_output=True, text=True, env=env, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     summary = json.loads(out.read_text())
     assert summary["finished_before"] >= len(before) and summary["computed"] == 12 - summary["finished_before"]
