@@ -95,7 +95,11 @@ def _metric_weights() -> dict:
         from ...core.analyses.competency.lpips_distance import trunk_status
     except Exception as exc:  # noqa: BLE001 - torch missing: reported under "torch" already
         return {"error": f"{type(exc).__name__}: {exc}"}
-    return {"lpips-alex": trunk_status("alex")}
+    from ...core.analyses.competency.metrics import inception_path
+
+    inception = inception_path()
+    return {"lpips-alex": trunk_status("alex"),
+            "fid-inception": {"metric": "fid-inception", "path": str(inception), "present": inception.is_file()}}
 
 
 def collect() -> dict:
@@ -154,8 +158,8 @@ def print_human(f: dict) -> None:
     for name, w in f["metric_weights"].items():
         if isinstance(w, dict) and "present" in w:
             print(f"metric weights {name}: " + ("present" if w["present"] else
-                                                "MISSING (the metric is reported as unavailable; "
-                                                "`nemo competency lpips --download`)") + f" at {w['path']}")
+                                                "MISSING (the metric is reported as unavailable)") +
+                  f" at {w['path']}")
 
 
 def run(args) -> int:

@@ -26,7 +26,8 @@ from .config import CounterfactualConfig, _check_ranges, as_names, config_dict
 from .estimator import FittedEstimator
 from .generators import GeneratorUnavailable, generate, pixel_distance
 from .lpips_distance import LpipsDistance, MetricUnavailable, load_lpips, trunk_path
-from .metrics import feature_similarity, feature_space, frechet_and_kernel_distance, latent_similarity, success
+from .metrics import (feature_similarity, feature_space, frechet_and_kernel_distance, inception_path,
+                      latent_similarity, success)
 from .results import BENCH_ANALYSIS, CompetencyBenchResult, GeneratorMetrics
 
 VERSION = "1"
@@ -37,6 +38,7 @@ class CompetencyBench:
                  lpips: LpipsDistance | None = None, feature: str = "classifier") -> None:
         self.estimator, self.config, self.feature = estimator, config or CounterfactualConfig(), feature
         self._lpips, self._lpips_error = lpips, None
+        self._fd_error: str | None = None
         if lpips is None:
             try:
                 self._lpips = load_lpips("alex", min_side=self.config.lpips_size)
@@ -58,8 +60,12 @@ class CompetencyBench:
             raise ConfigError(f"None of the {len(images)} images has competency below {cfg.threshold}.",
                               hint="The bench compares counterfactuals of low-competency images; give some.")
         x = x_all[torch.from_numpy(low)]
-        ref = torch.cat([est.unit(reference_images[s:s + 64]) for s in range(0, len(reference_images), 64)])
-        feats = feature_space(est, self.feature)
+        ref = torch.cat([est.unit(reference_images[s:s + 64]) for s in range(0, len(reference_images), 64)]) \
+            if len(reference_images) else torch.zeros((0, *x.shape[1:]))
+        try:
+            feats = feature_space(est, self.feature)
+        except MetricUnavailable as exc:  # FD/KD are reported as unavailable, the other metrics still run
+            feats, self._fd_error = None, exc.user_text()
         rows = [self._row("orig", x, x, score_seconds / len(images), feats, ref, ctx)]
         for method in cfg.methods:
             ctx.check_cancelled()
@@ -86,7 +92,7 @@ class CompetencyBench:
                     "estimator": est.manifest.get("weights_sha256"), "config": config_dict(cfg),
                     "n_images": len(images), "n_low_competency": int(low.sum()),
                     "lpips": self._lpips.name if self._lpips is not None else None,
-                    "lpips_unavailable": self._lpips_error}
+                    "lpips_unavailable": self._lpips_error, "fd_unavailable": self._fd_error}
         return CompetencyBenchResult(rows, f"FD_{'clf' if self.feature == 'classifier' else self.feature}",
                                      len(ref), manifest)
 
@@ -109,8 +115,11 @@ class CompetencyBench:
         if self._lpips is not None:
             with torch.no_grad():
                 lp = mean_over_valid(self._lpips(x, cf.clamp(0, 1)).numpy())
-        fd, kd = frechet_and_kernel_distance(feats, ref, cf.clamp(0, 1), seed=cfg.seed)
+        fd, kd = frechet_and_kernel_distance(feats, ref, cf.clamp(0, 1), seed=cfg.seed) if feats is not None \
+            else (None, None)
         notes = [] if self._lpips is not None else [self._lpips_error or "LPIPS is unavailable"]
+        if feats is None:
+            notes.append(self._fd_error)
         return GeneratorMetrics(method, len(x), int(ok.sum()), float(ok.mean()), lp,
                                 mean_over_valid(feature_similarity(est, x, cf)),
                                 mean_over_valid(latent_similarity(est, x, cf)), fd, kd, float(seconds), notes)
@@ -144,9 +153,10 @@ class CompetencyBenchConfig:
         "label": "Most low-competency images", "min": 1, "max": 100_000,
         "help": "Generators run on at most this many of the set's low-competency images (in file order)."})
     feature_space: str = field(default="classifier", metadata={
-        "label": "FD/KD feature space", "choices": ("classifier", "latent"),
+        "label": "FD/KD feature space", "choices": ("classifier", "latent", "inception"),
         "help": "Features in which FD and KD compare counterfactuals with the reference images: the "
-                "classifier's own (the default) or the autoencoder's latent."})
+                "classifier's own (the default), the autoencoder's latent, or the FID Inception (when its "
+                "weights are installed; else FD/KD are reported as unavailable)"})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "methods", as_names(self.methods))
@@ -190,7 +200,8 @@ class CompetencyBenchAnalysis:
         return result_key(BENCH_ANALYSIS, version=VERSION, estimator=self.estimator.manifest.get("weights_sha256"),
                           classifier=model_part(self.estimator.classifier.info), images=fingerprint,
                           reference=reference_fingerprint, config=config_dict(self.config),
-                          lpips="lpips-alex" if trunk_path("alex").is_file() else None)
+                          lpips="lpips-alex" if trunk_path("alex").is_file() else None,
+                          inception=inception_path().is_file() if self.config.feature_space == "inception" else None)
 
     def __call__(self, images: Any, ctx: JobContext | None = None, *, reference: Any = None) -> CompetencyBenchResult:
         """`images`: a dataset (folder of class folders or CSV), its path, or a list of images/paths."""

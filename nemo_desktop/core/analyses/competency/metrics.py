@@ -48,8 +48,42 @@ class FeatureModule(torch.nn.Module):
             return self.fn(x).flatten(1).double()
 
 
+# torch-fidelity's Inception-v3 (the FID network) as torchmetrics loads it; a managed asset like LPIPS' trunk.
+INCEPTION_FILE = "weights-inception-2015-12-05-6726825d.pth"  # torch-fidelity's release file name
+
+
+def inception_path():
+    from pathlib import Path
+
+    return Path(torch.hub.get_dir()) / "checkpoints" / INCEPTION_FILE
+
+
+def inception_features() -> Callable[[torch.Tensor], torch.Tensor]:
+    """The 2048-d pool features of the FID Inception for [0, 1] images; MetricUnavailable when its weights are
+    not in the torch hub cache (never downloaded here: FD/KD are then reported as unavailable)."""
+    from .lpips_distance import MetricUnavailable
+
+    path = inception_path()
+    if not path.is_file():
+        raise MetricUnavailable(f"The Inception feature space is unavailable: its weights are not in {path}.",
+                                hint="Put torch-fidelity's Inception weights (the file torchmetrics' FID downloads) "
+                                     "there, or use the classifier's feature space (the default).")
+    from torchmetrics.image.fid import NoTrainInceptionV3
+
+    net = NoTrainInceptionV3(name="inception-v3-compat", features_list=["2048"],
+                             feature_extractor_weights_path=str(path)).eval()
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return net((x.clamp(0, 1) * 255).round().to(torch.uint8).cpu())
+
+    return fn
+
+
 def feature_space(est: FittedEstimator, name: str = "classifier") -> FeatureModule:
-    """'classifier' = f (the classifier's last hidden features), 'latent' = the autoencoder's g."""
+    """'classifier' = f (the classifier's last hidden features), 'latent' = the autoencoder's g, 'inception' =
+    the FID Inception's pool features (weights permitting)."""
+    if name == "inception":
+        return FeatureModule(inception_features(), 2048)
     fn = {"classifier": est.features, "latent": est.encode}[name]
     probe = torch.full((1, 3, *est.input_size), 0.5)
     with torch.no_grad():

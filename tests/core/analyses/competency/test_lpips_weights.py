@@ -65,5 +65,7 @@ def test_doctor_reports_the_metric_weights(hub, capsys):
     assert main(["doctor", "--json"]) == 0
     facts = json.loads(capsys.readouterr().out)
     assert facts["metric_weights"]["lpips-alex"]["present"] is False
+    assert facts["metric_weights"]["fid-inception"]["present"] is False
+    assert facts["metric_weights"]["fid-inception"]["path"].startswith(str(hub))
     assert main(["competency", "lpips"]) == 0
     assert "missing" in capsys.readouterr().out
