@@ -217,7 +217,8 @@ class ModelSession:
                 continue
             status = entry_status(entry).status
             if status in ("not downloaded", "partial", "missing"):
-                problems.append(f"the {KIND_TEXT.get(kind, kind)} {ref} is {status.replace('missing', 'missing on disk')}")
+                where = "missing on disk" if status == "missing" else status
+                problems.append(f"the {KIND_TEXT.get(kind, kind)} {ref} is {where}")
         if problems:
             raise WeightsNotFoundError("This method cannot start: " + "; ".join(problems) + ".",
                                        hint="Download the models in the Model manager (or choose others there), "

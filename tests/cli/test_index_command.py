@@ -35,14 +35,26 @@ class _InterruptingClassifier(DigitsMLPClassifier):
         return super().predict_proba(images, **kw)
 
 
+class _WashedOutClassifier(DigitsMLPClassifier):
+    """The same MLP behind a preprocessing that squeezes the contrast to a tenth (as when an image is
+    normalised twice): the classifier then predicts one class for nearly everything."""
+
+    def predict_proba(self, images, **kw):
+        from PIL import Image
+
+        return super().predict_proba([Image.blend(Image.new("RGB", im.size, (128, 128, 128)), im.convert("RGB"),
+                                                  0.1) for im in images], **kw)
+
+
 @pytest.fixture
 def digits_family(monkeypatch, trained):
-    """Registers family 'test-digits': source 'plain' or 'interrupting' picks the double."""
+    """Registers family 'test-digits': source 'plain', 'interrupting' or 'washed-out' picks the double."""
     mlp = trained[0]
     _InterruptingClassifier.calls = 0
 
     def load(spec, options):
-        cls = _InterruptingClassifier if spec.source == "interrupting" else DigitsMLPClassifier
+        cls = {"interrupting": _InterruptingClassifier, "washed-out": _WashedOutClassifier}.get(
+            spec.source, DigitsMLPClassifier)
         return cls(mlp, model_id=spec.model_id)
 
     registry._ensure_builtin_families()
@@ -121,3 +133,13 @@ def test_unreadable_files_are_listed_and_make_the_index_partial(digits_family, f
     out = capsys.readouterr().out
     assert f"{N} images of" in out and "2 unreadable" in out
     assert "FIFO" in out and "does not exist" in out and str(fifo) in out and str(dangling) in out
+
+
+def test_index_warns_when_one_class_takes_most_predictions(digits_family, folder, capsys):
+    assert main(["index", str(folder), "--classifier", "test-digits:plain"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert main(["index", str(folder), "--classifier", "test-digits:washed-out"]) == 0
+    err = capsys.readouterr().err
+    assert "warning:" in err and "are predicted as" in err and "input size, normalisation and interpolation" in err
+    assert main(["index", str(folder), "--classifier", "test-digits:washed-out", "--json"]) == 0
+    assert "are predicted as" in json.loads(capsys.readouterr().out)["warning"]

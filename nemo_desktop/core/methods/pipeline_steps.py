@@ -53,7 +53,8 @@ def classify_query(ctx: JobContext, tester: CounterfactualTester, units: UnitCac
 
 
 def select_by_cei(candidates: Sequence[Candidate], notes: list[str] | None = None,
-                  noun: str = "candidate", *, selection: str = "cei", flag_threshold: float | None = None) -> int | None:
+                  noun: str = "candidate", *, selection: str = "cei",
+                  flag_threshold: float | None = None) -> int | None:
     """CEI argmax, first on ties (the validation module of SciTX, Algorithm 1 stage 4). With `flag_threshold`,
     whole-image edits are flagged first and `selection` applies (methods/edit_check.py). With `notes`, adds a
     note when no candidate could be tested or when even the best intervention did not help."""

@@ -58,7 +58,8 @@ def test_whole_image_edit_is_measured_flagged_and_recorded(digits_classifier, bl
     from nemo_desktop.core.methods.result import ExplanationResult
 
     stored = ExplanationResult.from_dict(store.get(result.result_key).payload)
-    assert stored.candidates[j].edit_flagged and stored.candidates[j].edit_distance == result.candidates[j].edit_distance
+    assert stored.candidates[j].edit_flagged
+    assert stored.candidates[j].edit_distance == result.candidates[j].edit_distance
 
 
 def test_threshold_and_rule_are_in_the_key(digits_classifier, blue_three, store, index):
