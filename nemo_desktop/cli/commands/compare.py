@@ -127,7 +127,7 @@ def run(args) -> int:
     from ..exit_codes import INTERRUPTED, PARTIAL, RUNTIME, SUCCESS, USAGE
     from ..loading import load
     from ..options import given_options
-    from ..output import json_text, write_json
+    from ..output import write_outputs
     from ..progress import StageBars, cancellable_job
 
     if args.compare_command == "score" and not (args.judge or args.llm):
@@ -152,14 +152,10 @@ def run(args) -> int:
                                                    judge=judge, store=store), config)
             if args.compare_command == "score":
                 scored = pipe.score_text(args.explanation, ctx)
-                if args.output:
-                    from dataclasses import asdict
+                from dataclasses import asdict
 
-                    write_json({"kind": "model", "analysis": "model-diff", "score": asdict(scored),
-                                "manifest": pipe.manifest()}, args.output, ensure_ascii=False)
-                if args.json:
-                    print(json_text({"kind": "model", "analysis": "model-diff", "score": asdict(scored),
-                                "manifest": pipe.manifest()}, ensure_ascii=False))
+                write_outputs(args, {"kind": "model", "analysis": "model-diff", "score": asdict(scored),
+                                     "manifest": pipe.manifest()}, ensure_ascii=False)
                 if not args.json:
                     from ...core.reports.sections.model_diff import score_sentence
 
@@ -172,10 +168,7 @@ def run(args) -> int:
         return INTERRUPTED
     finally:
         store.close()
-    if args.output:
-        write_json(result.to_dict(), args.output, ensure_ascii=False)
-    if args.json:
-        print(json_text(result.to_dict(), ensure_ascii=False))
+    write_outputs(args, result.to_dict(), ensure_ascii=False)
     if args.csv:
         from pathlib import Path
 
