@@ -73,32 +73,28 @@ def test_inception_space_is_unavailable_without_weights_and_equals_torchmetrics_
     from nemo_desktop.core.analyses.competency.metrics import inception_path
 
     _, est = fitted
-    old = torch.hub.get_dir()
-    torch.hub.set_dir(str(tmp_path / "hub"))
-    try:
-        cfg = CounterfactualConfig(methods=("reco",), max_iter=5)
-        images, reference = low_batch[:6], world.test_images[:8]
-        missing = CompetencyBench(est, cfg, feature="inception")(images, reference)
-        assert all(r.fd is None and r.kd is None for r in missing.rows)
-        assert "Inception feature space is unavailable" in " ".join(missing.row("reco").notes)
-        assert missing.row("reco").success_rate is not None  # the other metrics still run
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))  # not torch.hub.set_dir: that global outlives the test
+    cfg = CounterfactualConfig(methods=("reco",), max_iter=5)
+    images, reference = low_batch[:6], world.test_images[:8]
+    missing = CompetencyBench(est, cfg, feature="inception")(images, reference)
+    assert all(r.fd is None and r.kd is None for r in missing.rows)
+    assert "Inception feature space is unavailable" in " ".join(missing.row("reco").notes)
+    assert missing.row("reco").success_rate is not None  # the other metrics still run
 
-        with monkeypatch.context() as m:  # build the architecture without any weights file, then save it
-            m.setattr(FeatureExtractorInceptionV3, "load_state_dict", lambda self, *a, **k: None)
-            m.setattr(torch, "load", lambda *a, **k: {})
-            torch.manual_seed(0)
-            random_net = NoTrainInceptionV3(name="inception-v3-compat", features_list=["2048"],
-                                            feature_extractor_weights_path="unused")
-        inception_path().parent.mkdir(parents=True)
-        torch.save(random_net.state_dict(), inception_path())
+    with monkeypatch.context() as m:  # build the architecture without any weights file, then save it
+        m.setattr(FeatureExtractorInceptionV3, "load_state_dict", lambda self, *a, **k: None)
+        m.setattr(torch, "load", lambda *a, **k: {})
+        torch.manual_seed(0)
+        random_net = NoTrainInceptionV3(name="inception-v3-compat", features_list=["2048"],
+                                        feature_extractor_weights_path="unused")
+    inception_path().parent.mkdir(parents=True)
+    torch.save(random_net.state_dict(), inception_path())
 
-        present = CompetencyBench(est, cfg, feature="inception")(images, reference)
-        x = est.unit(images)
-        x = x[torch.from_numpy(est.competency(x)["competency"].detach().numpy() < cfg.threshold)]
-        fid = FrechetInceptionDistance(feature=2048, normalize=True)  # torchmetrics' own path, same weights file
-        fid.update(est.unit(reference), real=True)
-        fid.update(x, real=False)
-        assert present.feature_space == "FD_inception"
-        assert present.row("orig").fd == pytest.approx(float(fid.compute()), rel=1e-3, abs=1e-3)
-    finally:
-        torch.hub.set_dir(old)
+    present = CompetencyBench(est, cfg, feature="inception")(images, reference)
+    x = est.unit(images)
+    x = x[torch.from_numpy(est.competency(x)["competency"].detach().numpy() < cfg.threshold)]
+    fid = FrechetInceptionDistance(feature=2048, normalize=True)  # torchmetrics' own path, same weights file
+    fid.update(est.unit(reference), real=True)
+    fid.update(x, real=False)
+    assert present.feature_space == "FD_inception"
+    assert present.row("orig").fd == pytest.approx(float(fid.compute()), rel=1e-3, abs=1e-3)

@@ -14,11 +14,12 @@ from nemo_desktop.core.analyses.competency import lpips_distance as ld
 
 
 @pytest.fixture
-def hub(tmp_path):
-    old = torch.hub.get_dir()
-    torch.hub.set_dir(str(tmp_path / "hub"))
-    yield tmp_path / "hub"
-    torch.hub.set_dir(old)
+def hub(tmp_path, monkeypatch):
+    # TORCH_HOME, not torch.hub.set_dir: set_dir pins a global that outlives the test and overrides every later
+    # test's TORCH_HOME.
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    assert torch.hub.get_dir() == str(tmp_path / "hub")
+    return tmp_path / "hub"
 
 
 @pytest.fixture
