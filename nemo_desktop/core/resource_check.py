@@ -22,6 +22,7 @@ REQUIRED = (
     ("model_diff", "cmnist_grid.v1.json"),
     ("model_diff", "digits_8x8.npz"),
     ("model_diff", "gender_captions.v1.json"),
+    ("failure_modes", "sentences", "general.v1.json"),
     ("icons", "nemo-desktop.svg"),
     ("icons", "nemo-desktop.png"),
     ("desktop", "nemo-desktop.desktop"),
