@@ -90,7 +90,9 @@ def class_folders(tmp_path):
 def _pane(qtbot, make_window, name):
     window = make_window()
     window.show()
+    qtbot.waitExposed(window)
     pane = window.show_pane("analyses")
+    pane.ensure_shown_once()  # the first showing lists the analyses (a no-op when the tab change already did)
     qtbot.waitUntil(lambda: pane.analysis_list.count() > 0, timeout=180000)
     pane.select_analysis(name)
     qtbot.waitUntil(lambda: pane.page is not None and pane.page.spec.name == name, timeout=180000)

@@ -149,6 +149,9 @@ class AnalysesPane(Pane):
         from nemo_desktop.core.registry.data_inputs import data_prompt
         from nemo_desktop.core.registry.spec import ROLE_LABELS
 
+        current = self.analysis_list.currentItem()
+        if current is None or current.data(NAME_ROLE) != page.spec.name:
+            return  # an earlier selection's page, finished after a later one (the I/O lane runs jobs in parallel)
         self.page, spec = page, page.spec
         self.description.setText(spec.description or spec.name)
         label, how = data_prompt(spec)
