@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Declared, not imported by nemo_desktop: why each is still needed.
 INDIRECT = {
+    "torch-fidelity": "torchmetrics' FrechetInceptionDistance/KID build their Inception feature extractor with it (competency FD/KD)",
     "accelerate": "transformers' from_pretrained(device_map=...) in the MLLM adapter requires it",
     "protobuf": "transformers converts tokenizers that ship only a sentencepiece model (no tokenizer.json)",
     "sentencepiece": "the same conversion of sentencepiece-only tokenizers",
