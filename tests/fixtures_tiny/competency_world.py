@@ -150,23 +150,6 @@ class RecordingMLLM:
         return [self.chat(c, **kw) for c in conversations]
 
 
-def indexed_digits(indices) -> tuple[list, np.ndarray]:
-    """sklearn digits by index, each in ink INKS[index % 6]: a fixed image set without any training."""
-    from sklearn.datasets import load_digits
-
-    d = load_digits()
-    idx = [int(i) for i in indices]
-    return [render(d.images[i], INKS[i % len(INKS)]) for i in idx], d.target[idx]
-
-
-def golden_calibration_indices(n: int = 300) -> list[int]:
-    """The first n in-distribution digits of sklearn's order (the reference cross-check's calibration set)."""
-    from sklearn.datasets import load_digits
-
-    t = load_digits().target
-    return [int(i) for i in np.flatnonzero(t != HELD_OUT)[:n]]
-
-
 class CountingClassifier(DigitsClassifier):
     """DigitsClassifier that counts its batches (unit_tensor calls): the contract test's 'model calls'."""
 
