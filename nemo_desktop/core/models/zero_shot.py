@@ -254,6 +254,25 @@ class ZeroShotClassifierBase:
             raise ConfigError("A class prompt must be non-empty text.")
         return prompt
 
+    # -- differentiable extension (competency estimation differentiates from [0, 1] pixels) ----------
+    def _normalise_unit(self, x):
+        import torch
+
+        mean, std = self._unit_mean_std()
+        mean = torch.tensor(mean, device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
+        std = torch.tensor(std, device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
+        return ((x - mean) / std).to(self.dtype)
+
+    def logits_from_unit(self, x):
+        """Zero-shot logits for the current class prompts, differentiable in x ([0, 1] pixels)."""
+        return self.forward_logits(self._normalise_unit(x))
+
+    def features_from_unit(self, x):
+        """The image embedding (before L2 normalisation), differentiable in x."""
+        from .batching import oom_guard
+
+        with oom_guard(f"The classifier {self.info.model_id}"):
+            return self._image_features(self._normalise_unit(x))
 
 def zero_shot_class_names(options: Mapping[str, Any]) -> list[str]:
     """Class names from options (class_file / class_names / vocabulary), ImageNet-1k by default."""

@@ -63,22 +63,9 @@ class HFZeroShotClassifier(ZeroShotClassifierBase):
         batch = self.processor.image_processor(images=rgb, do_normalize=False, return_tensors="pt")
         return batch["pixel_values"].to(device=self.device).float()
 
-    def _normalise_unit(self, x):
-        import torch
-
+    def _unit_mean_std(self):
         ip = self.processor.image_processor
-        mean = torch.tensor(ip.image_mean, device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
-        std = torch.tensor(ip.image_std, device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
-        return ((x - mean) / std).to(self.dtype)
-
-    def logits_from_unit(self, x):
-        """Zero-shot logits for the current class prompts, differentiable in x."""
-        return self.forward_logits(self._normalise_unit(x))
-
-    def features_from_unit(self, x):
-        """The image embedding (before L2 normalisation), differentiable in x."""
-        with oom_guard(f"The classifier {self.info.model_id}"):
-            return self._image_features(self._normalise_unit(x))
+        return ip.image_mean, ip.image_std
 
     def _text_features(self, prompts: list[str]):
         # SigLIP was trained on max_length-padded text without an attention mask (its model card's usage).

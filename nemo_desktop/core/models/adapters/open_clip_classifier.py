@@ -83,22 +83,9 @@ class OpenClipClassifier(ZeroShotClassifierBase):
         rgb = [im if im.mode == "RGB" else im.convert("RGB") for im in images]
         return torch.stack([to_unit(im) for im in rgb]).to(device=self.device).float()
 
-    def _normalise_unit(self, x):
-        import torch
-
+    def _unit_mean_std(self):
         _, norm = self._split_transform()
-        mean = torch.tensor(norm.mean, device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
-        std = torch.tensor(norm.std, device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
-        return ((x - mean) / std).to(self.dtype)
-
-    def logits_from_unit(self, x):
-        """Zero-shot logits for the current class prompts, differentiable in x."""
-        return self.forward_logits(self._normalise_unit(x))
-
-    def features_from_unit(self, x):
-        """The image embedding (before L2 normalisation), differentiable in x."""
-        with oom_guard(f"The classifier {self.info.model_id}"):
-            return self._image_features(self._normalise_unit(x))
+        return norm.mean, norm.std
 
     def _text_features(self, prompts: list[str]):
         return self.model.encode_text(self.tokenizer(prompts).to(self.device))
