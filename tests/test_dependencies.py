@@ -1,5 +1,7 @@
 """Every declared dependency is needed: imported by the package, or listed below with the reason the package
-needs it without importing it (a library that another one loads at run time)."""
+needs it without importing it (a library that another one loads at run time). And the other way round: every
+distribution the package imports is declared, as a dependency or in an extra (a module imported but left
+undeclared works in a developer's venv and fails on a clean install: lpips once did exactly that in CI)."""
 from __future__ import annotations
 
 import ast
@@ -28,6 +30,12 @@ INDIRECT = {
 }
 
 
+# Imported, not declared: why the package works without them.
+GUARDED = {
+    "httpx2": "huggingface_hub >= 2's HTTP client: downloads.py tries it, then httpx, then plain exceptions",
+}
+
+
 def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -35,6 +43,11 @@ def _norm(name: str) -> str:
 def _declared() -> set[str]:
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     return {_norm(re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0]) for d in deps}
+
+
+def _extras() -> set[str]:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    return {_norm(re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0]) for deps in extras.values() for d in deps}
 
 
 def _imported_distributions() -> set[str]:
@@ -54,3 +67,9 @@ def test_every_declared_dependency_is_imported_or_has_a_reason():
     unused = declared - _imported_distributions()
     assert unused - set(INDIRECT) == set(), "declared but never imported: remove them or say why in INDIRECT"
     assert set(INDIRECT) <= declared, "INDIRECT names a package that is no longer declared"
+
+
+def test_every_imported_distribution_is_declared():
+    imported = _imported_distributions() - {"nemo-desktop"}
+    undeclared = imported - _declared() - _extras() - set(GUARDED)
+    assert undeclared == set(), "imported by nemo_desktop but not declared in pyproject.toml"
