@@ -32,6 +32,7 @@ class SampleOutcome:
     why_no_llm: str | None = None
     why_no_cei: str | None = None
     distinct_scored: int | None = None  # distinct candidates with a CEI (see methods.validation.candidate_counts)
+    selected_flagged: bool | None = None  # the selected candidate's edit changed the whole image (edit check)
     judged: bool = False  # the run has judges (so a missing LLM Match is "unjudged")
 
     @property
@@ -88,6 +89,10 @@ class CellStats:
     @property
     def distinct_scored(self) -> list[int]:
         return [o.distinct_scored for o in self.samples.values() if o.distinct_scored is not None]
+
+    @property
+    def selected_flagged(self) -> list[bool]:
+        return [o.selected_flagged for o in self.samples.values() if o.selected_flagged is not None]
 
     @property
     def llm_match(self) -> float | None:
@@ -210,7 +215,20 @@ def _outcome(p: dict, stats: CellStats) -> SampleOutcome:
     else:
         o.why_no_cei = "no explanation" if not result.get("explanation") else "no CEI"
     o.distinct_scored = _distinct_scored(result)
+    o.selected_flagged = _selected_flagged(result)
     return o
+
+
+def _selected_flagged(result: dict) -> bool | None:
+    """Whether the explanation kept was one whose edit the edit check flagged; None when no candidate was
+    selected or its edit was not measured (a zero-shot counterfactual edits no image; older results)."""
+    i, cands = result.get("selected_index"), result.get("candidates")
+    if not isinstance(i, int) or not isinstance(cands, list) or not 0 <= i < len(cands):
+        return None
+    chosen = cands[i] if isinstance(cands[i], dict) else {}
+    if chosen.get("edit_distance") is None:
+        return None
+    return bool(chosen.get("edit_flagged"))
 
 
 def _distinct_scored(result: dict) -> int | None:

@@ -11,7 +11,9 @@ Tables 2-5 are built for every (dataset, classifier) whose run has their axis; a
 matching config in nemo_desktop/resources/benchmarks/configs/ reproduces the paper's setting.
 
   Candidates  the mean number of distinct candidates each method scored with CEI per sample (a method that
-           validates M candidates should reach M; fewer means repeated or untestable draws).
+           validates M candidates should reach M; fewer means repeated or untestable draws), and the share of
+           samples whose selected candidate's edit the edit check flagged as changing the whole image (with
+           `selection = "cei"`, the paper's rule, such a candidate can win; say so beside the CEI it earned).
 
 Like with like (table_data.compare): the methods a table compares are averaged over the same samples, those
 that all of them finished with a value (`n` is printed with every value); each left-out sample is listed
@@ -271,10 +273,22 @@ def candidates_table(data: RunData) -> list[Table]:
             counts = cell.distinct_scored if cell is not None else []
             vals.append(Value(statistics.fmean(counts) if counts else None, len(counts)))
         rows.append((meth, vals))
-    if all(v.value is None for _, vals in rows for v in vals):
-        return []
-    return [Table("candidates", "Distinct candidates scored per sample (mean)", columns, rows,
-                  ["count"] * len(columns), [], data.missing)]
+    tables = []
+    if not all(v.value is None for _, vals in rows for v in vals):
+        tables.append(Table("candidates", "Distinct candidates scored per sample (mean)", columns, rows,
+                            ["count"] * len(columns), [], data.missing))
+    flagged_rows = []
+    for meth in ax["method"]:
+        vals = []
+        for d, c, m, e in contexts:
+            cell = _get(data, d, c, m, e, meth)
+            flags = cell.selected_flagged if cell is not None else []
+            vals.append(Value(100.0 * sum(flags) / len(flags) if flags else None, len(flags)))
+        flagged_rows.append((meth, vals))
+    if not all(v.value is None for _, vals in flagged_rows for v in vals):
+        tables.append(Table("flagged", "Selected explanations whose edit changed the whole image (% of samples)",
+                            columns, flagged_rows, ["count"] * len(columns), [], data.missing))
+    return tables
 
 
 def timings_table(data: RunData) -> list[Table]:

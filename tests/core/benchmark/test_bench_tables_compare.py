@@ -112,3 +112,22 @@ def test_unjudged_counts_only_runs_with_judges():
     no_judges = _cell("A", {"s1": SampleOutcome(DONE, cei=1.0, why_no_llm="not judged (the run has no judges)")})
     judged = _cell("B", {"s1": SampleOutcome(DONE, cei=1.0, why_no_llm="no judge gave a score", judged=True)})
     assert (no_judges.unjudged, judged.unjudged) == (0, 1)
+
+
+def test_flagged_table_says_how_often_the_kept_explanation_destroyed_the_image():
+    from nemo_desktop.core.benchmark.table_data import _selected_flagged
+
+    flagged = {"selected_index": 1, "candidates": [{"edit_distance": 0.1, "edit_flagged": False},
+                                                   {"edit_distance": 0.97, "edit_flagged": True}]}
+    assert _selected_flagged(flagged) is True
+    assert _selected_flagged({**flagged, "selected_index": 0}) is False
+    assert _selected_flagged({"selected_index": 0, "candidates": [{"edit_distance": None}]}) is None  # zero-shot
+    assert _selected_flagged({"selected_index": None, "candidates": []}) is None
+    c = _cell("SciTX", {"s1": SampleOutcome(DONE, cei=90.0, selected_flagged=True),
+                        "s2": SampleOutcome(DONE, cei=5.0, selected_flagged=False),
+                        "s3": SampleOutcome(DONE, cei=7.0, selected_flagged=False),
+                        "s4": SampleOutcome(DONE, cei=1.0)})
+    tables = candidates_table(_data([c]))
+    (t,) = [t for t in tables if t.id == "flagged"]
+    assert [(label, vals[0].value, vals[0].n) for label, vals in t.rows] == [("SciTX", pytest.approx(100 / 3), 3)]
+    assert "changed the whole image" in render(_data([c]), [t], "md")
