@@ -109,5 +109,7 @@ def test_shipped_configs_build_their_methods_and_say_which_reading_they_use():
                 assert (config.k, config.m, config.random_count, config.k_scope) == (3, 3, 3, "per-set")
                 assert "this project's choices" in text and "sampling_temperature = 0.7" in text
                 assert config.sampling_temperature == 0.7 and config.edit_resolution == "preferred"
+            if hasattr(config, "selection") and getattr(config, "m", 1) > 1:  # one candidate: nothing to select
+                assert config.selection == "cei", f"{path.name} {m.label}: the paper selects by plain CEI argmax"
             assert {f.name for f in fields(config)} >= set(m.options)
         assert cfg.editor_protocol == ("rescore" if path.stem == "table3" else "reselect")
