@@ -187,6 +187,9 @@ def format_summary(s) -> str:
         total = sum(stages.values()) or 1.0
         lines.append("Method stages (as recorded by the methods): " + ", ".join(
             f"{k} {v:.1f} s ({100 * v / total:.0f}%)" for k, v in sorted(stages.items(), key=lambda kv: -kv[1])))
+    for shard, where in s.placements.items():
+        gpus = ", ".join(where.get("gpu_ids") or []) or "none (CPU)"
+        lines.append(f"Ray shard {shard}: node {where.get('node')}, GPU {gpus}")
     for note in s.notes:
         lines.append(f"Note: {note}")
     lines.append(f"Tables: nemo bench table {s.run_id}")

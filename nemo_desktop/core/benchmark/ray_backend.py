@@ -68,6 +68,15 @@ def import_ray():
     return ray
 
 
+def placement() -> dict[str, Any]:
+    """Where this actor runs: its node and the GPUs Ray gave it (CUDA_VISIBLE_DEVICES is set by Ray from its
+    `num_gpus=1` request, so torch in this process sees exactly that one device as cuda:0)."""
+    import ray
+
+    return {"node": ray.util.get_node_ip_address(), "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+
+
 class ShardWorker:
     """One shard of the run in one Ray actor (threaded: `progress` and `cancel` answer while `run` works)."""
 
@@ -106,7 +115,7 @@ class ShardWorker:
                 summary = runner.run()
             except JobCancelled:
                 summary = runner.summary
-            return summary.to_dict()
+            return {**summary.to_dict(), "placement": placement()}
         finally:
             store.close()
 
@@ -310,6 +319,8 @@ class RayBenchmark:
             for k in ("method_s", "judge_s", "runner_s", "load_s", "prepare_s"):
                 setattr(summary, k, getattr(summary, k) + float(s.get(k, 0.0)))
             summary.selections.update(s.get("selections") or {})
+            if s.get("placement"):
+                summary.placements[str(st.shard)] = s["placement"]
             summary.notes.extend(n for n in s.get("notes") or [] if n not in summary.notes)
         counts: dict[str, int] = {}
         for it in self.store.run_items(self.run_id):

@@ -87,6 +87,8 @@ class RunSummary:
     prepare_s: float = 0.0
     selections: dict[str, dict] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Ray runs: where each shard ran ("1/2" -> {"node": ip, "gpu_ids": [...], "cuda_visible_devices": ...}).
+    placements: dict[str, dict] = field(default_factory=dict)
     cancelled: bool = False
 
     @property
