@@ -89,7 +89,7 @@ def test_failure_modes_end_to_end(digits_family, clip_dir, manifest, sentences, 
     # The stored result has its report through `nemo report KEY` too.
     assert main(["report", d["result_key"][:12], "-o", str(tmp_path / "again.pdf")]) == 0
     assert (tmp_path / "again.pdf").read_bytes().startswith(b"%PDF")
-    capsys.readouterr()
+    assert "wrote failure-modes report" in capsys.readouterr().out  # says what it is, not "diagnosis"
 
     # By index id: answered from the store (same key), nothing embedded again.
     index_id = d["index"]["index_id"]

@@ -12,6 +12,14 @@ def _format_for(args) -> str:
     return suffix if suffix in ("html", "pdf") else "html"
 
 
+def _result_kind(store, key: str) -> str:
+    """What the stored result is, in words: 'diagnosis' for a per-image explanation, else its analysis name
+    (e.g. 'failure-modes', 'model-diff')."""
+    stored = store.get(key)
+    kind = stored.kind if stored is not None else "result"
+    return "diagnosis" if kind == "explanation" else kind
+
+
 def run_report(args) -> int:
     from ...core.errors import ConfigError, JobCancelled
     from ...core.reports import export_report, resolve_target
@@ -27,6 +35,7 @@ def run_report(args) -> int:
     store = ResultsStore.open(get_paths().ensure())
     try:
         kind, ident = resolve_target(store, args.target)
+        what = "run" if kind == "run" else _result_kind(store, ident)
         out = Path(args.output) if args.output else Path(f"nemo-{kind}-{ident[:12]}.{fmt}")
         # A run's report reads every result and encodes its images: seconds to minutes, so it shows a bar.
         with cancellable_job(StageBars(terminal_only=True)) as ctx:
@@ -39,7 +48,7 @@ def run_report(args) -> int:
     if args.json:
         print(json.dumps({"kind": kind, "id": ident, "format": fmt, "path": str(written), "bytes": size}, indent=2))
     else:
-        print(f"wrote {'run' if kind == 'run' else 'diagnosis'} report {written} ({size / 1024:.0f} KiB)")
+        print(f"wrote {what} report {written} ({size / 1024:.0f} KiB)")
     return 0
 
 
