@@ -1,0 +1,154 @@
+"""Click-to-zoom for every image in the app: a clickable image label and the viewer window it opens.
+
+`ClickableImage` shows an image fitted to a box (`fit_pixmap`: large images smoothly reduced, small ones
+enlarged by a whole factor with nearest neighbour so a 32-px image is not a speck) and opens
+`ImageViewerDialog` on a click: the image at full resolution in a `ZoomableImageView`, with Fit, 1:1 and
+zoom buttons and its pixel size said in words.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage, QImageReader, QKeySequence, QPixmap, QShortcut
+from PySide6.QtWidgets import QDialog, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from .zoom_view import WHEEL_STEP, ZoomableImageView
+
+MAX_VIEW_SIDE = 8192  # larger images are read reduced: the viewer is for looking, not for 100-MP decoding
+
+
+def fit_pixmap(image: QImage | QPixmap, side: int) -> QPixmap:
+    """`image` fitted into a `side` square: reduced smoothly when larger, enlarged by the largest whole factor
+    with nearest neighbour when it fits at least twice (each pixel stays a sharp square)."""
+    pixmap = image if isinstance(image, QPixmap) else QPixmap.fromImage(image)
+    longest = max(pixmap.width(), pixmap.height(), 1)
+    if longest > side:
+        return pixmap.scaled(side, side, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation)
+    factor = side // longest
+    if factor >= 2:
+        return pixmap.scaled(pixmap.width() * factor, pixmap.height() * factor, Qt.AspectRatioMode.KeepAspectRatio,
+                             Qt.TransformationMode.FastTransformation)
+    return pixmap
+
+
+def read_image(path: str | Path) -> QImage | None:
+    """The image file at (up to) full resolution, EXIF orientation applied; None when it cannot be read."""
+    reader = QImageReader(str(path))
+    reader.setAutoTransform(True)
+    size = reader.size()
+    if size.isValid() and max(size.width(), size.height()) > MAX_VIEW_SIDE:
+        reader.setScaledSize(size.scaled(MAX_VIEW_SIDE, MAX_VIEW_SIDE, Qt.AspectRatioMode.KeepAspectRatio))
+    image = reader.read()
+    return None if image.isNull() else image
+
+
+def size_in_words(image: QImage | QPixmap) -> str:
+    return f"{image.width()}\u00d7{image.height()} px"
+
+
+class ImageViewerDialog(QDialog):
+    """One image, zoomable and pannable. Not modal: several can be open to compare images."""
+
+    def __init__(self, image: QImage, title: str = "Image", caption: str = "", parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("imageViewer")
+        self.setWindowTitle(title)
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.view = ZoomableImageView()
+        self.zoom_label = QLabel("")
+        self.zoom_label.setObjectName("zoomLabel")
+        self.size_text = size_in_words(image)
+        buttons = QHBoxLayout()
+        for text, tip, slot, name in (
+                ("Fit", "Show the whole image (F)", self.view.fit, "fitButton"),
+                ("1:1", "One image pixel per screen pixel (1)", self.view.actual_size, "actualSizeButton"),
+                ("+", "Zoom in (+ or the mouse wheel)", lambda: self.view.zoom_by(WHEEL_STEP), "zoomInButton"),
+                ("\u2212", "Zoom out (- or the mouse wheel)", lambda: self.view.zoom_by(1 / WHEEL_STEP),
+                 "zoomOutButton")):
+            b = QPushButton(text)
+            b.setObjectName(name)
+            b.setToolTip(tip)
+            b.setAutoDefault(False)
+            b.clicked.connect(slot)
+            buttons.addWidget(b)
+        buttons.addWidget(self.zoom_label, 1)
+        for keys, slot in (("F", self.view.fit), ("1", self.view.actual_size),
+                           ("+", lambda: self.view.zoom_by(WHEEL_STEP)), ("=", lambda: self.view.zoom_by(WHEEL_STEP)),
+                           ("-", lambda: self.view.zoom_by(1 / WHEEL_STEP))):
+            QShortcut(QKeySequence(keys), self, slot)
+        layout = QVBoxLayout(self)
+        layout.addLayout(buttons)
+        layout.addWidget(self.view, 1)
+        if caption:
+            cap = QLabel(caption)
+            cap.setObjectName("imageCaption")
+            cap.setWordWrap(True)
+            cap.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            layout.addWidget(cap)
+        layout.addWidget(QLabel("Wheel: zoom around the cursor \u00b7 drag: pan \u00b7 F: fit \u00b7 1: actual size"))
+        self.view.sig_zoom_changed.connect(self._zoom_changed)
+        w, h = image.width(), image.height()
+        self.resize(min(1000, max(420, w + 40)), min(800, max(380, h + 120)))
+        self.view.set_image(image)
+
+    def _zoom_changed(self, scale: float) -> None:
+        self.zoom_label.setText(f"{self.size_text} \u00b7 zoom {scale * 100:.0f}%")
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self.view.fitted:
+            self.view.fit()  # the viewport has its real size only now
+
+
+def open_image_viewer(parent: QWidget | None, image: QImage | None, title: str, caption: str = "",
+                      path: str | Path | None = None) -> ImageViewerDialog | None:
+    """Open a viewer on the file at `path` (full resolution) or, when it cannot be read, on `image`."""
+    full = read_image(path) if path else None
+    shown = full if full is not None else image
+    if shown is None or shown.isNull():
+        return None
+    dialog = ImageViewerDialog(shown, title, caption, parent)
+    dialog.show()
+    return dialog
+
+
+class ClickableImage(QLabel):
+    """An image in a fixed box that opens the zoomable viewer when clicked. An owner that opens something
+    else (the before/after comparison) sets `on_click`."""
+
+    def __init__(self, side: int, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.side = side
+        self.image: QImage | None = None
+        self.path: str | None = None
+        self.title = "Image"
+        self.caption = ""
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setFixedSize(side, side)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.on_click = self.open_viewer
+
+    def set_image(self, image: QImage | None, *, path: str | Path | None = None, title: str = "Image",
+                  caption: str = "") -> None:
+        self.image, self.path, self.title = image, str(path) if path else None, title
+        if image is None or image.isNull():
+            self.setText("(no image)")
+            self.setCursor(Qt.CursorShape.ArrowCursor)
+            self.setToolTip("")
+            return
+        self.setPixmap(fit_pixmap(image, self.side - 4))
+        self.caption = caption
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setToolTip(f"{size_in_words(image)} as shown here. Click to zoom.")
+
+    def mouseReleaseEvent(self, event) -> None:
+        if event.button() == Qt.MouseButton.LeftButton and self.image is not None and self.rect().contains(
+                event.position().toPoint()):
+            self.on_click()
+            event.accept()
+            return
+        super().mouseReleaseEvent(event)
+
+    def open_viewer(self) -> ImageViewerDialog | None:
+        return open_image_viewer(self.window(), self.image, self.title, self.caption, self.path)
