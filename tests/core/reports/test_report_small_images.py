@@ -64,7 +64,7 @@ def tiny_result(store):
 
 
 def test_single_report_embeds_a_16px_input_at_128px_pixelated_with_its_size_in_the_caption(store):
-    r, arts, key = tiny_result(store)
+    _r, arts, key = tiny_result(store)
     doc = build_single_report(key, store)
     inputs = [im for im in doc.iter_images() if im.caption.startswith("Input image")]
     assert len(inputs) == 1
@@ -92,7 +92,7 @@ def test_a_jpeg_run_report_keeps_enlarged_small_images_png(store):
 
 
 def test_the_pdf_embeds_the_enlarged_pixels(store, tmp_path):
-    r, arts, key = tiny_result(store)
+    _r, arts, key = tiny_result(store)
     pdf = render_pdf(build_single_report(key, store))
     xobjects = re.findall(rb"/Height (\d+)\n/Length \d+\n/Subtype /Image\n/Type /XObject\n/Width (\d+)", pdf)
     assert (b"128", b"128") in xobjects  # the 16-px input and reference, embedded enlarged
