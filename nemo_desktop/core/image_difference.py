@@ -43,15 +43,22 @@ def hot_colormap(values: np.ndarray) -> np.ndarray:
     return np.round(rgb * 255).astype(np.uint8)
 
 
+_HOT = hot_colormap(np.arange(256) / 255.0)  # a lookup table: a megapixel maps in milliseconds
+
+
 def difference_map(original: np.ndarray, edited: np.ndarray) -> DifferenceMap:
     """`original` and `edited`: HxWx3 (or HxW) uint8 arrays of the same size."""
-    a, b = np.asarray(original), np.asarray(edited)
+    a, b = np.asarray(original, np.uint8), np.asarray(edited, np.uint8)
     if a.shape != b.shape:
         raise ValueError(f"images to compare must have the same size, not {a.shape} and {b.shape}")
-    d = np.abs(a.astype(np.int16) - b.astype(np.int16)).astype(np.float32) / 255.0
-    if d.ndim == 3:
-        d = d.mean(axis=2)
-    peak = float(d.max()) if d.size else 0.0
-    heat = hot_colormap(d / peak) if peak > 0 else np.zeros(d.shape + (3,), np.uint8)
-    return DifferenceMap(heat, peak, float(d.mean()) if d.size else 0.0,
-                         float((d > CHANGED_AT).mean()) if d.size else 0.0)
+    diff = np.maximum(a, b) - np.minimum(a, b)  # |a - b| without leaving uint8
+    channels = a.shape[2] if a.ndim == 3 else 1
+    total = diff[..., 0].astype(np.uint16) if a.ndim == 3 else diff.astype(np.uint16)
+    for k in range(1, channels):  # in place: several times faster than sum(axis=2) over a short last axis
+        total += diff[..., k]
+    full = 255 * channels  # the sum over channels when a pixel goes from black to white
+    if total.size == 0 or not total.any():
+        return DifferenceMap(np.zeros(total.shape + (3,), np.uint8), 0.0, 0.0, 0.0)
+    peak = int(total.max())
+    heat = np.take(_HOT, (total.astype(np.uint32) * 255 // peak).astype(np.uint8), axis=0)
+    return DifferenceMap(heat, peak / full, float(total.mean()) / full, float((total > CHANGED_AT * full).mean()))

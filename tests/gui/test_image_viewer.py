@@ -116,9 +116,25 @@ def test_clicking_an_image_opens_the_viewer_at_full_resolution(qtbot, tmp_path):
     qtbot.mouseClick(label, Qt.MouseButton.LeftButton)
     viewers = [w for w in QApplication.topLevelWidgets() if isinstance(w, ImageViewerDialog) and w.isVisible()]
     assert len(viewers) == 1
-    assert viewers[0].view.image_size() == (64, 64)  # read from the file, not the 32-px copy
+    assert viewers[0].view.image_size() == (32, 32)  # at once: the copy in memory
+    assert "reading the file" in viewers[0].zoom_label.text()
+    with qtbot.waitSignal(viewers[0].sig_loaded, timeout=5000) as loaded:
+        pass
+    assert loaded.args == [True] and viewers[0].view.image_size() == (64, 64)  # then the file at full size
+    assert viewers[0].zoom_label.text().startswith("64\u00d764 px \u00b7 zoom")
     assert viewers[0].windowTitle() == "Input"
     viewers[0].close()
+
+
+def test_an_unreadable_file_keeps_the_copy_and_says_so(qtbot, tmp_path):
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"not a png")
+    dialog = ImageViewerDialog(checkerboard(8), "Bad", path=bad)
+    qtbot.addWidget(dialog)
+    with qtbot.waitSignal(dialog.sig_loaded, timeout=5000) as loaded:
+        dialog.show()
+    assert loaded.args == [False] and dialog.view.image_size() == (8, 8)
+    assert "could not be read" in dialog.zoom_label.text()
 
 
 def test_fit_pixmap_enlarges_by_whole_factors_with_crisp_pixels():

@@ -61,7 +61,8 @@ def test_result_images_zoom_at_full_resolution_and_counterfactuals_compare(qtbot
     assert header.pixmap().width() == 16 * 13  # 16 px enlarged by a whole factor in the 224-px box
     qtbot.mouseClick(header, Qt.MouseButton.LeftButton)
     viewer = visible(ImageViewerDialog)
-    assert len(viewer) == 1 and viewer[0].view.image_size() == (32, 32)  # the file, not the reduced copy
+    assert len(viewer) == 1
+    qtbot.waitUntil(lambda: viewer[0].view.image_size() == (32, 32), timeout=5000)  # the file, not the copy
     assert viewer[0].windowTitle() == "Input image: q.png"
     close_all(ImageViewerDialog)
 
@@ -123,7 +124,8 @@ def test_a_grid_image_opens_zoomable_from_the_button_and_space(qtbot, make_windo
     assert pane.view_button.isEnabled()
     pane.view_button.click()
     viewers = visible(ImageViewerDialog)
-    assert len(viewers) == 1 and viewers[0].view.image_size() == (20, 10)
+    assert len(viewers) == 1
+    qtbot.waitUntil(lambda: viewers[0].view.image_size() == (20, 10), timeout=5000)
     assert "True class: cat" in viewers[0].findChild(type(viewers[0].zoom_label), "imageCaption").text()
     close_all(ImageViewerDialog)
     pane.grid.setFocus()
@@ -151,6 +153,10 @@ def test_diagnosis_dialog_enlarges_a_small_image_with_crisp_pixels(qtbot, make_w
     shown = qimage_to_array(pm.toImage())
     assert (shown[:15, :15] == 255).all() and (shown[:15, 15:30] == 0).all()  # 15x15 squares, no blur
     qtbot.mouseClick(dialog.preview, Qt.MouseButton.LeftButton)
-    assert [v.view.image_size() for v in visible(ImageViewerDialog)] == [(16, 16)]
+    viewers = visible(ImageViewerDialog)
+    assert len(viewers) == 1
+    with qtbot.waitSignal(viewers[0].sig_loaded, timeout=5000):
+        pass
+    assert viewers[0].view.image_size() == (16, 16)
     close_all(ImageViewerDialog)
     qtbot.waitUntil(lambda: dialog.report is not None, timeout=20000)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListView, QMenu, QSlider, QWidget
 
 from ....widgets.image_viewer import ImageViewerDialog, open_image_viewer
@@ -76,17 +75,30 @@ def view_current_image(pane) -> ImageViewerDialog | None:
     caption = f"True class: {d.class_names[d.labels[r]]}"
     if d.preds[r] >= 0:
         caption += f" \u00b7 predicted: {d.class_names[d.preds[r]]} (p = {d.conf[r]:.3f})"
-    dialog = open_image_viewer(pane.window(), None, Path(path).name, f"{path}\n{caption}", path=path)
-    if dialog is None:
-        pane.host.show_status(f"{Path(path).name} cannot be shown: it is not a readable image.")
-    return dialog
+    thumb = pane.thumbnails.pixmap(pane.grid_model.thumb_request(r))  # shown until the file is read
+    return open_image_viewer(pane.window(), thumb.toImage() if thumb is not None else None, Path(path).name,
+                             f"{path}\n{caption}", path=path)
+
+
+class _SpaceOpens(QObject):
+    """Space on the grid opens the current image (the list view would otherwise toggle its selection)."""
+
+    def __init__(self, pane):
+        super().__init__(pane.grid)
+        self.pane = pane
+
+    def eventFilter(self, obj, event) -> bool:
+        if (event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Space
+                and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier):
+            view_current_image(self.pane)
+            return True
+        return False
 
 
 def attach_image_viewer(pane) -> None:
     """Space and the context menu of the grid open the current image in the zoomable viewer."""
     grid = pane.grid
-    shortcut = QShortcut(QKeySequence(Qt.Key.Key_Space), grid, lambda: view_current_image(pane))
-    shortcut.setContext(Qt.ShortcutContext.WidgetShortcut)
+    grid.installEventFilter(_SpaceOpens(pane))
     grid.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
 
     def menu(pos):
