@@ -62,7 +62,11 @@ class _ReadFile(QRunnable):
         self.signals = _ReadSignals()
 
     def run(self) -> None:
-        self.signals.sig_read.emit(read_image(self.path))
+        image = read_image(self.path)
+        try:
+            self.signals.sig_read.emit(image)
+        except RuntimeError:  # the application is closing and took the signal object with it: nobody waits
+            pass
 
 
 class ImageViewerDialog(QDialog):

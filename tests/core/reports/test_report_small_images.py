@@ -96,10 +96,14 @@ def test_the_pdf_embeds_the_enlarged_pixels(store, tmp_path):
     pdf = render_pdf(build_single_report(key, store))
     xobjects = re.findall(rb"/Height (\d+)\n/Length \d+\n/Subtype /Image\n/Type /XObject\n/Width (\d+)", pdf)
     assert (b"128", b"128") in xobjects  # the 16-px input and reference, embedded enlarged
-    if not shutil.which("pdfimages"):
-        pytest.skip("pdfimages (Debian poppler-utils) missing: embedded pixels not extracted")
+    if not (shutil.which("pdfimages") and shutil.which("pdftotext")):
+        pytest.skip("pdfimages/pdftotext (Debian poppler-utils) missing: embedded pixels not extracted")
     path = tmp_path / "r.pdf"
     path.write_bytes(pdf)
+    text = subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True, check=True).stdout
+    text = " ".join(text.split())  # captions wrap in narrow figures
+    assert "Input image (16\u00d716 px, shown \u00d78)" in text  # the figure's caption
+    assert text.count("16\u00d716 px, shown \u00d78") >= 2  # and the reference thumbnail's cell
     subprocess.run(["pdfimages", "-png", str(path), str(tmp_path / "img")], check=True, timeout=60)
     extracted = [Image.open(p) for p in sorted(tmp_path.glob("img-*.png"))]
     matching = [im for im in extracted if im.size == (128, 128)
