@@ -208,3 +208,15 @@ def test_a_counterfactual_of_another_size_is_resized_and_the_dialog_says_so(qtbo
     assert dialog.split_view.resized and dialog.difference.identical
     note = dialog.findChild(QLabel, "compareNote").text()
     assert "64\u00d764 px" in note and "resized" in note
+
+
+def test_closing_the_viewer_before_the_file_is_read_is_harmless(qtbot, tmp_path):
+    path = tmp_path / "img.png"
+    checkerboard(64).save(str(path))
+    dialog = ImageViewerDialog(checkerboard(8), "Closed early", path=path)
+    dialog.show()
+    dialog.close()  # deleted on close; the read still finishes on the pool
+    from PySide6.QtCore import QThreadPool
+
+    assert QThreadPool.globalInstance().waitForDone(5000)
+    qtbot.wait(50)  # the queued result arrives for a deleted dialog and is dropped

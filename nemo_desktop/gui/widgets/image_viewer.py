@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import shiboken6
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
 from PySide6.QtGui import QImage, QImageReader, QKeySequence, QPixmap, QShortcut
 from PySide6.QtWidgets import QDialog, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
@@ -126,8 +125,12 @@ class ImageViewerDialog(QDialog):
             QThreadPool.globalInstance().start(self._reader)
 
     def _full_read(self, image: QImage | None) -> None:
-        if not shiboken6.isValid(self):  # closed before the file was read
-            return
+        try:
+            self._show_full(image)
+        except RuntimeError:  # the dialog was closed (and deleted) before the file was read
+            pass
+
+    def _show_full(self, image: QImage | None) -> None:
         self._reader = None
         if image is None:
             shown = self.view.item.pixmap()
