@@ -220,3 +220,39 @@ def test_closing_the_viewer_before_the_file_is_read_is_harmless(qtbot, tmp_path)
 
     assert QThreadPool.globalInstance().waitForDone(5000)
     qtbot.wait(50)  # the queued result arrives for a deleted dialog and is dropped
+
+
+def test_clicking_an_image_in_report_html_opens_it_zoomable(qtbot, tmp_path):
+    """The analyses pane shows its result as report HTML in a QTextBrowser: its images zoom on a click too."""
+    import base64
+    import io
+
+    from PIL import Image
+    from PySide6.QtWidgets import QTextBrowser
+
+    from nemo_desktop.core.reports.images import image_from_file
+    from nemo_desktop.gui.widgets.text_images import attach_zoom_to_text_browser, image_at
+
+    path = tmp_path / "tiny.png"
+    Image.fromarray(np.random.default_rng(0).integers(0, 256, (16, 16, 3), dtype=np.uint8)).save(path)
+    embedded = image_from_file(path, 384)  # as the report builder embeds it: enlarged x8
+    uri = "data:image/png;base64," + base64.b64encode(embedded.data).decode()
+    browser = QTextBrowser()
+    qtbot.addWidget(browser)
+    browser.resize(500, 400)
+    browser.setHtml(f'<p>Before</p><p><img src="{uri}" width="{embedded.width}" height="{embedded.height}"></p>'
+                    "<p>After the image</p>")
+    attach_zoom_to_text_browser(browser)
+    browser.show()
+    qtbot.waitExposed(browser)
+    text_point = browser.cursorRect(browser.document().find("After")).center()
+    assert image_at(browser, text_point) is None
+    cursor = browser.document().find("Before")
+    image_point = browser.cursorRect(cursor).bottomLeft() + QPoint(40, 40)
+    assert image_at(browser, image_point) is not None
+    qtbot.mouseClick(browser.viewport(), Qt.MouseButton.LeftButton, pos=image_point)
+    viewers = [w for w in QApplication.topLevelWidgets() if isinstance(w, ImageViewerDialog) and w.isVisible()]
+    assert len(viewers) == 1 and viewers[0].view.image_size() == (128, 128)
+    shown = np.asarray(Image.open(io.BytesIO(embedded.data)).convert("RGB"))
+    assert (qimage_to_array(viewers[0].view.item.pixmap().toImage()) == shown).all()
+    viewers[0].close()
