@@ -30,7 +30,12 @@ BATCH = 24  # thumbnails per job: large enough to amortise a job, small enough t
 # Thumbnail jobs at once: decoding competes for cores with the models and the window's own thread.
 MAX_JOBS = max(1, min(2, (os.cpu_count() or 1) - 1))
 MAX_QUEUE = 400  # requests kept; older ones have scrolled out of sight
-MEMORY_ITEMS = 3000  # pixmaps kept in memory (~ 3000 x 112 x 112 x 4 B = 150 MB at most)
+MEMORY_ITEMS = 3000  # pixmaps kept in memory at SIDE (~ 3000 x 112 x 112 x 4 B = 150 MB at most)
+
+
+def memory_items(side: int) -> int:
+    """Pixmaps kept in memory at `side`: the same ~150 MB whatever size the user chose for the grid."""
+    return max(200, MEMORY_ITEMS * SIDE * SIDE // (side * side))
 
 
 @dataclass(frozen=True)
@@ -167,7 +172,7 @@ class ThumbnailLoader(QObject):
                 self._failed.add(key)
             else:
                 self._pixmaps[key] = QPixmap.fromImage(image)
-                while len(self._pixmaps) > MEMORY_ITEMS:
+                while len(self._pixmaps) > memory_items(self.side):
                     self._pixmaps.popitem(last=False)
             keys.append(key)
         if keys:

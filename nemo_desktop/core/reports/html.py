@@ -50,6 +50,8 @@ td img { max-width: 100%; height: auto; display: block; margin: 0 auto; }
 figure { margin: 0; max-width: 384px; }
 figure img { max-width: 100%; height: auto; border: 1px solid #d5dbe1; display: block; }
 figcaption { font-size: 0.88em; color: #4a5561; margin-top: 4px; }
+img.px { image-rendering: crisp-edges; image-rendering: pixelated; }
+.pxnote { font-size: 0.8em; color: #5d6873; text-align: center; }
 nav ol { columns: 2; padding-left: 1.4em; }
 a { color: #2f6db5; text-decoration: none; }
 svg { max-width: 100%; height: auto; }
@@ -83,7 +85,10 @@ def _img(im: ReportImage, max_w: int | None = None) -> str:
     w, h = im.width, im.height
     if max_w and w > max_w:
         w, h = max_w, max(1, round(im.height * max_w / im.width))
-    return f'<img src="data:{mime};base64,{data}" width="{w}" height="{h}" alt="{_e(im.alt or im.caption)}">'
+    # An enlarged small image keeps its pixels square should the browser scale it again.
+    px = ' class="px"' if im.upscale > 1 else ""
+    return (f'<img src="data:{mime};base64,{data}"{px} width="{w}" height="{h}" '
+            f'alt="{_e(im.alt or im.caption)}">')
 
 
 def _paragraph(b: Paragraph) -> str:
@@ -111,7 +116,8 @@ def _table(b: Table) -> str:
         cells = []
         for i, c in enumerate(row):
             if isinstance(c, ReportImage):
-                cells.append(f"<td{cls(i)}>{_img(c, 160)}</td>")
+                note = f'<div class="pxnote">{_e(c.size_note)}</div>' if c.size_note else ""
+                cells.append(f"<td{cls(i)}>{_img(c, 160)}{note}</td>")
             else:
                 cells.append(f'<td{cls(i)}><span class="t" dir="auto">{_e(c)}</span></td>')
         body.append("<tr>" + "".join(cells) + "</tr>")

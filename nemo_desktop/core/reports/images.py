@@ -9,6 +9,12 @@ image beside every candidate, so a build caches by (path, size, format). Two enc
   200-sample report small enough to attach to a bug report (see benchmarks/report_build.py), and fpdf2
   embeds JPEG bytes as they are instead of recompressing pixels. Images with transparency stay PNG.
 
+Small images (dataset crops of 16-32 px) would be specks in a report, and a viewer's smooth scaling would
+blur them: an image whose longer side is at most half of MIN_DISPLAY_PX is enlarged by a whole factor with
+nearest neighbour before it is embedded (each pixel a sharp square), always as PNG (JPEG would smear the squares),
+and its caption says its real size ("16×16 px, shown ×8"). The HTML also asks the browser for
+`image-rendering: pixelated` on such images.
+
 An artifact that is missing or unreadable yields None, and the report says so instead of failing.
 """
 from __future__ import annotations
@@ -28,6 +34,15 @@ log = logging.getLogger(__name__)
 _PASS_THROUGH_MODES = ("RGB", "RGBA", "L", "LA")
 FORMATS = ("png", "jpeg")
 JPEG_QUALITY = 88
+MIN_DISPLAY_PX = 128  # images at most half this size are enlarged (nearest neighbour, whole factor) to it
+
+
+def upscale_factor(longest: int, max_side: int, min_side: int = MIN_DISPLAY_PX) -> int:
+    """The whole factor that enlarges an image with longer side `longest` to `min(min_side, max_side)` or
+    just under it: 16 px -> x8, 32 -> x4, 64 -> x2 at 128. 1 for an image more than half that size (a 96-px
+    image is readable as it is, and enlarging it would only make the report bigger)."""
+    target = min(min_side, max_side)
+    return max(1, target // longest) if longest > 0 else 1
 
 
 @dataclass(frozen=True)
@@ -41,10 +56,28 @@ class ReportImage:
     caption: str = ""
     alt: str = ""
     mime: str = "image/png"
+    upscale: int = 1  # >1: a small image enlarged by this whole factor with nearest neighbour
+
+    @property
+    def source_size(self) -> tuple[int, int]:
+        return self.width // self.upscale, self.height // self.upscale
+
+    @property
+    def size_note(self) -> str:
+        """The real size of an enlarged image ("16×16 px, shown ×8"); empty otherwise."""
+        if self.upscale <= 1:
+            return ""
+        w, h = self.source_size
+        return f"{w}×{h} px, shown ×{self.upscale}"
 
     def with_text(self, caption: str, alt: str | None = None) -> "ReportImage":
-        return ReportImage(self.data, self.width, self.height, caption, alt if alt is not None else caption,
-                           self.mime)
+        """The image with a caption and alt text; an enlarged image's captions say its real size."""
+        note = self.size_note
+        alt = alt if alt is not None else caption
+        if note:
+            caption = f"{caption} ({note})" if caption else note
+            alt = f"{alt} ({note})" if alt else note
+        return ReportImage(self.data, self.width, self.height, caption, alt, self.mime, self.upscale)
 
 
 def _array_to_image(arr) -> Image.Image:
@@ -71,12 +104,15 @@ def _encode(im: Image.Image, max_side: int, fmt: str) -> ReportImage:
     if max(im.size) > max_side:
         im = im.copy()
         im.thumbnail((max_side, max_side), Image.Resampling.BICUBIC)
+    factor = upscale_factor(max(im.size), max_side)
+    if factor > 1:
+        im = im.resize((im.width * factor, im.height * factor), Image.Resampling.NEAREST)
     buf = io.BytesIO()
-    if fmt == "jpeg" and not has_alpha:
+    if fmt == "jpeg" and not has_alpha and factor == 1:
         im.convert("L" if im.mode == "L" else "RGB").save(buf, format="JPEG", quality=JPEG_QUALITY)
         return ReportImage(buf.getvalue(), im.width, im.height, mime="image/jpeg")
     im.save(buf, format="PNG", compress_level=3)
-    return ReportImage(buf.getvalue(), im.width, im.height)
+    return ReportImage(buf.getvalue(), im.width, im.height, upscale=factor)
 
 
 def image_from_file(path: Path, max_side: int, fmt: str = "png") -> ReportImage:
@@ -86,7 +122,8 @@ def image_from_file(path: Path, max_side: int, fmt: str = "png") -> ReportImage:
 
         return _encode(_array_to_image(np.load(path, allow_pickle=False)), max_side, fmt)
     with Image.open(path) as im:
-        if fmt == "png" and im.format == "PNG" and im.mode in _PASS_THROUGH_MODES and max(im.size) <= max_side:
+        if (fmt == "png" and im.format == "PNG" and im.mode in _PASS_THROUGH_MODES and max(im.size) <= max_side
+                and upscale_factor(max(im.size), max_side) == 1):
             im.verify()  # chunk CRCs without decoding pixels: a truncated file fails here, not in a renderer
             return ReportImage(path.read_bytes(), im.width, im.height)
         im.load()

@@ -30,6 +30,7 @@ LINE = 4.6  # mm, body line height
 TABLE_PT = 8.5
 TABLE_LINE = 4.0
 PAD = 1.3
+NOTE_LINE = 3.2  # the size note under an enlarged image in a table cell
 CELL_IMAGE_MM = 22.0
 PALETTE = [(47, 109, 181), (217, 130, 43), (58, 154, 91), (184, 69, 63), (125, 91, 166), (138, 109, 59)]
 FILLS = {"callout": (238, 244, 251), "warning": (255, 243, 224)}
@@ -382,7 +383,7 @@ class _Renderer:
     def _cell_height(self, cell, w: float, bold: bool) -> float:
         if isinstance(cell, ReportImage):
             iw = min(w - 2 * PAD, CELL_IMAGE_MM)
-            return iw * cell.height / cell.width + 2 * PAD
+            return iw * cell.height / cell.width + 2 * PAD + (NOTE_LINE if cell.size_note else 0)
         self.font(TABLE_PT, "B" if bold else "")
         return self.text_height(cell, w - 2 * PAD, TABLE_LINE) + 2 * PAD
 
@@ -394,7 +395,12 @@ class _Renderer:
                 pdf.rect(x, y, w, h, style="F")
             if isinstance(cell, ReportImage):
                 iw = min(w - 2 * PAD, CELL_IMAGE_MM)
-                pdf.image(io.BytesIO(cell.data), x=x + (w - iw) / 2, y=y + PAD, w=iw, h=iw * cell.height / cell.width)
+                ih = iw * cell.height / cell.width
+                pdf.image(io.BytesIO(cell.data), x=x + (w - iw) / 2, y=y + PAD, w=iw, h=ih)
+                if cell.size_note:  # an enlarged small image says its real size (cells have no caption)
+                    self.font(TABLE_PT - 2, gray=95)
+                    pdf.set_y(y + PAD + ih + 0.5)
+                    self.draw_text(cell.size_note, x + PAD, w - 2 * PAD, NOTE_LINE - 0.5, align="C")
             else:
                 self.font(TABLE_PT, "B" if (bold_first and c == 0) or fill else "")
                 pdf.set_y(y + PAD)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QStringListModel, Qt, Signal
-from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtGui import QImage
 from PySide6.QtWidgets import (QCheckBox, QCompleter, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel,
                                QLineEdit, QListWidget, QPushButton, QVBoxLayout, QWidget)
 
@@ -21,6 +21,7 @@ from nemo_desktop.core.jobs import JobContext
 from ..drops import describe_rejected
 from ..jobs import GPU, IO, JobHandle
 from ..samples import Sample
+from ..widgets.image_viewer import ClickableImage
 from ..widgets.progress_bar import ProgressBar
 
 PREVIEW_SIDE = 256
@@ -96,10 +97,8 @@ class DiagnoseDialog(QDialog):
         self.file_list.currentRowChanged.connect(self._show_image)
         self.file_list.setMaximumWidth(240)
 
-        self.preview = QLabel("")
+        self.preview = ClickableImage(PREVIEW_SIDE)  # small images enlarged crisply; a click zooms
         self.preview.setObjectName("diagnosePreview")
-        self.preview.setFixedSize(PREVIEW_SIDE, PREVIEW_SIDE)
-        self.preview.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.prediction_label = QLabel("Classifying…")
         self.prediction_label.setObjectName("diagnosePrediction")
         self.prediction_label.setWordWrap(True)
@@ -254,9 +253,11 @@ class DiagnoseDialog(QDialog):
         if row != self.file_list.currentRow():
             return
         if image is None:
+            self.preview.set_image(None)
             self.preview.setText("(cannot be shown)")
         else:
-            self.preview.setPixmap(QPixmap.fromImage(image))
+            path = self.images[row]
+            self.preview.set_image(image, path=path, title=Path(path).name, caption=str(path))
 
     # -- true labels ------------------------------------------------------------------------------------
     def canonical_label(self, text: str) -> str | None:

@@ -136,7 +136,13 @@ def test_run_report_html(store):
     assert sorted(set(index_links)) == [f"#sample-{i}" for i in range(1, 6)]
     text = "".join(c.text)
     assert "LLM Match" in text and "Renditions (sketches, cartoons)" in text and SCRIPT in text
-    assert c.image_formats == {"JPEG"}  # run reports default to JPEG to stay small
+    # Run reports default to JPEG to stay small; the 64-px reference thumbnails are enlarged x2 with nearest
+    # neighbour and stay PNG (JPEG would smear their square pixels), and they say so.
+    assert c.image_formats == {"JPEG", "PNG"}
+    enlarged = [a for a in c.all("img") if a.get("class") == "px"]
+    assert enlarged and all(a["src"].startswith("data:image/png") and "64\u00d764 px, shown \u00d72" in a["alt"]
+                            for a in enlarged)
+    assert all(a["src"].startswith("data:image/jpeg") for a in c.all("img") if a.get("class") != "px")
 
 
 def test_run_report_html_with_png_images(store):

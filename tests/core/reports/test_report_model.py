@@ -252,9 +252,11 @@ def test_array_evidence_is_shown_as_an_image(store):
     key = store_result(store, r, arts)
     assert store.get(key).artifacts["gradcam"].suffix == ".npy"
     doc = build_single_report(key, store)
-    cam = next(im for im in doc.iter_images() if im.caption == "Grad-CAM overlay")
+    cam = next(im for im in doc.iter_images() if im.caption.startswith("Grad-CAM overlay"))
     im = Image.open(io.BytesIO(cam.data))
-    assert im.size == (48, 32) and im.getextrema() == (0, 255)
+    # 48 px wide is small: enlarged x2 with nearest neighbour, and the caption says its real size.
+    assert cam.caption == "Grad-CAM overlay (48\u00d732 px, shown \u00d72)" and cam.source_size == (48, 32)
+    assert im.size == (96, 64) and im.getextrema() == (0, 255)
 
 
 def test_benchmark_sample_records_are_read(store):

@@ -31,7 +31,7 @@ def _image(artifacts: dict[str, Any], name: str | None, max_side: int, caption: 
             im = im.convert("RGB") if im.mode not in ("RGB", "L") else im.copy()
     except (OSError, ValueError):
         return None
-    side = max(im.size)
+    side, k = max(im.size), 1
     if side < MIN_SHOWN_PX:
         k = -(-MIN_SHOWN_PX // side)
         im = im.resize((im.width * k, im.height * k), Image.NEAREST)
@@ -39,7 +39,8 @@ def _image(artifacts: dict[str, Any], name: str | None, max_side: int, caption: 
         im.thumbnail((max_side, max_side), Image.LANCZOS)
     buf = io.BytesIO()
     im.save(buf, "PNG")
-    return ReportImage(buf.getvalue(), im.width, im.height, caption, caption)
+    # `upscale` makes the caption say the real size and the HTML draw the pixels square, as for other images.
+    return ReportImage(buf.getvalue(), im.width, im.height, upscale=k).with_text(caption)
 
 
 def _missing(what: str) -> Paragraph:

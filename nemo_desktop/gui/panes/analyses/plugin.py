@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, Q
 
 from ...jobs import GPU, IO, JobHandle
 from ...widgets.progress_bar import ProgressBar
+from ...widgets.text_images import attach_zoom_to_text_browser
 from ..base import Pane, PaneHost
 from ..workbench.widgets.method_form import MethodForm
 from .run_job import (NONE, SESSION_KINDS, PageData, export_result, list_page_analyses, page_data, result_html,
@@ -100,6 +101,7 @@ class AnalysesPane(Pane):
         self.result_view.setObjectName("analysisResult")
         self.result_view.setOpenExternalLinks(False)
         self.result_view.setPlaceholderText("Choose an analysis on the left, then Run. Its result shows here.")
+        attach_zoom_to_text_browser(self.result_view)  # a click on an image of the result opens it zoomable
 
         splitter = QSplitter()
         splitter.addWidget(self.analysis_list)

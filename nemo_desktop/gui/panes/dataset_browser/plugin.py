@@ -25,6 +25,7 @@ from .browse_data import BrowseData, count_new_images, index_dataset, open_brows
 from .filters import ALL, CORRECT, MISCLASSIFIED, FilterSpec, class_accuracy, filter_rows
 from .widgets.class_table import CLASS_ROLE, ClassAccuracyModel
 from .widgets.grid import GridModel, make_grid_view
+from .widgets.grid_image import ThumbnailSizeControl, attach_image_viewer, view_current_image
 
 ANY = -1
 COUNT_DELAY_MS = 400  # the comparison of an index with the files on disk waits for the first screen
@@ -54,6 +55,8 @@ class DatasetBrowserPane(Pane):
         self.grid = make_grid_view(self.grid_model)
         self.grid.selectionModel().selectionChanged.connect(lambda *_: self._update_selection())
         self.grid.doubleClicked.connect(lambda _i: self.explain_selected())
+        self.thumbnail_size = ThumbnailSizeControl(self.grid)
+        attach_image_viewer(self)
 
         # -- top bar: open, index --
         self.open_button = QToolButton()
@@ -130,6 +133,7 @@ class DatasetBrowserPane(Pane):
         for w in (QLabel("Confidence:"), self.conf_min, QLabel("to"), self.conf_max):
             confidence.addWidget(w)
         confidence.addStretch(1)
+        confidence.addWidget(self.thumbnail_size)
         confidence.addWidget(self.count_label)
 
         # -- per-class accuracy --
@@ -176,8 +180,13 @@ class DatasetBrowserPane(Pane):
         self.explain_button.setToolTip("Send the selected images, with their true class, to the explanation "
                                        "workbench")
         self.explain_button.clicked.connect(self.explain_selected)
+        self.view_button = QPushButton("View image")
+        self.view_button.setObjectName("viewImageButton")
+        self.view_button.setToolTip("Open the current image at full resolution, zoomable (Space)")
+        self.view_button.clicked.connect(lambda: view_current_image(self))
         bottom = QHBoxLayout()
         bottom.addWidget(self.selection_label, 1)
+        bottom.addWidget(self.view_button)
         bottom.addWidget(self.explain_button)
 
         layout = QVBoxLayout(self)
@@ -430,6 +439,7 @@ class DatasetBrowserPane(Pane):
     def _update_selection(self) -> None:
         n = len(self.grid.selectionModel().selectedIndexes()) if self.grid.selectionModel() else 0
         self.explain_button.setEnabled(n > 0)
+        self.view_button.setEnabled(n > 0)
         self.selection_label.setText(f"{n} selected" if n else "Select images (Ctrl/Shift-click) to explain them.")
 
     def explain_selected(self) -> None:
@@ -447,6 +457,7 @@ class DatasetBrowserPane(Pane):
 
     def save_state(self, settings: QSettings) -> None:
         settings.setValue("splitter", self.splitter.saveState())
+        self.thumbnail_size.save_state(settings)
         if self.dataset_path:
             settings.setValue("dataset", self.dataset_path)
 
@@ -454,6 +465,7 @@ class DatasetBrowserPane(Pane):
         state = settings.value("splitter")
         if state is not None:
             self.splitter.restoreState(state)
+        self.thumbnail_size.restore_state(settings)
         self._restore_path = settings.value("dataset")
 
 

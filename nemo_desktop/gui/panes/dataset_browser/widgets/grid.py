@@ -3,7 +3,9 @@
 The model shows `rows` (dataset rows in display order, from the numpy filter); everything else is read
 from the BrowseData arrays when the view paints an item, so 100,000 images cost no Python objects per
 item. Items have one size (`uniformItemSizes`) and the view lays them out in batches, so opening or
-filtering shows the first screen at once while the rest is laid out between events.
+filtering shows the first screen at once while the rest is laid out between events. The thumbnail size is
+the user's (`set_thumbnail_side`, the browser's slider): 48 to 256 px, made at 112 or 256 px (two disk-cache
+tiers) and drawn at the chosen size.
 """
 from __future__ import annotations
 
@@ -19,7 +21,20 @@ from ....thumbnails import SIDE, ThumbnailLoader, ThumbRequest
 from ..browse_data import BrowseData
 
 ROW_ROLE = Qt.ItemDataRole.UserRole + 1  # the dataset row of an item
-CELL = QSize(SIDE + 24, SIDE + 46)
+MIN_SIDE, MAX_SIDE = 48, 256  # thumbnail sizes the user can choose
+LARGE_TIER = 256  # thumbnails drawn larger than SIDE are made at this size, so they are not blurred up
+
+
+def cell_size(side: int) -> QSize:
+    return QSize(side + 24, side + 46)
+
+
+def tier_for(side: int) -> int:
+    """The size thumbnails are made at for a display size: the default SIDE up to SIDE, else LARGE_TIER."""
+    return SIDE if side <= SIDE else LARGE_TIER
+
+
+CELL = cell_size(SIDE)
 LAYOUT_BATCH = 400  # items laid out per event-loop turn (keeps each turn short at 100k items)
 AWAITING_MAX = 2000  # painted items remembered while their thumbnail is made (a few screens' worth)
 GOOD, BAD = QColor(46, 160, 67), QColor(218, 54, 51)
@@ -99,11 +114,12 @@ class GridDelegate(QStyledItemDelegate):
     def __init__(self, model: GridModel, parent=None):
         super().__init__(parent)
         self.model = model
-        self._placeholder = QPixmap(SIDE, SIDE)
+        self.side = SIDE
+        self._placeholder = QPixmap(1, 1)
         self._placeholder.fill(QColor(225, 225, 225))
 
     def sizeHint(self, option, index) -> QSize:
-        return CELL
+        return cell_size(self.side)
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
         m = self.model
@@ -116,17 +132,20 @@ class GridDelegate(QStyledItemDelegate):
         if option.state & QStyle.StateFlag.State_Selected:
             painter.fillRect(rect, option.palette.highlight())
         pm = m.pixmap_for(index.row())
-        thumb_box = QRect(rect.left() + (rect.width() - SIDE) // 2, rect.top() + 4, SIDE, SIDE)
+        side = self.side
+        thumb_box = QRect(rect.left() + (rect.width() - side) // 2, rect.top() + 4, side, side)
         if pm is None:
             painter.drawPixmap(thumb_box, self._placeholder)
             if m.thumbnails.failed(d.paths[r]):
                 painter.setPen(QColor(120, 120, 120))
                 painter.drawText(thumb_box, Qt.AlignmentFlag.AlignCenter, "unreadable")
         else:
-            # Fit the box: small images (icons, dataset crops) are scaled up so they can be seen.
-            scale = min(SIDE / max(1, pm.width()), SIDE / max(1, pm.height()))
+            # Fit the box: small images (icons, dataset crops) are scaled up with nearest neighbour (the
+            # painter's default) so their pixels stay crisp; larger thumbnails are reduced smoothly.
+            scale = min(side / max(1, pm.width()), side / max(1, pm.height()))
             target = QRect(0, 0, max(1, round(pm.width() * scale)), max(1, round(pm.height() * scale)))
             target.moveCenter(thumb_box.center())
+            painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, scale < 1)
             painter.drawPixmap(target, pm)
         if d.preds[r] >= 0:
             painter.setPen(QPen(GOOD if d.preds[r] == d.labels[r] else BAD, 3))
@@ -172,3 +191,23 @@ def make_grid_view(model: GridModel) -> QListView:
     view.setModel(model)
     view.setItemDelegate(GridDelegate(model, view))
     return view
+
+
+def set_thumbnail_side(view: QListView, side: int) -> int:
+    """Show the grid's thumbnails `side` px large (clamped to MIN_SIDE..MAX_SIDE); returns the size used.
+    Moving to another tier makes the thumbnails again at that size (from the disk cache when it has them)."""
+    side = max(MIN_SIDE, min(MAX_SIDE, int(side)))
+    delegate: GridDelegate = view.itemDelegate()
+    model: GridModel = view.model()
+    if delegate.side == side:
+        return side
+    delegate.side = side
+    loader = model.thumbnails
+    if loader.side != tier_for(side):
+        loader.clear()
+        loader.side = tier_for(side)
+    view.setGridSize(cell_size(side))
+    view.setIconSize(QSize(side, side))
+    view.doItemsLayout()
+    view.viewport().update()
+    return side

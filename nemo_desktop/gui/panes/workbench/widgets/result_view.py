@@ -13,13 +13,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QImage, QPixmap
-from PySide6.QtWidgets import (QFrame, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QScrollArea, QSizePolicy,
-                               QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import (QFrame, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QScrollArea,
+                               QSizePolicy, QSplitter, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.jobs import JobContext
 from nemo_desktop.core.metrics.edit_distance import describe
 
+from ....widgets.compare_view import CompareDialog
+from ....widgets.image_viewer import ClickableImage, read_image
 from ..run_job import results_for_sample
 
 IMAGE_SIDE = 224  # original and counterfactual images
@@ -32,7 +34,8 @@ class ResultBundle:
     key: str | None
     created_at: float | None
     result: object  # ExplanationResult
-    images: dict[str, QImage] = field(default_factory=dict)
+    images: dict[str, QImage] = field(default_factory=dict)  # reduced copies for the column
+    paths: dict[str, str] = field(default_factory=dict)  # artifact files, read at full size when zoomed
 
 
 def _scaled(path, side: int) -> QImage | None:
@@ -50,13 +53,13 @@ def bundle_from_stored(stored) -> ResultBundle:
 
     result = ExplanationResult.from_dict(stored.payload)
     result.result_key = stored.key
-    images = {}
+    images, paths = {}, {}
     for name, path in stored.artifacts.items():
         if str(path).lower().endswith((".png", ".jpg", ".jpeg", ".webp")):
             img = _scaled(path, THUMB_SIDE if name.startswith("obs_") else IMAGE_SIDE)
             if img is not None:
-                images[name] = img
-    return ResultBundle(stored.key, stored.created_at, result, images)
+                images[name], paths[name] = img, str(path)
+    return ResultBundle(stored.key, stored.created_at, result, images, paths)
 
 
 def load_bundles(store, key: str, ctx: JobContext) -> list[ResultBundle]:
@@ -83,27 +86,23 @@ def _label(text: str, *, rich: bool = False, wrap: bool = True, name: str | None
     return label
 
 
-def _image(images: dict[str, QImage], name: str | None, side: int) -> QLabel:
-    label = QLabel()
-    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-    label.setFixedSize(side, side)
-    label.setFrameShape(QFrame.Shape.StyledPanel)
-    image = images.get(name) if name else None
-    if image is None:
-        label.setText("(no image)")
-    else:
-        pixmap = QPixmap.fromImage(image)
-        longest = max(pixmap.width(), pixmap.height())
-        if longest > side - 4:
-            pixmap = pixmap.scaled(side - 4, side - 4, Qt.AspectRatioMode.KeepAspectRatio,
-                                   Qt.TransformationMode.SmoothTransformation)
-        elif longest * 2 <= side - 4:  # small images (dataset crops, icons) are enlarged by whole pixels
-            factor = (side - 4) // longest
-            pixmap = pixmap.scaled(pixmap.width() * factor, pixmap.height() * factor,
-                                   Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.FastTransformation)
-        label.setPixmap(pixmap)
+def _image(bundle: "ResultBundle", name: str | None, side: int, title: str = "Image", caption: str = "") -> QLabel:
+    """The artifact `name` in a `side` box; a click opens it zoomable at full resolution."""
+    label = ClickableImage(side)
+    image = bundle.images.get(name) if name else None
+    label.set_image(image, path=bundle.paths.get(name) if name else None, title=title, caption=caption)
+    if image is not None:
         label.setObjectName(f"image_{name}")
     return label
+
+
+def _full_image(bundle: "ResultBundle", name: str | None) -> QImage | None:
+    """The artifact at full resolution (the bundle holds reduced copies), or the reduced copy."""
+    if not name:
+        return None
+    path = bundle.paths.get(name)
+    full = read_image(path) if path else None
+    return full if full is not None else bundle.images.get(name)
 
 
 class ResultColumn(QScrollArea):
@@ -151,7 +150,9 @@ class ResultColumn(QScrollArea):
                        rich=True, name="resultMethod")
         self.body.addWidget(title)
         row = QHBoxLayout()
-        row.addWidget(_image(self.bundle.images, s.image_artifact or "input", IMAGE_SIDE))
+        name = s.image_path.rsplit('/', 1)[-1] or "image"
+        row.addWidget(_image(self.bundle, s.image_artifact or "input", IMAGE_SIDE, f"Input image: {name}",
+                             f"True class {s.true_name}, predicted {s.pred_name} (p = {s.prob_pred:.3f})"))
         top5 = "".join(f"<tr><td>{html.escape(c.name)}</td><td align='right'>{c.prob:.3f}</td></tr>"
                        for c in s.top5)
         facts = (f"<b>{html.escape(s.image_path.rsplit('/', 1)[-1] or 'image')}</b><br>"
@@ -195,7 +196,8 @@ class ResultColumn(QScrollArea):
         grid = QGridLayout(box)
         for i, o in enumerate(obs):
             cell = QVBoxLayout()
-            cell.addWidget(_image(self.bundle.images, o.thumbnail_artifact, THUMB_SIDE),
+            cell.addWidget(_image(self.bundle, o.thumbnail_artifact, THUMB_SIDE,
+                                  f"Set {set_name} reference: {o.label_name}", o.caption or ""),
                            0, Qt.AlignmentFlag.AlignHCenter)
             sim = f", similarity {o.similarity:.2f}" if o.similarity is not None else ""
             caption = _label(o.caption or "(no caption)", name=f"caption{set_name}{i}")
@@ -225,12 +227,19 @@ class ResultColumn(QScrollArea):
         probs = f"P(true class): {_pct(c.prob_true_before)} → {_pct(c.prob_true_after)}"
         if c.intervention_kind == "image" or c.edited_artifact:
             pair = QHBoxLayout()
-            for name, caption in ((r.sample.image_artifact or "input", "original"),
-                                  (c.edited_artifact, "counterfactual")):
+            original = r.sample.image_artifact or "input"
+            for name, caption in ((original, "original"), (c.edited_artifact, "counterfactual")):
                 col = QVBoxLayout()
-                col.addWidget(_image(self.bundle.images, name, IMAGE_SIDE * 3 // 4))
+                col.addWidget(_image(self.bundle, name, IMAGE_SIDE * 3 // 4, f"#{j + 1} {caption}",
+                                     c.intervention or ""))
                 col.addWidget(_label(caption), 0, Qt.AlignmentFlag.AlignHCenter)
                 pair.addLayout(col)
+            if original in self.bundle.images and c.edited_artifact in self.bundle.images:
+                compare = QPushButton("Compare…")
+                compare.setObjectName(f"compare{j}")
+                compare.setToolTip("Original and counterfactual with a before/after split and a difference map")
+                compare.clicked.connect(lambda _=False, j=j: self.open_compare(j))
+                pair.addWidget(compare, 0, Qt.AlignmentFlag.AlignVCenter)
             pair.addStretch(1)
             v.addLayout(pair)
         v.addWidget(_label(probs, name=f"probs{j}"))
@@ -248,6 +257,18 @@ class ResultColumn(QScrollArea):
             err.setStyleSheet("color: #c62828")
             v.addWidget(err)
         self.body.addWidget(frame)
+
+    def open_compare(self, j: int) -> CompareDialog | None:
+        r = self.bundle.result
+        c = r.candidates[j]
+        before = _full_image(self.bundle, r.sample.image_artifact or "input")
+        after = _full_image(self.bundle, c.edited_artifact)
+        if before is None or after is None:
+            return None
+        dialog = CompareDialog(before, after, f"Candidate #{j + 1}: original vs counterfactual",
+                               f"Edit: {c.intervention}" if c.intervention else "", self.window())
+        dialog.show()
+        return dialog
 
     def _notes(self, r) -> None:
         if r.notes:
