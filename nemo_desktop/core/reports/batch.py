@@ -13,7 +13,7 @@ from pathlib import Path
 from ..batch import FAILED, BatchItem, count_statuses, describe_counts
 from ..errors import ConfigError
 from ..jobs import JobContext, null_context
-from .document import DASH, THUMB_PX, Block, Cell, KeyValues, Paragraph, ReportDocument, Section, Table
+from .document import DASH, THUMB_PX, Block, Cell, Paragraph, ReportDocument, Section, Table
 from .format import _now, clip, fmt_cei
 from .images import ImageCache
 from .runs import _histogram, _run_manifest, _summary, build_sample_sections
