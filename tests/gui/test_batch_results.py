@@ -136,3 +136,43 @@ def test_folder_drop_fills_the_batch_table_opens_results_and_exports_one_report(
         text = subprocess.run(["pdftotext", "-layout", str(done.args[0]), "-"], check=True, capture_output=True,
                               text=True).stdout
         assert "Batch diagnosis of 4 images" in text and "blue_three.png" in text
+
+
+def test_a_workbench_run_on_several_samples_lists_failures_and_cancellations(qtbot, digits_window, digits_reference,
+                                                                              blue_three, tmp_path):
+    from nemo_desktop.core.batch import CANCELLED
+    from nemo_desktop.core.data.reference_index import build_index
+    from nemo_desktop.gui.samples import Sample
+
+    window = digits_window
+    build_index(digits_reference, window.session.get("classifier"), window.session.store())
+    window.show()
+    qtbot.waitExposed(window)
+    pane = window.show_pane("workbench")
+    qtbot.waitUntil(lambda: bool(pane.methods), timeout=20000)
+    gone = tmp_path / "gone.png"
+    gone.write_bytes(blue_three.read_bytes())
+    samples = [Sample(str(blue_three), "three", "eight", 0.9), Sample(str(gone), "three", "eight", 0.9)]
+    panel = pane.batch_panel
+
+    # Cancelled at once: no image gets an outcome, and each says it was cancelled (not failed).
+    handle = pane.run(samples, "scitx")
+    handle.cancel()
+    qtbot.waitUntil(lambda: not handle.active, timeout=30000)
+    qtbot.waitUntil(lambda: panel.export_button.isEnabled(), timeout=5000)
+    assert panel.isVisible() and [it.status for it in panel.items] == [CANCELLED, CANCELLED]
+
+    # Run to the end with one image removed meanwhile: that row fails with the method's message, the other is
+    # explained; the status counts say n.
+    gone.unlink()
+    handle = pane.run(samples, "scitx")
+    qtbot.waitUntil(lambda: handle.state == "done", timeout=90000)
+    qtbot.waitUntil(lambda: panel.export_button.isEnabled(), timeout=5000)
+    assert [it.status for it in panel.items] == [EXPLAINED, FAILED]
+    assert "gone.png" in panel.items[1].error or "does not exist" in panel.items[1].error
+    assert panel.summary.text() == "Batch: 2 images: 1 explained, 1 failed"
+
+    # A run on one sample has no batch table.
+    handle = pane.run(samples[:1], "scitx")
+    assert not panel.isVisible()
+    qtbot.waitUntil(lambda: not handle.active, timeout=90000)
