@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QModelIndex, QSize, Qt, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QPixmap
 from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableView,
                                QVBoxLayout, QWidget)
 
@@ -45,6 +45,15 @@ class BatchTableModel(RowTableModel):
     def row_changed(self, row: int) -> None:
         self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.columns) - 1))
 
+    def _thumbnail(self, row: int, it: BatchItem) -> QPixmap | None:
+        pm = self.thumbnails.pixmap(ThumbRequest(("batch", row), it.image_path))
+        longest = max(pm.width(), pm.height()) if pm is not None else 0
+        if longest and longest * 2 <= THUMB_SIDE:  # small images (digits, 32-px crops) grow by whole pixels
+            factor = THUMB_SIDE // longest
+            pm = pm.scaled(pm.width() * factor, pm.height() * factor, Qt.AspectRatioMode.KeepAspectRatio,
+                           Qt.TransformationMode.FastTransformation)
+        return pm
+
     def _thumbnails_ready(self, keys: list) -> None:
         for key in keys:
             if isinstance(key, tuple) and key[0] == "batch" and 0 <= key[1] < len(self.rows):
@@ -71,7 +80,7 @@ class BatchTableModel(RowTableModel):
                 return it.status
             return None
         if role == Qt.ItemDataRole.DecorationRole and col == COL_IMAGE and self.thumbnails is not None:
-            return self.thumbnails.pixmap(ThumbRequest(("batch", index.row()), it.image_path))
+            return self._thumbnail(index.row(), it)
         if role == Qt.ItemDataRole.ToolTipRole:
             if col == COL_FILE:
                 return it.image_path + (f"\nTrue class {it.label_note}" if it.label_note else "")
