@@ -12,8 +12,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QModelIndex, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QPixmap
-from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableView,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton,
+                               QTableView, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.batch import CANCELLED, WAITING, BatchItem, describe_counts
 
@@ -213,7 +213,7 @@ class BatchPanel(QWidget):
         handle.sig_finished.connect(lambda outcome, h=handle: self._finished(h, outcome))
 
     def _partial(self, handle, item) -> None:
-        if handle is not getattr(self, "_handle", None) or not isinstance(item, dict) or item.get("kind") != "outcome":
+        if handle is not self._handle or not isinstance(item, dict) or item.get("kind") != "outcome":
             return
         i = item.get("index", -1)
         if not 0 <= i < len(self._waiting_rows):
@@ -226,7 +226,7 @@ class BatchPanel(QWidget):
         self.row_changed(row)
 
     def _finished(self, handle, outcome) -> None:
-        if handle is not getattr(self, "_handle", None):
+        if handle is not self._handle:
             return
         for row, it in enumerate(self.items):
             if it.status != WAITING:
