@@ -73,6 +73,12 @@ def test_folder_drop_fills_the_batch_table_opens_results_and_exports_one_report(
     assert "'misc'" in dialog.folder_note.text() and "skipped" in dialog.folder_note.text()
     assert dialog.diagnose_button.isEnabled()
     assert [s.path.rsplit("/", 1)[-1] for s in dialog.samples()] == ["blue_three.png"]
+    # Turned off, the folder classes are gone (nothing typed yet: Diagnose waits); turned on again, they are back.
+    dialog.folder_labels.setChecked(False)
+    assert not dialog.diagnose_button.isEnabled() and dialog.same_for_all.isEnabled()
+    assert not any(dialog.labels.get(p) for p in dialog.images) and dialog.folder_note.text() == ""
+    dialog.folder_labels.setChecked(True)
+    assert dialog.diagnose_button.isEnabled() and not dialog.same_for_all.isEnabled()
 
     workbench = window.panes["workbench"]
     with qtbot.waitSignal(dialog.sig_explained, timeout=90000):
