@@ -22,9 +22,9 @@ from .sections.sample import CEI_IN_WORDS, _doc_meta, _load_stored, _Loaded
 EXPLANATION_CHARS = 160  # the images table shows the start of each explanation; the sample section has it all
 
 
-def _load_results(items: list[BatchItem], store, ctx: JobContext) -> tuple[list[_Loaded], dict[int, str]]:
-    """The stored results of the explained rows; rows whose result cannot be read get a problem note."""
-    loaded, problems = [], {}
+def _load_results(items: list[BatchItem], store, ctx: JobContext) -> tuple[dict[int, _Loaded], dict[int, str]]:
+    """The stored results of the explained rows (by row); rows whose result cannot be read get a problem note."""
+    loaded, problems = {}, {}
     for i, it in enumerate(items):
         ctx.check_cancelled()
         ctx.progress("Reading results", i, len(items))
@@ -35,16 +35,20 @@ def _load_results(items: list[BatchItem], store, ctx: JobContext) -> tuple[list[
             problems[i] = "the result is no longer in the results store"
             continue
         try:
-            loaded.append(_load_stored(stored))
+            loaded[i] = _load_stored(stored)
         except ConfigError as exc:
             problems[i] = exc.message
     return loaded, problems
 
 
-def _images_table(items: list[BatchItem], cache: ImageCache, problems: dict[int, str]) -> Table:
+def _images_table(items: list[BatchItem], cache: ImageCache, loaded: dict[int, _Loaded],
+                  problems: dict[int, str]) -> Table:
     rows: list[list[Cell]] = []
     for i, it in enumerate(items):
-        thumb = cache.load(Path(it.image_path), THUMB_PX) if it.image_path else None
+        # An explained image shows the copy its result stored (the file may have moved since); others the file.
+        thumb = loaded[i].image(cache, loaded[i].result.sample.image_artifact, THUMB_PX) if i in loaded else None
+        if thumb is None and it.image_path:
+            thumb = cache.load(Path(it.image_path), THUMB_PX)
         text = it.summary_text()
         if len(text) > EXPLANATION_CHARS:
             text = text[:EXPLANATION_CHARS - 1] + "\u2026"
@@ -67,7 +71,8 @@ def build_batch_report(items: list[BatchItem], store, *, title: str | None = Non
     if not items:
         raise ConfigError("The batch has no images to report.", hint="Run a diagnosis on several images first.")
     cache = ImageCache(image_format)
-    loaded, problems = _load_results(items, store, ctx)
+    by_row, problems = _load_results(items, store, ctx)
+    loaded = list(by_row.values())
 
     status_rows = [[status, str(n)] for status, n in count_statuses(items)] + [["Total", str(len(items))]]
     summary_blocks: list[Block] = [
@@ -87,7 +92,7 @@ def build_batch_report(items: list[BatchItem], store, *, title: str | None = Non
     if hist:
         sections.append(Section("CEI distribution", "cei-chart", [hist]))
     ctx.progress("Preparing images", 0, None)
-    sections.append(Section("Images", "images", [_images_table(items, cache, problems)]))
+    sections.append(Section("Images", "images", [_images_table(items, cache, by_row, problems)]))
     failed = [it for it in items if it.status == FAILED]
     if failed:
         sections.append(Section("Failures", "failures", [

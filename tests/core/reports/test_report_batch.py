@@ -12,6 +12,7 @@ from nemo_desktop.core.batch import (EXPLAINED, FAILED, NO_CAUSE, SKIPPED_CORREC
 from nemo_desktop.core.data.datasets import LabelMapping
 from nemo_desktop.core.errors import ConfigError
 from nemo_desktop.core.reports import render_html
+from nemo_desktop.core.reports.model import ReportImage
 from nemo_desktop.core.reports.batch import build_batch_report, export_batch_report
 from report_fixtures import SCRIPT, make_result, picture, store_result
 
@@ -65,6 +66,9 @@ def test_batch_html_has_every_image_its_status_and_escaped_model_text(store, tmp
     assert "fine.png" in html and "The classifier already predicts the true class" in html
     doc = build_batch_report(items, store)
     assert sum(1 for s in doc.sections if s.title.startswith("Sample ")) == 3
+    table = next(s for s in doc.sections if s.anchor == "images").blocks[0]
+    # Explained images show their stored copy (their original paths do not exist here); the skipped one its file.
+    assert [isinstance(row[1], ReportImage) for row in table.rows] == [True, True, True, True, False, False]
     summary = doc.sections[0].blocks[0]
     assert summary.rows[-1] == ["Total", "6"]
     assert ["failed", "1"] in summary.rows and ["skipped (correctly classified)", "1"] in summary.rows
