@@ -9,11 +9,11 @@ import subprocess
 
 import pytest
 from gui_drops import simulate_drop
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 
 from nemo_desktop.core.batch import EXPLAINED, FAILED, SKIPPED_CORRECT, SKIPPED_NO_LABEL
 from nemo_desktop.gui.dialogs.diagnose import DiagnoseDialog
-from nemo_desktop.gui.panes.workbench.widgets.batch_table import COL_FILE, COL_IMAGE, COL_STATUS, TONE_COLOURS
+from nemo_desktop.gui.panes.workbench.widgets.batch_table import COL_CEI, COL_FILE, COL_IMAGE, COL_STATUS, TONE_COLOURS
 
 pytestmark = pytest.mark.gui
 
@@ -110,15 +110,21 @@ def test_folder_drop_fills_the_batch_table_opens_results_and_exports_one_report(
     # Click-through: Enter on the explained row opens its result in the result view.
     workbench.result_view.show_bundles([])
     workbench._result_key = None
-    explained_row = [it.name for it in panel.items].index("blue_three.png")
+    # Sorted by best CEI (largest first, by clicking the header twice), the explained image comes first.
+    header = panel.table.horizontalHeader()
+    for _ in range(2):
+        qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton,
+                         pos=header.rect().topLeft() + QPoint(header.sectionViewportPosition(COL_CEI) + 5, 5))
+    assert panel.proxy.sortColumn() == COL_CEI and panel.proxy.sortOrder() == Qt.SortOrder.DescendingOrder
+    assert panel.proxy.index(0, COL_FILE).data() == "blue_three.png"
     panel.table.setFocus()
-    panel.table.setCurrentIndex(model.index(explained_row, COL_FILE))
+    panel.table.setCurrentIndex(panel.proxy.index(0, COL_FILE))
     qtbot.keyClick(panel.table, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: len(workbench.result_view.columns) == 1, timeout=10000)
     assert workbench.result_view.results()[0].result_key == rows["blue_three.png"].result_key
     # A skipped row has no result: it says why in the status bar and leaves the view as it is.
     skipped_row = [it.name for it in panel.items].index("red_three.png")
-    rect = panel.table.visualRect(model.index(skipped_row, COL_FILE))
+    rect = panel.table.visualRect(panel.proxy.mapFromSource(model.index(skipped_row, COL_FILE)))
     qtbot.mouseClick(panel.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())  # a real double-click:
     qtbot.mouseDClick(panel.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())  # press, then again
     assert "skipped (correctly classified)" in window.statusBar().currentMessage()

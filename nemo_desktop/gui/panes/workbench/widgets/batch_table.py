@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QModelIndex, QSize, Qt, Signal
+from PySide6.QtCore import QModelIndex, QSize, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QColor, QPixmap
 from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton,
                                QTableView, QVBoxLayout, QWidget)
 
-from nemo_desktop.core.batch import CANCELLED, WAITING, BatchItem, describe_counts
+from nemo_desktop.core.batch import CANCELLED, STATUSES, WAITING, BatchItem, describe_counts
 
 from ....jobs import IO, JobHandle
 from ....thumbnails import ThumbnailLoader, ThumbRequest
@@ -23,6 +23,7 @@ from ....widgets.row_table_model import RowTableModel
 
 THUMB_SIDE = 56
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
+SORT_ROLE = Qt.ItemDataRole.UserRole + 2  # numbers sort as numbers, statuses in their display order
 TONE_COLOURS = {"finding": "#2e7d32", "neutral": "#616161", "failure": "#c62828"}
 EXPLANATION_CHARS = 140
 COL_IMAGE, COL_FILE, COL_TRUTH, COL_CEI, COL_EXPLANATION, COL_STATUS = range(6)
@@ -66,6 +67,14 @@ class BatchTableModel(RowTableModel):
         col = index.column()
         if role == ITEM_ROLE:
             return it
+        if role == SORT_ROLE:
+            if col == COL_CEI:
+                return float("-inf") if it.cei is None else float(it.cei)
+            if col == COL_STATUS:
+                return STATUSES.index(it.status) if it.status in STATUSES else len(STATUSES)
+            if col == COL_IMAGE:
+                return index.row()
+            return str(self.data(index, Qt.ItemDataRole.DisplayRole) or "").lower()
         if role == Qt.ItemDataRole.DisplayRole:
             if col == COL_FILE:
                 return it.name
@@ -120,7 +129,12 @@ class BatchPanel(QWidget):
         self.export_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.table = QTableView()
         self.table.setObjectName("batchTable")
-        self.table.setModel(self.model)
+        self.proxy = QSortFilterProxyModel(self)  # click a header to sort; rows keep their item when sorted
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(SORT_ROLE)
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(COL_IMAGE, Qt.SortOrder.AscendingOrder)  # the order of the run
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -174,7 +188,7 @@ class BatchPanel(QWidget):
 
     def _activated(self, index: QModelIndex) -> None:
         if index.isValid():
-            self.sig_open_item.emit(self.model.rows[index.row()])
+            self.sig_open_item.emit(self.proxy.data(index, ITEM_ROLE))
 
     def export(self, target: Path | None = None) -> JobHandle | None:
         """Export the batch as one HTML or PDF report (by the file's extension) on the I/O lane; asks where when
