@@ -1,7 +1,9 @@
 """What a drop of files and folders holds: the images to diagnose, and what was rejected and why.
 
 Qt-free on purpose: it runs as a job on the I/O lane (a dropped folder may be large or on a slow disk),
-so the GUI thread never waits on the file system. A folder contributes the images directly inside it.
+so the GUI thread never waits on the file system. A folder contributes the images directly inside it and
+those in its immediate sub-folders (a dataset laid out as one folder per class: `root/cat/x.jpg`), so the
+true class can be read from the folder name.
 """
 from __future__ import annotations
 
@@ -34,7 +36,14 @@ def scan_dropped(paths: Iterable[str | os.PathLike], ctx: JobContext) -> DropSca
     for path in ctx.track([Path(p) for p in paths], stage="Checking dropped files"):
         if path.is_dir():
             try:
-                children = sorted(c for c in path.iterdir() if is_image_file(c))
+                entries = sorted(path.iterdir())
+                children = [c for c in entries if is_image_file(c)]
+                for sub in (e for e in entries if e.is_dir() and not e.name.startswith(".")):
+                    ctx.check_cancelled()
+                    try:
+                        children += sorted(c for c in sub.iterdir() if is_image_file(c))
+                    except OSError as exc:
+                        scan.rejected.append((str(sub), f"the folder cannot be read ({exc.strerror or exc})"))
             except OSError as exc:
                 scan.rejected.append((str(path), f"the folder cannot be read ({exc.strerror or exc})"))
                 continue
@@ -42,7 +51,7 @@ def scan_dropped(paths: Iterable[str | os.PathLike], ctx: JobContext) -> DropSca
                 for child in children:
                     consider(child)
             else:
-                scan.rejected.append((str(path), "the folder holds no image files"))
+                scan.rejected.append((str(path), "neither the folder nor its sub-folders hold image files"))
         elif is_image_file(path):  # a file, or named like one: a FIFO, a dangling link, an unreadable file
             consider(path)
         elif path.exists():

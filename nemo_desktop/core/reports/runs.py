@@ -137,7 +137,29 @@ def build_run_report(run_id: str, store, *, image_format: str = "jpeg",
         if blocks:
             sections.append(Section(title, anchor, blocks))
 
-    # One section per sample; several methods on one image share it.
+    index_rows, sample_sections, method_order = build_sample_sections(loaded, cache, ctx)
+    if index_rows:
+        sections.append(Section("Index of samples", "index", [
+            Index(["#", "Image", "True", "Predicted"] + [f"CEI {clip(m, 30)}" for m in method_order], index_rows)]))
+    if failures:
+        sections.append(Section("Failed or missing items", "failures", [
+            Table(["Item", "Status", "Error"], failures, widths=[3, 1.5, 6])]))
+    manifest = _run_manifest(loaded)
+    if manifest:
+        sections.append(Section("Reproducibility manifest (all results)", "manifest", manifest))
+    sections += sample_sections
+    ds_clf = ", ".join(x for x in (_name_of(config.get("dataset")), _name_of(config.get("classifier"))) if x)
+    return ReportDocument(
+        kind="run", title=f"Run report: {run_id}",
+        subtitle=f"{len(sample_sections)} samples, {len(method_order)} method(s)"
+        + (f", {ds_clf}" if ds_clf else ""),
+        generated_at=_now(), sections=sections, meta=_doc_meta())
+
+
+def build_sample_sections(loaded: list[_Loaded], cache: ImageCache,
+                          ctx: JobContext) -> tuple[list[IndexRow], list[Section], list[str]]:
+    """One section per sample (several methods on one image share it), the index rows that link to them, and
+    the methods in order of appearance. Shared by run reports and batch reports (batch.py)."""
     by_sample: dict[str, list[_Loaded]] = {}
     for ld in loaded:
         s = ld.result.sample
@@ -173,18 +195,4 @@ def build_run_report(run_id: str, store, *, image_format: str = "jpeg",
                                        _sample_blocks(lds[0], cache, with_evidence=False), children,
                                        new_page=True))
     ctx.progress("Building sample sections", len(by_sample), len(by_sample))
-    if index_rows:
-        sections.append(Section("Index of samples", "index", [
-            Index(["#", "Image", "True", "Predicted"] + [f"CEI {clip(m, 30)}" for m in method_order], index_rows)]))
-    if failures:
-        sections.append(Section("Failed or missing items", "failures", [
-            Table(["Item", "Status", "Error"], failures, widths=[3, 1.5, 6])]))
-    manifest = _run_manifest(loaded)
-    if manifest:
-        sections.append(Section("Reproducibility manifest (all results)", "manifest", manifest))
-    sections += sample_sections
-    ds_clf = ", ".join(x for x in (_name_of(config.get("dataset")), _name_of(config.get("classifier"))) if x)
-    return ReportDocument(
-        kind="run", title=f"Run report: {run_id}",
-        subtitle=f"{len(by_sample)} samples, {len(method_order)} method(s)" + (f", {ds_clf}" if ds_clf else ""),
-        generated_at=_now(), sections=sections, meta=_doc_meta())
+    return index_rows, sample_sections, method_order

@@ -1,8 +1,10 @@
 """Diagnosis dialog, opened by dropping images (or File ▸ Diagnose image…).
 
 It classifies the images with the current classifier (GPU lane) and shows each one's prediction and
-top-5, asks for the true class with a completer over the classifier's classes, then runs SciTX with the
-current models (`workbench.run_job.explain_samples`) and opens the result in the explanation workbench.
+top-5, asks for the true class with a completer over the classifier's classes (or takes it from each image's
+folder name: `.../cat/x.jpg` is a "cat"), then runs SciTX with the current models
+(`workbench.run_job.explain_samples`) and opens the result in the explanation workbench; a run on several
+images fills the workbench's batch table, where skipped images are listed as skipped, not as failures.
 Nothing is shown that the models did not compute.
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import (QCheckBox, QCompleter, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel,
                                QLineEdit, QListWidget, QPushButton, QVBoxLayout, QWidget)
 
+from nemo_desktop.core.batch import FAILED, SKIPPED_CORRECT, SKIPPED_NO_LABEL, BatchItem, true_class_from_folder
 from nemo_desktop.core.jobs import JobContext
 
 from ..drops import describe_rejected
@@ -83,6 +86,7 @@ class DiagnoseDialog(QDialog):
         self.labels: dict[str, str] = {}
         self.report: PredictionReport | None = None
         self._class_lookup: dict[str, str] = {}
+        self._folder_classes: dict[str, tuple[str | None, str]] = {}  # path -> (class from its folder, note)
         self._run: JobHandle | None = None
         self.setObjectName("diagnoseDialog")
         n = len(self.images)
@@ -119,6 +123,14 @@ class DiagnoseDialog(QDialog):
         self.same_for_all = QCheckBox("Same true class for every image")
         self.same_for_all.setChecked(True)
         self.same_for_all.setVisible(n > 1)
+        self.folder_labels = QCheckBox("True class from each image's folder name (…/cat/x.jpg is a 'cat')")
+        self.folder_labels.setObjectName("labelsFromFolders")
+        self.folder_labels.setEnabled(False)  # once the classifier's classes are known
+        self.folder_labels.toggled.connect(self._folder_labels_toggled)
+        self.folder_note = QLabel("")
+        self.folder_note.setObjectName("folderLabelNote")
+        self.folder_note.setWordWrap(True)
+        self.folder_note.setTextFormat(Qt.TextFormat.PlainText)  # folder names are the user's text
         self.label_hint = QLabel("")
         self.label_hint.setObjectName("trueLabelHint")
         self.label_hint.setWordWrap(True)
@@ -160,6 +172,8 @@ class DiagnoseDialog(QDialog):
         right.addLayout(top)
         right.addLayout(form)
         right.addWidget(self.same_for_all)
+        right.addWidget(self.folder_labels)
+        right.addWidget(self.folder_note)
         right.addWidget(self.label_hint)
         right.addStretch(1)
         body = QHBoxLayout()
@@ -214,8 +228,40 @@ class DiagnoseDialog(QDialog):
         self.status_label.setText(f"Classifier: {report.classifier_id} ({len(report.class_names)} classes). Enter "
                                   "the true class, then Diagnose: SciTX retrieves observations, hypothesises and "
                                   "tests each hypothesis with a counterfactual.")
+        from nemo_desktop.core.data.datasets import LabelMapping
+
+        mapping = LabelMapping(report.class_names)
+        self._folder_classes = {p: true_class_from_folder(p, mapping) for p in self.images}
+        self.folder_labels.setEnabled(True)
+        if any(name for name, _ in self._folder_classes.values()):  # a dataset laid out as one folder per class
+            self.folder_labels.setChecked(True)
         self._show_image(self.file_list.currentRow())
         self.label_edit.setFocus()
+
+    def _folder_labels_toggled(self, on: bool) -> None:
+        """Per-image true classes from the folder names (typing then sets the current image's only)."""
+        for path, (name, _note) in self._folder_classes.items():
+            if name is not None:
+                if on:
+                    self.labels[path] = name
+                elif self.labels.get(path) == name:
+                    self.labels.pop(path)
+        if on:
+            self.same_for_all.setChecked(False)
+        self.same_for_all.setEnabled(not on)
+        found = [p for p, (name, _) in self._folder_classes.items() if name is not None]
+        unmatched = sorted({Path(p).parent.name for p, (name, _) in self._folder_classes.items() if name is None})
+        if not on:
+            self.folder_note.setText("")
+        else:
+            text = f"True class from the folder name for {len(found)} of {len(self.images)} images."
+            if unmatched:
+                n = len(self.images) - len(found)
+                shown = ", ".join(f"'{u}'" for u in unmatched[:5]) + (" …" if len(unmatched) > 5 else "")
+                text += (f" {n} image{'s are' if n != 1 else ' is'} in a folder whose name is not a class of the "
+                         f"classifier ({shown}): type a true class for each, or they are skipped.")
+            self.folder_note.setText(text)
+        self._show_image(self.file_list.currentRow())
 
     def _prediction_failed(self, error: dict) -> None:
         self.progress.setRange(0, 1)
@@ -280,6 +326,7 @@ class DiagnoseDialog(QDialog):
             self.diagnose_button.setEnabled(False)
             return False
         missing = [Path(p).name for p in self._readable() if self.canonical_label(self.labels.get(p, "")) is None]
+        skip_missing = self.folder_labels.isChecked()  # images without a class are skipped, and listed as such
         correct = self._correctly_classified()
         wrong = [p for p in self._readable() if p not in correct]
         text = self.label_edit.text().strip()
@@ -287,7 +334,7 @@ class DiagnoseDialog(QDialog):
             self.label_hint.setText(f"'{text}' is not one of the classifier's classes; pick one from the list.")
         elif missing and len(self._readable()) > 1:
             self.label_hint.setText(f"No true class yet for: {', '.join(missing[:5])}"
-                                    f"{' …' if len(missing) > 5 else ''}")
+                                    f"{' …' if len(missing) > 5 else ''}" + (" (skipped)" if skip_missing else ""))
         elif not missing and correct and not wrong:
             self.label_hint.setText("The classifier already predicts the true class" +
                                     (" for this image" if len(correct) == 1 else " for every image") +
@@ -298,7 +345,8 @@ class DiagnoseDialog(QDialog):
         else:
             self.label_hint.setText("")
         running = self._run is not None and self._run.active
-        ok = bool(wrong) and not missing and not running
+        wrong = [p for p in wrong if self.canonical_label(self.labels.get(p, "")) is not None]
+        ok = bool(wrong) and (not missing or skip_missing) and not running
         self.diagnose_button.setEnabled(ok)
         return ok
 
@@ -315,11 +363,39 @@ class DiagnoseDialog(QDialog):
         preds = {p.path: p for p in (self.report.images if self.report else [])}
         correct = self._correctly_classified()
         for path in self._readable():
-            if path in correct:
+            if path in correct or self.canonical_label(self.labels.get(path, "")) is None:
                 continue
             top = preds[path].top5[0]
             out.append(Sample(path, self.canonical_label(self.labels[path]), top.name, top.prob))
         return out
+
+    def batch_items(self) -> list[BatchItem]:
+        """Every image of the dialog as a row of the batch table, in order: the ones `samples()` diagnoses wait
+        for the run; the others say now why they are not diagnosed."""
+        preds = {p.path: p for p in (self.report.images if self.report else [])}
+        correct = self._correctly_classified()
+        folder = self.folder_labels.isChecked()
+        items = []
+        for path in self.images:
+            pred, true = preds.get(path), self.canonical_label(self.labels.get(path, ""))
+            name, note = self._folder_classes.get(path, (None, ""))
+            if true is not None and not (folder and name == true):
+                note = "typed in the diagnosis dialog"
+            if pred is None or pred.error:
+                items.append(BatchItem(path, true, status=FAILED, error=f"The image cannot be read: "
+                                       f"{pred.error if pred else 'it was not classified'}",
+                                       hint="Check that the file is a complete image in a format NEMO Desktop "
+                                            "reads (PNG, JPEG, WebP, ...)."))
+                continue
+            top = pred.top5[0]
+            item = BatchItem(path, true, top.name, top.prob, label_note=note)
+            if true is None:
+                item.status = SKIPPED_NO_LABEL
+                item.label_note = f"No true class: {note}" if folder else "No true class was given."
+            elif path in correct:
+                item.status = SKIPPED_CORRECT
+            items.append(item)
+        return items
 
     # -- diagnosis --------------------------------------------------------------------------------------
     def diagnose(self) -> JobHandle | None:
@@ -339,7 +415,8 @@ class DiagnoseDialog(QDialog):
         workbench = self.host.panes["workbench"]
         workbench.ensure_shown_once()  # its lists load now, not when the result is ready
         workbench.set_samples(samples)
-        workbench.start_watching(handle)
+        batch = self.batch_items()
+        workbench.start_watching(handle, batch if len(batch) > 1 else None)
         self.label_edit.setEnabled(False)
         self.diagnose_button.setEnabled(False)
         self.close_button.setText("Cancel")

@@ -15,11 +15,14 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormL
                                QHeaderView, QLabel, QListWidget, QListWidgetItem, QPushButton, QScrollArea,
                                QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
+from nemo_desktop.core.batch import BatchItem
+
 from ...jobs import GPU, IO, JobHandle
 from ...samples import Sample
 from ...widgets.progress_bar import ProgressBar
 from ..base import Pane, PaneHost
 from .run_job import AUTO, SampleOutcome, StoredSummary, explain_samples, list_references, list_results
+from .widgets.batch_table import BatchPanel
 from .widgets.method_form import MethodForm
 from .widgets.result_view import ResultBundle, ResultView, load_bundles
 
@@ -164,11 +167,24 @@ class WorkbenchPane(Pane):
         rsv.setContentsMargins(0, 0, 0, 0)
         rsv.addLayout(self._hbox(self.export_button, self.export_status))
         rsv.addWidget(self.result_view, 1)
+        # A run on several images lists them above the result view (hidden otherwise).
+        from ...thumbnails import ThumbnailLoader
+
+        self.batch_panel = BatchPanel(host, ThumbnailLoader(host.jobs, host.paths.thumbnails_dir, side=56,
+                                                            parent=self))
+        self.batch_panel.sig_open_item.connect(self.open_batch_item)
+        self.batch_panel.hide()
+        self.result_splitter = QSplitter(Qt.Orientation.Vertical)
+        self.result_splitter.setObjectName("batchSplitter")
+        self.result_splitter.addWidget(self.batch_panel)
+        self.result_splitter.addWidget(result_side)
+        self.result_splitter.setStretchFactor(1, 1)
+        self.result_splitter.setSizes([260, 540])
         self._result_key: str | None = None  # shown, or being read
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("workbenchSplitter")
         self.splitter.addWidget(left)
-        self.splitter.addWidget(result_side)
+        self.splitter.addWidget(self.result_splitter)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([380, 820])
         layout = QVBoxLayout(self)
@@ -306,12 +322,17 @@ class WorkbenchPane(Pane):
         handle = self.host.jobs.submit(
             lambda ctx: explain_samples(session, method, values, samples, reference, ctx),
             title=f"{method}: explaining {n} image{'s' if n != 1 else ''}", lane=GPU)
-        self.start_watching(handle)
+        batch = [BatchItem(s.path, s.true_label, s.pred_label, s.confidence) for s in samples] if n > 1 else None
+        self.start_watching(handle, batch)
         return handle
 
-    def start_watching(self, handle: JobHandle) -> None:
-        """Show the live progress of a run (also used for runs started by the diagnosis dialog)."""
+    def start_watching(self, handle: JobHandle, batch: list[BatchItem] | None = None) -> None:
+        """Show the live progress of a run (also used for runs started by the diagnosis dialog); `batch`, the
+        rows of a run on several images (those waiting for this run in its sample order), fills the batch table."""
         self._run_job = handle
+        if batch:
+            self.batch_panel.watch(handle, batch)
+        self.batch_panel.setVisible(bool(batch))
         self.live_log.clear()
         self.progress.setRange(0, 0)
         self.stage_label.setText("Starting…")
@@ -432,6 +453,14 @@ class WorkbenchPane(Pane):
         if item is not None:
             self._result_key = None  # reopening on purpose reads it again (another method may have run)
             self.open_result(item.data(KEY_ROLE))
+
+    # -- batch ------------------------------------------------------------------------------------------
+    def open_batch_item(self, item: BatchItem) -> JobHandle | None:
+        if item.result_key:
+            self._result_key = None  # reopening on purpose reads it again
+            return self.open_result(item.result_key)
+        self.host.show_status(f"{item.name}: {item.status}. {item.summary_text()}")
+        return None
 
     # -- export -----------------------------------------------------------------------------------------
     def _update_export(self) -> None:
