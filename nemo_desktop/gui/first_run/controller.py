@@ -5,8 +5,6 @@ the models in memory are remembered and, at the next start, restored when their 
 from __future__ import annotations
 
 import logging
-
-import shiboken6
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
@@ -117,14 +115,18 @@ class FirstRun(QObject):
                 "diagnose": bool(self.workbench.result_view.columns)}
 
     def _samples_changed(self, *_args) -> None:
-        if shiboken6.isValid(self.workbench_guide):  # the list also empties while the window is destroyed
+        try:
             self.refresh()
+        except RuntimeError:  # the list also empties while the window is destroyed, after the guide
+            pass
 
     def refresh(self) -> dict[str, bool]:
         steps = self.steps()
         self.workbench_guide.set_steps(steps)
         self.workbench_guide.setVisible(not steps["diagnose"])  # the guide fills the empty result area
-        self.dataset_guide.setVisible(self.browser.data is None)
+        empty = self.browser.data is None
+        self.dataset_guide.setVisible(empty)
+        self.browser.splitter.setVisible(not empty)  # the guide takes the empty grid's place (and height)
         self.sig_steps_changed.emit(steps)
         return steps
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
-                               QVBoxLayout)
+                               QSizePolicy, QVBoxLayout)
 
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 TODO, DONE = "☐", "☑"
@@ -27,6 +27,8 @@ class _Guide(QFrame):
         super().__init__(parent)
         self.setObjectName(name)
         self.setStyleSheet(FRAME_STYLE.format(name=name))
+        # Never widen the window: the guide's labels wrap to whatever width the pane has.
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.demo_button = QPushButton("Try the demo")
         self.demo_button.setObjectName("tryDemoButton")
         self.demo_button.setToolTip("Write a small digits dataset and train a small classifier (offline, seconds)")
@@ -57,6 +59,7 @@ class DatasetGuide(_Guide):
     def __init__(self, parent=None):
         super().__init__("datasetGuide", parent)
         title = QLabel("<h3>Open a folder or drop images here</h3>")
+        title.setWordWrap(True)
         text = QLabel("A dataset is a folder with one sub-folder per class (the sub-folder names are the class "
                       "names), or a CSV manifest of <code>path,label</code> rows. Images dropped on the window are "
                       "diagnosed directly.")
@@ -113,6 +116,7 @@ class WorkbenchGuide(_Guide):
     def __init__(self, parent=None):
         super().__init__("workbenchGuide", parent)
         title = QLabel("<h3>Get started: four steps to a first diagnosis</h3>")
+        title.setWordWrap(True)
         grid = QGridLayout()
         self.marks: dict[str, QLabel] = {}
         self.texts: dict[str, QLabel] = {}
