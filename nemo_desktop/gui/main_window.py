@@ -79,6 +79,9 @@ class MainWindow(QMainWindow):
         self._build_jobs_area()
         self._build_menus()
         self.jobs.sig_job_finished.connect(self._report_job_failure)
+        from .first_run import FirstRun
+
+        self.first_run = FirstRun(self)  # guides in the empty panes, the demo, recent datasets, last models
         self.restore_layout()
 
     # -- services offered to panes (PaneHost) --------------------------------------------------
@@ -274,6 +277,7 @@ class MainWindow(QMainWindow):
     def _after_first_paint(self) -> None:
         # Whatever the visible pane loads must not delay the window appearing.
         QTimer.singleShot(0, self, lambda: self.current_pane().ensure_shown_once())
+        QTimer.singleShot(0, self, self.first_run.restore_last_models)  # only what is on disk: never a download
         QTimer.singleShot(WARM_UP_DELAY_MS, self, self._warm_up)
 
     # -- layout persistence ----------------------------------------------------------------------

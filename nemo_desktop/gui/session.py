@@ -141,9 +141,11 @@ class ModelSession:
         self.unload(kind)
         self._models[kind] = LoadedModel(kind, ref, model)
 
-    def load(self, kind: str, ref: str, ctx: JobContext | None = None, catalog_kind: str | None = None) -> LoadedModel:
+    def load(self, kind: str, ref: str, ctx: JobContext | None = None, catalog_kind: str | None = None,
+             local_only: bool = False) -> LoadedModel:
         """Load `ref` as the current model of `kind` (the previous one is released first). GPU lane only.
-        `catalog_kind` names the catalog kind when the slot is a role (an 'embedder' is a classifier model)."""
+        `catalog_kind` names the catalog kind when the slot is a role (an 'embedder' is a classifier model);
+        `local_only` never touches the network (restoring the last models at start must not download)."""
         from nemo_desktop.core.models.registry import load_model
 
         ctx = ctx or null_context()
@@ -155,7 +157,10 @@ class ModelSession:
         self.unload(kind)  # free its memory before the next one claims it
         ctx.progress(f"Loading the {KIND_TEXT.get(kind, kind)} {ref}", 0, None)
         try:
-            model = load_model(spec, self.load_options())
+            options = self.load_options()
+            if local_only:
+                options.local_files_only = True
+            model = load_model(spec, options)
         except Exception:
             if ctx.cancelled:  # whatever the interrupted load raised, the user asked to stop: not an error
                 raise JobCancelled(f"Loading the {KIND_TEXT.get(kind, kind)} {ref} was cancelled.") from None
