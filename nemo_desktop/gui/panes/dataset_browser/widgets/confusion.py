@@ -16,11 +16,23 @@ CELL_PX = 34
 HEADER_CHARS = 6  # predicted-class names are cut in the column headers (full name in the tooltip)
 
 
+HEAT_LEVELS = 20
+
+
 def _heat(fraction: float, diagonal: bool) -> QColor:
     """White to blue (right) or white to red (wrong) by the cell's share of its true class."""
     base = (33, 102, 172) if diagonal else (202, 0, 32)
     f = min(1.0, max(0.0, fraction)) ** 0.7  # small mistakes stay visible
     return QColor(*(round(255 + (c - 255) * f) for c in base))
+
+
+# data() runs once per visible cell and role: colours come from a table, not built per call.
+_HEAT = {diag: [_heat(k / HEAT_LEVELS, diag) for k in range(HEAT_LEVELS + 1)] for diag in (False, True)}
+_WHITE = QColor(255, 255, 255)
+_CENTER = int(Qt.AlignmentFlag.AlignCenter)
+_DISPLAY, _BACKGROUND, _FOREGROUND, _ALIGN, _TOOLTIP = (
+    Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.BackgroundRole, Qt.ItemDataRole.ForegroundRole,
+    Qt.ItemDataRole.TextAlignmentRole, Qt.ItemDataRole.ToolTipRole)
 
 
 class ConfusionModel(QAbstractTableModel):
@@ -30,13 +42,13 @@ class ConfusionModel(QAbstractTableModel):
         super().__init__(parent)
         self.counts = np.zeros((0, 0), np.int64)
         self.class_names: list[str] = []
-        self._row_totals = np.zeros(0, np.int64)
+        self._row_totals: list[int] = []
 
     def set_counts(self, counts: np.ndarray, class_names: list[str]) -> None:
         self.beginResetModel()
         self.counts = np.asarray(counts, np.int64)
         self.class_names = list(class_names)
-        self._row_totals = self.counts.sum(axis=1) if self.counts.size else np.zeros(0, np.int64)
+        self._row_totals = self.counts.sum(axis=1).tolist() if self.counts.size else []
         self.endResetModel()
 
     @property
@@ -50,20 +62,20 @@ class ConfusionModel(QAbstractTableModel):
         return 0 if parent.isValid() else self.counts.shape[1]
 
     def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
+        if role not in (_DISPLAY, _BACKGROUND, _FOREGROUND, _ALIGN, _TOOLTIP) or not index.isValid():
             return None
+        if role == _ALIGN:
+            return _CENTER
         i, j = index.row(), index.column()
-        c = int(self.counts[i, j])
-        share = c / self._row_totals[i] if self._row_totals[i] else 0.0
-        if role == Qt.ItemDataRole.DisplayRole:
+        c = self.counts.item(i, j)
+        if role == _DISPLAY:
             return str(c) if c else ""
-        if role == Qt.ItemDataRole.BackgroundRole:
-            return _heat(share, i == j) if c else None
-        if role == Qt.ItemDataRole.ForegroundRole:
-            return QColor(255, 255, 255) if share > 0.55 else None
-        if role == Qt.ItemDataRole.TextAlignmentRole:
-            return int(Qt.AlignmentFlag.AlignCenter)
-        if role == Qt.ItemDataRole.ToolTipRole:
+        share = c / self._row_totals[i] if c else 0.0
+        if role == _BACKGROUND:
+            return _HEAT[i == j][round(share * HEAT_LEVELS)] if c else None
+        if role == _FOREGROUND:
+            return _WHITE if share > 0.55 else None
+        if role == _TOOLTIP:
             return (f"True {self.class_names[i]}, predicted {self.class_names[j]}: {c} image(s), "
                     f"{100 * share:.1f}% of the {int(self._row_totals[i])} indexed {self.class_names[i]} images."
                     "\nClick to show them.")
