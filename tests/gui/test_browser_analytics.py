@@ -28,6 +28,12 @@ def indexed(qtbot, digits_window, digits_reference, blue_three, tmp_path):
     pane = digits_window.show_pane("dataset_browser")
     with qtbot.waitSignal(pane.sig_opened, timeout=20000):
         pane.open_path(folder)
+    # Before indexing there are no predictions: the charts say so. The confusion tab stays open while the
+    # dataset is indexed, so the tests also see the open chart refreshed by the new data.
+    _tab(pane, "Confusion")
+    assert pane.analytics.confusion.model().rowCount() == 0
+    assert "Index the dataset" in pane.analytics.confusion_label.text()
+    assert not pane.mistakes_button.isEnabled() and not pane.order_combo.isEnabled()
     with qtbot.waitSignal(pane.sig_opened, timeout=60000) as opened:
         pane.index_dataset()
     data = opened.args[0]

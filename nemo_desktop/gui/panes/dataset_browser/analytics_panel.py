@@ -3,6 +3,7 @@ histogram, as tabs. The charts are linked to the grid: the pane connects their c
 Counts come from the Qt-free core (`core.analytics.predictions`); each chart says its n."""
 from __future__ import annotations
 
+import numpy as np
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QScrollArea, QTabWidget, QVBoxLayout, QWidget
 
@@ -74,7 +75,7 @@ class AnalyticsPanel(QTabWidget):
         c = len(data.class_names)
         if not data.indexed:
             self.chart.set_counts(None, data.class_names)
-            self.confusion.set_counts(confusion_matrix(data.labels[:0], data.preds[:0], c), data.class_names)
+            self.confusion.set_counts(np.zeros((0, 0), np.int64), [])  # no predictions: no matrix to show
             for label in (self.chart_label, self.confusion_label):
                 label.setText("Index the dataset with the classifier to see its predictions.")
             return

@@ -107,6 +107,7 @@ class ConfusionView(QTableView):
             header.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
             header.setDefaultSectionSize(CELL_PX)
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        self.verticalHeader().setMaximumWidth(160)  # long class names are cut (the tooltip has them whole)
         self.clicked.connect(lambda i: self.sig_cell_clicked.emit(i.row(), i.column()))
 
     def set_counts(self, counts: np.ndarray, class_names: list[str]) -> None:
