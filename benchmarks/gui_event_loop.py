@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -322,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{'met' if f['max_ms'] < 50 else 'NOT met' + (' (the own part is)' if f['own_ms'] < 50 else '')}")
     window.close()
     window.jobs.shutdown(10000)
+    shutil.rmtree(work, ignore_errors=True)  # models, images and the store built for this run
     if args.json:
         print(json.dumps({"phases": phases, "jobs": states, "indexed": len(browser.data or []),
                           "diagnosis_opened": bool(explained), "load_max_ms": load["max_ms"],
