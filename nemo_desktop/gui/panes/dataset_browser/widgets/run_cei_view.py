@@ -38,7 +38,7 @@ class RunCeiView(QWidget):
         self.shown: RunCEI | None = None
         self.run_combo = QComboBox()
         self.run_combo.setObjectName("ceiRunCombo")
-        self.run_combo.setMinimumContentsLength(14)
+        self.run_combo.setMinimumContentsLength(10)
         self.run_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.run_combo.activated.connect(lambda _i: self.load(self.run_combo.currentData()))
         refresh = QPushButton("Refresh")
@@ -50,7 +50,7 @@ class RunCeiView(QWidget):
         self.chart = QSvgWidget()
         self.chart.setObjectName("ceiHistogram")
         self.chart.renderer().setAspectRatioMode(Qt.AspectRatioMode.KeepAspectRatio)
-        self.chart.setMinimumHeight(120)
+        self.chart.setMinimumHeight(50)  # the pane must still fit a small window (the chart keeps its aspect)
         top = QHBoxLayout()
         top.addWidget(QLabel("Run:"))
         top.addWidget(self.run_combo, 1)
