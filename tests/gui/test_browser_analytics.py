@@ -110,3 +110,20 @@ def test_cei_histogram_of_a_stored_run_says_its_n(qtbot, indexed):
     assert shown.args[0].run_id == run and shown.args[0].n == 4
     assert "n = 4 result(s) with a CEI" in view.summary.text() and "1 failed or missing" in view.summary.text()
     assert view.chart.renderer().isValid()
+
+
+def test_filter_order_by_confidence_and_none_without_predictions():
+    from nemo_desktop.gui.panes.dataset_browser.browse_data import BrowseData
+    from nemo_desktop.gui.panes.dataset_browser.filters import (CONFIDENCE_ASC, CONFIDENCE_DESC, MISCLASSIFIED,
+                                                                FilterSpec, filter_rows)
+
+    paths = np.array([f"/d/{i}.png" for i in range(5)], object)
+    labels, preds = np.array([0, 0, 1, 1, 1]), np.array([1, 0, 0, 1, 0])
+    conf = np.array([0.6, 0.9, 0.95, 0.7, 0.3], np.float32)
+    data = BrowseData("/d", ["a", "b"], paths, labels, preds, conf, conf, index_id="i")
+    assert filter_rows(data, FilterSpec(order=CONFIDENCE_DESC)).tolist() == [2, 1, 3, 0, 4]
+    assert filter_rows(data, FilterSpec(correctness=MISCLASSIFIED, order=CONFIDENCE_DESC)).tolist() == [2, 0, 4]
+    assert filter_rows(data, FilterSpec(correctness=MISCLASSIFIED, order=CONFIDENCE_ASC)).tolist() == [4, 0, 2]
+    unindexed = BrowseData("/d", ["a", "b"], paths, labels, np.full(5, -1), np.full(5, np.nan, np.float32),
+                           np.full(5, np.nan, np.float32))
+    assert filter_rows(unindexed, FilterSpec(order=CONFIDENCE_DESC)).tolist() == [0, 1, 2, 3, 4]
