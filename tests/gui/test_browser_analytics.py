@@ -110,6 +110,7 @@ def test_cei_histogram_of_a_stored_run_says_its_n(qtbot, indexed):
     assert shown.args[0].run_id == run and shown.args[0].n == 4
     assert "n = 4 result(s) with a CEI" in view.summary.text() and "1 failed or missing" in view.summary.text()
     assert view.chart.renderer().isValid()
+    assert view.chart.renderer().aspectRatioMode() == Qt.AspectRatioMode.KeepAspectRatio  # not stretched
 
 
 def test_filter_order_by_confidence_and_none_without_predictions():

@@ -49,7 +49,6 @@ class RunCeiView(QWidget):
         self.summary.setWordWrap(True)
         self.chart = QSvgWidget()
         self.chart.setObjectName("ceiHistogram")
-        self.chart.renderer().setAspectRatioMode(Qt.AspectRatioMode.KeepAspectRatio)
         self.chart.setMinimumHeight(50)  # the pane must still fit a small window (the chart keeps its aspect)
         top = QHBoxLayout()
         top.addWidget(QLabel("Run:"))
@@ -100,5 +99,6 @@ class RunCeiView(QWidget):
         hist = r.histogram()
         self.summary.setText(f"Run {r.run_id}: " + describe(r))
         self.chart.load(QByteArray(histogram_svg(hist).encode()) if hist else QByteArray())
+        self.chart.renderer().setAspectRatioMode(Qt.AspectRatioMode.KeepAspectRatio)  # load() resets it
         self.chart.setToolTip("" if hist else "No result of this run has a CEI.")
         self.sig_shown.emit(r)
