@@ -88,7 +88,9 @@ class StallMeter:
 
     def start(self) -> "StallMeter":
         self.gaps, self.ends, self.sched, self._last = [], [], [], None
+        self._start_sched = self._sched.read()  # so that the first gap splits too
         self.timer.start()
+        self._last = time.perf_counter()
         return self
 
     def stop(self) -> dict:
@@ -104,12 +106,60 @@ class StallMeter:
     def split(self, end: float) -> str:
         """How the GUI thread spent the gap that ended at `end`."""
         i = self.ends.index(end)
-        if i == 0 or not self.sched[i][0]:
+        before = self.sched[i - 1] if i else self._start_sched
+        if not self.sched[i][0]:
             return ""
-        running = (self.sched[i][0] - self.sched[i - 1][0]) / 1e6
-        waiting = (self.sched[i][1] - self.sched[i - 1][1]) / 1e6
+        running = (self.sched[i][0] - before[0]) / 1e6
+        waiting = (self.sched[i][1] - before[1]) / 1e6
         blocked = 1000 * self.gaps[i] - running - waiting
         return f"GUI thread ran {running:.0f} ms, waited for a CPU {waiting:.0f} ms, asleep {blocked:.0f} ms"
+
+
+class StackSampler:
+    """While the GUI thread has not ticked for `after_s`, sample every thread's innermost frames (a watchdog
+    thread in the same process): names what held the GIL or ran in the GUI thread during a long gap."""
+
+    def __init__(self, meter: StallMeter, after_s: float = 0.03, every_s: float = 0.01):
+        import threading
+
+        self.meter, self.after_s, self.every_s = meter, after_s, every_s
+        self.samples: list[tuple[float, dict[str, str]]] = []  # (time, thread name -> frames)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="stall-sampler", daemon=True)
+        self._gui_ident = threading.get_ident()
+
+    def start(self) -> "StackSampler":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        import threading
+        import traceback
+
+        names = {}
+        while not self._stop.wait(self.every_s):
+            last = self.meter._last
+            now = time.perf_counter()
+            if last is None or now - last < self.after_s:
+                continue
+            names.update({t.ident: t.name for t in threading.enumerate()})
+            stacks = {}
+            for ident, frame in sys._current_frames().items():
+                if ident == threading.get_ident():
+                    continue
+                frames = [f for f in traceback.extract_stack(frame) if "/threading.py" not in f.filename][-4:]
+                if frames:
+                    who = "GUI" if ident == self._gui_ident else names.get(ident, str(ident))
+                    stacks[who] = " < ".join(f"{f.name} ({f.filename.rsplit('/', 2)[-1]}:{f.lineno})"
+                                             for f in reversed(frames))
+            self.samples.append((now, stacks))
+
+    def during(self, start: float, end: float) -> list[dict[str, str]]:
+        return [s for t, s in self.samples if start <= t <= end]
 
 
 class MachineNoise:

@@ -55,3 +55,29 @@ def test_index_throughput_runs_and_reports_every_figure(capsys):
                 "end_to_end_over_slower_part", "end_to_end_over_raw_forward"):
         assert figures[key] > 0, key
     assert figures["images"] == 8 and figures["image_size"] == [500, 375] and figures["workers"] == 2
+
+
+@pytest.mark.slow
+def test_gui_event_loop_quick_mode_reports_each_phase_against_idle(tmp_path):
+    """The event-loop benchmark in its quick mode (real window offscreen, tiny models built by the script):
+    indexing and a diagnosis both finish and each phase has its stall figures and its ratio to the idle window."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("diffusers")
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(BENCHMARKS.parent),
+           "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "gui_event_loop.py"), "--quick", "--json"], env=env, check=False,
+                          capture_output=True, text=True, timeout=540)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    figures = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert figures["jobs"] == {"indexing": "done", "diagnosis": "done", "edit": "done"}
+    assert figures["indexed"] == 40 and figures["diagnosis_opened"]
+    for name in ("idle", "indexing", "diagnosis"):
+        phase = figures["phases"][name]
+        assert phase["ticks"] > 0 and phase["max_ms"] >= phase["p99_ms"] > 0, name
+    for name in ("indexing", "diagnosis"):
+        phase = figures["phases"][name]
+        assert phase["ratio_to_idle"] == pytest.approx(phase["max_ms"] / figures["phases"]["idle"]["max_ms"])
+    assert "RESULT while indexing" in proc.stdout and "RESULT while diagnosis" in proc.stdout

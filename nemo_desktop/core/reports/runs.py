@@ -17,7 +17,8 @@ from .sections.sample import (_diagnosis_children, _doc_meta, _evidence_images, 
 
 
 # ------------------------------------------------------------------------------------------- runs
-def _histogram(groups: dict[str, list[float]]) -> Histogram | None:
+def cei_histogram(groups: dict[str, list[float]]) -> Histogram | None:
+    """CEI values per method on shared bins of 1, 2, 5, 10, ... points (at most ~20 bins); also the app's chart."""
     values = [v for vs in groups.values() for v in vs]
     if not values:
         return None
@@ -127,7 +128,7 @@ def build_run_report(run_id: str, store, *, image_format: str = "jpeg",
         if _name_of(config.get(k)):
             overview_rows.append((k.capitalize(), _name_of(config[k])))
     sections = [Section("Summary", "summary", [KeyValues(overview_rows), summary])]
-    hist = _histogram({m: [ld.result.cei for ld in loaded if ld.method == m
+    hist = cei_histogram({m: [ld.result.cei for ld in loaded if ld.method == m
                            and ld.result.cei is not None and math.isfinite(ld.result.cei)]
                        for m in dict.fromkeys(methods)})
     if hist:

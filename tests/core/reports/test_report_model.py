@@ -10,7 +10,7 @@ from PIL import Image
 from nemo_desktop.core.errors import ConfigError
 from nemo_desktop.core.reports import build_report, build_run_report, build_single_report, resolve_target
 from nemo_desktop.core.reports.model import Figures, Histogram, Index, KeyValues, Paragraph, Table, llm_match_of
-from nemo_desktop.core.reports.runs import _histogram
+from nemo_desktop.core.reports.runs import cei_histogram as _histogram
 
 from report_fixtures import SCRIPT, make_result, make_run, store_result
 

@@ -9,9 +9,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nemo_desktop.core.analytics.predictions import class_counts, order_by_confidence
+
 from .browse_data import BrowseData
 
 ALL, CORRECT, MISCLASSIFIED = "all", "correct", "misclassified"
+DATASET_ORDER, CONFIDENCE_DESC, CONFIDENCE_ASC = "dataset", "confidence-desc", "confidence-asc"
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,7 @@ class FilterSpec:
     pred_class: int | None = None
     conf_min: float = 0.0  # confidence = P(predicted class)
     conf_max: float = 1.0
+    order: str = DATASET_ORDER  # or CONFIDENCE_DESC / CONFIDENCE_ASC (P(predicted class))
 
     @property
     def needs_predictions(self) -> bool:
@@ -29,8 +33,8 @@ class FilterSpec:
 
 
 def filter_rows(data: BrowseData, spec: FilterSpec) -> np.ndarray:
-    """Rows of `data` that pass `spec` (int64, ascending). Prediction filters match nothing in an
-    un-indexed dataset: there are no predictions to match."""
+    """Rows of `data` that pass `spec` (int64), in the spec's order (ascending rows by default). Prediction
+    filters match nothing in an un-indexed dataset: there are no predictions to match."""
     n = len(data)
     if spec.needs_predictions and not data.indexed:
         return np.empty(0, np.int64)
@@ -47,7 +51,10 @@ def filter_rows(data: BrowseData, spec: FilterSpec) -> np.ndarray:
         mask &= data.conf >= spec.conf_min
     if spec.conf_max < 1.0:
         mask &= data.conf <= spec.conf_max
-    return np.flatnonzero(mask)
+    rows = np.flatnonzero(mask)
+    if spec.order != DATASET_ORDER and data.indexed:
+        rows = order_by_confidence(rows, data.conf, descending=spec.order == CONFIDENCE_DESC)
+    return rows
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,5 @@ class ClassAccuracy:
 def class_accuracy(data: BrowseData) -> list[ClassAccuracy]:
     """Per true class: images and how many the classifier gets right (classes without images included)."""
     c = len(data.class_names)
-    images = np.bincount(data.labels, minlength=c) if len(data) else np.zeros(c, np.int64)
-    right = np.bincount(data.labels[data.correct], minlength=c) if data.indexed and len(data) else \
-        np.zeros(c, np.int64)
-    return [ClassAccuracy(i, data.class_names[i], int(images[i]), int(right[i])) for i in range(c)]
+    counts = class_counts(data.labels, data.preds, c)
+    return [ClassAccuracy(i, data.class_names[i], int(counts.images[i]), int(counts.correct[i])) for i in range(c)]

@@ -22,7 +22,9 @@ from ...thumbnails import ThumbnailLoader
 from ...widgets.progress_bar import ProgressBar
 from ..base import Pane, PaneHost
 from .browse_data import BrowseData, count_new_images, index_dataset, open_browse_data, open_indexed
-from .filters import ALL, CORRECT, MISCLASSIFIED, FilterSpec, class_accuracy, filter_rows
+from .analytics_panel import AnalyticsPanel
+from .filters import (ALL, CONFIDENCE_ASC, CONFIDENCE_DESC, CORRECT, DATASET_ORDER, MISCLASSIFIED, FilterSpec,
+                      class_accuracy, filter_rows)
 from .widgets.class_table import CLASS_ROLE, ClassAccuracyModel
 from .widgets.grid import GridModel, make_grid_view
 from .widgets.grid_image import ThumbnailSizeControl, attach_image_viewer, view_current_image
@@ -30,6 +32,8 @@ from .widgets.grid_image import ThumbnailSizeControl, attach_image_viewer, view_
 ANY = -1
 COUNT_DELAY_MS = 400  # the comparison of an index with the files on disk waits for the first screen
 CORRECTNESS = (("All images", ALL), ("Correct", CORRECT), ("Misclassified", MISCLASSIFIED))
+ORDERS = (("Dataset order", DATASET_ORDER), ("Confidence, highest first", CONFIDENCE_DESC),
+          ("Confidence, lowest first", CONFIDENCE_ASC))
 
 
 class DatasetBrowserPane(Pane):
@@ -115,12 +119,21 @@ class DatasetBrowserPane(Pane):
             spin.setValue(value)
         self.conf_min.setObjectName("confMin")
         self.conf_max.setObjectName("confMax")
+        self.order_combo = QComboBox()
+        self.order_combo.setObjectName("orderCombo")
+        for text, value in ORDERS:
+            self.order_combo.addItem(text, value)
+        self.order_combo.setToolTip("Confidence is the classifier's probability of its prediction")
+        self.mistakes_button = QPushButton("Most confident mistakes")
+        self.mistakes_button.setObjectName("confidentMistakesButton")
+        self.mistakes_button.setToolTip("Misclassified images, the most confident prediction first")
+        self.mistakes_button.clicked.connect(self.show_confident_mistakes)
         self.count_label = QLabel("")
         self.count_label.setObjectName("shownCount")
         # Filters apply a moment after the last change, so typing into a spin box filters once.
         self._filter_timer = QTimer(self, singleShot=True, interval=120)
         self._filter_timer.timeout.connect(self.apply_filters)
-        for combo in (self.correctness_combo, self.true_combo, self.pred_combo):
+        for combo in (self.correctness_combo, self.true_combo, self.pred_combo, self.order_combo):
             combo.currentIndexChanged.connect(lambda _i: self._filter_timer.start())
         for spin in (self.conf_min, self.conf_max):
             spin.valueChanged.connect(lambda _v: self._filter_timer.start())
@@ -130,7 +143,8 @@ class DatasetBrowserPane(Pane):
             filters.addWidget(w)
         filters.addStretch(1)
         confidence = QHBoxLayout()
-        for w in (QLabel("Confidence:"), self.conf_min, QLabel("to"), self.conf_max):
+        for w in (QLabel("Confidence:"), self.conf_min, QLabel("to"), self.conf_max, QLabel("Sort:"),
+                  self.order_combo, self.mistakes_button):
             confidence.addWidget(w)
         confidence.addStretch(1)
         confidence.addWidget(self.thumbnail_size)
@@ -158,12 +172,16 @@ class DatasetBrowserPane(Pane):
         self.class_table.setToolTip("Click a class to show its images")
         self.accuracy_label = QLabel("")
         self.accuracy_label.setObjectName("overallAccuracy")
-        side = QWidget()
-        sv = QVBoxLayout(side)
+        classes = QWidget()
+        sv = QVBoxLayout(classes)
         sv.setContentsMargins(0, 0, 0, 0)
         sv.addWidget(QLabel("<b>Per-class accuracy</b>"))
         sv.addWidget(self.accuracy_label)
         sv.addWidget(self.class_table, 1)
+        # Charts linked to the grid: a confusion cell or an accuracy bar sets the filters to its images.
+        side = self.analytics = AnalyticsPanel(classes, host.jobs, host.session)
+        self.analytics.sig_cell_clicked.connect(self.show_confusion_cell)
+        self.analytics.sig_class_clicked.connect(self.show_class)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("datasetSplitter")
@@ -285,6 +303,7 @@ class DatasetBrowserPane(Pane):
         self.data = data
         self._fill_class_combos(data)
         self.class_model.set_rows(class_accuracy(data), data.indexed)
+        self.analytics.set_data(data)
         self._set_filters_enabled(True)
         self.index_button.setEnabled(True)
         self.path_label.setText(path)
@@ -327,7 +346,8 @@ class DatasetBrowserPane(Pane):
     def _set_filters_enabled(self, enabled: bool) -> None:
         indexed = enabled and self.data is not None and self.data.indexed
         self.true_combo.setEnabled(enabled)
-        for w in (self.correctness_combo, self.pred_combo, self.conf_min, self.conf_max):
+        for w in (self.correctness_combo, self.pred_combo, self.conf_min, self.conf_max, self.order_combo,
+                  self.mistakes_button):
             w.setEnabled(indexed)
 
     # -- filtering ------------------------------------------------------------------------------------
@@ -337,7 +357,8 @@ class DatasetBrowserPane(Pane):
         return FilterSpec(correctness=self.correctness_combo.currentData() or ALL,
                           true_class=None if true in (None, ANY) else int(true),
                           pred_class=None if pred in (None, ANY) else int(pred),
-                          conf_min=self.conf_min.value(), conf_max=self.conf_max.value())
+                          conf_min=self.conf_min.value(), conf_max=self.conf_max.value(),
+                          order=self.order_combo.currentData() or DATASET_ORDER)
 
     def apply_filters(self) -> int:
         if self.data is None:
@@ -354,9 +375,12 @@ class DatasetBrowserPane(Pane):
         return len(rows)
 
     def set_filter(self, *, correctness: str | None = None, true_class: int | None = None,
-                   pred_class: int | None = None, conf_min: float | None = None, conf_max: float | None = None) -> int:
-        """Set several filters and apply them once (scripts, tests, clicks in the class table)."""
-        widgets = (self.correctness_combo, self.true_combo, self.pred_combo, self.conf_min, self.conf_max)
+                   pred_class: int | None = None, conf_min: float | None = None, conf_max: float | None = None,
+                   order: str | None = None) -> int:
+        """Set several filters and apply them once (scripts, tests, clicks in the class table and charts).
+        None leaves a filter as it is; ANY (-1) clears a class filter."""
+        widgets = (self.correctness_combo, self.true_combo, self.pred_combo, self.conf_min, self.conf_max,
+                   self.order_combo)
         for w in widgets:
             w.blockSignals(True)
         try:
@@ -370,6 +394,8 @@ class DatasetBrowserPane(Pane):
                 self.conf_min.setValue(conf_min)
             if conf_max is not None:
                 self.conf_max.setValue(conf_max)
+            if order is not None:
+                self.order_combo.setCurrentIndex(self.order_combo.findData(order))
         finally:
             for w in widgets:
                 w.blockSignals(False)
@@ -377,6 +403,19 @@ class DatasetBrowserPane(Pane):
 
     def _class_clicked(self, index) -> None:
         self.set_filter(true_class=int(self.class_model.data(index, CLASS_ROLE)))
+
+    def show_confusion_cell(self, true_class: int, pred_class: int) -> int:
+        """Exactly the images of one confusion-matrix cell (other filters cleared)."""
+        return self.set_filter(correctness=ALL, true_class=true_class, pred_class=pred_class, conf_min=0.0,
+                               conf_max=1.0)
+
+    def show_class(self, true_class: int) -> int:
+        """Exactly the images of one accuracy bar: the class, whatever was predicted."""
+        return self.set_filter(correctness=ALL, true_class=true_class, pred_class=ANY, conf_min=0.0, conf_max=1.0)
+
+    def show_confident_mistakes(self) -> int:
+        return self.set_filter(correctness=MISCLASSIFIED, true_class=ANY, pred_class=ANY, conf_min=0.0,
+                               conf_max=1.0, order=CONFIDENCE_DESC)
 
     # -- indexing -------------------------------------------------------------------------------------
     def index_dataset(self) -> JobHandle | None:
