@@ -46,7 +46,7 @@ class CompetencyControls(QObject):
         self.max_spin.setObjectName("competencyMax")
         self.max_spin.setRange(0.0, 1.0)
         self.max_spin.setSingleStep(0.05)
-        self.max_spin.setDecimals(2)
+        self.max_spin.setDecimals(3)  # competencies crowd near 1
         self.max_spin.setValue(1.0)
         self.max_spin.setToolTip("Show only images whose competency is at most this (1 shows all)")
         self.least_first = QCheckBox("Least competent first")

@@ -1,0 +1,140 @@
+"""Competency in the app, offscreen, on the digits competency world (a real small CNN and an estimator fitted in
+the test): competency-cf on the Analyses page with an image input and the stored-estimator picker; an image sent
+there from the dataset browser; the browser's competency column scored in a job, stored, read back on reopening,
+sorted least competent first and filtered."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture(scope="session")
+def comp_world():
+    import torch
+
+    from fixtures_tiny.competency_world import build_world
+
+    torch.set_num_threads(1)
+    return build_world()
+
+
+@pytest.fixture
+def comp_window(make_window, comp_world, tmp_path, qtbot):
+    """A window whose session holds the world's classifier, with one estimator fitted for it in the store, and a
+    class-folder dataset of 8 images per class."""
+    from fixtures_tiny.competency_world import TINY, write_class_folders
+
+    from nemo_desktop.core.registry import Components, build_analysis
+
+    window = make_window()
+    window.session.put("classifier", "digits-competency", comp_world.classifier)
+    folder = write_class_folders(tmp_path / "data", comp_world.fit_images, comp_world.fit_labels, 8)
+    fit = build_analysis("competency-estimator", Components(classifier=comp_world.classifier,
+                                                            store=window.session.store()), {**TINY, "epochs": 2})
+    fitted = fit(write_class_folders(tmp_path / "fit", comp_world.fit_images, comp_world.fit_labels, 30))
+    window.show()
+    qtbot.waitExposed(window)
+    return window, folder, fitted
+
+
+def _analyses_page(qtbot, pane, name):
+    qtbot.waitUntil(lambda: pane.page is not None and pane.page.spec.name == name, timeout=60000)
+
+
+def test_competency_cf_runs_from_the_analyses_page_on_an_image(qtbot, comp_window, comp_world, tmp_path):
+    from nemo_desktop.core.methods.registry import list_methods
+    from nemo_desktop.gui.panes.analyses.plugin import NAME_ROLE
+
+    window, _, fitted = comp_window
+    pane = window.show_pane("analyses")
+    pane.ensure_shown_once()
+    qtbot.waitUntil(lambda: pane.analysis_list.count() > 0, timeout=60000)
+    listed = {pane.analysis_list.item(i).data(NAME_ROLE) for i in range(pane.analysis_list.count())}
+    assert "competency-cf" in listed and not listed & set(list_methods())  # explanation methods: the workbench
+    pane.select_analysis("competency-cf")
+    _analyses_page(qtbot, pane, "competency-cf")
+    assert pane.data_label.text() == "Image:" and pane.data_path.isVisibleTo(pane)
+    fitted_box = pane._model_boxes["fitted"]
+    assert fitted_box.currentData() == fitted.key and "digits" in fitted_box.currentText()
+    assert set(pane._model_boxes) == {"classifier", "mllm", "fitted"}
+
+    nine = tmp_path / "nine.png"
+    comp_world.nines[0].save(nine)
+    pane.data_path.setText(str(nine))
+    pane.form.set_value("methods", ("reco", "lnn"))  # a multi-choice setting: check boxes
+    pane.form.set_value("explain", False)
+    assert pane.form.values()["methods"] == ("reco", "lnn")
+    with qtbot.waitSignal(pane.sig_result_shown, timeout=120000):
+        pane.run()
+    result = pane.result
+    assert result.analysis == "competency-cf" and [o.method for o in result.counterfactuals] == ["reco", "lnn"]
+    text = pane.result_view.toPlainText()
+    assert "Reco" in text and "LNN" in text and f"{result.original.competency:.3f}"[:4] in text
+    out = tmp_path / "out"
+    out.mkdir()
+    handle = pane.export(str(out / "cf.html"))
+    qtbot.waitUntil(lambda: handle.state in ("done", "failed"), timeout=60000)
+    assert handle.state == "done"
+    html = (out / "cf.html").read_text()
+    assert html.count("data:image/png;base64") >= 3  # the original, counterfactuals and difference maps embedded
+
+
+def test_dataset_browser_competency_column_and_send_to_analysis(qtbot, comp_window, comp_world, make_window):
+    from nemo_desktop.core.analyses.competency.score_set import CompetencyScoreSet
+
+    window, folder, fitted = comp_window
+    browser = window.show_pane("dataset_browser")
+    with qtbot.waitSignal(browser.sig_opened, timeout=20000):
+        browser.open_path(folder)
+    controls = browser.competency
+    qtbot.waitUntil(lambda: controls.estimator_key == fitted.key, timeout=20000)
+    assert controls.column is None and not controls.least_first.isEnabled()
+
+    handle = controls.score()
+    with qtbot.waitSignal(controls.sig_column_changed, timeout=60000):
+        pass
+    assert handle.state == "done"
+    data = browser.data
+    assert not np.isnan(data.competency).any() and controls.column.n == len(data) == 72
+    stored = window.session.store().get(controls.column.result_key)
+    assert stored is not None and stored.kind == "competency-score"
+    by_path = {i.path: i.score.competency for i in CompetencyScoreSet.from_dict(stored.payload).items}
+    assert np.allclose(data.competency, [by_path[p] for p in data.paths], atol=1e-6)
+    assert f"{len(data)} scored" in controls.status.text()
+
+    controls.least_first.setChecked(True)
+    browser.apply_filters()
+    shown = data.competency[browser.grid_model.rows]
+    assert len(shown) == 72 and np.all(np.diff(shown) >= 0)  # least competent first
+    controls.max_spin.setValue(0.9)  # the "low competency" images only
+    n = browser.apply_filters()
+    assert 0 < n == int((data.competency <= 0.9).sum()) < 72
+    assert np.all(data.competency[browser.grid_model.rows] <= 0.9)
+    tip = browser.grid_model.data(browser.grid_model.index(0, 0), 0x03)  # ToolTipRole
+    assert "Competency = " in tip and "P(in-distribution)" in tip
+
+    # Another window (a new session on the same store): opening the dataset reads the stored column back; nothing
+    # asks it to score.
+    again = make_window()
+    again.session.put("classifier", "digits-competency", comp_world.classifier)
+    again.show()
+    browser2 = again.show_pane("dataset_browser")
+    with qtbot.waitSignal(browser2.sig_opened, timeout=20000):
+        browser2.open_path(folder)
+    qtbot.waitUntil(lambda: browser2.data.competency is not None, timeout=30000)
+    assert browser2.competency.column.result_key == controls.column.result_key
+    assert np.allclose(browser2.data.competency, [by_path[p] for p in browser2.data.paths], atol=1e-6)
+
+    # One image to the competency-cf page (the right-click menu lists the image analyses).
+    qtbot.waitUntil(lambda: bool(browser.image_analyses), timeout=60000)
+    browser._grid_menu(browser.grid.visualRect(browser.grid_model.index(0, 0)).center())
+    texts = [a.text() for a in browser._menu.actions()]
+    assert "Analyse with competency-cf…" in texts and "Explain in the workbench" in texts
+    browser._menu.close()
+    path = str(browser.data.paths[browser.grid_model.rows[0]])
+    browser.send_to_analysis("competency-cf", path)
+    analyses = window.show_pane("analyses")
+    _analyses_page(qtbot, analyses, "competency-cf")
+    assert analyses.data_path.text() == path and analyses.chosen_data() == path
