@@ -1,0 +1,148 @@
+"""PaRCE agreement with the reference implementation (sarapohland/competency-counterfactuals), without weights in the
+repository.
+
+The tiny models and images are rebuilt bit-for-bit from a seed (tests/fixtures_tiny/competency_reference_models.py).
+The reference's numbers on them (class loss statistics, calibration accuracy, z*, competency of 30 test images)
+were produced once at development time by running the reference's own code on the rebuilt models
+(`--reference PATH --write`), and only those numbers are committed (tests/core/analyses/competency/
+reference_agreement.json). The reference repository has no licence: it is imported from the developer's own
+checkout at run time, never copied here.
+
+    python benchmarks/competency_reference_agreement.py                  # NEMO vs the committed numbers
+    python benchmarks/competency_reference_agreement.py --reference ~/src/competency-counterfactuals --write
+
+The reference imports plotting and segmentation packages it does not use on this path (seaborn, matplotlib,
+scikit-image, its dataset loaders); when they are not installed they are replaced by empty modules.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+NUMBERS = ROOT / "tests" / "core" / "analyses" / "competency" / "reference_agreement.json"
+REFERENCE_REPO = "sarapohland/competency-counterfactuals"
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+
+def ours(world) -> dict:
+    """NEMO's PaRCE on the rebuilt models: its fit's calibration step and its estimator's scoring."""
+    import torch
+
+    from fixtures_tiny.competency_reference_models import AE, ReferenceWorldClassifier
+    from nemo_desktop.core.analyses.competency import CompetencyEstimatorFit, EstimatorConfig
+    from nemo_desktop.core.analyses.competency.autoencoder import ConvAutoencoder
+    from nemo_desktop.core.jobs import null_context
+
+    clf = ReferenceWorldClassifier(world)
+    ae = ConvAutoencoder(**AE)
+    ae.load_state_dict(world.ae_state)
+    ae.eval()
+    fit = CompetencyEstimatorFit(clf, EstimatorConfig(**AE))  # mean_shift 2, z grid 0..4.95 step 0.05: the reference's
+    with torch.no_grad():
+        probs = torch.softmax(clf.logits_from_unit(world.x_cal), dim=1).double().numpy()
+    est, _ = fit._calibrate(ae, world.x_cal, world.y_cal, probs, (16, 16), null_context())
+    with torch.no_grad():
+        rho = est.competency(world.x_test)["competency"].double().numpy()
+    return {"class_means": list(est.statistics.mean), "class_stds": list(est.statistics.std),
+            "accuracy": est.calibration.accuracy, "zscore": est.calibration.z, "test_competency": rho.tolist()}
+
+
+def _stub_missing(names: list[str]) -> None:
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            sys.modules[name] = types.ModuleType(name)
+    if not hasattr(sys.modules.get("matplotlib"), "pyplot"):
+        sys.modules["matplotlib"].pyplot = sys.modules.setdefault("matplotlib.pyplot",
+                                                                  types.ModuleType("matplotlib.pyplot"))
+
+
+def reference(world, checkout: Path) -> dict:
+    """The reference's own PARCE methods on the same models and images (its loaders and plots left out)."""
+    import torch
+
+    from fixtures_tiny.competency_reference_models import AE_LAYERS, CLASSIFIER_LAYERS, reference_state_dicts
+
+    _stub_missing(["seaborn", "matplotlib", "matplotlib.pyplot"])
+    # Modules the PARCE module imports by name but whose functions this path never calls (dataset loading,
+    # regional segmentation): empty stand-ins, so their own heavy dependencies are not needed.
+    for name in ("src.datasets.setup_dataloader", "src.utils.segment"):
+        stub = types.ModuleType(name)
+        stub.setup_loader = stub.segment = stub.segment_pixels = None
+        sys.modules[name] = stub
+    sys.path.insert(0, str(checkout))
+    from src.competency.parce import PARCE  # noqa: E402 - the developer's checkout
+    from src.networks.model import NeuralNet  # noqa: E402
+
+    clf_state, ae_state = reference_state_dicts(world)
+    model, decoder = NeuralNet(CLASSIFIER_LAYERS), NeuralNet(AE_LAYERS)
+    model.load_state_dict(clf_state)
+    decoder.load_state_dict(ae_state)
+    parce = object.__new__(PARCE)  # its __init__ reads model folders and a dataset from disk
+    parce.method, parce.model, parce.decoder = "overall", model.eval(), decoder.eval()
+    parce.device = torch.device("cpu")
+    y = torch.from_numpy(world.y_cal)
+    loader = [(world.x_cal[s:s + 50], y[s:s + 50]) for s in range(0, len(y), 50)]
+    losses, labels = parce._get_losses(loader)
+    parce.C = len(np.unique(labels))
+    parce._get_distributions(losses, labels, None)
+    labels, outputs = parce._process_data(loader)
+    accuracy = parce._get_prediction_accuracy(labels, outputs)
+    parce._select_zscore(losses, outputs, accuracy, None)
+    with torch.no_grad():
+        test_probs = model(world.x_test).numpy()
+    rho = parce.comp_scores(world.x_test, test_probs)
+    return {"class_means": [float(m) for m in parce.class_means], "class_stds": [float(s) for s in parce.class_stds],
+            "accuracy": float(accuracy), "zscore": float(parce.zscore),
+            "test_competency": [float(r) for r in rho]}
+
+
+def differences(a: dict, b: dict) -> dict:
+    return {k: float(np.max(np.abs(np.asarray(a[k], np.float64) - np.asarray(b[k], np.float64)))) for k in b}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    from fixtures_tiny.competency_reference_models import SEED, build_reference_world
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reference", type=Path, help="a checkout of " + REFERENCE_REPO)
+    ap.add_argument("--write", action="store_true", help="write the reference's numbers to " + str(NUMBERS))
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    world = build_reference_world(SEED)
+    mine = ours(world)
+    if args.reference is not None:
+        numbers = reference(world, args.reference.expanduser())
+        commit = subprocess.run(["git", "-C", str(args.reference), "rev-parse", "HEAD"], capture_output=True,
+                                text=True).stdout.strip() or None
+        record = {"reference": {"repository": REFERENCE_REPO, "commit": commit,
+                                "note": "numbers produced by running the reference's PARCE methods on the rebuilt "
+                                        "models; no code or weights of it are in this repository"},
+                  "seed": SEED, "torch": torch.__version__, "checksums": world.checksums(), "numbers": numbers}
+        if args.write:
+            NUMBERS.write_text(json.dumps(record, indent=1) + "\n")
+            print(f"wrote {NUMBERS}")
+    else:
+        record = json.loads(NUMBERS.read_text())
+    diff = differences(mine, record["numbers"])
+    checks = differences(world.checksums(), record["checksums"])
+    print(json.dumps({"reference_commit": record["reference"]["commit"], "max_abs_difference": diff,
+                      "rebuild_checksum_difference": checks,
+                      "test_competency_range": [min(mine["test_competency"]), max(mine["test_competency"])]},
+                     indent=1))
+    return 0 if max(diff.values()) <= 1e-5 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
