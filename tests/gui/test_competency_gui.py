@@ -138,3 +138,35 @@ def test_dataset_browser_competency_column_and_send_to_analysis(qtbot, comp_wind
     analyses = window.show_pane("analyses")
     _analyses_page(qtbot, analyses, "competency-cf")
     assert analyses.data_path.text() == path and analyses.chosen_data() == path
+
+
+def test_competency_filter_and_order_on_the_arrays():
+    """Unscored images (NaN) drop out of a competency filter and sort last; without scores the filter matches
+    nothing rather than everything."""
+    from nemo_desktop.gui.panes.dataset_browser.browse_data import BrowseData
+    from nemo_desktop.gui.panes.dataset_browser.filters import FilterSpec, filter_rows
+
+    n = 5
+    data = BrowseData("/d", ["a", "b"], np.array([f"/d/{i}.png" for i in range(n)], object),
+                      np.array([0, 1, 0, 1, 0]), np.full(n, -1), np.full(n, np.nan, np.float32),
+                      np.full(n, np.nan, np.float32))
+    assert filter_rows(data, FilterSpec(competency_max=0.5)).size == 0
+    data.competency = np.array([0.9, np.nan, 0.2, 0.95, 0.4], np.float32)
+    assert filter_rows(data, FilterSpec(least_competent_first=True)).tolist() == [2, 4, 0, 3, 1]
+    assert filter_rows(data, FilterSpec(competency_max=0.5, least_competent_first=True)).tolist() == [2, 4]
+    assert filter_rows(data, FilterSpec(true_class=0, competency_max=0.9)).tolist() == [0, 2, 4]
+
+
+def test_only_estimators_of_the_loaded_classifier_are_offered(comp_window, comp_world):
+    from dataclasses import replace
+
+    from fixtures_tiny.competency_world import DigitsClassifier
+
+    from nemo_desktop.gui.panes.dataset_browser.competency_column import estimators_for
+
+    window, _, fitted = comp_window
+    store = window.session.store()
+    assert [k for k, _ in estimators_for(store, comp_world.classifier)] == [fitted.key]
+    other = DigitsClassifier(comp_world.classifier.model)
+    other.info = replace(comp_world.classifier.info, revision="another-revision")
+    assert estimators_for(store, other) == [] and estimators_for(store, None) == []
