@@ -81,7 +81,8 @@ def test_competency_cf_runs_from_the_analyses_page_on_an_image(qtbot, comp_windo
     assert html.count("data:image/png;base64") >= 3  # the original, counterfactuals and difference maps embedded
 
 
-def test_dataset_browser_competency_column_and_send_to_analysis(qtbot, comp_window, comp_world, make_window):
+def test_dataset_browser_competency_column_and_send_to_analysis(qtbot, comp_window, comp_world, make_window,
+                                                                tmp_path):
     from nemo_desktop.core.analyses.competency.score_set import CompetencyScoreSet
 
     window, folder, fitted = comp_window
@@ -138,6 +139,15 @@ def test_dataset_browser_competency_column_and_send_to_analysis(qtbot, comp_wind
     analyses = window.show_pane("analyses")
     _analyses_page(qtbot, analyses, "competency-cf")
     assert analyses.data_path.text() == path and analyses.chosen_data() == path
+
+    # Another dataset: the first one's scores are not shown for it (none of its images were scored).
+    from fixtures_tiny.competency_world import write_class_folders
+
+    other = write_class_folders(tmp_path / "other", comp_world.test_images, comp_world.test_labels, 2)
+    window.show_pane("dataset_browser")
+    with qtbot.waitSignal(browser.sig_opened, timeout=20000):
+        browser.open_path(other)
+    assert controls.column is None and browser.data.competency is None and controls.status.text() == ""
 
 
 def test_competency_filter_and_order_on_the_arrays():

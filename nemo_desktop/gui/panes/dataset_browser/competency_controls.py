@@ -111,6 +111,8 @@ class CompetencyControls(QObject):
     def dataset_shown(self, data: BrowseData) -> None:
         """A dataset was (re)shown: attach the column when it covers its images, else look for a stored one."""
         self.attach(data)
+        if self.column is not None and len(data) and np.isnan(data.competency).all():  # another dataset
+            self.set_column(None)
         self._update_enabled()
         if self.column is None and self.estimator_key:
             self.look_up_stored()
