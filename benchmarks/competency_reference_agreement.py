@@ -2,8 +2,9 @@
 repository.
 
 The tiny models and images are rebuilt bit-for-bit from a seed (tests/fixtures_tiny/competency_reference_models.py).
-The reference's numbers on them (class loss statistics, calibration accuracy, z*, competency of 30 test images)
-were produced once at development time by running the reference's own code on the rebuilt models
+The reference's numbers on them (class loss statistics, calibration accuracy, z*, competency of 30 test images,
+and for the low-competency ones the Reco, FGD, LGD and LNN counterfactuals' competency and pixel sums, against
+NEMO's reference-compatibility mode) were produced once at development time by running the reference's own code on the rebuilt models
 (`--reference PATH --write`), and only those numbers are committed (tests/core/analyses/competency/
 reference_agreement.json). The reference repository has no licence: it is imported from the developer's own
 checkout at run time, never copied here.
@@ -32,8 +33,18 @@ REFERENCE_REPO = "sarapohland/competency-counterfactuals"
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 
-def ours(world) -> dict:
-    """NEMO's PaRCE on the rebuilt models: its fit's calibration step and its estimator's scoring."""
+GENERATORS = ("reco", "fgd", "lgd", "lnn")  # IGD needs LPIPS' pretrained AlexNet, which is not here (see report)
+THRESHOLD = 0.9
+
+
+def _generator_numbers(images, competency) -> dict:
+    """Per image: the counterfactual's competency and the sum of its pixel values (a checksum of the image)."""
+    return {"competency": [float(r) for r in competency],
+            "pixel_sum": [float(v) for v in images.detach().double().flatten(1).sum(dim=1)]}
+
+
+def our_estimator(world):
+    """NEMO's fitted estimator on the rebuilt models: its fit's calibration step on the calibration images."""
     import torch
 
     from fixtures_tiny.competency_reference_models import AE, ReferenceWorldClassifier
@@ -49,10 +60,32 @@ def ours(world) -> dict:
     with torch.no_grad():
         probs = torch.softmax(clf.logits_from_unit(world.x_cal), dim=1).double().numpy()
     est, _ = fit._calibrate(ae, world.x_cal, world.y_cal, probs, (16, 16), null_context())
+    return est
+
+
+def ours(world, generators: bool = True) -> dict:
+    """NEMO's PaRCE on the rebuilt models, and its generators in reference-compatibility mode on the test images
+    below the threshold."""
+    import torch
+
+    from nemo_desktop.core.analyses.competency import CounterfactualConfig
+    from nemo_desktop.core.analyses.competency.generators import generate
+    from nemo_desktop.core.jobs import null_context
+
+    est = our_estimator(world)
     with torch.no_grad():
         rho = est.competency(world.x_test)["competency"].double().numpy()
-    return {"class_means": list(est.statistics.mean), "class_stds": list(est.statistics.std),
-            "accuracy": est.calibration.accuracy, "zscore": est.calibration.z, "test_competency": rho.tolist()}
+    out = {"class_means": list(est.statistics.mean), "class_stds": list(est.statistics.std),
+           "accuracy": est.calibration.accuracy, "zscore": est.calibration.z, "test_competency": rho.tolist()}
+    if generators:
+        low = world.x_test[torch.from_numpy(rho < THRESHOLD)]
+        cfg = CounterfactualConfig(compatibility=True, threshold=THRESHOLD)  # the reference's defaults otherwise
+        out["generators"] = {}
+        for method in GENERATORS:
+            images = generate(method, est, low, cfg, null_context()).images
+            with torch.no_grad():
+                out["generators"][method] = _generator_numbers(images, est.competency(images)["competency"])
+    return out
 
 
 def _stub_missing(names: list[str]) -> None:
@@ -101,13 +134,34 @@ def reference(world, checkout: Path) -> dict:
     with torch.no_grad():
         test_probs = model(world.x_test).numpy()
     rho = parce.comp_scores(world.x_test, test_probs)
-    return {"class_means": [float(m) for m in parce.class_means], "class_stds": [float(s) for s in parce.class_stds],
-            "accuracy": float(accuracy), "zscore": float(parce.zscore),
-            "test_competency": [float(r) for r in rho]}
+    out = {"class_means": [float(m) for m in parce.class_means], "class_stds": [float(s) for s in parce.class_stds],
+           "accuracy": float(accuracy), "zscore": float(parce.zscore),
+           "test_competency": [float(r) for r in rho], "generators": {}}
+    _stub_missing(["lpips"])
+    from src.counterfactual import methods  # noqa: E402
+
+    parce.dataloader = loader  # LNN's bank: the calibration images
+    low = world.x_test[torch.from_numpy(rho < THRESHOLD)]
+    makers = {"reco": lambda x: decoder(x), "fgd": methods.FeatureGradientDescent(parce).get_counterfactual,
+              "lgd": methods.LatentGradientDescent(parce).get_counterfactual,
+              "lnn": methods.LatentNearestNeighbors(parce).get_counterfactual}
+    for method in GENERATORS:
+        images = makers[method](low).detach()
+        with torch.no_grad():
+            comp = parce.comp_scores(images, model(images).numpy())
+        out["generators"][method] = _generator_numbers(images, comp)
+    return out
 
 
 def differences(a: dict, b: dict) -> dict:
-    return {k: float(np.max(np.abs(np.asarray(a[k], np.float64) - np.asarray(b[k], np.float64)))) for k in b}
+    """Largest absolute difference per number (nested per generator)."""
+    out = {}
+    for k, v in b.items():
+        if isinstance(v, dict):
+            out.update({f"{k}.{kk}": vv for kk, vv in differences(a[k], v).items()})
+        else:
+            out[k] = float(np.max(np.abs(np.asarray(a[k], np.float64) - np.asarray(v, np.float64))))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
