@@ -195,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
                       "rebuild_checksum_difference": checks,
                       "test_competency_range": [min(mine["test_competency"]), max(mine["test_competency"])]},
                      indent=1))
-    return 0 if max(diff.values()) <= 1e-5 else 1
+    # Competencies and statistics within 1e-5; pixel sums are reported (FGD's differ within one Adam step per pixel,
+    # see tests/core/analyses/competency/test_reference_agreement.py).
+    return 0 if max(v for k, v in diff.items() if not k.endswith("pixel_sum")) <= 1e-5 else 1
 
 
 if __name__ == "__main__":
