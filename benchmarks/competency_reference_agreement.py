@@ -113,8 +113,8 @@ def reference(world, checkout: Path) -> dict:
         stub.setup_loader = stub.segment = stub.segment_pixels = None
         sys.modules[name] = stub
     sys.path.insert(0, str(checkout))
-    from src.competency.parce import PARCE  # noqa: E402 - the developer's checkout
-    from src.networks.model import NeuralNet  # noqa: E402
+    from src.competency.parce import PARCE  # the developer's checkout
+    from src.networks.model import NeuralNet
 
     clf_state, ae_state = reference_state_dicts(world)
     model, decoder = NeuralNet(CLASSIFIER_LAYERS), NeuralNet(AE_LAYERS)
@@ -138,7 +138,7 @@ def reference(world, checkout: Path) -> dict:
            "accuracy": float(accuracy), "zscore": float(parce.zscore),
            "test_competency": [float(r) for r in rho], "generators": {}}
     _stub_missing(["lpips"])
-    from src.counterfactual import methods  # noqa: E402
+    from src.counterfactual import methods
 
     parce.dataloader = loader  # LNN's bank: the calibration images
     low = world.x_test[torch.from_numpy(rho < THRESHOLD)]
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.reference is not None:
         numbers = reference(world, args.reference.expanduser())
         commit = subprocess.run(["git", "-C", str(args.reference), "rev-parse", "HEAD"], capture_output=True,
-                                text=True).stdout.strip() or None
+                                text=True, check=False).stdout.strip() or None
         record = {"reference": {"repository": REFERENCE_REPO, "commit": commit,
                                 "note": "numbers produced by running the reference's PARCE methods on the rebuilt "
                                         "models; no code or weights of it are in this repository"},
