@@ -140,6 +140,21 @@ def test_dataset_browser_competency_column_and_send_to_analysis(qtbot, comp_wind
     _analyses_page(qtbot, analyses, "competency-cf")
     assert analyses.data_path.text() == path and analyses.chosen_data() == path
 
+    # Another classifier loaded: the estimator is not offered for it, and the scores go.
+    from dataclasses import replace
+
+    from fixtures_tiny.competency_world import DigitsClassifier
+
+    other_clf = DigitsClassifier(comp_world.classifier.model)
+    other_clf.info = replace(comp_world.classifier.info, revision="another-revision")
+    window.session.put("classifier", "other", other_clf)
+    window.sig_models_changed.emit()
+    qtbot.waitUntil(lambda: controls.estimator_key is None, timeout=20000)
+    assert controls.column is None and browser.data.competency is None and not controls.score_button.isEnabled()
+    window.session.put("classifier", "digits-competency", comp_world.classifier)
+    window.sig_models_changed.emit()
+    qtbot.waitUntil(lambda: browser.data.competency is not None, timeout=30000)  # read back from the store
+
     # Another dataset: the first one's scores are not shown for it (none of its images were scored).
     from fixtures_tiny.competency_world import write_class_folders
 

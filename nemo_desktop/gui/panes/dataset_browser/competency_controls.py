@@ -85,8 +85,10 @@ class CompetencyControls(QObject):
         i = self.estimator_combo.findData(current) if current else -1
         self.estimator_combo.setCurrentIndex(max(i, 0))
         self.estimator_combo.blockSignals(False)
+        if self.column is not None and self.column.estimator_key != self.estimator_key:
+            self.set_column(None)  # another classifier was loaded: its estimator's scores are not these
         self._update_enabled()
-        if self.estimator_key and (self.column is None or self.column.estimator_key != self.estimator_key):
+        if self.estimator_key and self.column is None:
             self.look_up_stored()
 
     @property
