@@ -100,13 +100,17 @@ def _pane(qtbot, make_window, name):
 
 
 def test_every_registered_dataset_model_and_fit_analysis_is_listed(qtbot, make_window):
+    """And the per-sample analyses that are not explanation methods (those have the workbench)."""
+    from nemo_desktop.core.methods.registry import list_methods
     from nemo_desktop.core.registry import get_analysis, list_analyses
 
     window, pane = _pane(qtbot, make_window, "global-explanation")
     from nemo_desktop.gui.panes.analyses.plugin import NAME_ROLE
 
     listed = {pane.analysis_list.item(i).data(NAME_ROLE) for i in range(pane.analysis_list.count())}
-    assert listed == {n for n in list_analyses() if get_analysis(n).kind in ("dataset", "model", "fit")}
+    assert listed == {n for n in list_analyses() if get_analysis(n).kind in ("dataset", "model", "fit")} | \
+        (set(list_analyses("sample")) - set(list_methods()))
+    assert "competency-cf" in listed
     # The global explanation runs on a stored run and needs a multimodal LLM: the page asks for exactly that.
     assert pane.data_label.text() == "Run:" and pane.data_combo.isVisibleTo(pane)
     assert not pane.data_path.isVisibleTo(pane)

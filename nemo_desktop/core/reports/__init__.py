@@ -14,6 +14,7 @@ from ..jobs import JobContext
 from .html import render_html
 from .images import FORMATS as IMAGE_FORMATS
 from .model import ReportDocument, build_result_report, build_run_report, build_single_report
+from .sections import has_own_report
 
 FORMATS = ("html", "pdf")
 
@@ -65,8 +66,9 @@ def build_report(target: Any, store, *, image_format: str | None = None,
         stored = store.get(ident)
         doc = stored_result_report(stored, store, ctx=ctx, **fmt) if stored is not None else None
         return doc if doc is not None else build_single_report(ident, store, ctx=ctx, **fmt)
-    if getattr(target, "kind", "sample") != "sample" and getattr(target, "analysis", None):
-        return build_result_report(target, store, ctx=ctx)  # a dataset / model / fit analysis' own section
+    kind, analysis = getattr(target, "kind", "sample"), getattr(target, "analysis", None)
+    if isinstance(analysis, str) and (kind != "sample" or has_own_report(kind, analysis)):
+        return build_result_report(target, store, ctx=ctx)  # an analysis' own section (dataset, model, fit, cf)
     return build_single_report(target, store, ctx=ctx, **fmt)
 
 

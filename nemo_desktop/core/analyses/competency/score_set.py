@@ -149,25 +149,43 @@ class CompetencyScoreAnalysis:
             return list(mapped.paths), [int(y) for y in mapped.labels], None
         return list(images), None, None
 
-    def __call__(self, images: Any, ctx: JobContext | None = None) -> CompetencyScoreSet:
+    def _key(self, paths: list[Any], labels: list[int] | None) -> tuple[str, str]:
+        """(results-store key, images fingerprint); the fingerprint reads every file's content hash."""
         from ...methods.intervention import model_part
         from ...store import result_key
         from .fit import dataset_fingerprint
+
+        est = self.estimator
+        fingerprint = dataset_fingerprint(paths, labels if labels is not None else [-1] * len(paths))
+        key = result_key(ANALYSIS, version=VERSION, estimator=est.manifest.get("weights_sha256"),
+                         classifier=model_part(est.classifier.info), images=fingerprint,
+                         labelled=labels is not None, config=config_dict(self.config))
+        return key, fingerprint
+
+    def _load(self, key: str) -> CompetencyScoreSet | None:
+        if self.store is None or (done := self.store.get(key)) is None:
+            return None
+        result = CompetencyScoreSet.from_dict(done.payload)
+        result.result_key = key
+        return result
+
+    def stored(self, images: Any) -> CompetencyScoreSet | None:
+        """The stored scores of `images` when they were computed before (nothing is scored)."""
+        paths, labels, _ = self._items(images)
+        return self._load(self._key(paths, labels)[0]) if paths else None
+
+    def __call__(self, images: Any, ctx: JobContext | None = None) -> CompetencyScoreSet:
+        from ...methods.intervention import model_part
 
         ctx = ctx or null_context()
         paths, labels, unlabelled_why = self._items(images)
         if not paths:
             raise ConfigError("There are no images to score.")
         est = self.estimator
-        fingerprint = dataset_fingerprint(paths, labels if labels is not None else [-1] * len(paths))
-        key = result_key(ANALYSIS, version=VERSION, estimator=est.manifest.get("weights_sha256"),
-                         classifier=model_part(est.classifier.info), images=fingerprint,
-                         labelled=labels is not None, config=config_dict(self.config))
-        if self.store is not None and (done := self.store.get(key)) is not None:
+        key, fingerprint = self._key(paths, labels)
+        if (done := self._load(key)) is not None:
             ctx.progress("Loaded from the results store", 1, 1)
-            result = CompetencyScoreSet.from_dict(done.payload)
-            result.result_key = key
-            return result
+            return done
         items, failed = [], {}
         starts = range(0, len(paths), BATCH)
         for s in ctx.track(starts, stage="Scoring competency", total=len(starts)):

@@ -56,6 +56,13 @@ def _ensure() -> None:
         _loaded = True
 
 
+def has_own_report(kind: str, analysis: str | None) -> bool:
+    """Whether results of this analysis have a section of their own (e.g. competency-cf, a per-sample
+    analysis that is not an explanation)."""
+    _ensure()
+    return analysis is not None and (kind, analysis) in _REPORTS
+
+
 def report_builder(kind: str, analysis: str | None) -> Callable[..., Any]:
     _ensure()
     fn = _REPORTS.get((kind, analysis)) or _REPORTS.get((kind, None))

@@ -1,4 +1,5 @@
-"""Analyses pane: every registered dataset, model and fit analysis on one page of the same shape.
+"""Analyses pane: every registered dataset, model and fit analysis, and the per-sample analyses that are not
+workbench explanation methods (competency counterfactuals), on one page of the same shape.
 
 Pick an analysis; the page asks for what it runs on (a stored run, a reference index, a folder), the models it
 declares (the current one of each kind, or one from the catalog), and its settings (the form built from its
@@ -29,6 +30,7 @@ class AnalysesPane(Pane):
     NAME = "analyses"
     TITLE = "Analyses"
     SUMMARY = "Dataset- and model-level analyses: failure modes, model differences, competency, global explanations."
+    _pending: tuple[str, str | None] | None = None  # (analysis, data) asked for before its page was shown
 
     sig_result_shown = Signal(object)  # the analysis result now on screen
 
@@ -128,8 +130,28 @@ class AnalysesPane(Pane):
             item.setData(NAME_ROLE, spec.name)
             item.setToolTip(spec.description)
             self.analysis_list.addItem(item)
-        if specs:
+        if self._pending is not None and self._pending[0] in {s.name for s in specs}:
+            self.select_analysis(self._pending[0])
+        elif specs:
             self.analysis_list.setCurrentRow(0)
+
+    def open_with(self, name: str, data: str | None = None) -> None:
+        """Show analysis `name`'s page with `data` (an image path, a folder) filled in: the dataset browser's
+        "Analyse with" menu sends an image here. The page comes from a job, so the data waits for it."""
+        self._pending = (name, data)
+        if self.analysis_list.count():
+            self.select_analysis(name)
+            current = self.analysis_list.currentItem()
+            if self.page is not None and self.page.spec.name == name and current is not None:
+                self._apply_pending()
+        else:
+            self.ensure_shown_once()
+
+    def _apply_pending(self) -> None:
+        if self._pending is not None and self.page is not None and self.page.spec.name == self._pending[0]:
+            if self._pending[1] is not None:
+                self.data_path.setText(self._pending[1])
+            self._pending = None
 
     def select_analysis(self, name: str) -> None:
         for i in range(self.analysis_list.count()):
@@ -197,6 +219,7 @@ class AnalysesPane(Pane):
                                     + ":", box)
         self.models_box.setVisible(bool(self._model_boxes))
         self.form.set_config(spec.config)
+        self._apply_pending()
         self._update_buttons()
 
     def _browse(self) -> None:

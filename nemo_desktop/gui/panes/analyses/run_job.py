@@ -13,7 +13,9 @@ from typing import Any
 
 from nemo_desktop.core.jobs import JobContext
 
-PAGE_KINDS = ("dataset", "model", "fit")  # per-sample methods have the Explanation workbench
+PAGE_KINDS = ("dataset", "model", "fit")
+# Per-sample analyses that are explanation methods (ExplanationResult) have the Explanation workbench; the other
+# per-sample analyses (competency-cf: an image plus a fitted estimator) get this page, with an image as data.
 SESSION_KINDS = ("classifier", "mllm", "editor")  # roles the session keeps a current model for
 NONE = ""  # a component left out (optional roles) or "the current / default model" (session roles)
 
@@ -30,10 +32,22 @@ class PageData:
     current: dict[str, str]  # session kind -> ref in memory or the default
 
 
+def on_page(spec: Any) -> bool:
+    """Dataset, model and fit analyses, and per-sample analyses that are not workbench explanation methods."""
+    from nemo_desktop.core.methods.result import ExplanationResult
+
+    return spec.kind in PAGE_KINDS or (spec.kind == "sample" and spec.result is not ExplanationResult)
+
+
 def list_page_analyses() -> list[Any]:
     from nemo_desktop.core.registry import get_analysis, list_analyses
 
-    return [get_analysis(n) for n in list_analyses() if get_analysis(n).kind in PAGE_KINDS]
+    return [get_analysis(n) for n in list_analyses() if on_page(get_analysis(n))]
+
+
+def image_analyses() -> list[tuple[str, str]]:
+    """(name, description) of the page's analyses that run on one image: what an image can be sent to."""
+    return [(s.name, s.description) for s in list_page_analyses() if s.inputs.data == "image"]
 
 
 def page_data(session, name: str, ctx: JobContext) -> PageData:
@@ -56,7 +70,9 @@ def page_data(session, name: str, ctx: JobContext) -> PageData:
         for r in store.find(kind=spec.inputs.fitted, limit=200) + store.find(analysis=spec.inputs.fitted, limit=200):
             if r.key not in seen:
                 seen.add(r.key)
-                fitted.append((r.key, f"{r.key[:12]} ({datetime.fromtimestamp(r.created_at):%Y-%m-%d %H:%M})"))
+                model = ((r.payload.get("manifest") or {}).get("classifier") or {}).get("id")
+                fitted.append((r.key, f"{r.key[:12]} ({datetime.fromtimestamp(r.created_at):%Y-%m-%d %H:%M}"
+                                      + (f", for {model})" if model else ")")))
     loaded = session.loaded()
     current = {k: loaded.get(k) or session.default_ref(k) or "" for k in SESSION_KINDS}
     return PageData(spec, data_choices(spec, store), models, fitted, current)

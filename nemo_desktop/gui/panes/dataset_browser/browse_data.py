@@ -32,6 +32,9 @@ class BrowseData:
     errors: dict[str, str] = field(default_factory=dict)  # unreadable images: path -> reason
     indexes: list[dict] = field(default_factory=list)  # every index of this dataset (ReferenceIndex.list rows)
     skipped_labels: dict[str, str] = field(default_factory=dict)  # labels the classifier does not know
+    # Competency column (competency_column.py): float32 per row, NaN where not scored; None when not shown.
+    competency: np.ndarray | None = None
+    competency_parts: np.ndarray | None = None  # (n, 2) float32: classifier confidence, P(in-distribution)
 
     def __len__(self) -> int:
         return len(self.paths)

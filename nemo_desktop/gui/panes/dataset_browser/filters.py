@@ -25,6 +25,8 @@ class FilterSpec:
     conf_min: float = 0.0  # confidence = P(predicted class)
     conf_max: float = 1.0
     order: str = DATASET_ORDER  # or CONFIDENCE_DESC / CONFIDENCE_ASC (P(predicted class))
+    competency_max: float = 1.0  # show images whose competency is at most this (unscored ones drop out below 1)
+    least_competent_first: bool = False  # order by competency, lowest first, unscored last (wins over `order`)
 
     @property
     def needs_predictions(self) -> bool:
@@ -33,10 +35,14 @@ class FilterSpec:
 
 
 def filter_rows(data: BrowseData, spec: FilterSpec) -> np.ndarray:
-    """Rows of `data` that pass `spec` (int64), in the spec's order (ascending rows by default). Prediction
-    filters match nothing in an un-indexed dataset: there are no predictions to match."""
+    """Rows of `data` that pass `spec` (int64), in the spec's order (ascending rows by default; by competency or
+    confidence when asked). Prediction filters match nothing in an un-indexed dataset, and a competency filter
+    nothing without scores: there is nothing to match."""
     n = len(data)
     if spec.needs_predictions and not data.indexed:
+        return np.empty(0, np.int64)
+    comp = data.competency
+    if spec.competency_max < 1.0 and comp is None:
         return np.empty(0, np.int64)
     mask = np.ones(n, bool)
     if spec.true_class is not None:
@@ -51,8 +57,12 @@ def filter_rows(data: BrowseData, spec: FilterSpec) -> np.ndarray:
         mask &= data.conf >= spec.conf_min
     if spec.conf_max < 1.0:
         mask &= data.conf <= spec.conf_max
+    if spec.competency_max < 1.0:
+        mask &= comp <= spec.competency_max  # NaN (not scored) compares False
     rows = np.flatnonzero(mask)
-    if spec.order != DATASET_ORDER and data.indexed:
+    if spec.least_competent_first and comp is not None:
+        rows = rows[np.argsort(comp[rows], kind="stable")]  # NaN sorts last
+    elif spec.order != DATASET_ORDER and data.indexed:
         rows = order_by_confidence(rows, data.conf, descending=spec.order == CONFIDENCE_DESC)
     return rows
 

@@ -3,7 +3,9 @@
 Opening reads the dataset on the I/O lane and shows it through its reference index when one exists.
 Indexing runs on the GPU lane (`core.data.reference_index.build_index`, resumable, with progress).
 Filters rebuild the grid's row array with numpy; thumbnails come from `ThumbnailLoader`.
-Selected images go to the explanation workbench with their true class.
+Selected images go to the explanation workbench with their true class; one image can be sent (right-click) to
+a per-sample analysis of the Analyses pane. With a stored competency estimator for the loaded classifier, a
+competency row scores the dataset and sorts / filters by it (competency_controls.py).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from ...widgets.progress_bar import ProgressBar
 from ..base import Pane, PaneHost
 from .browse_data import BrowseData, count_new_images, index_dataset, open_browse_data, open_indexed
 from .analytics_panel import AnalyticsPanel
+from .competency_controls import CompetencyControls
 from .filters import (ALL, CONFIDENCE_ASC, CONFIDENCE_DESC, CORRECT, DATASET_ORDER, MISCLASSIFIED, FilterSpec,
                       class_accuracy, filter_rows)
 from .widgets.class_table import CLASS_ROLE, ClassAccuracyModel
@@ -60,7 +63,14 @@ class DatasetBrowserPane(Pane):
         self.grid.selectionModel().selectionChanged.connect(lambda *_: self._update_selection())
         self.grid.doubleClicked.connect(lambda _i: self.explain_selected())
         self.thumbnail_size = ThumbnailSizeControl(self.grid)
-        attach_image_viewer(self)
+        attach_image_viewer(self)  # Space opens the zoomable viewer; the context menu below offers it too
+        self.grid.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.grid.customContextMenuRequested.connect(self._grid_menu)
+        self.image_analyses: list[tuple[str, str]] = []  # (name, description): what one image can be sent to
+        self.competency = CompetencyControls(self)
+        self.competency.sig_filter_changed.connect(lambda: self._filter_timer.start())
+        self.competency.sig_column_changed.connect(lambda _c: self.apply_filters())
+        host.sig_models_changed.connect(self.competency.refresh)
 
         # -- top bar: open, index --
         self.open_button = QToolButton()
@@ -219,6 +229,7 @@ class DatasetBrowserPane(Pane):
         layout.addWidget(self.warning_label)
         layout.addLayout(filters)
         layout.addLayout(confidence)
+        layout.addWidget(self.competency.bar)
         layout.addWidget(self.splitter, 1)
         layout.addLayout(bottom)
         self._set_filters_enabled(False)
@@ -308,6 +319,7 @@ class DatasetBrowserPane(Pane):
         self.index_button.setEnabled(True)
         self.path_label.setText(path)
         self._describe(data)
+        self.competency.dataset_shown(data)
         self.apply_filters()
         self.sig_opened.emit(data)
 
@@ -354,18 +366,24 @@ class DatasetBrowserPane(Pane):
     def filter_spec(self) -> FilterSpec:
         true = self.true_combo.currentData()
         pred = self.pred_combo.currentData()
+        scored = self.data is not None and self.data.competency is not None
         return FilterSpec(correctness=self.correctness_combo.currentData() or ALL,
                           true_class=None if true in (None, ANY) else int(true),
                           pred_class=None if pred in (None, ANY) else int(pred),
                           conf_min=self.conf_min.value(), conf_max=self.conf_max.value(),
-                          order=self.order_combo.currentData() or DATASET_ORDER)
+                          order=self.order_combo.currentData() or DATASET_ORDER,
+                          competency_max=self.competency.max_spin.value() if scored else 1.0,
+                          least_competent_first=scored and self.competency.least_first.isChecked())
 
     def apply_filters(self) -> int:
         if self.data is None:
             return 0
         self._filter_timer.stop()
         started = time.perf_counter()
-        spec = self.filter_spec() if self.data.indexed else FilterSpec(true_class=self.filter_spec().true_class)
+        spec = self.filter_spec()
+        if not self.data.indexed:
+            spec = FilterSpec(true_class=spec.true_class, competency_max=spec.competency_max,
+                              least_competent_first=spec.least_competent_first)
         rows = filter_rows(self.data, spec)
         self.grid_model.set_view(self.data, rows)
         self.last_filter_ms = 1000 * (time.perf_counter() - started)
@@ -481,6 +499,26 @@ class DatasetBrowserPane(Pane):
         self.view_button.setEnabled(n > 0)
         self.selection_label.setText(f"{n} selected" if n else "Select images (Ctrl/Shift-click) to explain them.")
 
+    def _grid_menu(self, pos) -> None:
+        index = self.grid.indexAt(pos)
+        if not index.isValid():
+            return
+        if not self.grid.selectionModel().isSelected(index):
+            self.grid.setCurrentIndex(index)  # right-click on an unselected image selects it alone
+        menu = QMenu(self.grid)
+        menu.addAction("View image (zoom)\tSpace", lambda: view_current_image(self))
+        menu.addAction("Explain in the workbench", self.explain_selected)
+        path = str(self.data.paths[self.grid_model.dataset_row(index)])
+        for name, description in self.image_analyses:
+            action = menu.addAction(f"Analyse with {name}…", lambda n=name, p=path: self.send_to_analysis(n, p))
+            action.setToolTip(description)
+        menu.popup(self.grid.viewport().mapToGlobal(pos))
+        self._menu = menu  # kept for tests and so that it is not collected while open
+
+    def send_to_analysis(self, name: str, path: str) -> None:
+        """Open the Analyses pane on `name` with this image as its data."""
+        self.host.show_pane("analyses").open_with(name, path)  # type: ignore[attr-defined]
+
     def explain_selected(self) -> None:
         samples = self.selected_samples()
         if samples:
@@ -489,6 +527,12 @@ class DatasetBrowserPane(Pane):
 
     # -- state ----------------------------------------------------------------------------------------------
     def on_first_shown(self) -> None:
+        from ..analyses.run_job import image_analyses
+
+        handle = self.host.jobs.submit(lambda ctx: image_analyses(), title="Reading the analyses", lane=IO,
+                                       visible=False, ask_before_quit=False)
+        handle.sig_done.connect(lambda found: setattr(self, "image_analyses", found))
+        self.competency.refresh()
         if self._restore_path and Path(self._restore_path).exists() and self.data is None:
             self.open_path(self._restore_path)
 

@@ -88,6 +88,10 @@ class GridModel(QStandardItemModel):
             if d.preds[r] >= 0:
                 lines.append(f"Predicted: {d.class_names[d.preds[r]]} (p = {d.conf[r]:.3f})")
                 lines.append(f"P(true class) = {d.prob_true[r]:.3f}")
+            if d.competency is not None and not math.isnan(d.competency[r]):
+                conf, pid = d.competency_parts[r]
+                lines.append(f"Competency = {d.competency[r]:.3f} (confidence {conf:.3f} × P(in-distribution) "
+                             f"{pid:.3f})")
             return "\n".join(lines)
         return None
 
@@ -109,7 +113,8 @@ class GridModel(QStandardItemModel):
 
 
 class GridDelegate(QStyledItemDelegate):
-    """Thumbnail, a green/red frame (correct/misclassified), the true class and the prediction."""
+    """Thumbnail, a green/red frame (correct/misclassified), the true class and the prediction, and the
+    competency (when scored) as a badge."""
 
     def __init__(self, model: GridModel, parent=None):
         super().__init__(parent)
@@ -150,6 +155,8 @@ class GridDelegate(QStyledItemDelegate):
         if d.preds[r] >= 0:
             painter.setPen(QPen(GOOD if d.preds[r] == d.labels[r] else BAD, 3))
             painter.drawRect(thumb_box.adjusted(-1, -1, 1, 1))
+        if d.competency is not None and not math.isnan(d.competency[r]):
+            self._competency_badge(painter, thumb_box, float(d.competency[r]))
         fm = QFontMetrics(option.font)
         text_color = option.palette.highlightedText().color() if option.state & QStyle.StateFlag.State_Selected \
             else option.palette.text().color()
@@ -165,6 +172,19 @@ class GridDelegate(QStyledItemDelegate):
             painter.drawText(line, Qt.AlignmentFlag.AlignHCenter,
                              fm.elidedText(text, Qt.TextElideMode.ElideRight, line.width()))
         painter.restore()
+
+
+    threshold = 0.9  # competency below it is drawn red (the reference's threshold; the browser sets its own)
+
+    def _competency_badge(self, painter: QPainter, box: QRect, value: float) -> None:
+        """The image's competency in the thumbnail's top-right corner, red below the threshold."""
+        text = f"{value:.2f}"
+        fm = QFontMetrics(painter.font())
+        badge = QRect(0, 0, fm.horizontalAdvance(text) + 6, fm.height() + 2)
+        badge.moveTopRight(box.topRight())
+        painter.fillRect(badge, BAD if value < self.threshold else GOOD)
+        painter.setPen(QColor(255, 255, 255))
+        painter.drawText(badge, Qt.AlignmentFlag.AlignCenter, text)
 
 
 def make_grid_view(model: GridModel) -> QListView:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QListView, QMenu, QSlider, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QListView, QSlider, QWidget
 
 from ....widgets.image_viewer import ImageViewerDialog, open_image_viewer
 from .grid import MAX_SIDE, MIN_SIDE, SIDE, set_thumbnail_side
@@ -96,19 +96,5 @@ class _SpaceOpens(QObject):
 
 
 def attach_image_viewer(pane) -> None:
-    """Space and the context menu of the grid open the current image in the zoomable viewer."""
-    grid = pane.grid
-    grid.installEventFilter(_SpaceOpens(pane))
-    grid.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-
-    def menu(pos):
-        index = grid.indexAt(pos)
-        if not index.isValid():
-            return
-        grid.setCurrentIndex(index)
-        m = QMenu(grid)
-        m.addAction("View image (zoom)\tSpace", lambda: view_current_image(pane))
-        m.addAction("Explain in the workbench", pane.explain_selected)
-        m.popup(grid.viewport().mapToGlobal(pos))
-
-    grid.customContextMenuRequested.connect(menu)
+    """Space opens the current image in the zoomable viewer (the pane's context menu offers it too)."""
+    pane.grid.installEventFilter(_SpaceOpens(pane))

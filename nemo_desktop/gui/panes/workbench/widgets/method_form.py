@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLineEdit,
-                               QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout,
+                               QLineEdit, QSpinBox, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.registry.params import ParamInfo, config_params
 
@@ -37,6 +37,8 @@ class MethodForm(QWidget):
         primary, more = QFormLayout(), QFormLayout()
         for param in config_params(config_cls) if config_cls is not None else []:
             kind, name = param.form_kind, param.name
+            if kind is not None and kind.startswith("paths") and param.choices:
+                kind = "choices"  # a tuple of names from a fixed list (e.g. competency's generators): check boxes
             if kind is None or kind.startswith("paths"):
                 continue
             value = (overrides or {}).get(name, param.default)
@@ -71,6 +73,16 @@ class MethodForm(QWidget):
         if base == "bool":
             w = QCheckBox()
             w.setChecked(bool(value))
+            return w
+        if base == "choices":
+            w = QWidget()
+            row = QHBoxLayout(w)
+            row.setContentsMargins(0, 0, 0, 0)
+            for c in param.choices:
+                box = QCheckBox(str(c))
+                box.setObjectName(f"choice_{c}")
+                box.setChecked(c in tuple(value or ()))
+                row.addWidget(box)
             return w
         if base == "choice":
             w = QComboBox()
@@ -118,6 +130,9 @@ class MethodForm(QWidget):
             if base == "bool":
                 out[name] = w.isChecked()
                 continue
+            if base == "choices":
+                out[name] = tuple(b.text() for b in w.findChildren(QCheckBox) if b.isChecked())
+                continue
             if base == "choice":
                 out[name] = w.currentData()
                 continue
@@ -137,6 +152,9 @@ class MethodForm(QWidget):
         kind, w = self.editors[name]
         if kind.startswith("bool"):
             w.setChecked(bool(value))
+        elif kind == "choices":
+            for b in w.findChildren(QCheckBox):
+                b.setChecked(b.text() in tuple(value or ()))
         elif kind.startswith("choice"):
             w.setCurrentIndex(max(0, w.findData(value)))
         elif kind.startswith("str"):
