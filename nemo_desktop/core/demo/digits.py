@@ -182,7 +182,6 @@ def train_classifier(ctx: JobContext | None = None, *, epochs: int = EPOCHS, see
     import timm.data
     import torch
 
-    from ..analyses.model_diff.synthetic_digits import glyph_pool
 
     ctx = ctx or null_context()
     started = time.perf_counter()
