@@ -182,7 +182,6 @@ def train_classifier(ctx: JobContext | None = None, *, epochs: int = EPOCHS, see
     import timm.data
     import torch
 
-
     ctx = ctx or null_context()
     started = time.perf_counter()
     threads = torch.get_num_threads()
