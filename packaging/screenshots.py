@@ -11,8 +11,9 @@ Everything happens in a temporary NEMO_HOME, offline:
   * a tiny random Qwen2-VL and InstructPix2Pix (benchmarks/_tiny_models.py) as captioning model and
     editor: no real weights can be downloaded here, so their captions, hypotheses and edits are noise.
 
-The window then indexes the dataset, explains one misclassified digit with SciTX, and each pane is saved
-as a PNG (kept under 300 KB).
+The window first shows its first-run guide, then indexes the dataset (the browser's confusion matrix),
+explains three misclassified digits with SciTX as one batch (the batch table above the last result), opens
+one counterfactual's before/after view, and each view is saved as a PNG (kept under 300 KB).
 """
 from __future__ import annotations
 
@@ -124,7 +125,8 @@ def save(window, path: Path) -> None:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance()
-    run_until(app, lambda: not window.jobs_panel.rows, 30)  # finished jobs leave the status area after 4 s
+    if hasattr(window, "jobs_panel"):  # finished jobs leave the status area after 4 s
+        run_until(app, lambda: not window.jobs_panel.rows, 30)
     settle(app, 0.3)
     pixmap = window.grab()
     scale = 1.0
@@ -165,6 +167,11 @@ def main() -> int:
     window.show()
     settle(app, 1.0)
 
+    # First run: the workbench's getting-started checklist, nothing loaded yet.
+    window.show_pane("workbench")
+    settle(app, 1.0)
+    save(window, args.out / "first_run.png")
+
     # Model manager: the three models loaded through its real path.
     manager = window.show_pane("model_manager")
     handles = [manager.load("classifier", f"timm:local-dir:{clf}"), manager.load("mllm", f"transformers-mllm:{mllm}"),
@@ -196,6 +203,10 @@ def main() -> int:
     run_until(app, lambda: not browser.thumbnails.busy, 60)
     settle(app, 1.0)
     save(window, args.out / "dataset_browser.png")
+    browser.analytics.setCurrentIndex(browser.analytics.indexOf(browser.analytics._confusion_page))
+    settle(app, 1.0)
+    save(window, args.out / "analytics.png")
+    browser.analytics.setCurrentIndex(0)
 
     # Workbench: SciTX on one misclassified digit (short replies: the tiny MLLM writes noise anyway).
     if not wrong:
@@ -203,7 +214,10 @@ def main() -> int:
         return 1
     browser.set_filter(correctness="misclassified")
     settle(app, 0.5)
-    browser.grid.setCurrentIndex(browser.grid_model.index(0))
+    from PySide6.QtCore import QItemSelectionModel
+
+    for i in range(min(3, browser.grid_model.rowCount())):  # a batch of three mistakes
+        browser.grid.selectionModel().select(browser.grid_model.index(i), QItemSelectionModel.SelectionFlag.Select)
     browser.explain_selected()
     workbench = window.panes["workbench"]
     run_until(app, lambda: bool(workbench.methods), 60)
@@ -217,6 +231,16 @@ def main() -> int:
     run_until(app, lambda: bool(shown), 60)
     settle(app, 1.5)
     save(window, args.out / "workbench.png")
+
+    # A counterfactual against its original: the before/after split (its dialog, not the window).
+    column = workbench.result_view.columns[0]
+    edited = [j for j, c in enumerate(column.bundle.result.candidates) if c.edited_artifact]
+    dialog = column.open_compare(edited[0]) if edited else None
+    if dialog is not None:
+        dialog.resize(900, 620)
+        settle(app, 1.0)
+        save(dialog, args.out / "compare.png")
+        dialog.close()
 
     # Report exporter: the stored result, selected.
     exporter = window.show_pane("report_exporter")

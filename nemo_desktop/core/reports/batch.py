@@ -16,7 +16,7 @@ from ..jobs import JobContext, null_context
 from .document import DASH, THUMB_PX, Block, Cell, Paragraph, ReportDocument, Section, Table
 from .format import _now, clip, fmt_cei
 from .images import ImageCache
-from .runs import _histogram, _run_manifest, _summary, build_sample_sections
+from .runs import _run_manifest, _summary, build_sample_sections, cei_histogram
 from .sections.sample import CEI_IN_WORDS, _doc_meta, _load_stored, _Loaded
 
 EXPLANATION_CHARS = 160  # the images table shows the start of each explanation; the sample section has it all
@@ -88,7 +88,7 @@ def build_batch_report(items: list[BatchItem], store, *, title: str | None = Non
     for ld in loaded:
         if ld.result.cei is not None and math.isfinite(ld.result.cei):
             ceis.setdefault(ld.method, []).append(ld.result.cei)
-    hist = _histogram(ceis) if ceis else None
+    hist = cei_histogram(ceis) if ceis else None
     if hist:
         sections.append(Section("CEI distribution", "cei-chart", [hist]))
     ctx.progress("Preparing images", 0, None)
