@@ -1,7 +1,8 @@
 """A form for an analysis' settings, built from its config dataclass (core/registry/params.py: labels, help,
 ranges and choices come from the config's field metadata), so every registered analysis gets its form for free.
 
-Numbers, flags, choices, text and an optional size are editable; for optional fields the lowest value of the spin box
+Numbers, flags, choices, several names of a list (check boxes: at least one), text and an optional size are
+editable; for optional fields the lowest value of the spin box
 reads "default" and means None (the method or the editor decides). The most used settings are shown,
 the rest under "More settings".
 """
@@ -15,6 +16,7 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDoubleSp
 
 from nemo_desktop.core.registry.params import ParamInfo, config_params
 
+from ....widgets.multi_choice import MultiChoiceEditor
 from ....widgets.wheel_guard import guard_wheel
 
 PRIMARY = ("k", "m", "seed", "edit_steps", "edit_size")
@@ -72,6 +74,8 @@ class MethodForm(QWidget):
             w = QCheckBox()
             w.setChecked(bool(value))
             return w
+        if base == "choices":
+            return MultiChoiceEditor(param.choices or (), () if value is None else value)
         if base == "choice":
             w = QComboBox()
             if optional:
@@ -121,6 +125,9 @@ class MethodForm(QWidget):
             if base == "choice":
                 out[name] = w.currentData()
                 continue
+            if base == "choices":  # empty when none is checked: the config refuses it, naming the setting
+                out[name] = w.chosen()
+                continue
             if base == "str":
                 out[name] = w.text().strip() or (None if optional else "")
                 continue
@@ -137,6 +144,8 @@ class MethodForm(QWidget):
         kind, w = self.editors[name]
         if kind.startswith("bool"):
             w.setChecked(bool(value))
+        elif kind.startswith("choices"):
+            w.set_chosen(value)  # unknown names raise ValueError
         elif kind.startswith("choice"):
             w.setCurrentIndex(max(0, w.findData(value)))
         elif kind.startswith("str"):
