@@ -3,7 +3,8 @@
 Opening reads the dataset on the I/O lane and shows it through its reference index when one exists.
 Indexing runs on the GPU lane (`core.data.reference_index.build_index`, resumable, with progress).
 Filters rebuild the grid's row array with numpy; thumbnails come from `ThumbnailLoader`.
-Selected images go to the explanation workbench with their true class.
+Selected images go to the explanation workbench with their true class. A failure mode found by the failure-modes
+analysis (Analyses pane) can be shown here: the grid then holds only its images, its sentence above them.
 """
 from __future__ import annotations
 
@@ -21,10 +22,11 @@ from ...samples import Sample
 from ...thumbnails import ThumbnailLoader
 from ...widgets.progress_bar import ProgressBar
 from ..base import Pane, PaneHost
-from .browse_data import BrowseData, count_new_images, index_dataset, open_browse_data, open_indexed
+from .browse_data import BrowseData, count_new_images, index_dataset, open_browse_data, open_index, open_indexed
 from .filters import ALL, CORRECT, MISCLASSIFIED, FilterSpec, class_accuracy, filter_rows
 from .widgets.class_table import CLASS_ROLE, ClassAccuracyModel
 from .widgets.grid import GridModel, make_grid_view
+from .widgets.mode_bar import FailureModeBar
 
 ANY = -1
 COUNT_DELAY_MS = 400  # the comparison of an index with the files on disk waits for the first screen
@@ -47,6 +49,7 @@ class DatasetBrowserPane(Pane):
         self._count_job: JobHandle | None = None
         self._index_job: JobHandle | None = None
         self.last_filter_ms: float | None = None
+        self.failure_mode = None  # a failure_modes.members.ModeRef whose images alone are shown, or None
         self.index_batch_size = 32  # images per classifier call while indexing (each batch is stored at once)
 
         self.thumbnails = ThumbnailLoader(host.jobs, host.paths.thumbnails_dir, parent=self)
@@ -190,8 +193,11 @@ class DatasetBrowserPane(Pane):
                                          "padding: 4px 8px; color: #1b1b1b; }")
         self.warning_label.hide()
         layout.addWidget(self.warning_label)
+        self.mode_bar = FailureModeBar()  # while a failure mode filters the grid: its sentence, and "Show all"
+        self.mode_bar.sig_cleared.connect(lambda: self.show_failure_mode(None))
         layout.addLayout(filters)
         layout.addLayout(confidence)
+        layout.addWidget(self.mode_bar)
         layout.addWidget(self.splitter, 1)
         layout.addLayout(bottom)
         self._set_filters_enabled(False)
@@ -272,6 +278,8 @@ class DatasetBrowserPane(Pane):
     def _show_data(self, path: str, data: BrowseData) -> None:
         if self.data is None or data.root != self.data.root:
             self.thumbnails.clear()  # another dataset: keep no pixmaps (the disk cache stays)
+        if self.failure_mode is not None and data.index_id != self.failure_mode.index_id:
+            self._set_mode(None)  # another dataset or index: the failure mode's rows mean nothing there
         self.dataset_path = path
         self.data = data
         self._fill_class_combos(data)
@@ -337,9 +345,14 @@ class DatasetBrowserPane(Pane):
         started = time.perf_counter()
         spec = self.filter_spec() if self.data.indexed else FilterSpec(true_class=self.filter_spec().true_class)
         rows = filter_rows(self.data, spec)
+        if self.failure_mode is not None:
+            from nemo_desktop.core.analyses.failure_modes.members import member_mask
+
+            rows = rows[member_mask(self.data.paths[rows], self.failure_mode)]
         self.grid_model.set_view(self.data, rows)
         self.last_filter_ms = 1000 * (time.perf_counter() - started)
-        self.count_label.setText(f"{len(rows):,} of {len(self.data):,} shown")
+        self.count_label.setText(f"{len(rows):,} of {len(self.data):,} shown"
+                                 + (" (failure mode)" if self.failure_mode is not None else ""))
         self._update_selection()
         self.sig_filtered.emit(len(rows))
         return len(rows)
@@ -365,6 +378,30 @@ class DatasetBrowserPane(Pane):
             for w in widgets:
                 w.blockSignals(False)
         return self.apply_filters()
+
+    def show_failure_mode(self, mode) -> JobHandle | None:
+        """Show only the images of `mode` (a failure_modes.members.ModeRef), its sentence above the grid; None
+        shows every image again. The index the analysis ran on is opened first when another one is shown."""
+        if mode is not None and (self.data is None or self.data.index_id != mode.index_id):
+            if mode.index_id is None:
+                self.host.show_message("Failure mode", "The result does not name the index it ran on.")
+                return None
+            session, index_id = self.host.session, mode.index_id
+            handle = self.host.jobs.submit(lambda ctx: open_index(index_id, session.store(), ctx),
+                                           title="Opening the failure mode's index", lane=IO, ask_before_quit=False)
+            handle.sig_done.connect(lambda data: self._opened_for_mode(mode, data))
+            return handle
+        self._set_mode(mode)
+        self.apply_filters()
+        return None
+
+    def _opened_for_mode(self, mode, data: BrowseData) -> None:
+        self._set_mode(mode)  # before showing: _show_data keeps a mode of the index it shows
+        self._opened(data.root or mode.dataset_root or "", data)
+
+    def _set_mode(self, mode) -> None:
+        self.failure_mode = mode
+        self.mode_bar.set_mode(mode)
 
     def _class_clicked(self, index) -> None:
         self.set_filter(true_class=int(self.class_model.data(index, CLASS_ROLE)))
