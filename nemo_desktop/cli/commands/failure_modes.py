@@ -45,8 +45,9 @@ def register(subparsers) -> None:
                      help="misclassified images per sentence (8; the first N of the mode)")
     cei.add_argument("--cei-sentences", type=int, metavar="N",
                      help="sentences per failure mode, best first (default: all K)")
-    cei.add_argument("--cei-threshold", type=float, default=0.0, metavar="POINTS",
-                     help="a sentence holds up when its mean CEI is above this many points (0)")
+    cei.add_argument("--cei-threshold", type=float, default=None, metavar="POINTS",
+                     help="a sentence holds up when its mean CEI (the rise of the true class's probability, in "
+                          "points) is above this (default 5: unrelated edits move it by a few points)")
     add_device_options(p)
     p.set_defaults(func=run)
 
@@ -197,17 +198,18 @@ def _cei_editor(args, components):
 
 
 def _validate_cei(args, result, index, components, editor, store, ctx) -> dict:
-    from ...core.analyses.failure_modes.validate import SentenceValidator, validate_modes
+    from ...core.analyses.failure_modes.validate import CEI_HOLDS_ABOVE, SentenceValidator, validate_modes
 
+    threshold = CEI_HOLDS_ABOVE if args.cei_threshold is None else args.cei_threshold
     mllm = components.mllm[0] if isinstance(components.mllm, list) else components.mllm
     _print_cei_cost(args, result)
     validator = SentenceValidator(components.classifier, mllm, editor, store)
     validations, notes = validate_modes(result, index, validator, method=args.method, sentences=args.cei_sentences,
-                                        max_images=args.cei_images, threshold=args.cei_threshold,
+                                        max_images=args.cei_images, threshold=threshold,
                                         ctx=ctx.sub("CEI validation"))
     return {"settings": {"method": validations[0].method if validations else args.method,
                          "max_images": args.cei_images, "sentences": args.cei_sentences,
-                         "threshold": args.cei_threshold},
+                         "threshold": threshold},
             "validations": [v.to_dict() for v in validations], "notes": notes}
 
 

@@ -47,11 +47,11 @@ def test_validate_cei_puts_each_sentences_figures_in_the_output_and_report(famil
     assert "CEI validation:" in captured.err and "MLLM calls" in captured.err  # the cost, before it runs
     d = json.loads(out.read_text())
     cv = d["cei_validation"]
-    assert cv["settings"] == {"method": "pdiff", "max_images": 3, "sentences": None, "threshold": 0.0}
+    assert cv["settings"] == {"method": "pdiff", "max_images": 3, "sentences": None, "threshold": 5.0}
     vals = cv["validations"]
     assert vals and all(v["method"] == "pdiff" and 1 <= v["n"] <= v["tested"] <= 3 for v in vals)
     for v in vals:
-        assert v["held_up"] == (v["mean_cei"] > 0)
+        assert v["held_up"] == (v["mean_cei"] > 5)  # the default threshold, in points
         assert ("did not hold up" in v["verdict"]) == (not v["held_up"])
         assert f"{v['mean_cei']:+.1f} points" in v["verdict"]
     # The colour shortcut is real: an ink sentence of a mode made of red or blue digits holds up, strongly.
