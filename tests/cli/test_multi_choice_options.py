@@ -28,7 +28,7 @@ def test_comma_separated_and_repeated_give_the_same_config():
 
 
 def test_unknown_or_no_names_are_refused():
-    with pytest.raises(ConfigError, match="must be some of raw-differences, summarization, optimization, not 'best'"):
+    with pytest.raises(ConfigError, match="must be one of raw-differences, summarization, optimization, not 'best'"):
         _parse("model-diff", ["--methods", "summarization,best"])
     with pytest.raises(ConfigError, match="choose at least one"):
         _parse("competency-cf", ["--explain-methods", ","])

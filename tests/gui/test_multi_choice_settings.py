@@ -64,6 +64,6 @@ def test_unknown_names_are_refused_and_change_nothing(qtbot):
     with pytest.raises(ValueError, match="unknown choice.*bogus"):
         form.set_value("methods", ("pdiff", "bogus"))
     assert form.values()["methods"] == before
-    with pytest.raises(ConfigError, match="must be some of tops, pdiff, setdiff, fpdiff, not 'bogus'"):
+    with pytest.raises(ConfigError, match="must be one of tops, pdiff, setdiff, fpdiff, not 'bogus'"):
         make_config(get_analysis("failure-modes"), {"methods": ("pdiff", "bogus")})
 

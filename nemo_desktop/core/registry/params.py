@@ -137,8 +137,8 @@ def check_range(param: ParamInfo, value: Any) -> None:
         chosen = value if isinstance(value, (tuple, list)) else (value,)
         bad = [v for v in chosen if v not in param.choices]
         if bad:
-            raise ConfigError(f"{param.label} must be {'some' if param.multi else 'one'} of "
-                              f"{', '.join(param.choices)}, not '{', '.join(map(str, bad))}'.")
+            raise ConfigError(f"{param.label} must be one of {', '.join(param.choices)}, not "
+                              f"'{', '.join(map(str, bad))}'.")
         if not chosen:
             raise ConfigError(f"{param.label} ({param.cli_flag}): choose at least one of {', '.join(param.choices)}.")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
