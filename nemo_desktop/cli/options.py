@@ -34,7 +34,9 @@ class CommandParser(argparse.ArgumentParser):
 
 def _help(p: ParamInfo) -> str:
     parts = [(p.help or p.label).rstrip(".")]  # the parts are joined with "; "
-    if p.choices:
+    if p.multi:
+        parts.append(f"some of {', '.join(p.choices or ())}, comma-separated or the option repeated")
+    elif p.choices:
         parts.append(f"one of {', '.join(p.choices)}")
     if p.minimum is not None or p.maximum is not None:
         lo = "" if p.minimum is None else f">= {p.minimum}"
@@ -50,7 +52,7 @@ def _help(p: ParamInfo) -> str:
 
 
 def _metavar(p: ParamInfo) -> str:
-    if p.kind == "paths" and p.choices:  # several names from a list (e.g. generators), not files
+    if p.multi:  # several names from a list (e.g. generators), not files
         return "NAME[,NAME]"
     return {"int": "N", "float": "X", "bool": "true|false", "size": "WxH", "paths": "FILE[,FILE]"}.get(
         p.kind or "", "TEXT")
@@ -70,8 +72,18 @@ def add_config_options(parser: argparse.ArgumentParser | Any, config_classes: It
     group = parser.add_argument_group("analysis settings") if hasattr(parser, "add_argument_group") else parser
     for p in seen.values():
         group.add_argument(p.cli_flag, dest=PREFIX + p.name, metavar=_metavar(p), default=argparse.SUPPRESS,
-                           type=_parser_for(p), help=_help(p).replace("%", "%%"))  # argparse %-formats help
+                           type=_parser_for(p), help=_help(p).replace("%", "%%"),  # argparse %-formats help
+                           **({"action": _ExtendNames} if p.kind == "paths" else {}))
     return list(seen.values())
+
+
+class _ExtendNames(argparse.Action):
+    """A tuple option given twice adds to the first (--methods a --methods b == --methods a,b), where argparse's
+    default would silently keep only the last."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001 - argparse's signature
+        before = getattr(namespace, self.dest, None) or ()
+        setattr(namespace, self.dest, None if values is None else tuple(dict.fromkeys((*before, *values))))
 
 
 def _parser_for(p: ParamInfo):

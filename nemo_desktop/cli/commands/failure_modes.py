@@ -31,7 +31,23 @@ def register(subparsers) -> None:
                    help="also list the images nearest this sentence in the joint space (repeatable)")
     p.add_argument("--top", type=int, default=12, metavar="N", help="images listed per --rank-by sentence (12)")
     p.add_argument("--method", choices=("tops", "pdiff", "setdiff", "fpdiff"),
-                   help="the method whose sentences the summary prints (default: FPDiff, else the first run)")
+                   help="the method whose sentences the summary prints and --validate-cei checks (default: FPDiff, "
+                        "else the first run)")
+    cei = p.add_argument_group("CEI validation", "check each failure mode's sentences with the counterfactual test: "
+                               "the sentence is the hypothesis, its condition is removed from the mode's misclassified "
+                               "images (--editor; a zero-shot classifier rewrites its prompt instead) and the true "
+                               "class's probability must rise")
+    cei.add_argument("--validate-cei", action="store_true",
+                     help="validate the sentences of every failure mode that holds up (needs --classifier, --mllm "
+                          "and, unless the classifier is zero-shot, --editor)")
+    cei.add_argument("--editor", "-e", metavar="ID", help="image editor for --validate-cei")
+    cei.add_argument("--cei-images", type=int, default=8, metavar="N",
+                     help="misclassified images per sentence (8; the first N of the mode)")
+    cei.add_argument("--cei-sentences", type=int, metavar="N",
+                     help="sentences per failure mode, best first (default: all K)")
+    cei.add_argument("--cei-threshold", type=float, default=None, metavar="POINTS",
+                     help="a sentence holds up when its mean CEI (the rise of the true class's probability, in "
+                          "points) is above this (default 5: unrelated edits move it by a few points)")
     add_device_options(p)
     p.set_defaults(func=run)
 
@@ -60,6 +76,12 @@ def format_result(result, method: str | None = None) -> str:
             lines.append("  - " + describe_cluster(c, g, i, methods).sentence)
         lines += [f"  note: {n}" for n in g.notes]
     lines += [f"note: {n}" for n in result.notes]
+    if result.cei_validation:
+        cv = result.cei_validation
+        lines.append("CEI validation (n = misclassified images with a CEI, per sentence):")
+        lines += [f"  - mode {v['cluster']}{'' if v['group'] == 'all' else ' of ' + v['group']}, n={v['n']}: "
+                  f"{v['verdict']}" for v in cv["validations"]]
+        lines += [f"  note: {n}" for n in cv["notes"]]
     if result.evaluation:
         lines.append("Evaluation (macro over sets): " + "; ".join(
             f"{m}: AHR {_f(e['ahr'])}, ACR {_f(e['acr'])}, TPR {_f(e['tpr'])}, JI {_f(e['ji'])}"
@@ -96,12 +118,14 @@ def run(args) -> int:
                           hint="Give --classifier ID, or pass the id of an existing index (`nemo index --list`).")
     if config.relevance == "vqa" and not args.mllm:
         raise ConfigError("--relevance vqa asks an MLLM about every image and sentence.", hint="Give --mllm ID.")
+    _check_cei_args(args)
     store = ResultsStore.open(get_paths().ensure())
     try:
         with cancellable_job(StageBars(), cancels_after="the current batch") as ctx:
             components = Components(store=store)
             if args.classifier:
                 components.classifier = load(args.classifier, "classifier", args)
+            editor = _cei_editor(args, components)  # before the analysis: a missing editor fails at once
             index = reference(args.target, components.classifier, store, ctx)
             if args.embedder:
                 components.embedder = load(args.embedder, "classifier", args)
@@ -112,6 +136,8 @@ def run(args) -> int:
                 if config.relevance == "vqa":
                     _print_vqa_cost(config, index, len(args.mllm))
             result = build_analysis(spec, components, config)(index, ctx)
+            if args.validate_cei:
+                result.cei_validation = _validate_cei(args, result, index, components, editor, store, ctx)
             rankings = _rankings(args, index, components, store, ctx)
             if args.report:
                 _write_report(result, store, args.report)
@@ -135,6 +161,66 @@ def run(args) -> int:
             print(f"wrote report {args.report}")
     # Unreadable images make the result partial (1); an index none of whose images could be read fails (3).
     return for_counts(len(index) - result.excluded, result.excluded)
+
+
+def _check_cei_args(args) -> None:
+    from ...core.errors import ConfigError
+
+    if not args.validate_cei:
+        if args.editor:
+            raise ConfigError("--editor is used by --validate-cei only.", hint="Add --validate-cei, or drop --editor.")
+        return
+    if not args.classifier:
+        raise ConfigError("--validate-cei runs the classifier on edited images.",
+                          hint="Give --classifier ID (the one the index was built with).")
+    if not args.mllm:
+        raise ConfigError("--validate-cei needs an MLLM to turn each sentence into an edit.", hint="Give --mllm ID.")
+    if args.cei_images < 1 or (args.cei_sentences is not None and args.cei_sentences < 1):
+        raise ConfigError("--cei-images and --cei-sentences must be at least 1.")
+
+
+def _cei_editor(args, components):
+    """The image editor --validate-cei removes conditions with (None for a zero-shot classifier)."""
+    from ...core.errors import ConfigError
+    from ..loading import load
+
+    if not args.validate_cei:
+        return None
+    if components.zero_shot:
+        if args.editor:
+            print("note: the classifier is zero-shot; sentences are tested by prompt rewriting, so the editor is "
+                  "not used", file=sys.stderr)
+        return None
+    if not args.editor:
+        raise ConfigError("--validate-cei removes each sentence's condition with an image editor.",
+                          hint="Give --editor ID (or use a zero-shot classifier).")
+    return load(args.editor, "editor", args)
+
+
+def _validate_cei(args, result, index, components, editor, store, ctx) -> dict:
+    from ...core.analyses.failure_modes.validate import CEI_HOLDS_ABOVE, SentenceValidator, validate_modes
+
+    threshold = CEI_HOLDS_ABOVE if args.cei_threshold is None else args.cei_threshold
+    mllm = components.mllm[0] if isinstance(components.mllm, list) else components.mllm
+    _print_cei_cost(args, result)
+    validator = SentenceValidator(components.classifier, mllm, editor, store)
+    validations, notes = validate_modes(result, index, validator, method=args.method, sentences=args.cei_sentences,
+                                        max_images=args.cei_images, threshold=threshold,
+                                        ctx=ctx.sub("CEI validation"))
+    return {"settings": {"method": validations[0].method if validations else args.method,
+                         "max_images": args.cei_images, "sentences": args.cei_sentences,
+                         "threshold": threshold},
+            "validations": [v.to_dict() for v in validations], "notes": notes}
+
+
+def _print_cei_cost(args, result) -> None:
+    from ...core.analyses.failure_modes.describe import holds_up
+
+    modes = sum(holds_up(c, g)[0] for g in result.groups for c in g.hard_clusters)
+    per_mode = min(args.cei_sentences or 10**9, int(result.config.get("k", 3)))
+    n = modes * per_mode * args.cei_images
+    print(f"CEI validation: {modes} failure mode(s) x {per_mode} sentence(s) x at most {args.cei_images} images = at "
+          f"most {n} MLLM calls and {n} edits; checks already in the store are not run again.", file=sys.stderr)
 
 
 def _rankings(args, index, components, store, ctx) -> dict[str, list[dict]]:

@@ -25,6 +25,7 @@ from ..errors import ConfigError
 class ParamInfo:
     name: str
     kind: str | None  # 'int' 'float' 'bool' 'str' 'size' 'paths'; None = not editable in a form / on the CLI
+    # 'paths' is any tuple of strings: files, or, with `choices`, several names from a list (see `multi`)
     optional: bool  # None is allowed (meaning: the analysis' or the model's default)
     default: Any
     label: str
@@ -34,11 +35,17 @@ class ParamInfo:
     choices: tuple[str, ...] | None = None
 
     @property
+    def multi(self) -> bool:
+        """A tuple of names from `choices` (e.g. the explainers to run): several may be chosen, at least one."""
+        return self.kind == "paths" and bool(self.choices)
+
+    @property
     def form_kind(self) -> str | None:
-        """'int', 'int?', 'float', 'float?', 'bool', 'size?', 'str', 'choice' ... as the settings form wants it."""
+        """'int', 'int?', 'float', 'float?', 'bool', 'size?', 'str', 'choice', 'choices' (several of a list) ... as
+        the settings form wants it."""
         if self.kind is None:
             return None
-        base = "choice" if self.choices and self.kind != "paths" else self.kind  # a list of choices: not a combo
+        base = "choices" if self.multi else "choice" if self.choices else self.kind
         return base + ("?" if self.optional else "")
 
     @property
@@ -113,7 +120,7 @@ def parse_value(param: ParamInfo, text: str) -> Any:
                 raise ValueError(text)
             value = (w, h)
         elif param.kind == "paths":
-            value = tuple(p for p in text.split(",") if p)
+            value = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))  # in order, each once
         else:
             value = text
     except ValueError:
@@ -129,9 +136,11 @@ def check_range(param: ParamInfo, value: Any) -> None:
         # A tuple-valued field with choices (e.g. several methods) checks each of its values.
         chosen = value if isinstance(value, (tuple, list)) else (value,)
         bad = [v for v in chosen if v not in param.choices]
-        if bad or not chosen:
+        if bad:
             raise ConfigError(f"{param.label} must be one of {', '.join(param.choices)}, not "
-                              f"'{', '.join(map(str, bad)) or 'none'}'.")
+                              f"'{', '.join(map(str, bad))}'.")
+        if not chosen:
+            raise ConfigError(f"{param.label} ({param.cli_flag}): choose at least one of {', '.join(param.choices)}.")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if param.minimum is not None and value < param.minimum:
             raise ConfigError(f"{param.label} ({param.cli_flag}) must be at least {param.minimum}, not {value}.")

@@ -43,8 +43,7 @@ class FailureModesConfig:
         "None = auto: mean + 1 std of all prototype-sentence similarities (for other embedders).",
         min=-1.0, max=1.0))
     methods: tuple[str, ...] = field(default=METHODS, metadata=_meta(
-        "Ranking methods", "Sentence selection methods, shown side by side: some of tops, pdiff, setdiff, "
-        "fpdiff."))
+        "Ranking methods", "Sentence selection methods, shown side by side.", choices=METHODS))
     beta_factor: float = field(default=0.2, metadata=_meta(
         "Severity o", "Evaluation: a sentence describes a failure if its images' accuracy is below the dataset's "
         "by beta = o * std(accuracy) (paper App. D: o = 0.2).", min=0.0, max=5.0))

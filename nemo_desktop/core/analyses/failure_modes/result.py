@@ -72,6 +72,9 @@ class FailureModesResult:
     timings: dict[str, float] = field(default_factory=dict)
     result_key: str | None = None
     excluded: int = 0  # index images left out because they could not be read
+    # Sentences checked with CEI after the analysis (validate.validate_modes; each check is stored under its own
+    # key): {"settings": {...}, "validations": [ModeValidation dicts], "notes": [...]}; None when not validated.
+    cei_validation: dict[str, Any] | None = None
     kind: str = KIND
     analysis: str = ANALYSIS
     version: str = VERSION

@@ -128,6 +128,34 @@ def _evaluation_blocks(result: FailureModesResult) -> list[Block]:
                           "sentences whose images' accuracy is below the set's by beta = o * std.")]
 
 
+def _cei_blocks(result: FailureModesResult) -> list[Block]:
+    cv = result.cei_validation
+    if not cv:
+        return []
+    st = cv.get("settings", {})
+    rows = []
+    for v in cv.get("validations", []):
+        where = "" if v["group"] == "all" else f" ({clip(v['group'], 30)})"
+        held = {True: "yes", False: "did not hold up", None: "not tested"}[v["held_up"]]
+        rows.append([f"{v['cluster']}{where}", METHOD_LABELS.get(v["method"], v["method"]), clip(v["sentence"], 160),
+                     f"{v['n']} / {v['tested']}", fmt_num(v["mean_cei"]), held])
+    blocks: list[Block] = [Paragraph(
+        "Each sentence is the hypothesis of the counterfactual test on the failure mode's misclassified images: the "
+        "condition it names is removed (an image edit, or the zero-shot prompt rewritten) and CEI is the change of "
+        f"the true class's probability in points. A sentence holds up when its mean CEI is above "
+        f"{fmt_num(st.get('threshold', 0.0))}; one that does not describes the images without being shown to cause "
+        "the errors.")]
+    if rows:
+        blocks.append(Table(["Mode", "Method", "Sentence", "n / tried", "Mean CEI", "Held up?"], rows,
+                            align=["l", "l", "l", "r", "r", "c"], widths=[0.8, 0.8, 5, 0.9, 0.9, 1.2],
+                            caption=f"n: misclassified images with a CEI (at most {st.get('max_images', DASH)} per "
+                                    "sentence)."))
+    blocks += [Paragraph(v["verdict"], "warning" if v["held_up"] is False else "muted")
+               for v in cv.get("validations", []) if v["held_up"] is not True]
+    blocks += [Paragraph(n, "muted") for n in cv.get("notes", [])]
+    return blocks
+
+
 @result_report("dataset", "failure-modes")
 def build_failure_modes_report(result: FailureModesResult, store, *, ctx: JobContext | None = None,
                                image_format: str = "png", **_: object) -> ReportDocument:
@@ -160,6 +188,9 @@ def build_failure_modes_report(result: FailureModesResult, store, *, ctx: JobCon
     ev = _evaluation_blocks(result)
     if ev:
         out.append(Section("Evaluation", "evaluation", ev))
+    cei = _cei_blocks(result)
+    if cei:
+        out.append(Section("CEI validation of the sentences", "cei", cei))
     out += sections
     out.append(Section("Reproducibility manifest", "manifest",
                        [KeyValues([(k, v) for k, v in _flatten(result.manifest)])]))

@@ -20,6 +20,7 @@ from ...widgets.progress_bar import ProgressBar
 from ...widgets.text_images import attach_zoom_to_text_browser
 from ..base import Pane, PaneHost
 from ..workbench.widgets.method_form import MethodForm
+from .failure_mode_actions import FailureModeActions
 from .run_job import (NONE, SESSION_KINDS, PageData, export_result, list_page_analyses, page_data, result_html,
                       run_page_analysis)
 
@@ -105,10 +106,18 @@ class AnalysesPane(Pane):
         self.result_view.setPlaceholderText("Choose an analysis on the left, then Run. Its result shows here.")
         attach_zoom_to_text_browser(self.result_view)  # a click on an image of the result opens it zoomable
 
+        # Under the result: what can be done with it in the other panes (a failure mode's images).
+        self.failure_modes = FailureModeActions(host)
+        right = QWidget()
+        rv = QVBoxLayout(right)
+        rv.setContentsMargins(0, 0, 0, 0)
+        rv.addWidget(self.result_view, 1)
+        rv.addWidget(self.failure_modes)
+
         splitter = QSplitter()
         splitter.addWidget(self.analysis_list)
         splitter.addWidget(scroll)
-        splitter.addWidget(self.result_view)
+        splitter.addWidget(right)
         splitter.setSizes([220, 420, 560])
         self.splitter = splitter
         QVBoxLayout(self).addWidget(splitter)
@@ -290,6 +299,7 @@ class AnalysesPane(Pane):
 
     def _show_html(self, html: str) -> None:
         self.result_view.setHtml(html)
+        self.failure_modes.set_result(self.result)
         self._update_buttons()
         self.sig_result_shown.emit(self.result)
 

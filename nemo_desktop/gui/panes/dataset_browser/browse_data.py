@@ -114,6 +114,16 @@ def open_indexed(path: str | Path, store, ctx: JobContext, *, prefer_classifier:
     return from_index(index, None, indexes_of(store, str(root)))
 
 
+def open_index(index_id: str, store, ctx: JobContext) -> BrowseData:
+    """One reference index by id, shown without reading its dataset (a failure mode names the index it ran on)."""
+    from nemo_desktop.core.data.reference_index import ReferenceIndex
+
+    ctx.progress("Loading the reference index", 0, None)
+    index = ReferenceIndex.load(store, index_id)
+    ctx.check_cancelled()
+    return from_index(index, None, indexes_of(store, index.dataset_root or ""))
+
+
 def count_new_images(path: str | Path, data: BrowseData, ctx: JobContext) -> int:
     """How many images of the dataset on disk its index does not hold yet."""
     from nemo_desktop.core.data.datasets import open_dataset

@@ -5,7 +5,9 @@ Indexing runs on the GPU lane (`core.data.reference_index.build_index`, resumabl
 Filters rebuild the grid's row array with numpy; thumbnails come from `ThumbnailLoader`.
 Selected images go to the explanation workbench with their true class; one image can be sent (right-click) to
 a per-sample analysis of the Analyses pane. With a stored competency estimator for the loaded classifier, a
-competency row scores the dataset and sorts / filters by it (competency_controls.py).
+competency row scores the dataset and sorts / filters by it (competency_controls.py). A failure mode found by
+the failure-modes analysis (Analyses pane) can be shown here: the grid then holds only its images, its sentence
+above them.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from ...samples import Sample
 from ...thumbnails import ThumbnailLoader
 from ...widgets.progress_bar import ProgressBar
 from ..base import Pane, PaneHost
-from .browse_data import BrowseData, count_new_images, index_dataset, open_browse_data, open_indexed
+from .browse_data import BrowseData, count_new_images, index_dataset, open_browse_data, open_index, open_indexed
 from .analytics_panel import AnalyticsPanel
 from .competency_controls import CompetencyControls
 from .filters import (ALL, CONFIDENCE_ASC, CONFIDENCE_DESC, CORRECT, DATASET_ORDER, MISCLASSIFIED, FilterSpec,
@@ -31,6 +33,7 @@ from .filters import (ALL, CONFIDENCE_ASC, CONFIDENCE_DESC, CORRECT, DATASET_ORD
 from .widgets.class_table import CLASS_ROLE, ClassAccuracyModel
 from .widgets.grid import GridModel, make_grid_view
 from .widgets.grid_image import ThumbnailSizeControl, attach_image_viewer, view_current_image
+from .widgets.mode_bar import FailureModeBar
 
 ANY = -1
 COUNT_DELAY_MS = 400  # the comparison of an index with the files on disk waits for the first screen
@@ -55,6 +58,7 @@ class DatasetBrowserPane(Pane):
         self._count_job: JobHandle | None = None
         self._index_job: JobHandle | None = None
         self.last_filter_ms: float | None = None
+        self.failure_mode = None  # a failure_modes.members.ModeRef whose images alone are shown, or None
         self.index_batch_size = 32  # images per classifier call while indexing (each batch is stored at once)
 
         self.thumbnails = ThumbnailLoader(host.jobs, host.paths.thumbnails_dir, parent=self)
@@ -227,9 +231,12 @@ class DatasetBrowserPane(Pane):
                                          "padding: 4px 8px; color: #1b1b1b; }")
         self.warning_label.hide()
         layout.addWidget(self.warning_label)
+        self.mode_bar = FailureModeBar()  # while a failure mode filters the grid: its sentence, and "Show all"
+        self.mode_bar.sig_cleared.connect(lambda: self.show_failure_mode(None))
         layout.addLayout(filters)
         layout.addLayout(confidence)
         layout.addWidget(self.competency.bar)
+        layout.addWidget(self.mode_bar)
         layout.addWidget(self.splitter, 1)
         layout.addLayout(bottom)
         self._set_filters_enabled(False)
@@ -310,6 +317,8 @@ class DatasetBrowserPane(Pane):
     def _show_data(self, path: str, data: BrowseData) -> None:
         if self.data is None or data.root != self.data.root:
             self.thumbnails.clear()  # another dataset: keep no pixmaps (the disk cache stays)
+        if self.failure_mode is not None and data.index_id != self.failure_mode.index_id:
+            self._set_mode(None)  # another dataset or index: the failure mode's rows mean nothing there
         self.dataset_path = path
         self.data = data
         self._fill_class_combos(data)
@@ -385,9 +394,14 @@ class DatasetBrowserPane(Pane):
             spec = FilterSpec(true_class=spec.true_class, competency_max=spec.competency_max,
                               least_competent_first=spec.least_competent_first)
         rows = filter_rows(self.data, spec)
+        if self.failure_mode is not None:
+            from nemo_desktop.core.analyses.failure_modes.members import member_mask
+
+            rows = rows[member_mask(self.data.paths[rows], self.failure_mode)]
         self.grid_model.set_view(self.data, rows)
         self.last_filter_ms = 1000 * (time.perf_counter() - started)
-        self.count_label.setText(f"{len(rows):,} of {len(self.data):,} shown")
+        self.count_label.setText(f"{len(rows):,} of {len(self.data):,} shown"
+                                 + (" (failure mode)" if self.failure_mode is not None else ""))
         self._update_selection()
         self.sig_filtered.emit(len(rows))
         return len(rows)
@@ -418,6 +432,30 @@ class DatasetBrowserPane(Pane):
             for w in widgets:
                 w.blockSignals(False)
         return self.apply_filters()
+
+    def show_failure_mode(self, mode) -> JobHandle | None:
+        """Show only the images of `mode` (a failure_modes.members.ModeRef), its sentence above the grid; None
+        shows every image again. The index the analysis ran on is opened first when another one is shown."""
+        if mode is not None and (self.data is None or self.data.index_id != mode.index_id):
+            if mode.index_id is None:
+                self.host.show_message("Failure mode", "The result does not name the index it ran on.")
+                return None
+            session, index_id = self.host.session, mode.index_id
+            handle = self.host.jobs.submit(lambda ctx: open_index(index_id, session.store(), ctx),
+                                           title="Opening the failure mode's index", lane=IO, ask_before_quit=False)
+            handle.sig_done.connect(lambda data: self._opened_for_mode(mode, data))
+            return handle
+        self._set_mode(mode)
+        self.apply_filters()
+        return None
+
+    def _opened_for_mode(self, mode, data: BrowseData) -> None:
+        self._set_mode(mode)  # before showing: _show_data keeps a mode of the index it shows
+        self._opened(data.root or mode.dataset_root or "", data)
+
+    def _set_mode(self, mode) -> None:
+        self.failure_mode = mode
+        self.mode_bar.set_mode(mode)
 
     def _class_clicked(self, index) -> None:
         self.set_filter(true_class=int(self.class_model.data(index, CLASS_ROLE)))

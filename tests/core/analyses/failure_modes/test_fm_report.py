@@ -94,3 +94,31 @@ def test_report_renders_modes_with_thumbnails_and_escapes_sentences(result):
     assert html.count("data:image/png;base64,") >= len(figs[0].images)
     pdf = render(doc, "pdf")
     assert pdf.startswith(b"%PDF") and len(pdf) > 5000
+
+
+def test_the_cei_validation_section_gives_each_sentences_figures_escaped_in_html_and_pdf():
+    from nemo_desktop.core.analyses.failure_modes.result import FailureModesResult
+    from nemo_desktop.core.analyses.failure_modes.validate import ModeValidation
+
+    c = _cluster(picks=(("a <b>night</b> photo", 0.3, 0.1),))
+    held = ModeValidation("all", 1, "fpdiff", "a <b>night</b> photo", 3, 4, 42.0, True, "\u201ca <b>night</b> "
+                          "photo\u201d held up under CEI: ...")
+    weak = ModeValidation("all", 1, "fpdiff", "a snowy road", 2, 4, 1.5, False, "\u201ca snowy road\u201d did not hold "
+                          "up under CEI: removing it ... +1.5 points on average (it must rise by more than 5)")
+    result = FailureModesResult(config={"methods": ["fpdiff"], "k": 1}, index={"rows": 200}, sentences=[],
+                                groups=[_group([c])], evaluation=None, manifest={},
+                                cei_validation={"settings": {"method": "fpdiff", "max_images": 4, "threshold": 5.0},
+                                                "validations": [held.to_dict(), weak.to_dict()],
+                                                "notes": ["Hard cluster 2 was not validated: it did not hold up."]})
+    doc = build_result_report(result, None)
+    (cei,) = [s for s in doc.sections if s.anchor == "cei"]
+    (table,) = [b for b in cei.blocks if hasattr(b, "rows")]
+    assert table.header == ["Mode", "Method", "Sentence", "n / tried", "Mean CEI", "Held up?"]
+    assert [r[3] for r in table.rows] == ["3 / 4", "2 / 4"] and [r[5] for r in table.rows] == ["yes", "did not hold up"]
+    said = [b.text for b in cei.blocks if isinstance(b, Paragraph)]
+    assert any("did not hold up" in t for t in said) and any("was not validated" in t for t in said)
+    html = render(doc, "html").decode("utf-8")
+    assert "CEI validation of the sentences" in html and "a &lt;b&gt;night&lt;/b&gt; photo" in html
+    assert "<b>night</b>" not in html
+    assert render(doc, "pdf").startswith(b"%PDF")
+    assert FailureModesResult.from_dict(result.to_dict()).cei_validation == result.cei_validation

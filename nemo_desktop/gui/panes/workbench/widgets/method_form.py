@@ -1,7 +1,8 @@
 """A form for an analysis' settings, built from its config dataclass (core/registry/params.py: labels, help,
 ranges and choices come from the config's field metadata), so every registered analysis gets its form for free.
 
-Numbers, flags, choices, text and an optional size are editable; for optional fields the lowest value of the spin box
+Numbers, flags, choices, several names of a list (check boxes: at least one), text and an optional size are
+editable; for optional fields the lowest value of the spin box
 reads "default" and means None (the method or the editor decides). The most used settings are shown,
 the rest under "More settings".
 """
@@ -10,11 +11,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout,
-                               QLineEdit, QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLineEdit, QSpinBox, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.registry.params import ParamInfo, config_params
 
+from ....widgets.multi_choice import MultiChoiceEditor
 from ....widgets.wheel_guard import guard_wheel
 
 PRIMARY = ("k", "m", "seed", "edit_steps", "edit_size")
@@ -37,8 +38,6 @@ class MethodForm(QWidget):
         primary, more = QFormLayout(), QFormLayout()
         for param in config_params(config_cls) if config_cls is not None else []:
             kind, name = param.form_kind, param.name
-            if kind is not None and kind.startswith("paths") and param.choices:
-                kind = "choices"  # a tuple of names from a fixed list (e.g. competency's generators): check boxes
             if kind is None or kind.startswith("paths"):
                 continue
             value = (overrides or {}).get(name, param.default)
@@ -75,15 +74,7 @@ class MethodForm(QWidget):
             w.setChecked(bool(value))
             return w
         if base == "choices":
-            w = QWidget()
-            row = QHBoxLayout(w)
-            row.setContentsMargins(0, 0, 0, 0)
-            for c in param.choices:
-                box = QCheckBox(str(c))
-                box.setObjectName(f"choice_{c}")
-                box.setChecked(c in tuple(value or ()))
-                row.addWidget(box)
-            return w
+            return MultiChoiceEditor(param.choices or (), () if value is None else value)
         if base == "choice":
             w = QComboBox()
             if optional:
@@ -130,11 +121,11 @@ class MethodForm(QWidget):
             if base == "bool":
                 out[name] = w.isChecked()
                 continue
-            if base == "choices":
-                out[name] = tuple(b.text() for b in w.findChildren(QCheckBox) if b.isChecked())
-                continue
             if base == "choice":
                 out[name] = w.currentData()
+                continue
+            if base == "choices":  # empty when none is checked: the config refuses it, naming the setting
+                out[name] = w.chosen()
                 continue
             if base == "str":
                 out[name] = w.text().strip() or (None if optional else "")
@@ -152,9 +143,8 @@ class MethodForm(QWidget):
         kind, w = self.editors[name]
         if kind.startswith("bool"):
             w.setChecked(bool(value))
-        elif kind == "choices":
-            for b in w.findChildren(QCheckBox):
-                b.setChecked(b.text() in tuple(value or ()))
+        elif kind.startswith("choices"):
+            w.set_chosen(value)  # unknown names raise ValueError
         elif kind.startswith("choice"):
             w.setCurrentIndex(max(0, w.findData(value)))
         elif kind.startswith("str"):

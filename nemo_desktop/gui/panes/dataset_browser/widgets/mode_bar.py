@@ -1,0 +1,32 @@
+"""The bar above the grid while a failure mode filters it: what is shown (the mode's sentence, with its evidence)
+and the way back to every image."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+
+
+class FailureModeBar(QWidget):
+    sig_cleared = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.label = QLabel("")
+        self.label.setObjectName("failureModeFilter")
+        self.label.setWordWrap(True)
+        self.label.setTextFormat(Qt.TextFormat.PlainText)  # the sentence quotes text from files or an LLM
+        self.label.setStyleSheet("QLabel { background: #eef4fb; border-left: 4px solid #2b6cb0; "
+                                 "padding: 4px 8px; color: #1b1b1b; }")
+        self.clear_button = QPushButton("Show all images")
+        self.clear_button.setObjectName("clearFailureModeButton")
+        self.clear_button.clicked.connect(self.sig_cleared)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.label, 1)
+        row.addWidget(self.clear_button)
+        self.hide()
+
+    def set_mode(self, mode) -> None:
+        """`mode`: a failure_modes.members.ModeRef, or None to hide the bar."""
+        self.label.setText("" if mode is None else f"{mode.title}. {mode.sentence}")
+        self.setVisible(mode is not None)
