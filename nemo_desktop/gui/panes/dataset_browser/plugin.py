@@ -108,6 +108,7 @@ class DatasetBrowserPane(Pane):
         top.addWidget(self.index_progress)
         top.addWidget(self.cancel_index_button)
         top.addWidget(self.index_button)
+        top.addWidget(self.thumbnail_size)  # here, not in the filter rows: those set the pane's minimum width
         self.info_label = QLabel("")
         self.info_label.setObjectName("datasetInfo")
         self.info_label.setWordWrap(True)
@@ -161,7 +162,6 @@ class DatasetBrowserPane(Pane):
                   self.order_combo, self.mistakes_button):
             confidence.addWidget(w)
         confidence.addStretch(1)
-        confidence.addWidget(self.thumbnail_size)
         confidence.addWidget(self.count_label)
 
         # -- per-class accuracy --

@@ -29,7 +29,7 @@ class ThumbnailSizeControl(QWidget):
         self.slider.setSingleStep(STEP)
         self.slider.setPageStep(STEP * 2)
         self.slider.setValue(SIDE)
-        self.slider.setFixedWidth(140)
+        self.slider.setFixedWidth(100)
         self.slider.setToolTip("Thumbnail size in the grid")
         self.value_label = QLabel(f"{SIDE} px")
         self.value_label.setObjectName("thumbnailSizeLabel")
