@@ -77,6 +77,13 @@ def test_a_mode_filters_the_browser_grid_with_its_sentence(qtbot, fm_window):
     assert actions.show_in_browser() is None
     assert {str(browser.data.paths[r]) for r in browser.grid_model.rows} == set(modes[0].paths)
 
+    # And back: "Find failure modes…" in the browser opens the analysis' page on the open dataset's index.
+    assert browser.failure_modes_button.isEnabled()
+    browser.failure_modes_button.click()
+    assert window.current_pane() is pane
+    qtbot.waitUntil(lambda: pane.page is not None and pane.page.spec.name == "failure-modes"
+                    and pane.chosen_data() == index.index_id, timeout=60000)
+
 
 def test_a_modes_errors_go_to_the_workbench(qtbot, fm_window):
     from nemo_desktop.core.analyses.failure_modes.members import list_modes, mode_members

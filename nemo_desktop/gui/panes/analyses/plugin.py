@@ -158,8 +158,12 @@ class AnalysesPane(Pane):
 
     def _apply_pending(self) -> None:
         if self._pending is not None and self.page is not None and self.page.spec.name == self._pending[0]:
-            if self._pending[1] is not None:
-                self.data_path.setText(self._pending[1])
+            data = self._pending[1]
+            if data is not None:
+                self.data_path.setText(data)
+                i = self.data_combo.findData(data)  # a stored run / reference index chosen by its id
+                if i >= 0:
+                    self.data_combo.setCurrentIndex(i)
             self._pending = None
 
     def select_analysis(self, name: str) -> None:

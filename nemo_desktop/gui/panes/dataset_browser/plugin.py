@@ -25,6 +25,7 @@ from ...samples import Sample
 from ...thumbnails import ThumbnailLoader
 from ...widgets.progress_bar import ProgressBar
 from ..base import Pane, PaneHost
+from .analysis_links import failure_modes_button, grid_menu, send_to_analysis
 from .browse_data import BrowseData, count_new_images, index_dataset, open_browse_data, open_index, open_indexed
 from .analytics_panel import AnalyticsPanel
 from .competency_controls import CompetencyControls
@@ -207,6 +208,7 @@ class DatasetBrowserPane(Pane):
 
         # -- to the workbench --
         self.selection_label = QLabel("")
+        self.selection_label.setWordWrap(True)  # wraps instead of widening the pane (its minimum width)
         self.explain_button = QPushButton("Explain in the workbench")
         self.explain_button.setObjectName("explainSelectedButton")
         self.explain_button.setToolTip("Send the selected images, with their true class, to the explanation "
@@ -220,6 +222,8 @@ class DatasetBrowserPane(Pane):
         bottom.addWidget(self.selection_label, 1)
         bottom.addWidget(self.view_button)
         bottom.addWidget(self.explain_button)
+        self.failure_modes_button = failure_modes_button(self)
+        bottom.addWidget(self.failure_modes_button)
 
         layout = QVBoxLayout(self)
         layout.addLayout(top)
@@ -368,7 +372,7 @@ class DatasetBrowserPane(Pane):
         indexed = enabled and self.data is not None and self.data.indexed
         self.true_combo.setEnabled(enabled)
         for w in (self.correctness_combo, self.pred_combo, self.conf_min, self.conf_max, self.order_combo,
-                  self.mistakes_button):
+                  self.mistakes_button, self.failure_modes_button):
             w.setEnabled(indexed)
 
     # -- filtering ------------------------------------------------------------------------------------
@@ -538,24 +542,10 @@ class DatasetBrowserPane(Pane):
         self.selection_label.setText(f"{n} selected" if n else "Select images (Ctrl/Shift-click) to explain them.")
 
     def _grid_menu(self, pos) -> None:
-        index = self.grid.indexAt(pos)
-        if not index.isValid():
-            return
-        if not self.grid.selectionModel().isSelected(index):
-            self.grid.setCurrentIndex(index)  # right-click on an unselected image selects it alone
-        menu = QMenu(self.grid)
-        menu.addAction("View image (zoom)\tSpace", lambda: view_current_image(self))
-        menu.addAction("Explain in the workbench", self.explain_selected)
-        path = str(self.data.paths[self.grid_model.dataset_row(index)])
-        for name, description in self.image_analyses:
-            action = menu.addAction(f"Analyse with {name}…", lambda n=name, p=path: self.send_to_analysis(n, p))
-            action.setToolTip(description)
-        menu.popup(self.grid.viewport().mapToGlobal(pos))
-        self._menu = menu  # kept for tests and so that it is not collected while open
+        self._menu = grid_menu(self, pos)  # kept for tests and so that it is not collected while open
 
-    def send_to_analysis(self, name: str, path: str) -> None:
-        """Open the Analyses pane on `name` with this image as its data."""
-        self.host.show_pane("analyses").open_with(name, path)  # type: ignore[attr-defined]
+    def send_to_analysis(self, name: str, data: str) -> None:
+        send_to_analysis(self, name, data)
 
     def explain_selected(self) -> None:
         samples = self.selected_samples()

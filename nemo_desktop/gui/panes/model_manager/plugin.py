@@ -77,6 +77,10 @@ class ModelManagerPane(Pane):
                                      "defaultButton")
         self.import_button = button("Import classifier…", self.import_checkpoint,
                                     "Add your own fine-tuned timm classifier (weights + class names)", "importButton")
+        self.fit_competency_button = button(
+            "Fit competency…", self.fit_competency,
+            "Fit a competency estimator (PaRCE) for the loaded classifier on its training data: the Analyses "
+            "pane's competency-estimator page, with the current classifier", "fitCompetencyButton")
         self.refresh_button = button("Refresh", self.refresh, "Read the catalog and check the weights cache again",
                                      "refreshButton")
 
@@ -102,6 +106,7 @@ class ModelManagerPane(Pane):
         for b in (self.load_button, self.unload_button, self.default_button):
             memory_row.addWidget(b)
         memory_row.addStretch(1)
+        memory_row.addWidget(self.fit_competency_button)
 
         heading = QLabel(f"<h2>{self.TITLE}</h2>")
         top = QHBoxLayout()
@@ -246,6 +251,11 @@ class ModelManagerPane(Pane):
         self.load_reason.setVisible(bool(why_not))
         self.unload_button.setEnabled(loaded)
         self.default_button.setEnabled(e is not None)
+        self.fit_competency_button.setEnabled(self.host.session.get("classifier") is not None)
+
+    def fit_competency(self) -> None:
+        """The competency-estimator page of the Analyses pane (its classifier picker says "current")."""
+        self.host.show_pane("analyses").open_with("competency-estimator")
 
     # -- downloads ----------------------------------------------------------------------------------------
     def download_selected(self):
