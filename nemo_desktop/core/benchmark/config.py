@@ -153,8 +153,8 @@ def load_config(path: str | Path) -> BenchConfig:
     """Read a .json or .toml config file."""
     p = Path(path).expanduser()
     if not p.is_file():
-        raise ConfigError(f"Benchmark config not found: {p}", hint="Give a .toml or .json file "
-                                                                   "(examples: nemo_desktop/resources/benchmarks/configs/).")
+        raise ConfigError(f"Benchmark config not found: {p}",
+                          hint="Give a .toml or .json file (examples: nemo_desktop/resources/benchmarks/configs/).")
     text = p.read_text(encoding="utf-8")
     try:
         if p.suffix.lower() == ".toml":

@@ -186,5 +186,6 @@ class CompetencyBenchConfig:
         _check_ranges(self)
 
     def counterfactual_config(self) -> CounterfactualConfig:
-        shared = {n: getattr(self, n) for n in self.__dataclass_fields__ if n in CounterfactualConfig.__dataclass_fields__}
+        shared = {n: getattr(self, n) for n in self.__dataclass_fields__
+                  if n in CounterfactualConfig.__dataclass_fields__}
         return CounterfactualConfig(**shared, explain=False)

@@ -32,7 +32,8 @@ from .explain import Explainer, dataset_description, prompt_versions
 from .generators import GeneratorUnavailable, generate, pixel_distance
 from .lpips_distance import LpipsDistance, MetricUnavailable, load_lpips, trunk_path
 from .metrics import feature_similarity, latent_similarity
-from .results import COUNTERFACTUAL_ANALYSIS, COUNTERFACTUAL_VERSION, CompetencyCounterfactualResult, CounterfactualOutput
+from .results import (COUNTERFACTUAL_ANALYSIS, COUNTERFACTUAL_VERSION, CompetencyCounterfactualResult,
+                      CounterfactualOutput)
 
 VERSION = COUNTERFACTUAL_VERSION
 
