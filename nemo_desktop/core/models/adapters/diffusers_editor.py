@@ -34,7 +34,7 @@ from ...errors import ConfigError, JobCancelled, ModelError
 from ..device import free_memory, translate_oom
 from ..protocols import ModelInfo, StepCallback
 from ..registry import LoadOptions, ModelSpec, register_family
-from .diffusers_loading import load_pipeline
+from .diffusers_loading import load_pipeline, release_offloaded, remove_hooks
 
 log = logging.getLogger(__name__)
 
@@ -171,13 +171,7 @@ class DiffusersEditor:
         return callback
 
     def _release_offloaded(self) -> None:
-        # With CPU offload, a stopped loop leaves its model on the GPU; put everything back on the CPU.
-        if getattr(self.pipe, "_offload_device", None) is not None:
-            try:
-                self.pipe.maybe_free_model_hooks()
-            except Exception:  # noqa: BLE001 - best effort after a failure
-                log.debug("could not release offloaded models", exc_info=True)
-        free_memory()
+        release_offloaded(self.pipe)
 
     def _check_safety(self, out: Any) -> None:
         flags = getattr(out, "nsfw_content_detected", None)
@@ -190,10 +184,7 @@ class DiffusersEditor:
         """Drop the pipeline and release its (GPU) memory; the process stays usable."""
         with self._lock:
             if self.pipe is not None:
-                try:
-                    self.pipe.remove_all_hooks()
-                except Exception:  # noqa: BLE001
-                    pass
+                remove_hooks(self.pipe)
                 self.pipe = None
         free_memory()
 

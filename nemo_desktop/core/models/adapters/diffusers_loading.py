@@ -3,7 +3,7 @@ generators (diffusers_t2i.py): find the weights (a local folder saved with `save
 in the local cache; offline never touches the network), load them with `DiffusionPipeline.from_pretrained`
 (safetensors only, no remote code) in the chosen dtype, refuse a pipeline class the family does not support
 before it takes device memory, then place it on the device or set up CPU offload, with CUDA out-of-memory
-turned into a clear error.
+turned into a clear error. Also what both do to give the memory back (after a stopped run, on unload).
 """
 from __future__ import annotations
 
@@ -132,3 +132,21 @@ def load_pipeline(spec: ModelSpec, options: LoadOptions, *, role: str, accepted:
             raise oom from exc
         raise
     return LoadedPipeline(pipe, revision, device, dtype, offload)
+
+
+def release_offloaded(pipe: Any) -> None:
+    """After a stopped or failed run: with CPU offload the last model stays on the GPU; put it back."""
+    if getattr(pipe, "_offload_device", None) is not None:
+        try:
+            pipe.maybe_free_model_hooks()
+        except Exception:  # noqa: BLE001 - best effort after a failure
+            log.debug("could not release offloaded models", exc_info=True)
+    free_memory()
+
+
+def remove_hooks(pipe: Any) -> None:
+    """Before dropping a pipeline: remove its offload hooks so nothing keeps its modules alive."""
+    try:
+        pipe.remove_all_hooks()
+    except Exception:  # noqa: BLE001 - best effort: the pipeline is dropped either way
+        log.debug("could not remove the offload hooks", exc_info=True)

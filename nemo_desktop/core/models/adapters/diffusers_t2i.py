@@ -25,7 +25,7 @@ from ...errors import ConfigError, JobCancelled, ModelError
 from ..device import free_memory, translate_oom
 from ..protocols import ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
-from .diffusers_loading import load_pipeline
+from .diffusers_loading import load_pipeline, release_offloaded, remove_hooks
 
 log = logging.getLogger(__name__)
 
@@ -94,20 +94,12 @@ class DiffusersTextToImage:
         return images
 
     def _release_offloaded(self) -> None:
-        if getattr(self.pipe, "_offload_device", None) is not None:
-            try:
-                self.pipe.maybe_free_model_hooks()
-            except Exception:
-                log.debug("could not release offloaded models", exc_info=True)
-        free_memory()
+        release_offloaded(self.pipe)
 
     def unload(self) -> None:
         with self._lock:
             if self.pipe is not None:
-                try:
-                    self.pipe.remove_all_hooks()
-                except Exception:  # noqa: BLE001 - best effort: the pipeline is dropped either way
-                    log.debug("could not remove the offload hooks", exc_info=True)
+                remove_hooks(self.pipe)
                 self.pipe = None
         free_memory()
 
