@@ -9,7 +9,7 @@
 # 10 to 20 minutes (18 min with a warm uv cache on a loaded 2-core machine). Run it when changing a floor:
 #     bash scripts/check_lowest_deps.sh [extra pytest args]
 # NEMO_LOWEST_DIR=DIR keeps the environment in DIR between runs (default: a temporary folder, removed after).
-# PYTHON=python3.10 runs it on the oldest Python requires-python allows (tomli, no sqlite_errorcode, ...).
+# PYTHON=python3.12 runs it on another Python (3.11 is the oldest requires-python allows: transformers 5.23 needs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}

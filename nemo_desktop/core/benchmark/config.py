@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,10 +157,8 @@ def load_config(path: str | Path) -> BenchConfig:
     text = p.read_text(encoding="utf-8")
     try:
         if p.suffix.lower() == ".toml":
-            if sys.version_info >= (3, 11):
-                import tomllib
-            else:  # Python 3.10: the same parser from PyPI (a declared dependency there)
-                import tomli as tomllib
+            import tomllib
+
             data = tomllib.loads(text)
         else:
             data = json.loads(text)
