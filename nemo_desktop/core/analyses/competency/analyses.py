@@ -31,6 +31,7 @@ from .score_set import CompetencyScoreAnalysis, CompetencyScoreConfig, Competenc
 if TYPE_CHECKING:
     from .estimator import FittedEstimator
 
+
 def stored_estimator_key(store: Any, ref: str) -> str:
     """The full key of the stored estimator `ref` names (a key or a unique prefix of one)."""
     ref = ref.strip().lower()
