@@ -1,4 +1,4 @@
-"""Listing the analysis registry is cheap: the Analyses page and `nemo --help` read every entry's name, kind,
+"""Listing the analysis registry is cheap: the Analyses page and `nemo explain --help` read every entry's name, kind,
 inputs and settings, and none of that may import torch or scipy (competency's estimator alone took seconds).
 A factory named by import path (LazyFactory) is imported when the analysis is built."""
 from __future__ import annotations
