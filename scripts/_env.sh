@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PYTHON:-python3}
-if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
-  echo "NEMO Desktop needs Python 3.10 or newer (found: $("$PY" --version 2>&1)). Set PYTHON=/path/to/python3.11." >&2
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "NEMO Desktop needs Python 3.11 or newer (found: $("$PY" --version 2>&1)). Set PYTHON=/path/to/python3.11." >&2
   exit 1
 fi
 if [ ! -x .venv/bin/python ]; then

@@ -40,9 +40,9 @@ from ..errors import ConfigError, InputImageError, JobCancelled
 from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
 from ..registry import AnalysisSpec, Inputs, register_analysis
-from ..methods.intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache, ask_json,
-                           classifier_part, error_text, image_hash, load_input, model_manifest, model_part,
-                           raw_replies, sample_info, sha_text, unit_key)
+from ..methods.intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
+                                    ask_json, classifier_part, error_text, image_hash, load_input, model_manifest,
+                                    model_part, raw_replies, sample_info, sha_text, unit_key)
 from ..methods.pipeline_steps import stored_result
 from ..methods.prompts import PromptTemplate, load_prompt
 from ..methods.result import Candidate, ExplanationResult

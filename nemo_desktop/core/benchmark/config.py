@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,15 +152,13 @@ def load_config(path: str | Path) -> BenchConfig:
     """Read a .json or .toml config file."""
     p = Path(path).expanduser()
     if not p.is_file():
-        raise ConfigError(f"Benchmark config not found: {p}", hint="Give a .toml or .json file "
-                                                                   "(examples: nemo_desktop/resources/benchmarks/configs/).")
+        raise ConfigError(f"Benchmark config not found: {p}",
+                          hint="Give a .toml or .json file (examples: nemo_desktop/resources/benchmarks/configs/).")
     text = p.read_text(encoding="utf-8")
     try:
         if p.suffix.lower() == ".toml":
-            if sys.version_info >= (3, 11):
-                import tomllib
-            else:  # Python 3.10: the same parser from PyPI (a declared dependency there)
-                import tomli as tomllib
+            import tomllib
+
             data = tomllib.loads(text)
         else:
             data = json.loads(text)

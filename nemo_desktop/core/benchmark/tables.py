@@ -397,7 +397,8 @@ def render(data: RunData, tables: list[Table], fmt: str = "md") -> str:
         out.append("")
     problems = [c for c in data.cells.values() if c.failed or c.pending or c.unjudged or c.judge_failures]
     if problems:
-        out += ["## Not counted", "", "| cell | failed | pending | unjudged | judge failures |", "|---|---:|---:|---:|---:|"]
+        out += ["## Not counted", "", "| cell | failed | pending | unjudged | judge failures |",
+                "|---|---:|---:|---:|---:|"]
         for c in problems:
             name = " / ".join(x for x in (c.dataset, c.classifier, c.mllm, c.editor, c.method) if x)
             out.append(f"| {name} | {c.failed} | {c.pending} | {c.unjudged} | {c.judge_failures} |")

@@ -130,8 +130,8 @@ class ClassifierView:
     # -- internals ----------------------------------------------------------------------------------------
     def _one_pass_logits(self) -> bool:
         """True when the base gives logits in its one-pass outputs and `_base_logits` would use logits too."""
-        return (callable(getattr(self.base, "outputs_from_pixels", None)) and callable(getattr(self.base, "logits", None))
-                and not getattr(self.base, "zero_shot", False))
+        return (callable(getattr(self.base, "outputs_from_pixels", None))
+                and callable(getattr(self.base, "logits", None)) and not getattr(self.base, "zero_shot", False))
 
     def _base_logits(self, images: Sequence[Any]) -> np.ndarray:
         logits = getattr(self.base, "logits", None)

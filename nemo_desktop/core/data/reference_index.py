@@ -1,9 +1,10 @@
 """The reference index: a dataset run through a classifier once, kept in the results store.
 
 Per image: content sha256, label, prediction, P(label), P(prediction), correctness, prediction entropy
-(nats; NaN for rows indexed before store schema 2), top-5 and the L2-normalised embedding. Rows live in the store's `index_entries` table; embeddings in one memory-mapped
-.npy matrix whose row order is (correct first, label, path): "correct references of class c" is one
-contiguous slice, and so is "every correct reference", so retrieval reads only what it needs.
+(nats; NaN for rows indexed before store schema 2), top-5 and the L2-normalised embedding. Rows live in the
+store's `index_entries` table; embeddings in one memory-mapped .npy matrix whose row order is (correct first,
+label, path): "correct references of class c" is one contiguous slice, and so is "every correct reference", so
+retrieval reads only what it needs.
 
 Building is incremental and survives interruption:
   * only new images, images whose mtime/size changed and whose sha256 then differs, and images whose label

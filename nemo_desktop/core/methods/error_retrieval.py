@@ -144,8 +144,8 @@ def _read_json(path: Path) -> dict:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"Cannot read the error-corpus file {path}: {exc}",
-                          hint="It must be JSON with a 'sentences' list (see nemo_desktop/resources/error_corpus/README.md).") \
-            from exc
+                          hint="It must be JSON with a 'sentences' list "
+                               "(see nemo_desktop/resources/error_corpus/README.md).") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("sentences"), list):
         raise ConfigError(f"The error-corpus file {path} has no 'sentences' list.",
                           hint="See nemo_desktop/resources/error_corpus/README.md for the format.")

@@ -1,6 +1,6 @@
 """The steps every explanation pipeline (SciTX and the baselines) takes around its own work: answer from a
-complete stored result (the global explanation and its score too), classify the query and refuse a correct prediction, select the candidate with the
-largest CEI and note when that selection says little."""
+complete stored result (the global explanation and its score too), classify the query and refuse a correct
+prediction, select the candidate with the largest CEI and note when that selection says little."""
 from __future__ import annotations
 
 from pathlib import Path

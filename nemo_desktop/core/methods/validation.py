@@ -424,8 +424,9 @@ class BaselinePipeline:
             method=self.method_name, sample=sample, explanation=chosen.hypothesis if chosen else None,
             selected_index=best, cei=chosen.cei if chosen else None, candidates=candidates,
             observations=proposal.observations or [], evidence=dict(proposal.evidence or {}), timings=timings,
-            notes=notes, manifest=self._manifest(candidates, image_path, file_sha, units, not transient, testing, tester,
-                                                 proposal.details, tester.edit_record(img) if testing else None))
+            notes=notes, manifest=self._manifest(candidates, image_path, file_sha, units, not transient, testing,
+                                                 tester, proposal.details,
+                                                 tester.edit_record(img) if testing else None))
         if units.store is not None:
             result.result_key = key
             units.store.put(key, "explanation", result.to_dict(), dict(self.last_artifacts))

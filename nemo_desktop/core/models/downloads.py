@@ -278,7 +278,8 @@ def require_snapshot(repo_id: str, revision: str | None = None, cache_dir: str |
     raise weights_not_found(repo_id, status, model_id=model_id)
 
 
-def weights_not_found(repo_id: str, status: RepoStatus | None = None, *, model_id: str | None = None) -> WeightsNotFoundError:
+def weights_not_found(repo_id: str, status: RepoStatus | None = None, *,
+                      model_id: str | None = None) -> WeightsNotFoundError:
     what = "only partly in" if status is not None and status.state == "partial" else "not in"
     how = f"`nemo models download {model_id or repo_id}`"
     hint = f"Download it with {how} (or from the Model manager)."

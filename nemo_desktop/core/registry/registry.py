@@ -22,7 +22,7 @@ _loaded = False
 
 def register_analysis(spec: AnalysisSpec) -> AnalysisSpec:
     old = _SPECS.get(spec.name)
-    if old is not None and old.factory is not spec.factory:
+    if old is not None and old.factory != spec.factory:  # identity; a LazyFactory compares by its path
         # FiftyOne's register_run refuses a key reused by a different run; a name is the same promise.
         raise ValueError(f"An analysis named '{spec.name}' is already registered ({old.factory!r}).")
     _SPECS[spec.name] = spec

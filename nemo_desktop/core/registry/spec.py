@@ -7,6 +7,7 @@ estimator). Inputs are declared here once; the CLI flags, the GUI pickers and `b
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
@@ -63,16 +64,38 @@ class Inputs:
 
 
 @dataclass(frozen=True)
+class LazyFactory:
+    """A factory named by import path, "package.module:Name", imported on its first call: listing the registry
+    (names, configs, inputs) then costs no import of the pipeline's heavy dependencies (torch, scipy), which
+    only a build needs. `AnalysisSpec(factory="package.module:Name")` makes one."""
+
+    path: str
+
+    def __post_init__(self) -> None:
+        module, sep, attr = self.path.partition(":")
+        if not (sep and module and attr):
+            raise ValueError(f"A factory path is 'package.module:Name', not {self.path!r}")
+
+    def load(self) -> Callable[..., Any]:
+        module, _, attr = self.path.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.load()(*args, **kwargs)
+
+
+@dataclass(frozen=True)
 class AnalysisSpec:
     """One registry entry. `factory(**components, config=config)` builds the analysis object, a callable.
 
-    Only `build_analysis` calls the factory in product code; tests may call it directly with doubles.
+    Only `build_analysis` calls the factory in product code; tests may call it directly with doubles. A factory
+    given as "package.module:Name" becomes a LazyFactory (imported when first called).
     """
 
     name: str
     kind: Kind
     version: str  # bump when the analysis' results change for the same inputs: it is part of every key
-    factory: Callable[..., Any]
+    factory: Callable[..., Any] | str
     config: type | None = None  # dataclass of the analysis' parameters (field metadata: label, help, min, max)
     result: type | None = None  # the result type (see results.AnalysisResult)
     inputs: Inputs = field(default_factory=Inputs)
@@ -86,6 +109,8 @@ class AnalysisSpec:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"AnalysisSpec.kind must be one of {KINDS}, not {self.kind!r}")
+        if isinstance(self.factory, str):
+            object.__setattr__(self, "factory", LazyFactory(self.factory))
 
     @property
     def needs_editor(self) -> bool:

@@ -102,5 +102,5 @@ def export_report(result_or_run_id: Any, store, fmt: str, out_path, *, image_for
     return out
 
 
-__all__ = ["FORMATS", "IMAGE_FORMATS", "ReportDocument", "build_report", "build_run_report", "build_single_report", "export_report",
-           "render", "render_html", "render_pdf", "resolve_target"]
+__all__ = ["FORMATS", "IMAGE_FORMATS", "ReportDocument", "build_report", "build_run_report", "build_single_report",
+           "export_report", "render", "render_html", "render_pdf", "resolve_target"]

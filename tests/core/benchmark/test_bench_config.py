@@ -76,20 +76,6 @@ def test_validated_registry_variants_pair_with_their_plain_method():
     assert table5(data) == []  # one SciTX: no retrieval ablation
 
 
-def test_python_3_10_reads_toml_configs_with_tomli(monkeypatch):
-    """On 3.10 (no tomllib) the configs are read with tomli, a dependency there; the result is the same."""
-    import sys
-
-    from nemo_desktop.core.benchmark import config as config_mod
-
-    pytest.importorskip("tomli")  # in the test extra, so CI always runs this
-    path = resource_path("benchmarks", "configs", "table1.toml")
-    expected = load_config(path)
-    monkeypatch.setattr(config_mod, "sys", type("FakeSys", (), {"version_info": (3, 10, 14)}))
-    monkeypatch.setitem(sys.modules, "tomllib", None)  # `import tomllib` fails as on 3.10
-    assert load_config(path) == expected
-
-
 def test_shipped_configs_build_their_methods_and_say_which_reading_they_use():
     """Every method's options build its real config; ErrorRetrieval uses the paper's corpus style and ranking;
     Table 3 re-scores the first editor's explanations; the comments mark this project's own values."""

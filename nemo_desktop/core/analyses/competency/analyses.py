@@ -13,24 +13,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError
 from ...jobs import JobContext
 from ...registry import AnalysisSpec, Inputs, register_analysis
-from .bench import VERSION as BENCH_VERSION
-from .bench import CompetencyBenchAnalysis, CompetencyBenchConfig
-from .config import CounterfactualConfig, EstimatorConfig
-from .counterfactual import VERSION as COUNTERFACTUAL_VERSION
-from .counterfactual import CompetencyCounterfactual
-from .estimator import FittedEstimator, _check_classifier
-from .fit import VERSION as FIT_VERSION
-from .fit import CompetencyEstimatorFit
+from .config import CompetencyBenchConfig, CounterfactualConfig, EstimatorConfig
+from .results import (BENCH_ANALYSIS, BENCH_VERSION, COUNTERFACTUAL_ANALYSIS, COUNTERFACTUAL_VERSION,
+                      ESTIMATOR_ANALYSIS, ESTIMATOR_VERSION, CompetencyBenchResult, CompetencyCounterfactualResult,
+                      EstimatorFitResult)
 from .score_set import ANALYSIS as SCORE_ANALYSIS
 from .score_set import VERSION as SCORE_VERSION
 from .score_set import CompetencyScoreAnalysis, CompetencyScoreConfig, CompetencyScoreSet
-from .results import (BENCH_ANALYSIS, COUNTERFACTUAL_ANALYSIS, ESTIMATOR_ANALYSIS, CompetencyBenchResult,
-                      CompetencyCounterfactualResult, EstimatorFitResult)
+
+# Listing the registry imports this module: the estimator, the generators and the metrics (torch, scipy) are
+# imported only when an analysis is built (tests/core/test_registry_listing.py).
+if TYPE_CHECKING:
+    from .estimator import FittedEstimator
 
 
 def stored_estimator_key(store: Any, ref: str) -> str:
@@ -51,6 +50,8 @@ def stored_estimator_key(store: Any, ref: str) -> str:
 
 def resolve_estimator(fitted: Any, classifier: Any, store: Any = None) -> FittedEstimator:
     """The FittedEstimator `fitted` refers to, bound to `classifier` (see the module docstring)."""
+    from .estimator import FittedEstimator, _check_classifier
+
     if isinstance(fitted, FittedEstimator):
         if classifier is not None and classifier is not fitted.classifier:
             _check_classifier(fitted.manifest, classifier)
@@ -75,6 +76,8 @@ class CompetencyEstimatorAnalysis:
 
     def __init__(self, classifier: Any, store: Any = None, config: EstimatorConfig | None = None, *,
                  work_dir: str | os.PathLike | None = None) -> None:
+        from .fit import CompetencyEstimatorFit
+
         self.fit = CompetencyEstimatorFit(classifier, config, store=store, work_dir=work_dir)
 
     @property
@@ -97,6 +100,8 @@ class CompetencyCounterfactualAnalysis:
 
     def __init__(self, classifier: Any, fitted: Any, mllm: Any = None, store: Any = None,
                  config: CounterfactualConfig | None = None) -> None:
+        from .counterfactual import CompetencyCounterfactual
+
         estimator = resolve_estimator(fitted, classifier, store)
         self.pipeline = CompetencyCounterfactual(estimator, mllm, config, store=store)
 
@@ -105,7 +110,7 @@ class CompetencyCounterfactualAnalysis:
 
 
 register_analysis(AnalysisSpec(
-    name=ESTIMATOR_ANALYSIS, kind="fit", version=FIT_VERSION, factory=CompetencyEstimatorAnalysis,
+    name=ESTIMATOR_ANALYSIS, kind="fit", version=ESTIMATOR_VERSION, factory=CompetencyEstimatorAnalysis,
     config=EstimatorConfig, result=EstimatorFitResult, inputs=Inputs(classifier="required", data="dataset"),
     description="Fit a competency estimator (PaRCE: confidence x probability of being in-distribution, from an "
                 "autoencoder's reconstruction loss calibrated on held-out images) for a classifier."))
@@ -118,7 +123,8 @@ register_analysis(AnalysisSpec(
                 "or unfamiliar images; with labels, accuracy of the low- and high-competency images."))
 
 register_analysis(AnalysisSpec(
-    name=BENCH_ANALYSIS, kind="dataset", version=BENCH_VERSION, factory=CompetencyBenchAnalysis,
+    name=BENCH_ANALYSIS, kind="dataset", version=BENCH_VERSION,
+    factory="nemo_desktop.core.analyses.competency.bench:CompetencyBenchAnalysis",
     config=CompetencyBenchConfig, result=CompetencyBenchResult,
     inputs=Inputs(classifier="required", fitted=ESTIMATOR_ANALYSIS, data="dataset"),
     description="The competency paper's Tables 1/2 on your images: every counterfactual generator over the set's "

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
@@ -22,15 +21,15 @@ import torch
 from .... import __version__
 from ...errors import ConfigError
 from ...jobs import JobContext, null_context
-from .config import CounterfactualConfig, _check_ranges, as_names, config_dict
+from .config import CompetencyBenchConfig, CounterfactualConfig, config_dict
 from .estimator import FittedEstimator
 from .generators import GeneratorUnavailable, generate, pixel_distance
 from .lpips_distance import LpipsDistance, MetricUnavailable, load_lpips, trunk_path
 from .metrics import (feature_similarity, feature_space, frechet_and_kernel_distance, inception_path,
                       latent_similarity, success)
-from .results import BENCH_ANALYSIS, CompetencyBenchResult, GeneratorMetrics
+from .results import BENCH_ANALYSIS, BENCH_VERSION, CompetencyBenchResult, GeneratorMetrics
 
-VERSION = "1"
+VERSION = BENCH_VERSION
 
 
 class CompetencyBench:
@@ -126,48 +125,6 @@ class CompetencyBench:
 
 
 # -- the analysis (registry entry `competency-bench`) ----------------------------------------------------------
-def _same(name: str) -> Any:
-    """The CounterfactualConfig field `name` (default and metadata), so both configs describe it alike."""
-    f = CounterfactualConfig.__dataclass_fields__[name]
-    return field(default=f.default, metadata=f.metadata)
-
-
-@dataclass(frozen=True)
-class CompetencyBenchConfig:
-    """Settings of `competency-bench`: the generators' settings, how many images, and the feature space."""
-
-    methods: tuple[str, ...] = _same("methods")
-    threshold: float = _same("threshold")
-    max_iter: int = _same("max_iter")
-    gamma: float = _same("gamma")
-    learning_rate: float = _same("learning_rate")
-    igd_distance: str = _same("igd_distance")
-    fgd_distance: str = _same("fgd_distance")
-    lgd_distance: str = _same("lgd_distance")
-    lnn_distance: str = _same("lnn_distance")
-    lpips_size: int = _same("lpips_size")
-    compatibility: bool = _same("compatibility")
-    batch_size: int = _same("batch_size")
-    seed: int = _same("seed")
-    max_images: int = field(default=100, metadata={
-        "label": "Most low-competency images", "min": 1, "max": 100_000,
-        "help": "Generators run on at most this many of the set's low-competency images (in file order)."})
-    feature_space: str = field(default="classifier", metadata={
-        "label": "FD/KD feature space", "choices": ("classifier", "latent", "inception"),
-        "help": "Features in which FD and KD compare counterfactuals with the reference images: the "
-                "classifier's own (the default), the autoencoder's latent, or the FID Inception (when its "
-                "weights are installed; else FD/KD are reported as unavailable)"})
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "methods", as_names(self.methods))
-        self.counterfactual_config()  # the shared fields' checks, with their messages
-        _check_ranges(self)
-
-    def counterfactual_config(self) -> CounterfactualConfig:
-        shared = {n: getattr(self, n) for n in self.__dataclass_fields__ if n in CounterfactualConfig.__dataclass_fields__}
-        return CounterfactualConfig(**shared, explain=False)
-
-
 class CompetencyBenchAnalysis:
     """`competency-bench`: the seed's Tables 1/2 on a labelled or unlabelled image set: every generator over the
     set's low-competency images (success rate, LPIPS, feature and latent cosine, FD, KD, seconds per image).

@@ -145,3 +145,47 @@ class CounterfactualConfig:
     @property
     def clamp(self) -> bool:
         return not self.compatibility
+
+
+# -- competency-bench (core/analyses/competency/bench.py runs it; its settings are here, light to import) ----
+def _same(name: str) -> Any:
+    """The CounterfactualConfig field `name` (default and metadata), so both configs describe it alike."""
+    f = CounterfactualConfig.__dataclass_fields__[name]
+    return field(default=f.default, metadata=f.metadata)
+
+
+@dataclass(frozen=True)
+class CompetencyBenchConfig:
+    """Settings of `competency-bench`: the generators' settings, how many images, and the feature space."""
+
+    methods: tuple[str, ...] = _same("methods")
+    threshold: float = _same("threshold")
+    max_iter: int = _same("max_iter")
+    gamma: float = _same("gamma")
+    learning_rate: float = _same("learning_rate")
+    igd_distance: str = _same("igd_distance")
+    fgd_distance: str = _same("fgd_distance")
+    lgd_distance: str = _same("lgd_distance")
+    lnn_distance: str = _same("lnn_distance")
+    lpips_size: int = _same("lpips_size")
+    compatibility: bool = _same("compatibility")
+    batch_size: int = _same("batch_size")
+    seed: int = _same("seed")
+    max_images: int = field(default=100, metadata={
+        "label": "Most low-competency images", "min": 1, "max": 100_000,
+        "help": "Generators run on at most this many of the set's low-competency images (in file order)."})
+    feature_space: str = field(default="classifier", metadata={
+        "label": "FD/KD feature space", "choices": ("classifier", "latent", "inception"),
+        "help": "Features in which FD and KD compare counterfactuals with the reference images: the "
+                "classifier's own (the default), the autoencoder's latent, or the FID Inception (when its "
+                "weights are installed; else FD/KD are reported as unavailable)"})
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "methods", as_names(self.methods))
+        self.counterfactual_config()  # the shared fields' checks, with their messages
+        _check_ranges(self)
+
+    def counterfactual_config(self) -> CounterfactualConfig:
+        shared = {n: getattr(self, n) for n in self.__dataclass_fields__
+                  if n in CounterfactualConfig.__dataclass_fields__}
+        return CounterfactualConfig(**shared, explain=False)

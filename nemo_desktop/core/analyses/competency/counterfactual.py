@@ -32,9 +32,10 @@ from .explain import Explainer, dataset_description, prompt_versions
 from .generators import GeneratorUnavailable, generate, pixel_distance
 from .lpips_distance import LpipsDistance, MetricUnavailable, load_lpips, trunk_path
 from .metrics import feature_similarity, latent_similarity
-from .results import COUNTERFACTUAL_ANALYSIS, CompetencyCounterfactualResult, CounterfactualOutput
+from .results import (COUNTERFACTUAL_ANALYSIS, COUNTERFACTUAL_VERSION, CompetencyCounterfactualResult,
+                      CounterfactualOutput)
 
-VERSION = "1"
+VERSION = COUNTERFACTUAL_VERSION
 
 
 def to_pil(x: torch.Tensor) -> Image.Image:

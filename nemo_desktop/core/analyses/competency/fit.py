@@ -33,9 +33,9 @@ from .classifier_view import require_differentiable
 from .config import EstimatorConfig, config_dict
 from .estimator import FORMAT, FittedEstimator, resize
 from .parce import class_statistics, competency_np, reconstruction_losses, select_z
-from .results import ESTIMATOR_ANALYSIS, EstimatorFitResult
+from .results import ESTIMATOR_ANALYSIS, ESTIMATOR_VERSION, EstimatorFitResult
 
-VERSION = "1"
+VERSION = ESTIMATOR_VERSION
 PREP_BATCH = 64
 CHECKPOINT = "checkpoint.safetensors"
 CHECKPOINT_STATE = "checkpoint.json"

@@ -10,6 +10,11 @@ from typing import Any
 ESTIMATOR_ANALYSIS = "competency-estimator"
 COUNTERFACTUAL_ANALYSIS = "competency-cf"
 BENCH_ANALYSIS = "competency-bench"
+# Result versions (part of every key; bump when a result changes for the same inputs). Here, not in the pipeline
+# modules, so the registry lists the analyses without importing torch.
+ESTIMATOR_VERSION = "1"
+COUNTERFACTUAL_VERSION = "1"
+BENCH_VERSION = "1"
 
 
 def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:

@@ -1,9 +1,9 @@
 """Instruction-based image editors from diffusers pipelines: FLUX.1 Kontext, Qwen-Image-Edit, InstructPix2Pix.
 
-One base class does everything the three families share: find the weights (a local folder saved with
-`save_pretrained`, or a Hub repository in the local cache), load the pipeline with the chosen dtype,
-device and CPU offload, honour the caller's output size exactly, seed, report each denoising step, stop on
-cancel and turn CUDA out-of-memory into a clear error. A family only says which pipeline classes it
+One base class does everything the three families share: load the pipeline (diffusers_loading.py, shared with
+the text-to-image generators: weights folder, safetensors, dtype, device, CPU offload), honour the caller's
+output size exactly, seed, report each denoising step, stop on cancel and turn CUDA out-of-memory into a clear
+error. A family only says which pipeline classes it
 accepts, its size multiple and default steps/guidance, and how its `__call__` spells them.
 
 Size: `edit(size=...)` runs the pipeline at exactly that size, rounded to the pipeline's multiple (8 for
@@ -22,20 +22,19 @@ reads `_interrupt`, and the others would still run the VAE decode of an unwanted
 """
 from __future__ import annotations
 
-import hashlib
 import inspect
 import logging
 import math
 import threading
-from pathlib import Path
 from typing import Any, ClassVar
 
 from PIL import Image
 
 from ...errors import ConfigError, JobCancelled, ModelError
-from ..device import free_memory, resolve_device, resolve_dtype, translate_oom
+from ..device import free_memory, translate_oom
 from ..protocols import ModelInfo, StepCallback
 from ..registry import LoadOptions, ModelSpec, register_family
+from .diffusers_loading import load_pipeline, release_offloaded, remove_hooks
 
 log = logging.getLogger(__name__)
 
@@ -172,13 +171,7 @@ class DiffusersEditor:
         return callback
 
     def _release_offloaded(self) -> None:
-        # With CPU offload, a stopped loop leaves its model on the GPU; put everything back on the CPU.
-        if getattr(self.pipe, "_offload_device", None) is not None:
-            try:
-                self.pipe.maybe_free_model_hooks()
-            except Exception:  # noqa: BLE001 - best effort after a failure
-                log.debug("could not release offloaded models", exc_info=True)
-        free_memory()
+        release_offloaded(self.pipe)
 
     def _check_safety(self, out: Any) -> None:
         flags = getattr(out, "nsfw_content_detected", None)
@@ -191,10 +184,7 @@ class DiffusersEditor:
         """Drop the pipeline and release its (GPU) memory; the process stays usable."""
         with self._lock:
             if self.pipe is not None:
-                try:
-                    self.pipe.remove_all_hooks()
-                except Exception:  # noqa: BLE001
-                    pass
+                remove_hooks(self.pipe)
                 self.pipe = None
         free_memory()
 
@@ -270,98 +260,16 @@ class InstructPix2PixEditor(DiffusersEditor):
                     image_guidance_scale=float(self.options.get("image_guidance", self.default_image_guidance)))
 
 
-# -- loading -----------------------------------------------------------------------------------------------
-
-def local_revision(folder: Path) -> str:
-    """A fingerprint of a local checkpoint folder (configs' content, weight files' names and sizes)."""
-    h = hashlib.sha256()
-    for p in sorted(folder.rglob("*")):
-        if p.is_file():
-            rel = p.relative_to(folder).as_posix()
-            h.update(rel.encode())
-            h.update(p.read_bytes() if p.suffix == ".json" else str(p.stat().st_size).encode())
-    return "local-" + h.hexdigest()[:16]
-
-
-def _weights_folder(spec: ModelSpec, options: LoadOptions) -> tuple[str, str | None]:
-    """The folder to load from and the revision that pins it; never touches the network when offline."""
-    from .. import downloads
-
-    local = Path(spec.source).expanduser()
-    if local.is_dir():
-        return str(local), local_revision(local)
-    cache = downloads.resolve_cache_dir(options.cache_dir)
-    status = downloads.repo_status(spec.source, spec.revision, cache)
-    if status.downloaded:
-        return status.snapshot_path, status.commit  # type: ignore[return-value]
-    offline = options.local_files_only if options.local_files_only is not None else downloads.offline_mode()
-    if offline:
-        raise downloads.weights_not_found(spec.source, status, model_id=spec.catalog_id)
-    entry = None
-    if spec.catalog_id:
-        from ..catalog import get_entry
-
-        entry = get_entry(spec.catalog_id)
-    log.info("%s is not in the cache: downloading it before loading", spec.source)
-    path = downloads.download_repo(
-        spec.source, revision=spec.revision, cache_dir=cache, model_id=spec.model_id,
-        allow_patterns=list(entry.allow_patterns) if entry and entry.allow_patterns else None,
-        gated=entry.gated if entry else None)
-    return path, Path(path).name
-
-
-def _dtype_kwarg() -> str:
-    # diffusers renamed `torch_dtype` to `dtype` in 2026 (PR 14205); older releases reject `dtype`.
-    try:
-        from diffusers.utils.deprecation_utils import _resolve_dtype  # noqa: F401
-    except ImportError:
-        return "torch_dtype"
-    return "dtype"
-
+# -- loading (the shared steps are in diffusers_loading.py) -----------------------------------------------
 
 def _load(editor_cls: type[DiffusersEditor], spec: ModelSpec, options: LoadOptions) -> DiffusersEditor:
-    from diffusers import DiffusionPipeline
-
-    folder, revision = _weights_folder(spec, options)
-    device = resolve_device(options.device)
-    dtype = resolve_dtype(options.dtype, device)
-    offload = spec.options.get("offload") or ("model" if options.cpu_offload else None)
-    if offload not in (None, "model", "sequential"):
-        raise ConfigError(f"Unknown offload mode '{offload}'.", hint="Use 'model' or 'sequential'.")
-    try:
-        pipe = DiffusionPipeline.from_pretrained(folder, **{_dtype_kwarg(): dtype})
-    except (OSError, ValueError, EnvironmentError) as exc:
-        raise ModelError(f"Could not load the editor {spec.model_id} from {folder}.",
-                         hint="The folder must hold a complete diffusers pipeline (model_index.json and its "
-                              "component folders); download it again if it is incomplete.",
-                         detail=f"{type(exc).__name__}: {exc}") from exc
-    name = type(pipe).__name__
-    if name not in editor_cls.pipeline_classes:
-        raise ConfigError(f"{spec.model_id} holds a {name}, not a {editor_cls.family} editor.",
-                          hint=f"The {editor_cls.family} family loads: {', '.join(editor_cls.pipeline_classes)}.")
-    try:
-        if offload and device.startswith("cuda"):
-            if offload == "sequential":
-                pipe.enable_sequential_cpu_offload(device=device)
-            else:
-                pipe.enable_model_cpu_offload(device=device)
-        else:
-            if offload:
-                log.warning("CPU offload needs a CUDA device; running %s on %s", spec.model_id, device)
-            pipe.to(device)
-    except Exception as exc:  # noqa: BLE001
-        oom = translate_oom(exc, what=f"Loading {spec.model_id}")
-        if oom is not None:
-            del pipe
-            free_memory()
-            raise oom from exc
-        raise
+    loaded = load_pipeline(spec, options, role="editor", accepted=editor_cls.pipeline_classes,
+                           expected=f"a {editor_cls.family} editor")
     if spec.options.get("attention_backend"):
-        _set_attention_backend(pipe, str(spec.options["attention_backend"]), spec.model_id)
-    info = ModelInfo(model_id=spec.model_id, family=editor_cls.family, revision=revision or spec.revision,
-                     extra={"pipeline": name, "dtype": str(dtype).replace("torch.", ""), "device": device,
-                            "offload": offload, "defaults_version": editor_cls.defaults_version})
-    return editor_cls(pipe, info, spec.options)
+        _set_attention_backend(loaded.pipe, str(spec.options["attention_backend"]), spec.model_id)
+    info = ModelInfo(model_id=spec.model_id, family=editor_cls.family, revision=loaded.revision or spec.revision,
+                     extra={**loaded.extra(), "defaults_version": editor_cls.defaults_version})
+    return editor_cls(loaded.pipe, info, spec.options)
 
 
 def _set_attention_backend(pipe: Any, backend: str, model_id: str) -> None:

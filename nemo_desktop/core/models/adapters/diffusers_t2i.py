@@ -4,9 +4,8 @@ source of model differences for open conditions (seed 002 §5.3 generates its im
     gen = load_model("flux-schnell")                         # or ModelSpec("generator", "diffusers-t2i", folder)
     images = gen.generate("a photo of a woman with blond hair", n=8, seed=0, on_step=ctx.step_callback(...))
 
-Weights are found and downloaded like the editors' (a local folder saved with `save_pretrained`, or a Hub
-repository in the cache; offline never touches the network), loaded with `DiffusionPipeline.from_pretrained`
-(safetensors only, no remote code) with the chosen dtype, device and CPU offload. The sampling settings a
+Weights are found, loaded (safetensors only, no remote code) and placed (dtype, device, CPU offload) by the loader
+the editors use (diffusers_loading.py). The sampling settings a
 checkpoint's card recommends ride in its catalog entry's options (`steps`, `guidance`, `max_sequence_length`,
 `width`, `height`, `negative_prompt`); an unset one is the pipeline's own default. They are part of
 `info.extra`, so every cached difference is keyed by the settings that made its images. Cancel: the step
@@ -23,10 +22,10 @@ from typing import Any
 from PIL import Image
 
 from ...errors import ConfigError, JobCancelled, ModelError
-from ..device import free_memory, resolve_device, resolve_dtype, translate_oom
+from ..device import free_memory, translate_oom
 from ..protocols import ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
-from .diffusers_editor import _dtype_kwarg, _weights_folder
+from .diffusers_loading import load_pipeline, release_offloaded, remove_hooks
 
 log = logging.getLogger(__name__)
 
@@ -95,20 +94,12 @@ class DiffusersTextToImage:
         return images
 
     def _release_offloaded(self) -> None:
-        if getattr(self.pipe, "_offload_device", None) is not None:
-            try:
-                self.pipe.maybe_free_model_hooks()
-            except Exception:
-                log.debug("could not release offloaded models", exc_info=True)
-        free_memory()
+        release_offloaded(self.pipe)
 
     def unload(self) -> None:
         with self._lock:
             if self.pipe is not None:
-                try:
-                    self.pipe.remove_all_hooks()
-                except Exception:  # noqa: BLE001 - best effort: the pipeline is dropped either way
-                    log.debug("could not remove the offload hooks", exc_info=True)
+                remove_hooks(self.pipe)
                 self.pipe = None
         free_memory()
 
@@ -128,46 +119,13 @@ def _step_callback(steps: int, on_step: Callable[[int, int], bool] | None):
 
 @register_family("generator", FAMILY)
 def load_diffusers_t2i(spec: ModelSpec, options: LoadOptions) -> DiffusersTextToImage:
-    from diffusers import DiffusionPipeline
-
     unknown = sorted(set(spec.options) - set(OPTIONS))
     if unknown:
         raise ConfigError(f"Unknown option(s) for a text-to-image generator: {', '.join(unknown)}.",
                           hint=f"Known options: {', '.join(OPTIONS)}.")
-    folder, revision = _weights_folder(spec, options)
-    device = resolve_device(options.device)
-    dtype = resolve_dtype(options.dtype, device)
-    offload = spec.options.get("offload") or ("model" if options.cpu_offload else None)
-    if offload not in (None, "model", "sequential"):
-        raise ConfigError(f"Unknown offload mode '{offload}'.", hint="Use 'model' or 'sequential'.")
-    try:
-        pipe = DiffusionPipeline.from_pretrained(folder, use_safetensors=True, **{_dtype_kwarg(): dtype})
-    except (OSError, ValueError, KeyError) as exc:  # KeyError: a model_index.json without its class names
-        raise ModelError(f"Could not load the generator {spec.model_id} from {folder}.",
-                         hint="The folder must hold a complete diffusers pipeline (model_index.json and its "
-                              "component folders, safetensors weights); download it again if it is incomplete.",
-                         detail=f"{type(exc).__name__}: {exc}") from exc
-    name = type(pipe).__name__
-    if name not in PIPELINES:
-        raise ConfigError(f"{spec.model_id} holds a {name}, not a text-to-image pipeline this app supports.",
-                          hint=f"Supported: {', '.join(PIPELINES)}.")
-    try:
-        if offload and device.startswith("cuda"):
-            (pipe.enable_sequential_cpu_offload if offload == "sequential" else pipe.enable_model_cpu_offload)(
-                device=device)
-        else:
-            if offload:
-                log.warning("CPU offload needs a CUDA device; running %s on %s", spec.model_id, device)
-            pipe.to(device)
-    except Exception as exc:
-        oom = translate_oom(exc, what=f"Loading {spec.model_id}")
-        if oom is not None:
-            del pipe
-            free_memory()
-            raise oom from exc
-        raise
+    loaded = load_pipeline(spec, options, role="generator", accepted=PIPELINES,
+                           expected="a text-to-image pipeline this app supports")
     settings = {k: spec.options[k] for k in OPTIONS if k not in ("offload",) and spec.options.get(k) is not None}
-    info = ModelInfo(model_id=spec.model_id, family=FAMILY, revision=revision or spec.revision,
-                     extra={"pipeline": name, "dtype": str(dtype).replace("torch.", ""), "device": device,
-                            "offload": offload, "defaults_version": DEFAULTS_VERSION, "settings": settings})
-    return DiffusersTextToImage(pipe, info, spec.options)
+    info = ModelInfo(model_id=spec.model_id, family=FAMILY, revision=loaded.revision or spec.revision,
+                     extra={**loaded.extra(), "defaults_version": DEFAULTS_VERSION, "settings": settings})
+    return DiffusersTextToImage(loaded.pipe, info, spec.options)

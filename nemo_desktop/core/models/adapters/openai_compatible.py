@@ -16,8 +16,9 @@ max_new_tokens (default when a call passes None), extra_body (dict merged into e
 Per-model request options (openai_request.py): token_limit_field ("max_tokens" or "max_completion_tokens"),
 send_temperature (false for models that accept only their default), reasoning_effort, response_format
 ("json_object" or an OpenAI response_format object such as a JSON schema), sampling_fields ("openai", "vllm"
-to send top_k and min_p too, or by default "auto": "vllm" when GET /models says vLLM or SGLang serves it). A 400 reply naming a field the model does not support is answered by
-adjusting the request once (logged) and sending it again.
+to send top_k and min_p too, or by default "auto": "vllm" when GET /models says vLLM or SGLang serves it).
+A 400 reply naming a field the model does not support is answered by adjusting the request once (logged) and
+sending it again.
 
 Retries with exponential backoff and jitter on 408/429/5xx and connection failures, honouring
 Retry-After. Timeouts are not retried (a server that is slow once is usually slow again). The running job's

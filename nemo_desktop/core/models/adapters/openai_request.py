@@ -34,7 +34,8 @@ EXTENDED_SAMPLING_SERVERS = ("vllm", "sglang")  # `owned_by` of their /models en
 # Fields a request can go on without when a server rejects them (the token limit is renamed instead).
 DROPPABLE = ("temperature", "top_p", "top_k", "min_p", "seed", "reasoning_effort", "response_format")
 _UNSUPPORTED = re.compile(r"unsupported|not supported|unrecognized|unknown|not allowed|not permitted|"
-                          r"does not support|extra (?:inputs|fields)|invalid (?:field|parameter|argument)", re.IGNORECASE)
+                          r"does not support|extra (?:inputs|fields)|invalid (?:field|parameter|argument)",
+                          re.IGNORECASE)
 
 
 @dataclass(frozen=True)
