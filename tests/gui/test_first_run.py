@@ -161,6 +161,10 @@ def test_last_models_are_restored_at_start_only_from_disk(qtbot, make_window, mo
     _shown(qtbot, window)
     handle = window.panes["model_manager"].load("classifier", demo.CLASSIFIER_ID)
     qtbot.waitUntil(lambda: handle.state == "done", timeout=60000)
+    # The load's own "models changed" (emitted when its job finishes) records again: let it pass before the
+    # line below stands in for another day's memory, or it would overwrite it.
+    qtbot.waitUntil(lambda: not window.jobs.busy, timeout=10000)
+    qtbot.wait(200)
     assert memory.remembered_models(window.settings) == {"classifier": demo.CLASSIFIER_ID}
     # An MLLM the user had loaded on another day, whose weights are not in this (empty) cache.
     mllm = next(e.id for e in list_catalog("mllm") if not e.repo.startswith(("/", ".", "~")))
