@@ -116,3 +116,49 @@ def test_compare_models_button_opens_the_model_diff_page(qtbot, make_window):
     qtbot.waitUntil(lambda: pane.page is not None and pane.page.spec.name == "model-diff", timeout=120000)
     assert {"classifier", "classifier_b", "generator"} <= set(pane._model_boxes)
     assert not pane.model_diff_live.isVisibleTo(pane)  # nothing has run yet
+
+
+def test_the_gui_csv_is_the_clis_for_the_same_run(qtbot, make_window, tmp_path):
+    """Two tiny timm checkpoints and a loopback OpenAI-compatible LLM, typed into the page as a user would; then
+    `nemo compare run --csv` with the same models and settings answers from the results store (no LLM call) and
+    writes byte-identical files."""
+    pytest.importorskip("timm")
+    from fixtures_tiny.classifiers import build_tiny_timm
+    from fixtures_tiny.model_diff_llms import DiffLLM, serve_openai_compatible
+    from nemo_desktop.cli.main import main
+
+    digits = [str(d) for d in range(10)]
+    a = f"timm:local-dir:{build_tiny_timm(tmp_path / 'a', label_names=digits, input_size=32, seed=0)}"
+    b = f"timm:local-dir:{build_tiny_timm(tmp_path / 'b', label_names=digits, input_size=32, seed=1)}"
+    llm = DiffLLM()
+    server = serve_openai_compatible(llm)
+    url = f"openai-compatible:http://127.0.0.1:{server.server_port}/v1"
+    try:
+        window = make_window()
+        window.show()
+        qtbot.waitExposed(window)
+        window.show_pane("workbench").compare_button.click()
+        pane = window.panes["analyses"]
+        qtbot.waitUntil(lambda: pane.page is not None and pane.page.spec.name == "model-diff", timeout=120000)
+        for role, ref in (("classifier", a), ("classifier_b", b), ("mllm", url)):
+            pane._model_boxes[role].setEditText(ref)
+        generator = pane._model_boxes["generator"]
+        generator.setCurrentIndex(generator.findData("digits"))
+        small = {**SMALL, "iterations": 1, "beam_size": 2, "test_conditions": 8}
+        for name, value in small.items():
+            pane.form.set_value(name, value)
+        with qtbot.waitSignal(pane.sig_result_shown, timeout=180000):
+            pane.run()
+        export = pane.export_csv(str(tmp_path / "gui.csv"))
+        qtbot.waitUntil(lambda: export.state in ("done", "failed"), timeout=30000)
+        assert export.state == "done"
+        calls = len(llm.calls)
+        assert calls > 0  # the GUI's run asked the LLM behind the loopback server
+        options = [x for k, v in small.items() for x in (f"--{k.replace('_', '-')}", str(v))]
+        assert main(["compare", "run", "--model-a", a, "--model-b", b, "--llm", url, *options, "--device", "cpu",
+                     "--csv", str(tmp_path / "cli.csv")]) == 0
+    finally:
+        server.shutdown()
+    assert len(llm.calls) == calls  # the CLI found the GUI's run in the store: the same result
+    assert (tmp_path / "cli.csv").read_bytes() == (tmp_path / "gui.csv").read_bytes()
+    assert (tmp_path / "cli.scores.csv").read_bytes() == (tmp_path / "gui.scores.csv").read_bytes()
