@@ -19,7 +19,10 @@ from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeade
                                QTableWidgetItem, QWidget)
 
 ITERATION_KIND = "model-diff-iteration"
-COLUMNS = ("t", "Candidates (readable/written)", "Conditions |C_t|", "Best score", "Kept (best first)")
+COLUMNS = ("t", "Candidates", "|C_t|", "Best score", "Kept")
+TIPS = ("Iteration (t = 0: the initial summaries)", "Candidate explanations readable / written by the explainer",
+        "Conditions explored so far: the n the scores of this iteration are measured on",
+        "The best kept candidate's score on the |C_t| conditions", "The candidates kept in the beam, best first")
 LINE = QColor(31, 111, 235)
 
 
@@ -102,24 +105,27 @@ class ModelDiffLivePanel(QGroupBox):
         self.setObjectName("modelDiffLive")
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setObjectName("modelDiffIterations")
-        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        for j, (name, tip) in enumerate(zip(COLUMNS, TIPS)):
+            header = QTableWidgetItem(name)
+            header.setToolTip(tip)
+            self.table.setHorizontalHeaderItem(j, header)
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.curve = BestScoreCurve()
         layout = QHBoxLayout(self)
-        layout.addWidget(self.table, 3)
-        layout.addWidget(self.curve, 2)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.curve, 1)
         self.setMaximumHeight(220)
         self._records: dict[int, Any] = {}
 
     def start(self, objective: str | None = None) -> None:
         """A new run: empty table and curve; the score column names the objective being maximised."""
         self._records = {}
-        label = {"completeness": "Best score (Completeness)",
-                 "completeness+density": "Best score (Completeness + Density)"}.get(objective or "", "Best score")
-        self.table.setHorizontalHeaderItem(3, QTableWidgetItem(label))
+        what = {"completeness": "Completeness", "completeness+density": "Completeness + Density"}.get(objective or "")
+        self.table.horizontalHeaderItem(3).setToolTip(
+            TIPS[3] + (f" (the objective: {what})" if what else ""))
         self._refresh()
 
     def on_partial(self, item: Any) -> None:
