@@ -40,6 +40,11 @@ def test_compare_run_stores_reruns_from_the_store_and_reports(tiny, tmp_path, ca
     assert main(argv) == 0
     rows = (tmp_path / "diff.csv").read_text().splitlines()
     assert rows[0].startswith("set,digit,color,angle,label,n,") and sum(r.startswith("held-out,") for r in rows) == 8
+    import csv
+
+    scores = list(csv.DictReader((tmp_path / "diff.scores.csv").open(encoding="utf-8")))
+    assert [r["method"] for r in scores] == ["raw-differences", "summarization", "optimization"]
+    assert all(r["n_held_out"] == "8" and r["completeness"] for r in scores)
     text = capsys.readouterr().out
     data = json.loads(out.read_text())
     assert data["kind"] == "model" and data["analysis"] == "model-diff"

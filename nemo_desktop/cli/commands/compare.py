@@ -58,7 +58,8 @@ def _common(s, name: str) -> None:
         s.add_argument("--explanation", required=True, metavar="TEXT", help="the explanation to score")
     add_output_options(s, "the result")
     if name != "score":
-        s.add_argument("--csv", metavar="OUT", help="write the measured difference of every condition as CSV")
+        s.add_argument("--csv", metavar="OUT", help="write the measured difference of every condition as CSV, and the "
+                       "explanations' scores beside it (diff.csv: diff.scores.csv)")
     add_device_options(s)
 
 
@@ -170,12 +171,9 @@ def run(args) -> int:
         store.close()
     write_outputs(args, result.to_dict(), ensure_ascii=False)
     if args.csv:
-        from pathlib import Path
+        from ...core.analyses.model_diff.tables import write_csv_export
 
-        from ...core.analyses.model_diff.tables import measurements_csv
-        from ...core.store import atomic_write_text
-
-        atomic_write_text(Path(args.csv), measurements_csv(result.test, result.observed))
+        write_csv_export(result, args.csv)
     if not args.json:
         print(format_result(result))
     failed = sum(e.error is not None for e in result.explanations)

@@ -2,14 +2,16 @@
 
 `difference_grid`: the mean accuracy difference (A - B) per pair of values of two attributes (the first two that
 vary; CMNIST: digit x colour), averaged over the other attributes, each cell with its number of conditions.
-Open conditions (free text) have no grid; `measurements_csv` lists every condition either way.
+Open conditions (free text) have no grid; `measurements_csv` lists every condition either way, `scores_csv` the
+explanations' held-out scores, and `write_csv_export` writes both (`nemo compare run --csv` and the GUI's export).
 """
 from __future__ import annotations
 
 import csv
 import io
 from collections import defaultdict
-from typing import Sequence
+from pathlib import Path
+from typing import Any, Sequence
 
 from .differences import ConditionMeasurement
 
@@ -56,3 +58,35 @@ def measurements_csv(test: Sequence[ConditionMeasurement], observed: Sequence[Co
         w.writerow([which, *(m.condition.get(n, "") for n in names), m.condition.label, m.n, f"{m.accuracy_a:.4f}",
                     f"{m.accuracy_b:.4f}", f"{m.delta:+.4f}"])
     return buf.getvalue()
+
+
+def scores_csv(explanations: Sequence[Any]) -> str:
+    """One row per explanation: its held-out scores with their n, how many conditions it observed, and why it
+    failed when it did (a failed or unscored method has empty score cells, not zeros)."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["method", "observed_conditions", "n_held_out", "completeness", "completeness_undefined", "density",
+                "density_undefined", "tokens", "unparsed", "unparsed_dropped", "error", "explanation"])
+    for e in explanations:
+        s = e.score
+        w.writerow([e.method, e.observed_conditions, *(("", "", "", "", "", "", "", "") if s is None else (
+            s.n, f"{s.completeness:.4f}", s.completeness_undefined, "" if s.density is None else f"{s.density:.4f}",
+            s.density_undefined, s.tokens, s.unparsed, s.unparsed_dropped)), e.error or "", e.text])
+    return buf.getvalue()
+
+
+def scores_path(path: Path) -> Path:
+    """Where the scores go beside the differences: diff.csv -> diff.scores.csv."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.scores{path.suffix or '.csv'}")
+
+
+def write_csv_export(result: Any, path: Path) -> list[Path]:
+    """The per-condition differences to `path` and the explanations' scores beside it (two tables of different
+    shape, so two files), each written atomically. Returns both paths."""
+    from ...store import atomic_write_text
+
+    path = Path(path)
+    atomic_write_text(path, measurements_csv(result.test, result.observed))
+    atomic_write_text(scores_path(path), scores_csv(result.explanations))
+    return [path, scores_path(path)]

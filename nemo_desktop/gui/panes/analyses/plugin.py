@@ -21,6 +21,7 @@ from ...widgets.text_images import attach_zoom_to_text_browser
 from ..base import Pane, PaneHost
 from ..workbench.widgets.method_form import MethodForm
 from .failure_mode_actions import FailureModeActions
+from .model_diff_live import ModelDiffLivePanel
 from .run_job import (NONE, SESSION_KINDS, PageData, export_result, list_page_analyses, page_data, result_html,
                       run_page_analysis)
 
@@ -77,6 +78,12 @@ class AnalysesPane(Pane):
         self.export_button.setObjectName("exportAnalysisButton")
         self.export_button.setEnabled(False)
         self.export_button.clicked.connect(lambda: self.export())
+        # Model differences: the measured differences and the scores as CSV (the same files as `nemo compare --csv`).
+        self.export_csv_button = QPushButton("Export CSV…")
+        self.export_csv_button.setObjectName("exportCsvButton")
+        self.export_csv_button.setToolTip("The per-condition differences and the explanations' scores as CSV")
+        self.export_csv_button.clicked.connect(lambda: self.export_csv())
+        self.export_csv_button.hide()
         self.progress = ProgressBar()
         self.progress.setObjectName("analysisProgress")
         self.progress.setRange(0, 1)
@@ -84,7 +91,7 @@ class AnalysesPane(Pane):
         self.stage_label.setObjectName("analysisStage")
         self.stage_label.setWordWrap(True)
         buttons = QHBoxLayout()
-        for b in (self.run_button, self.cancel_button, self.export_button):
+        for b in (self.run_button, self.cancel_button, self.export_button, self.export_csv_button):
             buttons.addWidget(b)
 
         left = QWidget()
@@ -108,9 +115,13 @@ class AnalysesPane(Pane):
 
         # Under the result: what can be done with it in the other panes (a failure mode's images).
         self.failure_modes = FailureModeActions(host)
+        # Above the result while model-diff runs: its iterations and best-score curve, live.
+        self.model_diff_live = ModelDiffLivePanel()
+        self.model_diff_live.hide()
         right = QWidget()
         rv = QVBoxLayout(right)
         rv.setContentsMargins(0, 0, 0, 0)
+        rv.addWidget(self.model_diff_live)
         rv.addWidget(self.result_view, 1)
         rv.addWidget(self.failure_modes)
 
@@ -281,6 +292,10 @@ class AnalysesPane(Pane):
         self.progress.setRange(0, 0)
         self.stage_label.setText("Starting…")
         handle.sig_progress.connect(self._on_progress)
+        self.model_diff_live.setVisible(name == "model-diff")
+        if name == "model-diff":
+            self.model_diff_live.start(values.get("objective"))
+            handle.sig_partial.connect(self.model_diff_live.on_partial)
         handle.sig_done.connect(self._on_done)
         handle.sig_finished.connect(self._on_finished)
         self._update_buttons()
@@ -304,6 +319,8 @@ class AnalysesPane(Pane):
     def _show_html(self, html: str) -> None:
         self.result_view.setHtml(html)
         self.failure_modes.set_result(self.result)
+        if _is_model_diff(self.result):
+            self.model_diff_live.show_records(self.result.iterations)
         self._update_buttons()
         self.sig_result_shown.emit(self.result)
 
@@ -330,11 +347,28 @@ class AnalysesPane(Pane):
         handle.sig_done.connect(lambda p: self.host.show_status(f"Report written to {p}"))
         return handle
 
+    def export_csv(self, path: str | None = None) -> JobHandle | None:
+        """A model-diff result's differences to `path` and its scores beside it (diff.csv, diff.scores.csv)."""
+        from nemo_desktop.core.analyses.model_diff.tables import write_csv_export
+
+        if not _is_model_diff(self.result):
+            return None
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, "Export CSV", "model-diff.csv", "CSV (*.csv)")
+            if not path:
+                return None
+        result = self.result
+        handle = self.host.jobs.submit(lambda ctx: write_csv_export(result, path), title="Exporting CSV", lane=IO)
+        handle.sig_done.connect(lambda paths: self.host.show_status("CSV written to " + " and ".join(map(str, paths))))
+        return handle
+
     def _update_buttons(self) -> None:
         running = self._run_job is not None
         self.run_button.setEnabled(self.page is not None and not running)
         self.cancel_button.setEnabled(running)
         self.export_button.setEnabled(self.result is not None and not running)
+        self.export_csv_button.setVisible(_is_model_diff(self.result))
+        self.export_csv_button.setEnabled(_is_model_diff(self.result) and not running)
 
     def save_state(self, settings: QSettings) -> None:
         settings.setValue("splitter", self.splitter.saveState())
@@ -343,6 +377,10 @@ class AnalysesPane(Pane):
         state = settings.value("splitter")
         if state is not None:
             self.splitter.restoreState(state)
+
+
+def _is_model_diff(result: Any) -> bool:
+    return getattr(result, "analysis", None) == "model-diff" and hasattr(result, "iterations")
 
 
 PANE = AnalysesPane

@@ -88,6 +88,12 @@ class WorkbenchPane(Pane):
         mv.addWidget(self.method_combo)
         mv.addWidget(self.method_description)
         mv.addWidget(self.form)
+        # Two models rather than one image: the Analyses pane's model-diff page (its live view, heatmap, CSV).
+        self.compare_button = QPushButton("Compare models…")
+        self.compare_button.setObjectName("compareModelsButton")
+        self.compare_button.setToolTip("How do two classifiers differ, in words? Opens the model-diff analysis")
+        self.compare_button.clicked.connect(lambda: self.host.show_pane("analyses").open_with("model-diff"))
+        mv.addWidget(self.compare_button, 0, Qt.AlignmentFlag.AlignRight)
         ref_form = QFormLayout()
         ref_form.addRow("Observations from:", self.reference_combo)
         mv.addLayout(ref_form)

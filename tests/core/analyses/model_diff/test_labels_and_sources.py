@@ -122,3 +122,28 @@ def test_difference_grid_and_csv_by_hand():
                         "difference_a_minus_b"]
     assert table[1] == ["held-out", "3", "red", "0", "3", "4", "1.0000", "0.5000", "+0.5000"]
     assert table[3][0] == "observed" and table[3][-1] == "+0.7500"
+
+
+def test_scores_csv_by_hand_and_the_export_writes_both_files(tmp_path):
+    import csv
+    import io
+
+    from nemo_desktop.core.analyses.model_diff import ConditionMeasurement, load_grid
+    from nemo_desktop.core.analyses.model_diff.result import ExplanationScore, MethodExplanation, ModelDiffResult
+    from nemo_desktop.core.analyses.model_diff.tables import measurements_csv, scores_csv, write_csv_export
+
+    good = MethodExplanation("optimization", 'Model A fails on "red", digits', ExplanationScore(0.5, 8, 12, 0.25), 6)
+    failed = MethodExplanation("summarization", "", None, 6, error="no readable explanation")
+    rows = list(csv.reader(io.StringIO(scores_csv([good, failed]))))
+    assert rows[0][:4] == ["method", "observed_conditions", "n_held_out", "completeness"]
+    assert rows[1] == ["optimization", "6", "8", "0.5000", "False", "0.2500", "False", "12", "0", "0", "",
+                       'Model A fails on "red", digits']
+    assert rows[2] == ["summarization", "6", "", "", "", "", "", "", "", "", "no readable explanation", ""]
+
+    grid = load_grid()
+    m = ConditionMeasurement(grid.make({"digit": 3, "color": "red", "angle": 0}), 4, 1.0, 0.5)
+    result = ModelDiffResult(explanations=[good, failed], test=[m])
+    paths = write_csv_export(result, tmp_path / "diff.csv")
+    assert paths == [tmp_path / "diff.csv", tmp_path / "diff.scores.csv"]
+    assert paths[0].read_bytes() == measurements_csv([m]).encode()
+    assert paths[1].read_bytes() == scores_csv([good, failed]).encode()
