@@ -237,3 +237,14 @@ def test_validation_without_an_editor_is_refused_before_any_work(qtbot, fm_windo
     text = actions.cei_label.text()
     assert text.startswith("Not validated:") and "editor" in text, text
     assert len(window.jobs.active_jobs()) == jobs and mllm.calls == []
+
+
+def test_ranking_without_the_results_joint_space_says_so(qtbot, fm_window):
+    window, result, _ = fm_window
+    pane = _shown(qtbot, window, result)
+    actions = pane.failure_modes
+    handle = actions.rank_images()  # the measured-pixels space is in no catalog and not in the session
+    with qtbot.waitSignal(handle.sig_failed, timeout=30000) as failed:
+        pass
+    assert "joint space test-double:measured-factors is not loaded" in failed.args[0]["message"]
+    assert window.show_pane("dataset_browser").ranking is None
