@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...errors import ConfigError
-from .describe import describe_cluster
+from .describe import describe_cluster, headline_method
 from .result import FailureModesResult
 
 
@@ -34,6 +34,7 @@ class ModeRef:
     holds: bool  # holds up as a failure mode (describe.holds_up)
     sentence: str  # the report's sentence for it, with its evidence
     paths: tuple[str, ...]  # every member's path
+    best: str = ""  # the headline method's first sentence for it: what ranking and CEI check unless one is typed
 
     @property
     def title(self) -> str:
@@ -58,12 +59,14 @@ class ModeMember:
 
 def list_modes(result: FailureModesResult) -> list[ModeRef]:
     """Every hard cluster of every group, in the result's (and the report's) order."""
-    out = []
+    out, method = [], headline_method(result.methods)
     for gi, g in enumerate(result.groups):
         for ci, c in enumerate(g.hard_clusters):
             text = describe_cluster(c, g, ci + 1, result.methods)
+            picks = c.sentences.get(method, []) if method else []
             out.append(ModeRef(result.result_key, result.index.get("index_id"), result.index.get("dataset_root"),
-                               gi, g.name, ci, ci + 1, text.holds, text.sentence, tuple(str(p) for p in c.paths)))
+                               gi, g.name, ci, ci + 1, text.holds, text.sentence, tuple(str(p) for p in c.paths),
+                               picks[0]["text"] if picks else ""))
     return out
 
 

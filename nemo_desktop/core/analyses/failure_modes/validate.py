@@ -147,6 +147,7 @@ def compare(validations: Sequence[SentenceValidation]) -> list[SentenceValidatio
 # Points: removing the condition must raise P(true class) on average by more than this. Not 0: edits that name
 # nothing relevant moved it by up to ~5 points either way in the digits ink world (measured: -4.7, -0.6, +1.8).
 CEI_HOLDS_ABOVE = 5.0
+TYPED = "typed"  # ModeValidation.method of a sentence the user typed (none of the result's methods chose it)
 
 
 @dataclass
@@ -217,3 +218,25 @@ def validate_modes(result: Any, index: Any, validator: SentenceValidator, *, met
         out.append(ModeValidation(g.name, number, method, text, v.n, len(v.samples), v.mean_cei, held, said,
                                   v.result_key))
     return out, notes
+
+
+def validate_sentence(result: Any, index: Any, validator: SentenceValidator, group: int, cluster: int,
+                      sentence: str, *, max_images: int = 8, threshold: float = CEI_HOLDS_ABOVE,
+                      ctx: JobContext | None = None) -> ModeValidation:
+    """One sentence (one of the cluster's, or the user's own) checked with CEI on one hard cluster's errors, and
+    recorded in `result.cei_validation` as validate_modes' are (the check itself is stored under its own key)."""
+    g = result.groups[group]
+    c = g.hard_clusters[cluster]
+    v = validator.validate(index, c, sentence, max_images=max_images, ctx=ctx)
+    held, said = verdict(v, threshold)
+    method = next((m for m in result.methods if any(p["text"] == sentence for p in c.sentences.get(m, []))),
+                  TYPED)
+    out = ModeValidation(g.name, cluster + 1, method, sentence, v.n, len(v.samples), v.mean_cei, held, said,
+                         v.result_key)
+    cv = result.cei_validation or {"settings": {"max_images": max_images, "threshold": threshold},
+                                   "validations": [], "notes": []}
+    cv["validations"] = [d for d in cv["validations"]
+                         if (d["group"], d["cluster"], d["sentence"]) != (g.name, cluster + 1, sentence)]
+    cv["validations"].append(out.to_dict())
+    result.cei_validation = cv
+    return out

@@ -1,15 +1,16 @@
 """Acting on a failure-modes result from the Analyses page: pick a failure mode, show its images in the dataset
-browser (a filter with its sentence above the grid), or send its misclassified images to the explanation workbench.
+browser (a filter with its sentence above the grid), send its misclassified images to the explanation workbench,
+rank every image by its sentence (or one the user types) in the browser, or validate the sentence with CEI.
 Which images belong to a mode is decided in the core (core/analyses/failure_modes/members.py); this widget only
 reaches the other panes through the main window (`host.show_pane`), as the dataset browser reaches the workbench."""
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from ...jobs import IO, JobHandle
+from ...jobs import GPU, IO, JobHandle
 from ...samples import Sample
 
 ANALYSIS = "failure-modes"
@@ -28,11 +29,14 @@ def misclassified_samples(mode, store, ctx) -> tuple[list[Sample], int, int]:
 
 class FailureModeActions(QWidget):
     sig_sent = Signal(str, object)  # ("browser" | "workbench", ModeRef) once the other pane shows the mode
+    sig_ranked = Signal(object)  # the SentenceRanking once the browser shows it
+    sig_validated = Signal(object)  # the ModeValidation once shown
 
     def __init__(self, host, parent: QWidget | None = None):
         super().__init__(parent)
         self.host = host
         self.modes: list[Any] = []
+        self.result: Any = None
         self.combo = QComboBox()
         self.combo.setObjectName("failureModeCombo")
         self.combo.currentIndexChanged.connect(lambda _i: self._show_sentence())
@@ -48,15 +52,39 @@ class FailureModeActions(QWidget):
         self.explain_button.setToolTip("Send the failure mode's misclassified images, with their true class, to "
                                        "the explanation workbench")
         self.explain_button.clicked.connect(lambda: self.explain_errors())
+        self.sentence_edit = QLineEdit()
+        self.sentence_edit.setObjectName("failureModeSentenceEdit")
+        self.sentence_edit.setPlaceholderText("A sentence to rank the images by, or to validate with CEI")
+        self.sentence_edit.setToolTip("The failure mode's best sentence; type your own to check it instead")
+        self.rank_button = QPushButton("Rank images by this sentence")
+        self.rank_button.setObjectName("rankBySentenceButton")
+        self.rank_button.setToolTip("Show every image in the dataset browser, most similar to the sentence first "
+                                    "(in the analysis' joint space)")
+        self.rank_button.clicked.connect(lambda: self.rank_images())
+        self.cei_button = QPushButton("Validate with CEI")
+        self.cei_button.setObjectName("validateCeiButton")
+        self.cei_button.setToolTip("Remove the sentence's condition from the mode's misclassified images (MLLM + "
+                                   "image editor) and measure how much the true class's probability rises")
+        self.cei_button.clicked.connect(lambda: self.validate_cei())
+        self.cei_label = QLabel("")
+        self.cei_label.setObjectName("ceiVerdict")
+        self.cei_label.setWordWrap(True)
+        self.cei_label.setTextFormat(Qt.TextFormat.PlainText)  # quotes a sentence from a file, an LLM or the user
         buttons = QHBoxLayout()
         buttons.addWidget(self.show_button)
         buttons.addWidget(self.explain_button)
         buttons.addStretch(1)
+        checks = QHBoxLayout()
+        checks.addWidget(self.sentence_edit, 1)
+        checks.addWidget(self.rank_button)
+        checks.addWidget(self.cei_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.combo)
         layout.addWidget(self.sentence)
         layout.addLayout(buttons)
+        layout.addLayout(checks)
+        layout.addWidget(self.cei_label)
         self.hide()
 
     def set_result(self, result: Any) -> None:
@@ -64,6 +92,7 @@ class FailureModeActions(QWidget):
         from nemo_desktop.core.analyses.failure_modes.members import list_modes
 
         is_fm = getattr(result, "analysis", None) == ANALYSIS
+        self.result = result if is_fm else None
         self.modes = list_modes(result) if is_fm else []
         self.combo.blockSignals(True)
         self.combo.clear()
@@ -83,6 +112,8 @@ class FailureModeActions(QWidget):
     def _show_sentence(self) -> None:
         mode = self.current()
         self.sentence.setText("" if mode is None else mode.sentence)
+        self.sentence_edit.setText("" if mode is None else mode.best)
+        self.cei_label.setText("")
 
     def show_in_browser(self) -> JobHandle | None:
         mode = self.current()
@@ -118,3 +149,64 @@ class FailureModeActions(QWidget):
         self.host.show_status(f"{len(samples)} misclassified of {n} images of {mode.title.lower()} sent to the "
                               f"workbench.{gone}")
         self.sig_sent.emit("workbench", mode)
+
+    # -- checking a sentence ----------------------------------------------------------------------------
+    def _typed(self) -> str | None:
+        text = self.sentence_edit.text().strip()
+        if not text:
+            self.host.show_message("No sentence", "Type a sentence to rank the images by or to validate.")
+            return None
+        return text
+
+    def rank_images(self) -> JobHandle | None:
+        """Rank every image of the analysed index by the sentence (GPU lane: the joint space embeds it), then
+        show them in that order in the dataset browser."""
+        from .failure_mode_jobs import rank_images
+
+        sentence = self._typed() if self.result is not None else None
+        if sentence is None:
+            return None
+        session, result = self.host.session, self.result
+        handle = self.host.jobs.submit(lambda ctx: rank_images(session, result, sentence, ctx),
+                                       title="Ranking the images by a sentence", lane=GPU)
+        handle.sig_done.connect(self._show_ranking)
+        return handle
+
+    def _show_ranking(self, ranking) -> None:
+        browser = self.host.show_pane("dataset_browser")
+        handle = browser.show_ranking(ranking)  # a job when the index must be opened first
+        if handle is None:
+            self.sig_ranked.emit(ranking)
+        else:
+            handle.sig_done.connect(lambda _d: self.sig_ranked.emit(ranking))
+
+    def validate_cei(self) -> JobHandle | None:
+        """Check the sentence with CEI on the mode's misclassified images (GPU lane); refused at once when the
+        session lacks a model it needs."""
+        from nemo_desktop.core.errors import NemoError
+
+        from .failure_mode_jobs import cei_models, validate_with_cei
+
+        mode = self.current()
+        sentence = self._typed() if mode is not None else None
+        if sentence is None:
+            return None
+        session, result = self.host.session, self.result
+        try:
+            session.preflight(cei_models(session))  # cache only, well under a second: name what is missing now
+        except NemoError as exc:
+            self.cei_label.setText(f"Not validated: {exc.message} {exc.hint or ''}".strip())
+            return None
+        self.cei_label.setText("Validating with CEI\u2026")
+        handle = self.host.jobs.submit(lambda ctx: validate_with_cei(session, result, mode, sentence, ctx),
+                                       title="Validating a sentence with CEI", lane=GPU)
+        handle.sig_done.connect(self._show_validation)
+        handle.sig_failed.connect(lambda err: self.cei_label.setText(f"Not validated: {err.get('message', '')}"))
+        handle.sig_cancelled.connect(lambda: self.cei_label.setText("CEI validation cancelled."))
+        return handle
+
+    def _show_validation(self, v) -> None:
+        mean = "n/a" if v.mean_cei is None else f"{v.mean_cei:+.1f} points"
+        self.cei_label.setText(f"Mean CEI {mean} (n = {v.n} of {v.tested} misclassified images tried). "
+                               f"{v.verdict}")
+        self.sig_validated.emit(v)

@@ -7,7 +7,7 @@ Selected images go to the explanation workbench with their true class; one image
 a per-sample analysis of the Analyses pane. With a stored competency estimator for the loaded classifier, a
 competency row scores the dataset and sorts / filters by it (competency_controls.py). A failure mode found by
 the failure-modes analysis (Analyses pane) can be shown here: the grid then holds only its images, its sentence
-above them.
+above them; or every image ranked by a sentence (most similar first), the sentence above them.
 """
 from __future__ import annotations
 
@@ -60,6 +60,8 @@ class DatasetBrowserPane(Pane):
         self._index_job: JobHandle | None = None
         self.last_filter_ms: float | None = None
         self.failure_mode = None  # a failure_modes.members.ModeRef whose images alone are shown, or None
+        self.ranking = None  # a failure_modes.by_sentence.SentenceRanking that orders the grid, or None
+        self._rank_places = None  # each row's place in the ranking (computed once per dataset shown)
         self.index_batch_size = 32  # images per classifier call while indexing (each batch is stored at once)
 
         self.thumbnails = ThumbnailLoader(host.jobs, host.paths.thumbnails_dir, parent=self)
@@ -321,8 +323,10 @@ class DatasetBrowserPane(Pane):
     def _show_data(self, path: str, data: BrowseData) -> None:
         if self.data is None or data.root != self.data.root:
             self.thumbnails.clear()  # another dataset: keep no pixmaps (the disk cache stays)
-        if self.failure_mode is not None and data.index_id != self.failure_mode.index_id:
+        shown = self.failure_mode or self.ranking
+        if shown is not None and data.index_id != shown.index_id:
             self._set_mode(None)  # another dataset or index: the failure mode's rows mean nothing there
+        self._rank_places = None
         self.dataset_path = path
         self.data = data
         self._fill_class_combos(data)
@@ -402,10 +406,17 @@ class DatasetBrowserPane(Pane):
             from nemo_desktop.core.analyses.failure_modes.members import member_mask
 
             rows = rows[member_mask(self.data.paths[rows], self.failure_mode)]
+        if self.ranking is not None:
+            from nemo_desktop.core.analyses.failure_modes.by_sentence import ranked_places
+
+            if self._rank_places is None:
+                self._rank_places = ranked_places(self.data.paths, self.ranking)
+            rows = rows[np.argsort(self._rank_places[rows], kind="stable")]
         self.grid_model.set_view(self.data, rows)
         self.last_filter_ms = 1000 * (time.perf_counter() - started)
         self.count_label.setText(f"{len(rows):,} of {len(self.data):,} shown"
-                                 + (" (failure mode)" if self.failure_mode is not None else ""))
+                                 + (" (failure mode)" if self.failure_mode is not None else "")
+                                 + (" (ranked by a sentence)" if self.ranking is not None else ""))
         self._update_selection()
         self.sig_filtered.emit(len(rows))
         return len(rows)
@@ -437,9 +448,15 @@ class DatasetBrowserPane(Pane):
                 w.blockSignals(False)
         return self.apply_filters()
 
+    def show_ranking(self, ranking) -> JobHandle | None:
+        """Show every image most similar to `ranking.sentence` first (a failure_modes.by_sentence.SentenceRanking;
+        the other filters still apply), the sentence above the grid; None returns to the dataset order."""
+        return self.show_failure_mode(ranking)
+
     def show_failure_mode(self, mode) -> JobHandle | None:
         """Show only the images of `mode` (a failure_modes.members.ModeRef), its sentence above the grid; None
-        shows every image again. The index the analysis ran on is opened first when another one is shown."""
+        shows every image again. The index the analysis ran on is opened first when another one is shown.
+        A SentenceRanking orders the grid instead (show_ranking)."""
         if mode is not None and (self.data is None or self.data.index_id != mode.index_id):
             if mode.index_id is None:
                 self.host.show_message("Failure mode", "The result does not name the index it ran on.")
@@ -458,7 +475,11 @@ class DatasetBrowserPane(Pane):
         self._opened(data.root or mode.dataset_root or "", data)
 
     def _set_mode(self, mode) -> None:
-        self.failure_mode = mode
+        from nemo_desktop.core.analyses.failure_modes.by_sentence import SentenceRanking
+
+        ranks = isinstance(mode, SentenceRanking)
+        self.failure_mode = None if ranks else mode
+        self.ranking, self._rank_places = (mode if ranks else None), None
         self.mode_bar.set_mode(mode)
 
     def _class_clicked(self, index) -> None:

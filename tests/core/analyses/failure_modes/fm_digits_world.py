@@ -9,6 +9,7 @@ same coordinates; nothing in it knows which images the model got wrong.
 from __future__ import annotations
 
 import csv
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -114,3 +115,19 @@ class MeasuredFactorSpace:
                     out[i, len(INKS) + 1:len(INKS) + 1 + _SHAPE] = self._class_shape[c]
             out[i, -1] = 1.5
         return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+
+class EditWriterMLLM:
+    """Writes the edit instruction for a hypothesis (test double: a table from hypothesis words to edits)."""
+
+    info = ModelInfo("test-double:edit-writer", "test-double", "1")
+
+    def __init__(self):
+        self.calls = []
+
+    def chat(self, messages, **kw):
+        text = "\n".join(p for m in messages for p in m.content if isinstance(p, str))
+        self.calls.append(text)
+        edit = ("Change the colour of the digit to red" if "blue ink" in text else
+                "Make the strokes thicker" if "thick" in text else "Rotate the digit slightly")
+        return json.dumps({"reasoning": "The hypothesis names this condition; remove it.", "solution": edit})

@@ -5,33 +5,14 @@ does not. The MLLM double only turns a hypothesis into an edit instruction; the 
 classifier is the trained CNN."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from fm_digits_world import sentence_file
+from fm_digits_world import EditWriterMLLM, sentence_file
 from nemo_desktop.core.analyses.failure_modes import AttributeRelevance, FailureModesConfig, FailureModesPipeline
 from nemo_desktop.core.analyses.failure_modes.validate import SentenceValidator, cluster_errors, compare
 from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.models.protocols import ModelInfo
 
 BLUE, THICK = "a digit drawn in blue ink", "a thick digit"
-
-
-class EditWriterMLLM:
-    """Writes the edit instruction for a hypothesis (test double: a table from hypothesis words to edits)."""
-
-    info = ModelInfo("test-double:edit-writer", "test-double", "1")
-
-    def __init__(self):
-        self.calls = []
-
-    def chat(self, messages, **kw):
-        text = "\n".join(p for m in messages for p in m.content if isinstance(p, str))
-        self.calls.append(text)
-        edit = ("Change the colour of the digit to red" if "blue ink" in text else
-                "Make the strokes thicker" if "thick" in text else "Rotate the digit slightly")
-        return json.dumps({"reasoning": "The hypothesis names this condition; remove it.", "solution": edit})
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""The bar above the grid while a failure mode filters it: what is shown (the mode's sentence, with its evidence)
-and the way back to every image."""
+"""The bar above the grid while a failure mode filters it or a sentence orders it: what is shown (the mode's
+sentence with its evidence, or the ranking's sentence) and the way back to every image in dataset order."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
@@ -27,6 +27,8 @@ class FailureModeBar(QWidget):
         self.hide()
 
     def set_mode(self, mode) -> None:
-        """`mode`: a failure_modes.members.ModeRef, or None to hide the bar."""
-        self.label.setText("" if mode is None else f"{mode.title}. {mode.sentence}")
+        """`mode`: a failure_modes.members.ModeRef, a failure_modes.by_sentence.SentenceRanking, or None to hide
+        the bar."""
+        caption = getattr(mode, "caption", None)  # a ranking says what orders the grid
+        self.label.setText("" if mode is None else caption or f"{mode.title}. {mode.sentence}")
         self.setVisible(mode is not None)
