@@ -84,3 +84,9 @@ def class_accuracy(data: BrowseData) -> list[ClassAccuracy]:
     c = len(data.class_names)
     counts = class_counts(data.labels, data.preds, c)
     return [ClassAccuracy(i, data.class_names[i], int(counts.images[i]), int(counts.correct[i])) for i in range(c)]
+
+
+# The filter rows' choices, as the user reads them.
+CORRECTNESS = (("All images", ALL), ("Correct", CORRECT), ("Misclassified", MISCLASSIFIED))
+ORDERS = (("Dataset order", DATASET_ORDER), ("Confidence, highest first", CONFIDENCE_DESC),
+          ("Confidence, lowest first", CONFIDENCE_ASC))

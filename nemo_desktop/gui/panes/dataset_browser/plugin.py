@@ -16,31 +16,27 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QMenu, QPushButton, QSizePolicy, QSplitter, QTableView, QToolButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QMenu, QPushButton, QSizePolicy, QSplitter,
+                               QToolButton, QVBoxLayout)
 
 from ...jobs import GPU, IO, JobHandle
 from ...samples import Sample
 from ...thumbnails import ThumbnailLoader
 from ...widgets.progress_bar import ProgressBar
 from ..base import Pane, PaneHost
+from .filter_controls import build_filter_rows, build_side_panel
 from .analysis_links import failure_modes_button, grid_menu, send_to_analysis
 from .browse_data import BrowseData, count_new_images, index_dataset, open_browse_data, open_index, open_indexed
-from .analytics_panel import AnalyticsPanel
 from .competency_controls import CompetencyControls
-from .filters import (ALL, CONFIDENCE_ASC, CONFIDENCE_DESC, CORRECT, DATASET_ORDER, MISCLASSIFIED, FilterSpec,
+from .filters import (ALL, CONFIDENCE_DESC, DATASET_ORDER, MISCLASSIFIED, FilterSpec,
                       class_accuracy, filter_rows)
-from .widgets.class_table import CLASS_ROLE, ClassAccuracyModel
+from .widgets.class_table import CLASS_ROLE
 from .widgets.grid import GridModel, make_grid_view
 from .widgets.grid_image import ThumbnailSizeControl, attach_image_viewer, view_current_image
 from .widgets.mode_bar import FailureModeBar
 
 ANY = -1
 COUNT_DELAY_MS = 400  # the comparison of an index with the files on disk waits for the first screen
-CORRECTNESS = (("All images", ALL), ("Correct", CORRECT), ("Misclassified", MISCLASSIFIED))
-ORDERS = (("Dataset order", DATASET_ORDER), ("Confidence, highest first", CONFIDENCE_DESC),
-          ("Confidence, lowest first", CONFIDENCE_ASC))
 
 
 class DatasetBrowserPane(Pane):
@@ -116,89 +112,8 @@ class DatasetBrowserPane(Pane):
         self.info_label.setObjectName("datasetInfo")
         self.info_label.setWordWrap(True)
 
-        # -- filters --
-        self.correctness_combo = QComboBox()
-        self.correctness_combo.setObjectName("correctnessFilter")
-        for text, value in CORRECTNESS:
-            self.correctness_combo.addItem(text, value)
-        self.true_combo = QComboBox()
-        self.true_combo.setObjectName("trueClassFilter")
-        self.pred_combo = QComboBox()
-        self.pred_combo.setObjectName("predClassFilter")
-        for combo in (self.true_combo, self.pred_combo):
-            combo.setMinimumContentsLength(10)
-            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.conf_min = QDoubleSpinBox()
-        self.conf_max = QDoubleSpinBox()
-        for spin, value in ((self.conf_min, 0.0), (self.conf_max, 1.0)):
-            spin.setRange(0.0, 1.0)
-            spin.setSingleStep(0.05)
-            spin.setDecimals(2)
-            spin.setValue(value)
-        self.conf_min.setObjectName("confMin")
-        self.conf_max.setObjectName("confMax")
-        self.order_combo = QComboBox()
-        self.order_combo.setObjectName("orderCombo")
-        for text, value in ORDERS:
-            self.order_combo.addItem(text, value)
-        self.order_combo.setToolTip("Confidence is the classifier's probability of its prediction")
-        self.mistakes_button = QPushButton("Most confident mistakes")
-        self.mistakes_button.setObjectName("confidentMistakesButton")
-        self.mistakes_button.setToolTip("Misclassified images, the most confident prediction first")
-        self.mistakes_button.clicked.connect(self.show_confident_mistakes)
-        self.count_label = QLabel("")
-        self.count_label.setObjectName("shownCount")
-        # Filters apply a moment after the last change, so typing into a spin box filters once.
-        self._filter_timer = QTimer(self, singleShot=True, interval=120)
-        self._filter_timer.timeout.connect(self.apply_filters)
-        for combo in (self.correctness_combo, self.true_combo, self.pred_combo, self.order_combo):
-            combo.currentIndexChanged.connect(lambda _i: self._filter_timer.start())
-        for spin in (self.conf_min, self.conf_max):
-            spin.valueChanged.connect(lambda _v: self._filter_timer.start())
-        filters = QHBoxLayout()
-        for w in (QLabel("Show:"), self.correctness_combo, QLabel("True:"), self.true_combo,
-                  QLabel("Predicted:"), self.pred_combo):
-            filters.addWidget(w)
-        filters.addStretch(1)
-        confidence = QHBoxLayout()
-        for w in (QLabel("Confidence:"), self.conf_min, QLabel("to"), self.conf_max, QLabel("Sort:"),
-                  self.order_combo, self.mistakes_button):
-            confidence.addWidget(w)
-        confidence.addStretch(1)
-        confidence.addWidget(self.count_label)
-
-        # -- per-class accuracy --
-        self.class_model = ClassAccuracyModel(self)  # sorts itself (no proxy: see its sort())
-        self.class_table = QTableView()
-        self.class_table.setObjectName("classAccuracy")
-        self.class_table.setModel(self.class_model)
-        self.class_table.setSortingEnabled(True)
-        self.class_table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)
-        self.class_table.verticalHeader().hide()
-        self.class_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.class_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        # Fixed widths: sizing columns to their contents would ask for every row of a 1000-class table.
-        header = self.class_table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for col, sample in ((1, " Images "), (2, " Correct "), (3, " Accuracy ")):
-            header.resizeSection(col, self.fontMetrics().horizontalAdvance(sample + "00") + 8)
-        self.class_table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        self.class_table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
-        self.class_table.clicked.connect(self._class_clicked)
-        self.class_table.setToolTip("Click a class to show its images")
-        self.accuracy_label = QLabel("")
-        self.accuracy_label.setObjectName("overallAccuracy")
-        classes = QWidget()
-        sv = QVBoxLayout(classes)
-        sv.setContentsMargins(0, 0, 0, 0)
-        sv.addWidget(QLabel("<b>Per-class accuracy</b>"))
-        sv.addWidget(self.accuracy_label)
-        sv.addWidget(self.class_table, 1)
-        # Charts linked to the grid: a confusion cell or an accuracy bar sets the filters to its images.
-        side = self.analytics = AnalyticsPanel(classes, host.jobs, host.session)
-        self.analytics.sig_cell_clicked.connect(self.show_confusion_cell)
-        self.analytics.sig_class_clicked.connect(self.show_class)
+        filters, confidence = build_filter_rows(self)
+        side = build_side_panel(self, host)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("datasetSplitter")

@@ -84,7 +84,8 @@ class AccuracyChart(QWidget):
             c = int(self.order[row])
             y = MARGIN + row * self.row_h
             p.setPen(self.palette().text().color())
-            p.drawText(QRect(MARGIN, y, NAME_W - 6, self.row_h), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
+            right = Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight
+            p.drawText(QRect(MARGIN, y, NAME_W - 6, self.row_h), right,
                        fm.elidedText(self.class_names[c], Qt.TextElideMode.ElideRight, NAME_W - 6))
             track = QRect(MARGIN + NAME_W, y + 3, bar_w, self.row_h - 6)
             p.fillRect(track, TRACK)
