@@ -39,6 +39,8 @@ def _model_diff_page(qtbot, make_window):
     assert window.current_pane() is pane
     qtbot.waitUntil(lambda: pane.page is not None and pane.page.spec.name == "model-diff", timeout=120000)
     assert pane.analysis_list.currentItem().text().startswith("model-diff")
+    # The second classifier the session holds is what the run uses, and its picker says so.
+    assert pane._model_boxes["classifier_b"].currentText() == "current (digits-b)"
     return window, pane
 
 

@@ -232,6 +232,8 @@ class AnalysesPane(Pane):
                 if role in SESSION_KINDS:
                     current = page.current.get(role) or "none chosen"
                     box.addItem(f"current ({current})" if need != "optional" else "(none)", NONE)
+                elif page.current.get(role):  # e.g. a second classifier the session already holds: the run uses it
+                    box.addItem(f"current ({page.current[role]})", NONE)
                 else:
                     box.addItem("(none)", NONE)
                 for ref in page.model_choices.get(role, []):

@@ -75,6 +75,8 @@ def page_data(session, name: str, ctx: JobContext) -> PageData:
                                       + (f", for {model})" if model else ")")))
     loaded = session.loaded()
     current = {k: loaded.get(k) or session.default_ref(k) or "" for k in SESSION_KINDS}
+    # Other roles (a second classifier, an embedder) held by the session are what a run falls back to: say so.
+    current.update({role: loaded[role] for role in spec.inputs.used() if role not in current and loaded.get(role)})
     return PageData(spec, data_choices(spec, store), models, fitted, current)
 
 
