@@ -13,7 +13,9 @@ Everything happens in a temporary NEMO_HOME, offline:
 
 The window first shows its first-run guide, then indexes the dataset (the browser's confusion matrix),
 explains three misclassified digits with SciTX as one batch (the batch table above the last result), opens
-one counterfactual's before/after view, and each view is saved as a PNG (kept under 300 KB).
+one counterfactual's before/after view, and each view is saved as a PNG (kept under 300 KB). The tiny random
+MLLM writes no readable hypothesis, so the before/after view alone is shot on a run with the test suite's
+scripted MLLM and PIL editor (test doubles, named so in the window).
 """
 from __future__ import annotations
 
@@ -198,7 +200,7 @@ def main() -> int:
         from PySide6.QtWidgets import QAbstractItemView
 
         row = int((browser.grid_model.rows == wrong[0]).nonzero()[0][0])
-        browser.grid.scrollTo(browser.grid_model.index(row), QAbstractItemView.ScrollHint.PositionAtCenter)
+        browser.grid.scrollTo(browser.grid_model.index(row, 0), QAbstractItemView.ScrollHint.PositionAtCenter)
     settle(app, 2.0)
     run_until(app, lambda: not browser.thumbnails.busy, 60)
     settle(app, 1.0)
@@ -217,7 +219,7 @@ def main() -> int:
     from PySide6.QtCore import QItemSelectionModel
 
     for i in range(min(3, browser.grid_model.rowCount())):  # a batch of three mistakes
-        browser.grid.selectionModel().select(browser.grid_model.index(i), QItemSelectionModel.SelectionFlag.Select)
+        browser.grid.selectionModel().select(browser.grid_model.index(i, 0), QItemSelectionModel.SelectionFlag.Select)
     browser.explain_selected()
     workbench = window.panes["workbench"]
     run_until(app, lambda: bool(workbench.methods), 60)
@@ -232,22 +234,42 @@ def main() -> int:
     settle(app, 1.5)
     save(window, args.out / "workbench.png")
 
-    # A counterfactual against its original: the before/after split (its dialog, not the window).
-    column = workbench.result_view.columns[0]
-    edited = [j for j, c in enumerate(column.bundle.result.candidates) if c.edited_artifact]
-    dialog = column.open_compare(edited[0]) if edited else None
-    if dialog is not None:
-        dialog.resize(900, 620)
-        settle(app, 1.0)
-        save(dialog, args.out / "compare.png")
-        dialog.close()
-
     # Report exporter: the stored result, selected.
     exporter = window.show_pane("report_exporter")
     run_until(app, lambda: bool(exporter.items), 60)
     exporter.table.selectRow(0)
     settle(app, 1.0)
     save(window, args.out / "report_exporter.png")
+
+    # A counterfactual against its original. The tiny random MLLM writes no readable hypothesis, so its runs have
+    # no counterfactual to compare; this one view is shot on a run with the test suite's scripted MLLM and PIL
+    # editor (tests/core/methods/digits_world.py: test doubles, named as such in the session and in the README).
+    sys.path.insert(0, str(ROOT / "tests" / "core" / "methods"))
+    from digits_world import DigitsEditor, ScriptedDigitsMLLM
+
+    window.session.put("mllm", "scripted-digits-mllm (test double)", ScriptedDigitsMLLM())
+    window.session.put("editor", "digits-editor (PIL test double)", DigitsEditor())
+    window.sig_models_changed.emit()
+    browser = window.show_pane("dataset_browser")
+    browser.grid.selectionModel().clear()
+    browser.grid.setCurrentIndex(browser.grid_model.index(0, 0))
+    browser.explain_selected()
+    workbench = window.panes["workbench"]
+    shown.clear()
+    run = workbench.run()
+    run_until(app, lambda: not run.active, 900)
+    run_until(app, lambda: bool(shown), 60)
+    settle(app, 1.0)
+    column = workbench.result_view.columns[0]
+    edited = [j for j, c in enumerate(column.bundle.result.candidates) if c.edited_artifact]
+    dialog = column.open_compare(edited[0]) if edited else None
+    if dialog is None:
+        print("no counterfactual to compare; no compare.png", file=sys.stderr)
+    else:
+        dialog.resize(900, 620)
+        settle(app, 1.0)
+        save(dialog, args.out / "compare.png")
+        dialog.close()
 
     window.close()
     window.jobs.shutdown(10_000)
