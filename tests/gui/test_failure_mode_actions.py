@@ -217,6 +217,7 @@ def test_a_sentence_is_validated_with_cei(qtbot, fm_window):
     assert (again.mean_cei, again.n) == (blue.mean_cei, blue.n) and len(mllm.calls) == calls
     assert verdict(again)[1] == blue.verdict
 
+    qtbot.waitUntil(lambda: "CEI validation of the sentences" in pane.result_view.toPlainText(), timeout=60000)
     thick = _validated(qtbot, actions, "a thick digit")
     assert thick.held_up is False and "did not hold up" in actions.cei_label.text()
     assert [(v["sentence"], v["n"], v["held_up"]) for v in result.cei_validation["validations"]] == \

@@ -35,6 +35,7 @@ class AnalysesPane(Pane):
     _pending: tuple[str, str | None] | None = None  # (analysis, data) asked for before its page was shown
 
     sig_result_shown = Signal(object)  # the analysis result now on screen
+    sig_result_rerendered = Signal()  # the result on screen was rendered again after it changed
 
     def __init__(self, host: PaneHost, parent=None):
         super().__init__(host, parent)
@@ -115,6 +116,7 @@ class AnalysesPane(Pane):
 
         # Under the result: what can be done with it in the other panes (a failure mode's images).
         self.failure_modes = FailureModeActions(host)
+        self.failure_modes.sig_validated.connect(lambda _v: self.rerender())  # the check joins the result's page
         # Above the result while model-diff runs: its iterations and best-score curve, live.
         self.model_diff_live = ModelDiffLivePanel()
         self.model_diff_live.hide()
@@ -317,6 +319,24 @@ class AnalysesPane(Pane):
         handle = self.host.jobs.submit(lambda ctx: result_html(result, store, ctx), title="Rendering the result",
                                        lane=IO, visible=False)
         handle.sig_done.connect(self._show_html)
+
+    def rerender(self) -> JobHandle | None:
+        """Render the shown result again (it changed: e.g. a failure-mode sentence was validated with CEI),
+        keeping the reader's place in it."""
+        if self.result is None:
+            return None
+        result, store = self.result, self.host.session.store()
+        handle = self.host.jobs.submit(lambda ctx: result_html(result, store, ctx), title="Rendering the result",
+                                       lane=IO, visible=False)
+        handle.sig_done.connect(self._refresh_html)
+        return handle
+
+    def _refresh_html(self, html: str) -> None:
+        bar = self.result_view.verticalScrollBar()
+        where = bar.value()
+        self.result_view.setHtml(html)
+        bar.setValue(where)
+        self.sig_result_rerendered.emit()
 
     def _show_html(self, html: str) -> None:
         self.result_view.setHtml(html)
