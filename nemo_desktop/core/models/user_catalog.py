@@ -29,18 +29,36 @@ def read_user_entries(path: Path | None = None) -> list[dict[str, Any]]:
     return items
 
 
-def put_user_entry(data: dict[str, Any]) -> CatalogEntry:
-    """Validate `data` and write it to the user catalog, replacing an entry with the same id. A shipped id is
-    refused (the user catalog would shadow it)."""
+def _write_user_entries(path: Path, items: list[dict[str, Any]]) -> None:
     from ..store.atomic import atomic_write_text
 
-    entry_from_dict(data, "the new entry")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps({"entries": items}, indent=2, ensure_ascii=False) + "\n")
+
+
+def _without(items: list[Any], model_id: str) -> list[Any]:
+    return [e for e in items if not (isinstance(e, dict) and e.get("id") == model_id)]
+
+
+def put_user_entry(data: dict[str, Any], what: str = "the new entry") -> CatalogEntry:
+    """Validate `data` and write it to the user catalog, replacing an entry with the same id. A shipped id is
+    refused (the user catalog would shadow it)."""
+    entry_from_dict(data, what)
     shipped = {e.id.lower() for e in list_catalog() if e.origin == "shipped"}
     if str(data["id"]).lower() in shipped:
         raise ConfigError(f"'{data['id']}' is the name of a model in the shipped catalog.",
                           hint="Choose another name.")
     path = user_catalog_path()
-    kept = [e for e in read_user_entries(path) if not (isinstance(e, dict) and e.get("id") == data["id"])]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps({"entries": kept + [data]}, indent=2, ensure_ascii=False) + "\n")
+    _write_user_entries(path, _without(read_user_entries(path), data["id"]) + [data])
     return get_entry(data["id"])
+
+
+def remove_user_entry(model_id: str) -> bool:
+    """Drop an entry from the user catalog (files untouched); False when it was not there."""
+    path = user_catalog_path()
+    items = read_user_entries(path)
+    kept = _without(items, model_id)
+    if len(kept) == len(items):
+        return False
+    _write_user_entries(path, kept)
+    return True

@@ -31,10 +31,10 @@ from typing import Any, ClassVar
 from PIL import Image
 
 from ...errors import ConfigError, JobCancelled, ModelError
-from ..device import free_memory, translate_oom
+from ..device import translate_oom
 from ..protocols import ModelInfo, StepCallback
 from ..registry import LoadOptions, ModelSpec, register_family
-from .diffusers_loading import load_pipeline, release_offloaded, remove_hooks
+from .diffusers_loading import PipelineHolder, load_pipeline, step_callback
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def preferred_working_size(width: int, height: int, *, area: int, multiple: int,
     return max(multiple, int(w)), max(multiple, int(h))
 
 
-class DiffusersEditor:
+class DiffusersEditor(PipelineHolder):
     """ImageEditor over a loaded diffusers pipeline; subclasses describe one family."""
 
     family: ClassVar[str]
@@ -132,7 +132,7 @@ class DiffusersEditor:
             try:
                 with torch.inference_mode():
                     out = self.pipe(**kwargs, generator=generators[0] if single else generators, output_type="pil",
-                                    callback_on_step_end=self._step_callback(steps, on_step))
+                                    callback_on_step_end=step_callback(steps, on_step, "Image editing"))
             except JobCancelled:
                 self._release_offloaded()
                 raise
@@ -161,32 +161,12 @@ class DiffusersEditor:
         m = self.size_multiple
         return max(m, int(width / m + 0.5) * m), max(m, int(height / m + 0.5) * m)
 
-    def _step_callback(self, steps: int, on_step: StepCallback | None):
-        def callback(pipe, i, t, callback_kwargs):
-            if on_step is not None and on_step(min(i + 1, steps), steps) is False:
-                pipe._interrupt = True
-                raise JobCancelled("Image editing cancelled.")
-            return callback_kwargs
-
-        return callback
-
-    def _release_offloaded(self) -> None:
-        release_offloaded(self.pipe)
-
     def _check_safety(self, out: Any) -> None:
         flags = getattr(out, "nsfw_content_detected", None)
         if flags and any(flags):
             raise ModelError(f"The safety checker of {self.info.model_id} blanked the edited image.",
                              hint="Use another seed or instruction, or another editor; a black image would "
                                   "corrupt the explanation.")
-
-    def unload(self) -> None:
-        """Drop the pipeline and release its (GPU) memory; the process stays usable."""
-        with self._lock:
-            if self.pipe is not None:
-                remove_hooks(self.pipe)
-                self.pipe = None
-        free_memory()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.info.model_id!r})"

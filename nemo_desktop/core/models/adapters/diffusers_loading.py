@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError, ModelError
+from ...errors import ConfigError, JobCancelled, ModelError
 from ..device import free_memory, resolve_device, resolve_dtype, translate_oom
 from ..registry import LoadOptions, ModelSpec
 
@@ -150,3 +150,33 @@ def remove_hooks(pipe: Any) -> None:
         pipe.remove_all_hooks()
     except Exception:  # noqa: BLE001 - best effort: the pipeline is dropped either way
         log.debug("could not remove the offload hooks", exc_info=True)
+
+
+def step_callback(steps: int | None, on_step: Any, what: str) -> Any:
+    """diffusers' `callback_on_step_end`: reports step i of `steps` and, when `on_step` answers False, stops the
+    loop (the pipeline's own `_interrupt`) and raises JobCancelled("<what> cancelled.")."""
+    def callback(pipe, i, t, callback_kwargs):
+        if on_step is not None and on_step(min(i + 1, steps or i + 1), steps) is False:
+            pipe._interrupt = True
+            raise JobCancelled(f"{what} cancelled.")
+        return callback_kwargs
+
+    return callback
+
+
+class PipelineHolder:
+    """What editors and generators share about the pipeline they hold: `pipe` guarded by `_lock`."""
+
+    pipe: Any
+    _lock: Any
+
+    def _release_offloaded(self) -> None:
+        release_offloaded(self.pipe)
+
+    def unload(self) -> None:
+        """Drop the pipeline and release its (GPU) memory; the process stays usable."""
+        with self._lock:
+            if self.pipe is not None:
+                remove_hooks(self.pipe)
+                self.pipe = None
+        free_memory()

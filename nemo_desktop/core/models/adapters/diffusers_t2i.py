@@ -22,10 +22,10 @@ from typing import Any
 from PIL import Image
 
 from ...errors import ConfigError, JobCancelled, ModelError
-from ..device import free_memory, translate_oom
+from ..device import translate_oom
 from ..protocols import ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
-from .diffusers_loading import load_pipeline, release_offloaded, remove_hooks
+from .diffusers_loading import PipelineHolder, load_pipeline, step_callback
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ OPTIONS = ("steps", "guidance", "max_sequence_length", "width", "height", "negat
 DEFAULTS_VERSION = 1
 
 
-class DiffusersTextToImage:
+class DiffusersTextToImage(PipelineHolder):
     """A loaded diffusers text-to-image pipeline with its checkpoint's sampling settings."""
 
     def __init__(self, pipe: Any, info: ModelInfo, options: dict | None = None) -> None:
@@ -75,7 +75,7 @@ class DiffusersTextToImage:
                 try:
                     with torch.inference_mode():
                         out = self.pipe(**kwargs, generator=generator, output_type="pil",
-                                        callback_on_step_end=_step_callback(steps, on_step))
+                                        callback_on_step_end=step_callback(steps, on_step, "Image generation"))
                 except JobCancelled:
                     self._release_offloaded()
                     raise
@@ -93,28 +93,8 @@ class DiffusersTextToImage:
             images += [im.convert("RGB") for im in out.images]
         return images
 
-    def _release_offloaded(self) -> None:
-        release_offloaded(self.pipe)
-
-    def unload(self) -> None:
-        with self._lock:
-            if self.pipe is not None:
-                remove_hooks(self.pipe)
-                self.pipe = None
-        free_memory()
-
     def __repr__(self) -> str:
         return f"DiffusersTextToImage({self.info.model_id!r})"
-
-
-def _step_callback(steps: int, on_step: Callable[[int, int], bool] | None):
-    def callback(pipe, i, t, callback_kwargs):
-        if on_step is not None and on_step(min(i + 1, steps or i + 1), steps) is False:
-            pipe._interrupt = True
-            raise JobCancelled("Image generation cancelled.")
-        return callback_kwargs
-
-    return callback
 
 
 @register_family("generator", FAMILY)

@@ -158,51 +158,8 @@ def entry_dict(imp: CheckpointImport) -> dict:
     }
 
 
-def _read_user_catalog(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"The user catalog {path} cannot be read, so nothing was added to it.",
-                          hint="Fix or move the file, then import again.", detail=repr(exc)) from exc
-    items = data.get("entries") if isinstance(data, dict) else data
-    if not isinstance(items, list):
-        raise ConfigError(f"The user catalog {path} has no 'entries' list.", hint="Fix or move the file.")
-    return items
-
-
-def _write_user_catalog(path: Path, items: list[dict]) -> None:
-    from nemo_desktop.core.store.atomic import atomic_write_text
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps({"entries": items}, indent=2, ensure_ascii=False) + "\n")
-
-
 def add_checkpoint(imp: CheckpointImport):
     """Validate and add (or replace) the user-catalog entry; returns the CatalogEntry as the catalog sees it."""
-    from nemo_desktop.core.models.catalog import entry_from_dict, get_entry, list_catalog, user_catalog_path
+    from nemo_desktop.core.models.user_catalog import put_user_entry
 
-    data = entry_dict(imp)
-    entry_from_dict(data, "import")  # the catalog's own validation, before anything is written
-    shipped = {e.id.lower() for e in list_catalog() if e.origin == "shipped"}
-    if imp.model_id.lower() in shipped:
-        raise ConfigError(f"'{imp.model_id}' is the name of a model in the shipped catalog.",
-                          hint="Choose another name for your classifier.")
-    path = user_catalog_path()
-    items = [e for e in _read_user_catalog(path) if not (isinstance(e, dict) and e.get("id") == imp.model_id)]
-    _write_user_catalog(path, items + [data])
-    return get_entry(imp.model_id)
-
-
-def remove_user_entry(model_id: str) -> bool:
-    """Drop an entry from the user catalog (files untouched); False when it was not there."""
-    from nemo_desktop.core.models.catalog import user_catalog_path
-
-    path = user_catalog_path()
-    items = _read_user_catalog(path)
-    kept = [e for e in items if not (isinstance(e, dict) and e.get("id") == model_id)]
-    if len(kept) == len(items):
-        return False
-    _write_user_catalog(path, kept)
-    return True
+    return put_user_entry(entry_dict(imp), "import")  # the catalog's own validation, before anything is written

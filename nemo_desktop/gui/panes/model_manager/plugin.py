@@ -13,11 +13,13 @@ from PySide6.QtCore import QSettings, QSortFilterProxyModel, Qt, QTimer
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton,
                                QScrollArea, QSplitter, QTableView, QVBoxLayout, QWidget)
 
+from nemo_desktop.core.models.user_catalog import remove_user_entry
+
 from ...jobs import GPU, IO, JobHandle
 from ...session import KIND_TEXT
 from ..base import Pane, PaneHost
 from .catalog_rows import CatalogSnapshot, delete_entry_weights, download_entry, load_catalog, refresh_row
-from .custom_import import add_checkpoint, remove_user_entry
+from .custom_import import add_checkpoint
 from .widgets.catalog_table import CatalogTableModel
 from .widgets.disk_panel import DiskPanel
 from .widgets.import_dialog import ImportCheckpointDialog
