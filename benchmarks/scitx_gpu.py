@@ -33,24 +33,16 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The tiny models' tokenizer recipes: only their ids reach the networks.
+from _tiny_models import QWEN_SPECIALS, QWEN_TEMPLATE, _bpe, _clip_tokenizer  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 CORPUS = ["describe the image what is the main object and what is in the background",
           "the classifier predicted a dog but the image shows a cat on a sandy beach",
           "change the color of the background to red remove the person add a hat turn the sky into snow",
           "hypothesis the model relies on the snowy background instead of the animal shape"]
-QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-                 "<|image_pad|>", "<|video_pad|>"]
-QWEN_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n"
-    "{% else %}{% for content in message['content'] %}"
-    "{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
-    "<|vision_start|><|image_pad|><|vision_end|>"
-    "{% elif 'text' in content %}{{ content['text'] }}{% endif %}"
-    "{% endfor %}<|im_end|>\n{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-
 # Published configurations (config.json of each repository); "tiny" keeps every structural feature.
 QWEN25_VL_7B = {
     "text": dict(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
@@ -110,33 +102,6 @@ PIX2PIX_TINY = {
 
 
 # -- tokenizers (trained here: only their ids reach the networks) -------------------------------------------
-def _bpe(specials, vocab, **kw):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(CORPUS * 4, trainer=trainers.BpeTrainer(
-        vocab_size=vocab, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False))
-    return PreTrainedTokenizerFast(tokenizer_object=tok, **kw)
-
-
-def _clip_tokenizer():
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-    from transformers import CLIPTokenizer
-
-    tok = Tokenizer(models.BPE(unk_token="<|endoftext|>", end_of_word_suffix="</w>"))
-    tok.normalizer = normalizers.Lowercase()
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.decoder = decoders.BPEDecoder(suffix="</w>")
-    tok.train_from_iterator(CORPUS * 4, trainer=trainers.BpeTrainer(
-        vocab_size=256, special_tokens=["<|startoftext|>", "<|endoftext|>"], end_of_word_suffix="</w>",
-        show_progress=False))
-    return CLIPTokenizer(tokenizer_object=tok, model_max_length=77)
-
-
 def _t5_tokenizer():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import T5TokenizerFast
