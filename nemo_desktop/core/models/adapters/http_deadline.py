@@ -75,7 +75,9 @@ class _Watchdog:
             raise TimeoutError(f"no complete answer within {self.timeout:g} s")
 
 
-class _WatchedHTTPConnection(http.client.HTTPConnection):
+class _Watched:
+    """Mixed into an http.client connection: its socket is handed to the watchdog once connected."""
+
     def __init__(self, *args, watch: _Watchdog, **kw):
         super().__init__(*args, **kw)
         self._watch = watch
@@ -85,14 +87,12 @@ class _WatchedHTTPConnection(http.client.HTTPConnection):
         self._watch.attach(self.sock)
 
 
-class _WatchedHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, *args, watch: _Watchdog, **kw):
-        super().__init__(*args, **kw)
-        self._watch = watch
+class _WatchedHTTPConnection(_Watched, http.client.HTTPConnection):
+    pass
 
-    def connect(self) -> None:
-        super().connect()
-        self._watch.attach(self.sock)
+
+class _WatchedHTTPSConnection(_Watched, http.client.HTTPSConnection):
+    pass
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
