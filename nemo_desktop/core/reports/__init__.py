@@ -7,6 +7,7 @@ builders and renderers when they want to preview. Nothing here imports Qt; PDF r
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import ConfigError
@@ -81,19 +82,20 @@ def render(doc: ReportDocument, fmt: str, *, ctx: JobContext | None = None) -> b
     raise ConfigError(f"Unknown report format {fmt!r}.", hint=f"Choose one of: {', '.join(FORMATS)}.")
 
 
-def export_report(result_or_run_id: Any, store, fmt: str, out_path, *, image_format: str | None = None,
-                  ctx: JobContext | None = None) -> Path:
-    """Build and write a report (atomically: a reader never sees half a file). Returns the path written."""
+def write_report(build: Callable[[], ReportDocument], fmt: str, out_path, *, ctx: JobContext | None = None) -> Path:
+    """Check the target, build the document, render it as `fmt` and write it atomically (a reader never sees
+    half a file). Returns the path written. Every report export (a result, a run, a batch) goes through here."""
     from ..store.atomic import atomic_write_bytes
 
-    if fmt.lower() not in FORMATS:
+    fmt = fmt.lower()
+    if fmt not in FORMATS:
         raise ConfigError(f"Unknown report format {fmt!r}.", hint=f"Choose one of: {', '.join(FORMATS)}.")
     out = Path(out_path).expanduser()
     if out.is_dir():
         raise ConfigError(f"{out} is a folder.", hint="Give the path of the report file to write, e.g. report.html.")
     if not out.parent.is_dir():
         raise ConfigError(f"The folder {out.parent} does not exist.", hint="Create it first, or choose another path.")
-    data = render(build_report(result_or_run_id, store, image_format=image_format, ctx=ctx), fmt, ctx=ctx)
+    data = render(build(), fmt, ctx=ctx)
     try:
         atomic_write_bytes(out, data)
     except OSError as exc:
@@ -102,5 +104,12 @@ def export_report(result_or_run_id: Any, store, fmt: str, out_path, *, image_for
     return out
 
 
+def export_report(result_or_run_id: Any, store, fmt: str, out_path, *, image_format: str | None = None,
+                  ctx: JobContext | None = None) -> Path:
+    """Build and write the report of a result or a run. Returns the path written."""
+    return write_report(lambda: build_report(result_or_run_id, store, image_format=image_format, ctx=ctx), fmt,
+                        out_path, ctx=ctx)
+
+
 __all__ = ["FORMATS", "IMAGE_FORMATS", "ReportDocument", "build_report", "build_run_report", "build_single_report",
-           "export_report", "render", "render_html", "render_pdf", "resolve_target"]
+           "export_report", "write_report", "render", "render_html", "render_pdf", "resolve_target"]

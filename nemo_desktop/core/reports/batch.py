@@ -113,20 +113,6 @@ def build_batch_report(items: list[BatchItem], store, *, title: str | None = Non
 def export_batch_report(items: list[BatchItem], store, fmt: str, out_path, *, title: str | None = None,
                         ctx: JobContext | None = None) -> Path:
     """Build, render (HTML or PDF, by `fmt`) and write the batch report atomically; returns the path."""
-    from . import FORMATS, render
-    from ..store.atomic import atomic_write_bytes
+    from . import write_report
 
-    fmt = fmt.lower()
-    if fmt not in FORMATS:
-        raise ConfigError(f"Unknown report format {fmt!r}.", hint=f"Choose one of: {', '.join(FORMATS)}.")
-    out = Path(out_path).expanduser()
-    if out.is_dir() or not out.parent.is_dir():
-        raise ConfigError(f"The report cannot be written to {out}.",
-                          hint="Give the path of a file in an existing folder, e.g. batch.html.")
-    data = render(build_batch_report(items, store, title=title, ctx=ctx), fmt, ctx=ctx)
-    try:
-        atomic_write_bytes(out, data)
-    except OSError as exc:
-        raise ConfigError(f"The report could not be written to {out}: {exc.strerror or exc}.",
-                          hint="Check the folder's permissions and free space.", detail=repr(exc)) from exc
-    return out
+    return write_report(lambda: build_batch_report(items, store, title=title, ctx=ctx), fmt, out_path, ctx=ctx)

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, Q
 
 from ...jobs import GPU, IO, JobHandle
 from ...widgets.progress_bar import ProgressBar
+from ...widgets.report_path import ask_report_path
 from ...widgets.text_images import attach_zoom_to_text_browser
 from ..base import Pane, PaneHost
 from ..workbench.widgets.method_form import MethodForm
@@ -358,11 +359,9 @@ class AnalysesPane(Pane):
     def export(self, path: str | None = None) -> JobHandle | None:
         if self.result is None:
             return None
+        path = path or ask_report_path(self, "Export report", f"{self.page.spec.name}.html")
         if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, "Export report", f"{self.page.spec.name}.html",
-                                                  "HTML (*.html);;PDF (*.pdf)")
-            if not path:
-                return None
+            return None
         result, store = self.result, self.host.session.store()
         handle = self.host.jobs.submit(lambda ctx: export_result(result, store, path, ctx), title="Exporting",
                                        lane=IO)

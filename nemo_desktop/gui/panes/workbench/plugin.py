@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout,
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroupBox, QHBoxLayout,
                                QHeaderView, QLabel, QListWidget, QListWidgetItem, QPushButton, QScrollArea,
                                QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
@@ -20,6 +20,7 @@ from nemo_desktop.core.batch import BatchItem
 from ...jobs import GPU, IO, JobHandle
 from ...samples import Sample
 from ...widgets.progress_bar import ProgressBar
+from ...widgets.report_path import ask_report_path, report_format
 from ..base import Pane, PaneHost
 from .run_job import AUTO, SampleOutcome, StoredSummary, explain_samples, list_references, list_results
 from .widgets.batch_table import BatchPanel
@@ -483,15 +484,10 @@ class WorkbenchPane(Pane):
             return None
         r = results[0]
         item = ReportItem("result", r.result_key, Path(r.sample.image_path or "image").name, r.method, None)
+        target = target or ask_report_path(self, "Export this result", item.file_name("html"))
         if target is None:
-            path, chosen = QFileDialog.getSaveFileName(self, "Export this result", item.file_name("html"),
-                                                       "HTML report (*.html);;PDF report (*.pdf)")
-            if not path:
-                return None
-            target = Path(path)
-            if target.suffix.lower() not in (".html", ".pdf"):
-                target = target.with_suffix(".pdf" if "pdf" in chosen.lower() else ".html")
-        fmt = "pdf" if target.suffix.lower() == ".pdf" else "html"
+            return None
+        fmt = report_format(target)
         session = self.host.session
         handle = self.host.jobs.submit(lambda ctx: export_items(session.store(), [item], fmt, target, ctx),
                                        title=f"Exporting {item.title} as {fmt.upper()}", lane=IO)

@@ -12,13 +12,14 @@ from pathlib import Path
 
 from PySide6.QtCore import QModelIndex, QSize, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QColor, QPixmap
-from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton,
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QPushButton,
                                QTableView, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.batch import CANCELLED, STATUSES, WAITING, BatchItem, describe_counts
 
 from ....jobs import IO, JobHandle
 from ....thumbnails import ThumbnailLoader, ThumbRequest
+from ....widgets.report_path import ask_report_path, report_format
 from ....widgets.row_table_model import RowTableModel
 
 THUMB_SIDE = 56
@@ -198,15 +199,10 @@ class BatchPanel(QWidget):
         items = [replace(it) for it in self.items]  # a snapshot: the job reads it on another thread
         if not items:
             return None
+        target = target or ask_report_path(self, "Export the batch report", "batch-report.html")
         if target is None:
-            path, chosen = QFileDialog.getSaveFileName(self, "Export the batch report", "batch-report.html",
-                                                       "HTML report (*.html);;PDF report (*.pdf)")
-            if not path:
-                return None
-            target = Path(path)
-            if target.suffix.lower() not in (".html", ".pdf"):
-                target = target.with_suffix(".pdf" if "pdf" in chosen.lower() else ".html")
-        fmt = "pdf" if target.suffix.lower() == ".pdf" else "html"
+            return None
+        fmt = report_format(target)
         session, status = self.host.session, self.export_status
         handle = self.host.jobs.submit(lambda ctx: export_batch_report(items, session.store(), fmt, target, ctx=ctx),
                                        title=f"Exporting the batch report as {fmt.upper()}", lane=IO)
