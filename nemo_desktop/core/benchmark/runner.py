@@ -355,15 +355,9 @@ class BenchmarkRunner:
 
         def source(path: Path | None) -> ExplanationResult | None:
             sample_id = sample_of_path.get(str(path)) if path is not None else None
-            it = self._items.get(item_id(source_cell, sample_id)) if sample_id else None
-            if it is None or it["status"] not in (EXPLAINED, DONE) or not it.get("result_key"):
+            if not sample_id:
                 return None
-            stored = self.store.get(it["result_key"])
-            if stored is None:
-                return None
-            result = ExplanationResult.from_dict(stored.payload.get("result", stored.payload))
-            result.result_key = stored.key
-            return result
+            return self._stored_explanation(item_id(source_cell, sample_id), (EXPLAINED, DONE))
 
         settings = (InterventionSettings.from_config(config) if config is not None and hasattr(config, "edit_size")
                     else InterventionSettings(seed=self.config.seed))
@@ -431,9 +425,10 @@ class BenchmarkRunner:
             if self._since_record >= _SHARD_RECORD_EVERY:
                 self._write_shard_record(final=False)
 
-    def _stored_explanation(self, iid: str) -> ExplanationResult | None:
+    def _stored_explanation(self, iid: str, statuses: tuple[str, ...] = (EXPLAINED,)) -> ExplanationResult | None:
+        """The explanation stored for item `iid` when its status is one of `statuses`; None otherwise."""
         it = self._items.get(iid)
-        if it is None or it["status"] != EXPLAINED or not it.get("result_key"):
+        if it is None or it["status"] not in statuses or not it.get("result_key"):
             return None
         stored = self.store.get(it["result_key"])
         if stored is None:

@@ -259,36 +259,27 @@ def table5(data: RunData) -> list[Table]:
 
 
 def candidates_table(data: RunData) -> list[Table]:
-    """Mean number of distinct candidates scored with CEI per finished sample, per method and context."""
-    ax = data.axes
-    contexts = [ctx for ctx in _contexts(data)]
+    """Per method and context: the mean number of distinct candidates scored with CEI per finished sample, and
+    the share of samples whose selected candidate's edit was flagged as changing the whole image."""
+    contexts = list(_contexts(data))
     if not contexts:
         return []
     columns = [f"{d} / {c}{_ctx_suffix(data, m, e)}" for d, c, m, e in contexts]
-    rows = []
-    for meth in ax["method"]:
-        vals = []
-        for d, c, m, e in contexts:
-            cell = _get(data, d, c, m, e, meth)
-            counts = cell.distinct_scored if cell is not None else []
-            vals.append(Value(statistics.fmean(counts) if counts else None, len(counts)))
-        rows.append((meth, vals))
-    tables = []
-    if not all(v.value is None for _, vals in rows for v in vals):
-        tables.append(Table("candidates", "Distinct candidates scored per sample (mean)", columns, rows,
-                            ["count"] * len(columns), [], data.missing))
-    flagged_rows = []
-    for meth in ax["method"]:
-        vals = []
-        for d, c, m, e in contexts:
-            cell = _get(data, d, c, m, e, meth)
-            flags = cell.selected_flagged if cell is not None else []
-            vals.append(Value(100.0 * sum(flags) / len(flags) if flags else None, len(flags)))
-        flagged_rows.append((meth, vals))
-    if not all(v.value is None for _, vals in flagged_rows for v in vals):
-        tables.append(Table("flagged", "Selected explanations whose edit changed the whole image (% of samples)",
-                            columns, flagged_rows, ["count"] * len(columns), [], data.missing))
-    return tables
+
+    def per_cell(values_of, summary, table_id: str, title: str) -> list[Table]:
+        rows = []
+        for meth in data.axes["method"]:
+            cells = [_get(data, d, c, m, e, meth) for d, c, m, e in contexts]
+            values = [values_of(cell) if cell is not None else [] for cell in cells]
+            rows.append((meth, [Value(summary(v) if v else None, len(v)) for v in values]))
+        if all(v.value is None for _, vals in rows for v in vals):
+            return []
+        return [Table(table_id, title, columns, rows, ["count"] * len(columns), [], data.missing)]
+
+    return (per_cell(lambda cell: cell.distinct_scored, statistics.fmean, "candidates",
+                     "Distinct candidates scored per sample (mean)")
+            + per_cell(lambda cell: cell.selected_flagged, lambda flags: 100.0 * sum(flags) / len(flags), "flagged",
+                       "Selected explanations whose edit changed the whole image (% of samples)"))
 
 
 def timings_table(data: RunData) -> list[Table]:

@@ -29,17 +29,25 @@ from nemo_desktop.core.jobs import CancelToken, JobContext
 HERE = Path(__file__).resolve().parent
 
 
-@pytest.fixture(scope="module")
-def cluster():
+def start_local_cluster(**resources) -> None:
+    """A single-node cluster on the loopback interface with 2 CPUs (and `resources`, e.g. num_gpus=2)."""
     # This 2-core CI machine is shared: give the raylet more than Ray's default 30 s to register.
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "180")
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     paths = [str(HERE), str(HERE.parents[2]), os.environ.get("PYTHONPATH", "")]
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)  # also for the driver killed below
+    pythonpath = os.pathsep.join(p for p in paths if p)
+    os.environ["PYTHONPATH"] = pythonpath  # also for the driver killed below
+    if ray.is_initialized():  # another module's cluster
+        ray.shutdown()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in paths if p), "HF_HUB_OFFLINE": "1"},
+             runtime_env={"env_vars": {"PYTHONPATH": pythonpath, "HF_HUB_OFFLINE": "1"},
                           # the doubles as model family 'test-double' and method 'fixed' in every worker
-                          "worker_process_setup_hook": "bench_world.register_doubles"})
+                          "worker_process_setup_hook": "bench_world.register_doubles"}, **resources)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    start_local_cluster()
     yield
     ray.shutdown()
 

@@ -4,7 +4,6 @@ CUDA_VISIBLE_DEVICES; nothing here needs a real device): two shards, one per GPU
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # loopback node address (see test_bench_ray)
 import pytest  # noqa: E402
@@ -13,23 +12,12 @@ import ray  # noqa: E402
 from nemo_desktop.core.benchmark.config import parse_config  # noqa: E402
 from nemo_desktop.core.benchmark.ray_backend import RayBenchmark  # noqa: E402
 from nemo_desktop.core.benchmark.records import DONE  # noqa: E402
-from test_bench_ray import config, open_store  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
+from test_bench_ray import config, open_store, start_local_cluster  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def gpu_cluster():
-    os.environ.setdefault("RAY_raylet_start_wait_time_s", "180")
-    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    paths = [str(HERE), str(HERE.parents[2]), os.environ.get("PYTHONPATH", "")]
-    pythonpath = os.pathsep.join(p for p in paths if p)
-    os.environ["PYTHONPATH"] = pythonpath
-    if ray.is_initialized():  # another module's cluster (module fixtures end in order; be safe)
-        ray.shutdown()
-    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
-             runtime_env={"env_vars": {"PYTHONPATH": pythonpath, "HF_HUB_OFFLINE": "1"},
-                          "worker_process_setup_hook": "bench_world.register_doubles"})
+    start_local_cluster(num_gpus=2)
     yield
     ray.shutdown()
 
