@@ -33,8 +33,8 @@ def send_to_analysis(pane, name: str, data: str) -> None:
 
 
 def failure_modes_button(pane) -> QPushButton:
-    """"Find failure modes…": the failure-modes analysis on the open dataset's reference index (enabled once the
-    dataset is indexed; the page, its settings and its run are the Analyses pane's)."""
+    """The "Find failure modes…" button: the failure-modes analysis on the open dataset's reference index
+    (enabled once the dataset is indexed; the page, its settings and its run are the Analyses pane's)."""
     button = QPushButton("Find failure modes…")
     button.setObjectName("findFailureModesButton")
     button.setToolTip("Where does the classifier fail across this dataset, in sentences (failure-modes "
