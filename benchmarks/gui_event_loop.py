@@ -220,16 +220,42 @@ def main(argv: list[str] | None = None) -> int:
     from nemo_desktop.gui.jobs import JobHandle
 
     slot_costs: list[tuple[float, float, str]] = []
+    entry_costs: list[tuple[float, float, str]] = []  # every measured entry from Qt into the application
 
     def costed(method):
         def run(handle, *a):
             cpu, wall = time.thread_time(), time.perf_counter()
             method(handle, *a)
-            slot_costs.append((wall, time.thread_time() - cpu, f"{method.__name__} of {handle.title!r}"))
+            cost = (wall, time.thread_time() - cpu, f"{method.__name__} of {handle.title!r}")
+            slot_costs.append(cost)
+            entry_costs.append((wall, cost[1], f"{method.__name__} of a job"))
         return run
+
+    def entry(owner, name):  # CPU time of one kind of call from Qt into Python, to name what filled a gap
+        method = getattr(owner, name)
+
+        def run(self, *a, **kw):
+            cpu, wall = time.thread_time(), time.perf_counter()
+            try:
+                return method(self, *a, **kw)
+            finally:
+                entry_costs.append((wall, time.thread_time() - cpu, f"{owner.__name__}.{name}"))
+        setattr(owner, name, run)
 
     JobHandle._on_finished = costed(JobHandle._on_finished)
     JobHandle._on_progress = costed(JobHandle._on_progress)
+    from nemo_desktop.gui.jobs import JobRunner
+    from nemo_desktop.gui.main_window import MainWindow
+    from nemo_desktop.gui.panes.dataset_browser.widgets.grid import GridDelegate, GridModel
+
+    entry(JobHandle, "_on_started")
+    entry(JobRunner, "submit")
+    entry(GridDelegate, "paint")
+    entry(GridModel, "_thumbnails_ready")
+    entry(MainWindow, "_on_drop_scanned")
+    entry(MainWindow, "show_pane")
+    entry(DiagnoseDialog, "open")
+    entry(DiagnoseDialog, "accept")
 
     sampler = StackSampler(meter).start() if args.profile else None
     noise.start()
@@ -288,6 +314,14 @@ def main(argv: list[str] | None = None) -> int:
         collections = [f"{what} {1000 * d:.0f} ms" for t, d, what in gc_pauses if end - gap <= t <= end + 0.001]
         print(f"  {1000 * gap:6.1f} ms (own {1000 * own:5.1f} ms) at +{end - t0:6.1f} s  {meter.split(end)}"
               f"\n      after: {'; '.join(before) or '-'}{'  gc: ' + ', '.join(collections) if collections else ''}")
+        inside: dict[str, list[float]] = {}
+        for t, cpu, what in entry_costs:
+            if end - gap <= t <= end:
+                inside.setdefault(what, []).append(cpu)
+        costly = sorted(inside.items(), key=lambda kv: -sum(kv[1]))[:4]
+        if costly:
+            print("      GUI-thread CPU in the gap: " + "; ".join(f"{what} {1000 * sum(c):.1f} ms ({len(c)}x)"
+                                                              for what, c in costly))
         if sampler is not None:
             seen: dict[str, int] = {}
             for stacks in sampler.during(end - gap, end):
@@ -296,8 +330,9 @@ def main(argv: list[str] | None = None) -> int:
                     seen[key] = seen.get(key, 0) + 1
             for key, count in sorted(seen.items(), key=lambda kv: -kv[1])[:4]:
                 print(f"      sampled {count}x  {key}")
+        print(f"      clock (time.perf_counter, CLOCK_MONOTONIC, e.g. for perf record -k monotonic): "
+              f"{end - gap:.6f} .. {end:.6f}")
         if args.why:
-            print(f"      clock (time.perf_counter, CLOCK_MONOTONIC): {end - gap:.6f} .. {end:.6f}")
             inside = [f"{1000 * (t - end + gap):.0f} ms: {what}" for t, what in events if end - gap - 0.002 <= t <= end]
             print("      Qt events: " + "; ".join(inside[:6] + ["..."] + inside[-2:]))
     print("GUI-thread CPU time of the costliest job-signal handlers (slots they trigger included):")

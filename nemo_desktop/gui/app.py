@@ -66,7 +66,27 @@ def create_application(qt_args: list[str]):
     app.setApplicationVersion(__version__)
     app.setDesktopFileName("nemo-desktop")  # resources/desktop/nemo-desktop.desktop; its Icon= names the same icon
     app.setWindowIcon(application_icon())  # every window, the main one included, inherits it
+    use_one_palette_when_inactive(app)
     return app
+
+
+def use_one_palette_when_inactive(app) -> None:
+    """Draw inactive windows with the active colours.
+
+    Qt repaints a whole window when it is activated or deactivated if the palette's two colour groups
+    differ. Opening any dialog deactivates the main window, and its repaint asks the browser's tables and
+    thumbnail grid for every visible cell, each answer a call into Python that waits for the GIL while a
+    job runs: measured, the largest part of the longest event-loop stall (benchmarks/gui_event_loop.py).
+    The only visible cost: a selection keeps its colour while another window has the focus.
+    """
+    from PySide6.QtGui import QPalette
+
+    palette = app.palette()
+    roles = [QPalette.ColorRole(v) for v in range(QPalette.ColorRole.NColorRoles.value)]  # not the alias itself
+    for role in roles:
+        if role != QPalette.ColorRole.NoRole:
+            palette.setBrush(QPalette.ColorGroup.Inactive, role, palette.brush(QPalette.ColorGroup.Active, role))
+    app.setPalette(palette)
 
 
 def application_icon():

@@ -7,10 +7,15 @@ The worker never touches widgets: it emits on a private relay object that lives 
 public signal of a `JobHandle` is emitted in the GUI thread (queued connection) and slots may update
 widgets directly. The GUI thread never blocks on a job; only `JobRunner.wait()` (used when the window
 closes) spins a bounded local event loop.
+
+Jobs that end together (an indexing run, the classification queued behind it, a listing on the I/O lane) are
+handed to their handlers one per event-loop turn (`_EndQueue`): each ending may rebuild a pane, and Qt would
+otherwise run every posted ending back to back before the next repaint or timer, which stalled the window.
 """
 from __future__ import annotations
 
 import itertools
+from collections import deque
 import logging
 import os
 import threading
@@ -34,8 +39,10 @@ FINAL_STATES = (DONE, FAILED, CANCELLED)
 # A job may report progress thousands of times a second; the GUI needs ~20 updates a second at most.
 PROGRESS_INTERVAL_S = 0.05
 # Worker threads yield the CPU to the window's thread: on a machine with few cores a busy job otherwise
-# delays repaints and clicks by 100 ms and more. Only matters when the cores are contended.
-BACKGROUND_NICE = 5
+# delays repaints and clicks by 100 ms and more. Only matters when the cores are contended. At 10 a worker
+# has a tenth of the window thread's scheduler weight (at 5, a third): an indexing job's decoder threads,
+# which inherit it, then no longer crowd the window thread out of a 2-core machine.
+BACKGROUND_NICE = 10
 _thread_state = threading.local()
 
 
@@ -93,6 +100,27 @@ class _JobRunnable(QRunnable):
         relay.finished.emit(outcome)
 
 
+class _EndQueue(QObject):
+    """Delivers job endings to their handles one per event-loop turn, in the order they ended."""
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self._pending: deque[tuple["JobHandle", JobOutcome]] = deque()
+        self._timer = QTimer(self, singleShot=True, interval=0)
+        self._timer.timeout.connect(self._deliver_one)
+
+    def put(self, handle: "JobHandle", outcome: JobOutcome) -> None:
+        self._pending.append((handle, outcome))
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def _deliver_one(self) -> None:
+        handle, outcome = self._pending.popleft()
+        if self._pending:  # armed first: the next one waits for the next turn even if this one raises
+            self._timer.start()
+        handle._on_finished(outcome)
+
+
 class JobHandle(QObject):
     """One submitted job. All signals arrive in the GUI thread; `sig_finished` always comes last."""
 
@@ -107,7 +135,7 @@ class JobHandle(QObject):
     def __init__(self, job_id: int, title: str, lane: str, fn: Callable[[JobContext], Any],
                  report_errors: bool, ask_before_quit: bool = True,
                  on_end: Callable[["JobHandle"], None] | None = None, parent: QObject | None = None,
-                 visible: bool = True):
+                 visible: bool = True, end_queue: _EndQueue | None = None):
         super().__init__(parent)
         self._on_end = on_end
         self.ask_before_quit = ask_before_quit
@@ -124,7 +152,8 @@ class JobHandle(QObject):
         self._relay.started.connect(self._on_started)
         self._relay.progress.connect(self._on_progress)
         self._relay.partial.connect(self.sig_partial)
-        self._relay.finished.connect(self._on_finished)
+        self._end_queue = end_queue
+        self._relay.finished.connect(self._ended)
         self.runnable = _JobRunnable(fn, self.token, self._relay)
         self._pool: QThreadPool | None = None
 
@@ -160,6 +189,12 @@ class JobHandle(QObject):
             self.sig_progress.emit(p)
 
     @Slot(object)
+    def _ended(self, outcome: JobOutcome) -> None:
+        if self._end_queue is None:
+            self._on_finished(outcome)
+        else:
+            self._end_queue.put(self, outcome)
+
     def _on_finished(self, outcome: JobOutcome) -> None:
         if not self.active:  # tryTake() raced with a worker that had already started: keep the first
             return
@@ -192,6 +227,7 @@ class JobRunner(QObject):
         self._pools[IO].setMaxThreadCount(max(1, io_threads))
         self._ids = itertools.count(1)
         self._active: dict[int, JobHandle] = {}
+        self._end_queue = _EndQueue(self)
 
     def submit(self, fn: Callable[[JobContext], Any], *, title: str, lane: str = GPU,
                report_errors: bool = True, ask_before_quit: bool = True, visible: bool = True) -> JobHandle:
@@ -205,7 +241,7 @@ class JobRunner(QObject):
         if lane not in self._pools:
             raise ValueError(f"unknown lane {lane!r}; expected one of {LANES}")
         handle = JobHandle(next(self._ids), title, lane, fn, report_errors, ask_before_quit,
-                           on_end=self._on_job_finished, parent=self, visible=visible)
+                           on_end=self._on_job_finished, parent=self, visible=visible, end_queue=self._end_queue)
         self._active[handle.job_id] = handle
         handle._pool = self._pools[lane]
         if visible:

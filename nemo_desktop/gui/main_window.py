@@ -18,6 +18,7 @@ from .jobs import FAILED, IO, JobHandle, JobRunner
 from .panes import Pane, pane_classes
 from .session import ModelSession
 from .settings import gui_settings
+from .turns import on_next_turn
 from .widgets.error_dialog import show_error
 from .widgets.jobs_panel import JobsPanel
 
@@ -253,7 +254,10 @@ class MainWindow(QMainWindow):
         dialog = DiagnoseDialog(self, scan.images, rejected)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.sig_open_model_manager.connect(lambda: self.show_pane("model_manager"))
-        dialog.open()
+        # Shown on a later event-loop turn: building the dialog and its first layout and paint are each a few
+        # ms of GUI-thread work, doubled while a job's thread competes for the GIL; apart, the window answers
+        # in between (benchmarks/gui_event_loop.py).
+        on_next_turn(dialog, dialog.open)
 
     # -- jobs ------------------------------------------------------------------------------------
     def _warm_up(self) -> None:

@@ -78,7 +78,7 @@ def test_scitx_run_shows_sets_candidates_and_the_selected_explanation(qtbot, dig
     # Past results list it; opening it again shows the same result.
     qtbot.waitUntil(lambda: pane.past_table.rowCount() == 1, timeout=10000)
     with qtbot.waitSignal(pane.sig_results_shown, timeout=10000) as reopened:
-        pane._open_past_row(0)
+        pane.past_table.cellClicked.emit(0, 0)  # as a click on the row
     assert reopened.args[0][0].explanation == result.explanation
 
     # Another method's result on the same image is shown beside it (one column per method).

@@ -24,6 +24,7 @@ from nemo_desktop.core.jobs import JobContext
 from ..drops import describe_rejected
 from ..jobs import GPU, IO, JobHandle
 from ..samples import Sample
+from ..turns import on_next_turn
 from ..widgets.image_viewer import ClickableImage
 from ..widgets.progress_bar import ProgressBar
 
@@ -436,7 +437,9 @@ class DiagnoseDialog(QDialog):
         workbench = self.host.show_pane("workbench")
         workbench.show_outcomes(outcomes)
         self.sig_explained.emit(outcomes)
-        self.accept()
+        # Closed on a later event-loop turn: showing the workbench and closing a dialog over the window are
+        # each a layout and repaint; apart, the window answers in between.
+        on_next_turn(self, self.accept)
 
     def _run_finished(self, outcome) -> None:
         if outcome.status != "done":

@@ -1,5 +1,12 @@
-"""The status area: one row per job (title, stage, progress bar, Cancel), fed by the JobRunner's signals."""
+"""The status area: one row per job (title, stage, progress bar, Cancel), fed by the JobRunner's signals.
+
+Rows are built one per event-loop turn after their job is submitted, not inside `submit()`: a handler that
+submits several jobs (a finished diagnosis opens its result and lists past results) would otherwise also
+build, lay out and paint a row for each in the same turn (benchmarks/gui_event_loop.py).
+"""
 from __future__ import annotations
+
+from collections import deque
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea,
@@ -121,6 +128,9 @@ class JobsPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(scroll)
+        self._waiting: deque[JobHandle] = deque()  # submitted, row not built yet
+        self._row_timer = QTimer(self, singleShot=True, interval=0)
+        self._row_timer.timeout.connect(self._build_next_row)
         runner.sig_job_added.connect(self._add)
         runner.sig_job_finished.connect(self._finished)
         for handle in runner.active_jobs():
@@ -147,20 +157,31 @@ class JobsPanel(QWidget):
     def _add(self, handle: JobHandle) -> None:
         if not handle.visible:
             return
+        handle.sig_started.connect(self._emit_summary)
+        self._emit_summary()
+        self._waiting.append(handle)
+        if not self._row_timer.isActive():
+            self._row_timer.start()
+
+    def _build_next_row(self) -> None:
+        handle = self._waiting.popleft()
+        if self._waiting:
+            self._row_timer.start()
         row = JobRow(handle)
         row.sig_dismissed.connect(self._remove)
         self.rows[handle.job_id] = row
         self._rows_layout.insertWidget(self._rows_layout.count() - 1, row)
-        handle.sig_started.connect(self._emit_summary)
         self.empty_label.hide()
-        self._emit_summary()
+        if not handle.active:  # it ended before its turn came: show how, as its row would have
+            row._on_finished(handle.outcome)
+            self._finished(handle)
 
     def _finished(self, handle: JobHandle) -> None:
         if not handle.visible:
             return
         self._emit_summary()
-        if handle.state != FAILED:  # done / cancelled rows go after a moment; failed ones wait for Dismiss
-            QTimer.singleShot(FINISHED_ROW_MS, self, lambda: self._remove(handle.job_id))
+        if handle.job_id in self.rows and handle.state != FAILED:  # done / cancelled rows go after a moment;
+            QTimer.singleShot(FINISHED_ROW_MS, self, lambda: self._remove(handle.job_id))  # failed ones stay
 
     def _remove(self, job_id: int) -> None:
         row = self.rows.pop(job_id, None)

@@ -7,13 +7,12 @@ from the store.
 """
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroupBox, QHBoxLayout,
-                               QHeaderView, QLabel, QListWidget, QListWidgetItem, QPushButton, QScrollArea,
-                               QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+                               QLabel, QListWidget, QListWidgetItem, QPushButton, QScrollArea,
+                               QSplitter, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.batch import BatchItem
 
@@ -25,11 +24,10 @@ from ..base import Pane, PaneHost
 from .run_job import AUTO, SampleOutcome, StoredSummary, explain_samples, list_references, list_results
 from .widgets.batch_table import BatchPanel
 from .widgets.method_form import MethodForm
+from .widgets.past_results import PastResultsTable
 from .widgets.result_view import ResultBundle, ResultView, load_bundles
 
 DEFAULT_METHOD = "scitx"
-PAST_COLUMNS = ("Date", "CEI", "True → predicted", "Method", "Image", "Classifier", "MLLM", "Editor")
-KEY_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
 def _methods_job(session, ctx):
@@ -127,19 +125,8 @@ class WorkbenchPane(Pane):
         rv.addWidget(self.live_log)
 
         # -- past results --
-        self.past_table = QTableWidget(0, len(PAST_COLUMNS))
-        self.past_table.setObjectName("pastResults")
-        # CEI right after the date, so a narrow column never cuts it; the models a result came from at the end.
-        self.past_table.setHorizontalHeaderLabels(list(PAST_COLUMNS))
-        self.past_table.verticalHeader().hide()
-        self.past_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.past_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.past_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.past_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.past_table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        self.past_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
-        self.past_table.cellActivated.connect(lambda row, _c: self._open_past_row(row))
-        self.past_table.cellClicked.connect(lambda row, _c: self._open_past_row(row))
+        self.past_table = PastResultsTable()
+        self.past_table.sig_open.connect(self._open_past)
         refresh = QPushButton("Refresh")
         refresh.clicked.connect(self.refresh_past)
         past_box = QGroupBox("Past results")
@@ -442,24 +429,11 @@ class WorkbenchPane(Pane):
         return handle
 
     def _show_past(self, rows: list[StoredSummary]) -> None:
-        self.past_table.setRowCount(len(rows))
-        for i, r in enumerate(rows):
-            cells = (datetime.fromtimestamp(r.created_at).strftime("%m-%d %H:%M"),
-                     "—" if r.cei is None else f"{r.cei:+.1f}", f"{r.true_name} → {r.pred_name}", r.method, r.image,
-                     *(r.models.get(role, "—") for role in ("classifier", "mllm", "editor")))
-            for col, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                item.setData(KEY_ROLE, r.key)
-                item.setToolTip(r.explanation or "" if col in (1, 4) else text)
-                if col == 1:
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                self.past_table.setItem(i, col, item)
+        self.past_table.show_rows(rows)
 
-    def _open_past_row(self, row: int) -> None:
-        item = self.past_table.item(row, 0)
-        if item is not None:
-            self._result_key = None  # reopening on purpose reads it again (another method may have run)
-            self.open_result(item.data(KEY_ROLE))
+    def _open_past(self, key: str) -> None:
+        self._result_key = None  # reopening on purpose reads it again (another method may have run)
+        self.open_result(key)
 
     # -- batch ------------------------------------------------------------------------------------------
     def open_batch_item(self, item: BatchItem) -> JobHandle | None:

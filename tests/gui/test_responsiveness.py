@@ -1,0 +1,99 @@
+"""Work the window does for a job is spread over event-loop turns, so that one turn never stalls it for long
+(benchmarks/gui_event_loop.py measures the whole window; these tests pin the mechanisms)."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from PySide6.QtCore import QTimer
+
+from nemo_desktop.gui.jobs import IO, RUNNING
+from nemo_desktop.gui.panes.workbench.run_job import StoredSummary
+from nemo_desktop.gui.panes.workbench.widgets.past_results import ROWS_PER_TURN, PastResultsTable
+
+pytestmark = pytest.mark.gui
+
+
+class TurnCounter:
+    """Counts event-loop passes: a zero-interval timer fires once per pass."""
+
+    def __init__(self):
+        self.turns = 0
+        self.timer = QTimer(interval=0)
+        self.timer.timeout.connect(self._tick)
+        self.timer.start()
+
+    def _tick(self):
+        self.turns += 1
+
+
+def test_jobs_that_end_together_are_handled_on_separate_turns(qtbot, runner):
+    release = threading.Event()
+    handles = [runner.submit(lambda ctx: release.wait(10), title=f"Job {i}", lane=IO) for i in range(2)]
+    qtbot.waitUntil(lambda: all(h.state == RUNNING for h in handles), timeout=5000)
+    release.set()
+    time.sleep(0.3)  # the GUI thread is busy: all three end and their endings wait in Qt's queue together
+    counter = TurnCounter()
+    handled_on = []
+    for h in handles:
+        h.sig_finished.connect(lambda _o: handled_on.append(counter.turns))
+    qtbot.waitUntil(lambda: len(handled_on) == 2, timeout=5000)
+    counter.timer.stop()
+    assert len(set(handled_on)) == 2  # each ending had an event-loop pass of its own
+    assert [h.outcome.result for h in handles] == [True, True] and not runner.busy
+
+
+def _summaries(n: int) -> list[StoredSummary]:
+    return [StoredSummary(f"key{i}", time.time(), "scitx", f"img{i}.png", "", "cat", "dog", float(i), "Snow.",
+                          {"classifier": "digits-cnn"}) for i in range(n)]
+
+
+def test_a_long_past_results_list_fills_over_several_turns(qtbot):
+    table = PastResultsTable()
+    qtbot.addWidget(table)
+    rows = _summaries(150)
+    table.show_rows(rows)
+    assert table.rowCount() == 150 and not table.filled
+    assert table.item(ROWS_PER_TURN - 1, 4).text() == f"img{ROWS_PER_TURN - 1}.png"  # the first turn's rows
+    assert table.item(ROWS_PER_TURN, 4) is None  # the rest come on later turns
+    qtbot.waitUntil(lambda: table.filled, timeout=5000)
+    assert [table.item(i, 4).text() for i in range(150)] == [f"img{i}.png" for i in range(150)]
+    assert table.item(149, 1).text() == "+149.0" and table.item(149, 5).text() == "digits-cnn"
+
+    # A newer listing replaces a fill still under way; a click opens the row's result.
+    table.show_rows(rows)
+    table.show_rows(rows[:3])
+    qtbot.wait(100)
+    assert table.filled and table.rowCount() == 3
+    with qtbot.waitSignal(table.sig_open, timeout=1000) as opened:
+        table.cellClicked.emit(2, 0)
+    assert opened.args == ["key2"]
+
+
+def test_a_job_that_ends_before_its_row_is_built_is_still_listed_with_its_outcome(qtbot, make_window):
+    window = make_window()
+    handle = window.jobs.submit(lambda ctx: 42, title="Quick listing")
+    assert handle.job_id not in window.jobs_panel.rows  # built on a later turn, not inside submit()
+    qtbot.waitUntil(lambda: handle.job_id in window.jobs_panel.rows and not handle.active, timeout=5000)
+    row = window.jobs_panel.rows[handle.job_id]
+    qtbot.waitUntil(lambda: row.stage.text() == "Done", timeout=5000)
+    assert not row.cancel_button.isEnabled()
+
+
+def test_inactive_windows_keep_the_active_colours(qapp):
+    """Otherwise every dialog that opens repaints the whole main window (see use_one_palette_when_inactive)."""
+    from PySide6.QtGui import QColor, QPalette
+
+    from nemo_desktop.gui.app import use_one_palette_when_inactive
+
+    saved = qapp.palette()
+    try:
+        palette = qapp.palette()
+        palette.setColor(QPalette.ColorGroup.Inactive, QPalette.ColorRole.Highlight, QColor(1, 2, 3))
+        qapp.setPalette(palette)
+        assert not qapp.palette().isEqual(QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive)
+        use_one_palette_when_inactive(qapp)
+        assert qapp.palette().isEqual(QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive)
+    finally:
+        qapp.setPalette(saved)
