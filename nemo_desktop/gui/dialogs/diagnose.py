@@ -434,11 +434,15 @@ class DiagnoseDialog(QDialog):
             self.progress.setValue(int(1000 * (p.overall_fraction or 0)))
 
     def _explained(self, outcomes) -> None:
-        workbench = self.host.show_pane("workbench")
-        workbench.show_outcomes(outcomes)
+        # Three event-loop turns: the workbench shown (its first show lays out and paints a whole pane), then
+        # the result opened in it, then this dialog closed (the window repaints under it). Done in one turn,
+        # the window stalled for their sum while the next job competed for the GIL.
+        self.host.show_pane("workbench")
+        on_next_turn(self, lambda: self._open_in_workbench(outcomes))
+
+    def _open_in_workbench(self, outcomes) -> None:
+        self.host.panes["workbench"].show_outcomes(outcomes)
         self.sig_explained.emit(outcomes)
-        # Closed on a later event-loop turn: showing the workbench and closing a dialog over the window are
-        # each a layout and repaint; apart, the window answers in between.
         on_next_turn(self, self.accept)
 
     def _run_finished(self, outcome) -> None:

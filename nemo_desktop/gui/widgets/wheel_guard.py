@@ -1,32 +1,49 @@
 """Wheel-scrolling a settings form must scroll the form, not change the spin box or combo box that happens to
-pass under the cursor. Guarded widgets take wheel events only once they have keyboard focus (a click or Tab);
-before that the event goes to the enclosing scroll area."""
+pass under the cursor. These editors take wheel events only once they have keyboard focus (a click or Tab);
+before that the event goes to the enclosing scroll area.
+
+Subclasses overriding `wheelEvent` only, not an event filter: a filter is called from C++ for every event of
+the widget (each show, resize, paint), and each call into Python waits for the GIL while a job runs Python —
+a form of two dozen editors made the workbench's first show measurably slower (benchmarks/gui_event_loop.py).
+"""
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
-from PySide6.QtWidgets import QAbstractScrollArea, QWidget
+from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtWidgets import QAbstractScrollArea, QComboBox, QDoubleSpinBox, QSpinBox
 
 
-class _WheelGuard(QObject):
-    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
-        if event.type() != QEvent.Type.Wheel or not isinstance(obj, QWidget) or obj.hasFocus():
-            return False
-        parent = obj.parentWidget()
+class _WheelWhenFocused:
+    def _guard_wheel(self) -> None:
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # the wheel does not take the focus either
+
+    def wheelEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        if self.hasFocus():
+            super().wheelEvent(event)
+            return
+        # Sent on explicitly: Qt 6 passes an ignored wheel event up to the parents only when it came from the
+        # window system, not when a program or test sent it.
+        parent = self.parentWidget()
         while parent is not None and not isinstance(parent, QAbstractScrollArea):
             parent = parent.parentWidget()
-        if parent is not None:  # scroll what contains the form instead
+        if parent is not None:
             QCoreApplication.sendEvent(parent.verticalScrollBar(), event)
-        return True
+        else:
+            event.ignore()
 
 
-_GUARD: _WheelGuard | None = None
+class GuardedComboBox(_WheelWhenFocused, QComboBox):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._guard_wheel()
 
 
-def guard_wheel(*widgets: QWidget) -> None:
-    """Let `widgets` react to the wheel only when focused (and not take focus from the wheel)."""
-    global _GUARD
-    if _GUARD is None:
-        _GUARD = _WheelGuard(QCoreApplication.instance())
-    for w in widgets:
-        w.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        w.installEventFilter(_GUARD)
+class GuardedSpinBox(_WheelWhenFocused, QSpinBox):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._guard_wheel()
+
+
+class GuardedDoubleSpinBox(_WheelWhenFocused, QDoubleSpinBox):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._guard_wheel()

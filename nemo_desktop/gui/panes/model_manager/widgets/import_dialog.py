@@ -8,13 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
-                               QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout,
+from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFileDialog,
+                               QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout,
                                QWidget)
 
 from nemo_desktop.core.errors import NemoError
 
-from ....widgets.wheel_guard import guard_wheel
+from ....widgets.wheel_guard import GuardedComboBox, GuardedDoubleSpinBox, GuardedSpinBox
 
 from ..custom_import import (CHECKPOINT_SUFFIXES, INTERPOLATIONS, NORMALISATIONS, CheckpointImport, Preprocessing,
                              checkpoint_config, entry_dict)
@@ -52,22 +52,21 @@ class ImportCheckpointDialog(QDialog):
         self.weights_edit.textChanged.connect(self._read_checkpoint_config)
 
         # Preprocessing: what the weights were trained with (wrong values make a good model look broken).
-        self.size_spin = QSpinBox()
+        self.size_spin = GuardedSpinBox()  # guarded: the wheel scrolls the dialog, not the setting
         self.size_spin.setRange(8, 4096)
         self.size_spin.setValue(224)
         self.size_spin.setSuffix(" px")
-        self.norm_combo = QComboBox()
+        self.norm_combo = GuardedComboBox()
         self.norm_combo.addItems(list(NORMALISATIONS))
-        self.interp_combo = QComboBox()
+        self.interp_combo = GuardedComboBox()
         self.interp_combo.addItems(list(INTERPOLATIONS))
-        self.crop_spin = QDoubleSpinBox()
+        self.crop_spin = GuardedDoubleSpinBox()
         self.crop_spin.setRange(0.1, 1.0)
         self.crop_spin.setSingleStep(0.025)
         self.crop_spin.setDecimals(3)
         self.crop_spin.setValue(1.0)
         self.crop_spin.setToolTip("Centre-crop fraction of the eval transform (1 = resize only; ImageNet "
                                   "recipes often use 0.875).")
-        guard_wheel(self.size_spin, self.norm_combo, self.interp_combo, self.crop_spin)
         self._from_config: Preprocessing | None = None
         self.preprocessing_note = QLabel()
         self.preprocessing_note.setObjectName("preprocessingNote")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout,
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QFormLayout, QGroupBox, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QPushButton, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
@@ -17,7 +17,7 @@ from nemo_desktop.core.secrets import describe_secret_ref
 
 from ....jobs import IO
 from ....secret_refs import normalise_reference, settings_value, store_in_keyring
-from ....widgets.wheel_guard import guard_wheel
+from ....widgets.wheel_guard import GuardedComboBox
 from .endpoint_dialog import PASTE, EndpointDialog
 
 DEVICES = ("auto", "cpu", "cuda", "cuda:0", "cuda:1", "mps")
@@ -46,16 +46,15 @@ class SettingsPanel(QWidget):
         self._populating = False
 
         # -- compute --
-        self.device_combo = QComboBox()
+        self.device_combo = GuardedComboBox()  # the wheel scrolls the panel, not the setting
         self.device_combo.setObjectName("deviceCombo")
         self.device_combo.setEditable(True)
         self.device_combo.addItems(DEVICES)
         self.device_combo.setToolTip("auto: the GPU when there is one, else the CPU (much slower)")
-        self.dtype_combo = QComboBox()
+        self.dtype_combo = GuardedComboBox()
         self.dtype_combo.setObjectName("dtypeCombo")
         self.dtype_combo.addItems(DTYPES)
         self.dtype_combo.setToolTip("auto: bfloat16 on GPUs that support it, float16 on older GPUs, float32 on CPU")
-        guard_wheel(self.device_combo, self.dtype_combo)  # the wheel scrolls the panel, not the setting
         self.offload_check = QCheckBox("Offload layers to the CPU when the GPU is too small")
         self.device_combo.activated.connect(lambda _i: self._save_compute())
         self.device_combo.lineEdit().editingFinished.connect(self._save_compute)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLineEdit, QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QFormLayout, QLineEdit, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.registry.params import ParamInfo, config_params
 
 from ....widgets.multi_choice import MultiChoiceEditor
-from ....widgets.wheel_guard import guard_wheel
+from ....widgets.wheel_guard import GuardedComboBox, GuardedDoubleSpinBox, GuardedSpinBox
 
 PRIMARY = ("k", "m", "seed", "edit_steps", "edit_size")
 INT_MAX = 1_000_000
@@ -42,8 +42,6 @@ class MethodForm(QWidget):
                 continue
             value = (overrides or {}).get(name, param.default)
             editor = self._editor(kind, value, param)
-            if isinstance(editor, (QComboBox, QAbstractSpinBox)):
-                guard_wheel(editor)  # the wheel scrolls the form, it does not change the setting under it
             label = param.label
             editor.setToolTip(param.help)
             editor.setObjectName(f"setting_{name}")
@@ -75,8 +73,8 @@ class MethodForm(QWidget):
             return w
         if base == "choices":
             return MultiChoiceEditor(param.choices or (), () if value is None else value)
-        if base == "choice":
-            w = QComboBox()
+        if base == "choice":  # guarded: the wheel scrolls the form, it does not change the setting under it
+            w = GuardedComboBox()
             if optional:
                 w.addItem("default", None)
             for c in param.choices or ():
@@ -88,7 +86,7 @@ class MethodForm(QWidget):
             w.setPlaceholderText("default" if optional else "")
             return w
         if base == "float":
-            w = QDoubleSpinBox()
+            w = GuardedDoubleSpinBox()
             # Enough decimals for the default and the minimum (a learning rate of 1e-3 must not show as 0.00);
             # set before the range, which Qt rounds to the decimals.
             small = [abs(float(x)) for x in (value, lo) if x and 0 < abs(float(x)) < 1]
@@ -101,7 +99,7 @@ class MethodForm(QWidget):
                 w.setSpecialValueText("default")
             w.setValue(0.0 if value is None else float(value))
             return w
-        w = QSpinBox()
+        w = GuardedSpinBox()
         if base == "size":
             w.setRange(0, 4096)
             w.setSingleStep(64)
