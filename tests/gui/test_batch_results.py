@@ -94,6 +94,8 @@ def test_folder_drop_fills_the_batch_table_opens_results_and_exports_one_report(
     assert "'misc' is not a class" in rows["unknown.png"].summary_text()
     assert panel.summary.text() == ("Batch: 4 images: 1 explained, 1 skipped (correctly classified), "
                                     "1 skipped (no true class), 1 failed")
+    from nemo_desktop.gui.widgets.error_dialog import ErrorDialog
+    assert not any(d.isVisible() for d in window.findChildren(ErrorDialog))  # the table says it all
 
     # Tones: skipped images are neutral grey, not the failure red; the failure is red with its hint.
     model = panel.model
@@ -188,3 +190,35 @@ def test_a_workbench_run_on_several_samples_lists_failures_and_cancellations(qtb
     handle = pane.run(samples[:1], "scitx")
     assert not panel.isVisible()
     qtbot.waitUntil(lambda: not handle.active, timeout=90000)
+
+
+def test_a_batch_run_with_failures_points_to_the_table_instead_of_a_modal_error(qtbot, make_window, tmp_path):
+    """A single image's failure is a modal error; a batch's failures are rows of its table (with their hints),
+    so no dialog repeats them: the status bar points to the table."""
+    from nemo_desktop.core.batch import BatchItem
+    from nemo_desktop.gui.panes.workbench.run_job import SampleOutcome
+    from nemo_desktop.gui.samples import Sample
+    from nemo_desktop.gui.widgets.error_dialog import ErrorDialog
+
+    window = make_window()
+    window.show()
+    qtbot.waitExposed(window)
+    pane = window.show_pane("workbench")
+    messages: list[str] = []
+    window.statusBar().messageChanged.connect(messages.append)
+    samples = [Sample(str(tmp_path / f"{n}.png"), "three") for n in ("a", "b")]
+    error = {"type": "ImageError", "message": "The image cannot be read.", "hint": "Check the file."}
+    outcomes = [SampleOutcome(samples[0], error=error), SampleOutcome(samples[1], error=error)]
+
+    def run(batch):
+        handle = window.jobs.submit(lambda ctx: outcomes, title="Explaining")
+        pane.start_watching(handle, batch)
+        with qtbot.waitSignal(handle.sig_finished, timeout=5000):
+            pass
+
+    run([BatchItem(s.path, "three") for s in samples])
+    qtbot.waitUntil(lambda: any("2 of 2 images could not be explained: the batch table says why" in m
+                                for m in messages), timeout=5000)
+    assert not any(d.isVisible() for d in window.findChildren(ErrorDialog))
+    run(None)  # one image at a time: no table, so the error is shown
+    qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(ErrorDialog)), timeout=5000)

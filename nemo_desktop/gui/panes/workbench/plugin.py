@@ -50,6 +50,7 @@ class WorkbenchPane(Pane):
         self.samples: list[Sample] = []
         self.methods: dict = {}
         self._run_job: JobHandle | None = None
+        self._run_is_batch = False  # the running job fills the batch table (which lists its failures)
         self._pending_index_id: str | None = None
         self._settings_overrides: dict = {}
 
@@ -324,6 +325,7 @@ class WorkbenchPane(Pane):
         """Show the live progress of a run (also used for runs started by the diagnosis dialog); `batch`, the
         rows of a run on several images (those waiting for this run in its sample order), fills the batch table."""
         self._run_job = handle
+        self._run_is_batch = bool(batch)
         if batch:
             self.batch_panel.watch(handle, batch)
         self.batch_panel.setVisible(bool(batch))
@@ -379,7 +381,10 @@ class WorkbenchPane(Pane):
 
     def _on_done(self, outcomes: list[SampleOutcome]) -> None:
         failed = [o for o in outcomes if o.error]
-        if failed:
+        if failed and self._run_is_batch:  # the batch table lists each failure with its hint
+            self.host.show_status(f"{len(failed)} of {len(outcomes)} images could not be explained: the batch "
+                                  "table says why and what to do.", 20000)
+        elif failed:
             detail = "\n\n".join(f"{o.sample.path}: {o.error.get('message')}\n{o.error.get('hint') or ''}"
                                  for o in failed)
             self.host.show_error({"type": "ExplanationError", "message": f"{len(failed)} of {len(outcomes)} images "
