@@ -81,3 +81,10 @@ def test_gui_event_loop_quick_mode_reports_each_phase_against_idle(tmp_path):
         phase = figures["phases"][name]
         assert phase["ratio_to_idle"] == pytest.approx(phase["max_ms"] / figures["phases"]["idle"]["max_ms"])
     assert "RESULT while indexing" in proc.stdout and "RESULT while diagnosis" in proc.stdout
+
+
+@pytest.mark.gui
+def test_gui_past_results_compares_the_chunked_fill_with_one_turn(qapp, capsys):
+    assert _module("gui_past_results").main(["--rows", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "100 results, 40 rows a turn: longest turn" in out and "over 3 turns" in out and "in one turn" in out
