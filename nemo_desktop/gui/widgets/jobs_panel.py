@@ -123,6 +123,9 @@ class JobsPanel(QWidget):
         self._rows_layout.addStretch(1)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
+        # Always shown: a scroll bar that appears when the rows outgrow the dock narrows every row, and each row's
+        # labels, bar and button are laid out and repainted again, in the turn that added the row.
+        scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(inner)
         layout = QVBoxLayout(self)
