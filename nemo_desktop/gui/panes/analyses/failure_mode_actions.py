@@ -8,10 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from ...jobs import GPU, IO, JobHandle
 from ...samples import Sample
+from ...widgets.buttons import action_button
 
 ANALYSIS = "failure-modes"
 
@@ -43,29 +44,25 @@ class FailureModeActions(QWidget):
         self.sentence = QLabel("")
         self.sentence.setObjectName("failureModeSentence")
         self.sentence.setWordWrap(True)
-        self.show_button = QPushButton("Show in the dataset browser")
-        self.show_button.setObjectName("showFailureModeButton")
-        self.show_button.setToolTip("Show only this failure mode's images in the dataset browser's grid")
-        self.show_button.clicked.connect(lambda: self.show_in_browser())
-        self.explain_button = QPushButton("Explain its errors in the workbench")
-        self.explain_button.setObjectName("explainFailureModeButton")
-        self.explain_button.setToolTip("Send the failure mode's misclassified images, with their true class, to "
-                                       "the explanation workbench")
-        self.explain_button.clicked.connect(lambda: self.explain_errors())
+        self.show_button = action_button(
+            "Show in the dataset browser", self.show_in_browser,
+            "Show only this failure mode's images in the dataset browser's grid", "showFailureModeButton")
+        self.explain_button = action_button(
+            "Explain its errors in the workbench", self.explain_errors,
+            "Send the failure mode's misclassified images, with their true class, to the explanation workbench",
+            "explainFailureModeButton")
         self.sentence_edit = QLineEdit()
         self.sentence_edit.setObjectName("failureModeSentenceEdit")
         self.sentence_edit.setPlaceholderText("A sentence to rank the images by, or to validate with CEI")
         self.sentence_edit.setToolTip("The failure mode's best sentence; type your own to check it instead")
-        self.rank_button = QPushButton("Rank images by this sentence")
-        self.rank_button.setObjectName("rankBySentenceButton")
-        self.rank_button.setToolTip("Show every image in the dataset browser, most similar to the sentence first "
-                                    "(in the analysis' joint space)")
-        self.rank_button.clicked.connect(lambda: self.rank_images())
-        self.cei_button = QPushButton("Validate with CEI")
-        self.cei_button.setObjectName("validateCeiButton")
-        self.cei_button.setToolTip("Remove the sentence's condition from the mode's misclassified images (MLLM + "
-                                   "image editor) and measure how much the true class's probability rises")
-        self.cei_button.clicked.connect(lambda: self.validate_cei())
+        self.rank_button = action_button(
+            "Rank images by this sentence", self.rank_images,
+            "Show every image in the dataset browser, most similar to the sentence first (in the analysis' joint "
+            "space)", "rankBySentenceButton")
+        self.cei_button = action_button(
+            "Validate with CEI", self.validate_cei,
+            "Remove the sentence's condition from the mode's misclassified images (MLLM + image editor) and measure "
+            "how much the true class's probability rises", "validateCeiButton")
         self.cei_label = QLabel("")
         self.cei_label.setObjectName("ceiVerdict")
         self.cei_label.setWordWrap(True)

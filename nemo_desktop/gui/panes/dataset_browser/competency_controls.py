@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QWidget
 
 from ...jobs import GPU, IO, JobHandle
+from ...widgets.buttons import action_button
 from .browse_data import BrowseData
 from .competency_column import CompetencyColumn, find_estimators, score_column, stored_column
 
@@ -40,11 +41,9 @@ class CompetencyControls(QObject):
         self.estimator_combo.setToolTip("Competency estimators stored for the loaded classifier (fit one under "
                                         "Analyses ▸ competency-estimator)")
         self.estimator_combo.currentIndexChanged.connect(lambda _i: self._estimator_changed())
-        self.score_button = QPushButton("Score competency")
-        self.score_button.setObjectName("scoreCompetencyButton")
-        self.score_button.setToolTip("Competency of every image of the dataset with the chosen estimator "
-                                     "(stored: a dataset scored before is read back)")
-        self.score_button.clicked.connect(lambda: self.score())
+        self.score_button = action_button(
+            "Score competency", self.score, "Competency of every image of the dataset with the chosen estimator "
+            "(stored: a dataset scored before is read back)", "scoreCompetencyButton")
         self.max_spin = QDoubleSpinBox()
         self.max_spin.setObjectName("competencyMax")
         self.max_spin.setRange(0.0, 1.0)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import QSettings, QSortFilterProxyModel, Qt, QTimer
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton,
-                               QScrollArea, QSplitter, QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QScrollArea, QSplitter, QTableView, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.models.user_catalog import remove_user_entry
 
 from ...jobs import GPU, IO, JobHandle
 from ...session import KIND_TEXT
+from ...widgets.buttons import action_button
 from ..base import Pane, PaneHost
 from .catalog_rows import CatalogSnapshot, delete_entry_weights, download_entry, load_catalog, refresh_row
 from .custom_import import add_checkpoint
@@ -58,13 +58,7 @@ class ModelManagerPane(Pane):
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
         self.table.doubleClicked.connect(lambda _i: self.load_selected())
 
-        def button(text: str, slot, tip: str, name: str) -> QPushButton:
-            b = QPushButton(text)
-            b.setObjectName(name)
-            b.setToolTip(tip)
-            b.clicked.connect(slot)
-            return b
-
+        button = action_button  # shorter lines below
         self.download_button = button("Download", self.download_selected,
                                       "Download the weights into the Hugging Face cache", "downloadButton")
         self.cancel_button = button("Cancel download", self.cancel_selected, "Stop the download (finished files "

@@ -12,13 +12,13 @@ from pathlib import Path
 
 from PySide6.QtCore import QModelIndex, QSize, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QColor, QPixmap
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.batch import CANCELLED, STATUSES, WAITING, BatchItem, describe_counts
 
 from ....jobs import IO, JobHandle
 from ....thumbnails import ThumbnailLoader, ThumbRequest
+from ....widgets.buttons import action_button
 from ....widgets.report_path import ask_report_path, report_format
 from ....widgets.row_table_model import RowTableModel
 
@@ -120,11 +120,9 @@ class BatchPanel(QWidget):
         self.summary.setObjectName("batchSummary")
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
-        self.export_button = QPushButton("Export batch report…")
-        self.export_button.setObjectName("exportBatchButton")
-        self.export_button.setToolTip("One HTML or PDF report of every image of the batch: a summary with n per "
-                                      "status, this table, and each explained image's section")
-        self.export_button.clicked.connect(lambda: self.export())
+        self.export_button = action_button(
+            "Export batch report…", self.export, "One HTML or PDF report of every image of the batch: a summary "
+            "with n per status, this table, and each explained image's section", "exportBatchButton")
         self.export_status = QLabel("")
         self.export_status.setObjectName("batchExportStatus")
         self.export_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -46,13 +46,12 @@ class PastResultsTable(QTableWidget):
         self.cellActivated.connect(lambda row, _c: self._open_row(row))
         self.cellClicked.connect(lambda row, _c: self._open_row(row))
         self._filling = 0  # which show_rows() call the pending turns belong to (a newer one cancels them)
+        self._pending: list[StoredSummary] | None = None  # the rows being filled; None once all are in
 
     @property
     def filled(self) -> bool:
         """Every row of the last show_rows() call is in the table."""
         return self._pending is None
-
-    _pending: list[StoredSummary] | None = None
 
     def show_rows(self, rows: list[StoredSummary]) -> None:
         """Show `rows` (the first ROWS_PER_TURN now, the rest over the next turns)."""
