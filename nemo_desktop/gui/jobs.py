@@ -9,13 +9,12 @@ widgets directly. The GUI thread never blocks on a job; only `JobRunner.wait()` 
 closes) spins a bounded local event loop.
 
 Jobs that end together (an indexing run, the classification queued behind it, a listing on the I/O lane) are
-handed to their handlers one per event-loop turn (`_EndQueue`): each ending may rebuild a pane, and Qt would
+handed to their handlers one per event-loop turn (a `TurnQueue`): each ending may rebuild a pane, and Qt would
 otherwise run every posted ending back to back before the next repaint or timer, which stalled the window.
 """
 from __future__ import annotations
 
 import itertools
-from collections import deque
 import logging
 import os
 import threading
@@ -26,6 +25,8 @@ from PySide6.QtCore import QEventLoop, QObject, QRunnable, QThread, QThreadPool,
 
 from nemo_desktop.core.errors import JobCancelled
 from nemo_desktop.core.jobs import CancelToken, JobContext, JobOutcome, Progress, run_job
+
+from .turns import TurnQueue
 
 log = logging.getLogger(__name__)
 
@@ -100,27 +101,6 @@ class _JobRunnable(QRunnable):
         relay.finished.emit(outcome)
 
 
-class _EndQueue(QObject):
-    """Delivers job endings to their handles one per event-loop turn, in the order they ended."""
-
-    def __init__(self, parent: QObject | None = None):
-        super().__init__(parent)
-        self._pending: deque[tuple["JobHandle", JobOutcome]] = deque()
-        self._timer = QTimer(self, singleShot=True, interval=0)
-        self._timer.timeout.connect(self._deliver_one)
-
-    def put(self, handle: "JobHandle", outcome: JobOutcome) -> None:
-        self._pending.append((handle, outcome))
-        if not self._timer.isActive():
-            self._timer.start()
-
-    def _deliver_one(self) -> None:
-        handle, outcome = self._pending.popleft()
-        if self._pending:  # armed first: the next one waits for the next turn even if this one raises
-            self._timer.start()
-        handle._on_finished(outcome)
-
-
 class JobHandle(QObject):
     """One submitted job. All signals arrive in the GUI thread; `sig_finished` always comes last."""
 
@@ -135,7 +115,7 @@ class JobHandle(QObject):
     def __init__(self, job_id: int, title: str, lane: str, fn: Callable[[JobContext], Any],
                  report_errors: bool, ask_before_quit: bool = True,
                  on_end: Callable[["JobHandle"], None] | None = None, parent: QObject | None = None,
-                 visible: bool = True, end_queue: _EndQueue | None = None):
+                 visible: bool = True, *, endings: TurnQueue):
         super().__init__(parent)
         self._on_end = on_end
         self.ask_before_quit = ask_before_quit
@@ -152,7 +132,7 @@ class JobHandle(QObject):
         self._relay.started.connect(self._on_started)
         self._relay.progress.connect(self._on_progress)
         self._relay.partial.connect(self.sig_partial)
-        self._end_queue = end_queue
+        self._endings = endings  # the runner's: endings handled one per event-loop turn
         self._relay.finished.connect(self._ended)
         self.runnable = _JobRunnable(fn, self.token, self._relay)
         self._pool: QThreadPool | None = None
@@ -190,10 +170,7 @@ class JobHandle(QObject):
 
     @Slot(object)
     def _ended(self, outcome: JobOutcome) -> None:
-        if self._end_queue is None:
-            self._on_finished(outcome)
-        else:
-            self._end_queue.put(self, outcome)
+        self._endings.put((self, outcome))
 
     def _on_finished(self, outcome: JobOutcome) -> None:
         if not self.active:  # tryTake() raced with a worker that had already started: keep the first
@@ -227,7 +204,7 @@ class JobRunner(QObject):
         self._pools[IO].setMaxThreadCount(max(1, io_threads))
         self._ids = itertools.count(1)
         self._active: dict[int, JobHandle] = {}
-        self._end_queue = _EndQueue(self)
+        self._endings = TurnQueue(lambda ending: ending[0]._on_finished(ending[1]), self)
 
     def submit(self, fn: Callable[[JobContext], Any], *, title: str, lane: str = GPU,
                report_errors: bool = True, ask_before_quit: bool = True, visible: bool = True) -> JobHandle:
@@ -241,7 +218,7 @@ class JobRunner(QObject):
         if lane not in self._pools:
             raise ValueError(f"unknown lane {lane!r}; expected one of {LANES}")
         handle = JobHandle(next(self._ids), title, lane, fn, report_errors, ask_before_quit,
-                           on_end=self._on_job_finished, parent=self, visible=visible, end_queue=self._end_queue)
+                           on_end=self._on_job_finished, parent=self, visible=visible, endings=self._endings)
         self._active[handle.job_id] = handle
         handle._pool = self._pools[lane]
         if visible:

@@ -6,8 +6,6 @@ build, lay out and paint a row for each in the same turn (benchmarks/gui_event_l
 """
 from __future__ import annotations
 
-from collections import deque
-
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea,
                                QVBoxLayout, QWidget)
@@ -15,6 +13,7 @@ from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScroll
 from nemo_desktop.core.jobs import Progress
 
 from ..jobs import CANCELLED, DONE, FAILED, JobHandle, JobRunner
+from ..turns import TurnQueue
 from .progress_bar import ProgressBar
 
 # A finished row stays visible briefly so that a fast job is still seen to have run.
@@ -131,9 +130,7 @@ class JobsPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(scroll)
-        self._waiting: deque[JobHandle] = deque()  # submitted, row not built yet
-        self._row_timer = QTimer(self, singleShot=True, interval=0)
-        self._row_timer.timeout.connect(self._build_next_row)
+        self._rows_to_build = TurnQueue(self._build_row, self)  # submitted jobs whose row is not built yet
         runner.sig_job_added.connect(self._add)
         runner.sig_job_finished.connect(self._finished)
         for handle in runner.active_jobs():
@@ -162,14 +159,9 @@ class JobsPanel(QWidget):
             return
         handle.sig_started.connect(self._emit_summary)
         self._emit_summary()
-        self._waiting.append(handle)
-        if not self._row_timer.isActive():
-            self._row_timer.start()
+        self._rows_to_build.put(handle)
 
-    def _build_next_row(self) -> None:
-        handle = self._waiting.popleft()
-        if self._waiting:
-            self._row_timer.start()
+    def _build_row(self, handle: JobHandle) -> None:
         row = JobRow(handle)
         row.sig_dismissed.connect(self._remove)
         self.rows[handle.job_id] = row
