@@ -73,11 +73,12 @@ def create_application(qt_args: list[str]):
 def use_one_palette_when_inactive(app) -> None:
     """Draw inactive windows with the active colours.
 
-    Qt repaints a whole window when it is activated or deactivated if the palette's two colour groups
-    differ. Opening any dialog deactivates the main window, and its repaint asks the browser's tables and
-    thumbnail grid for every visible cell, each answer a call into Python that waits for the GIL while a
-    job runs: measured, the largest part of the longest event-loop stall (benchmarks/gui_event_loop.py).
-    The only visible cost: a selection keeps its colour while another window has the focus.
+    Qt repaints a whole window when it is activated or deactivated unless `QPalette.isEqual(Active,
+    Inactive)`, and opening any dialog deactivates the main window. That repaint asks the browser's tables
+    and thumbnail grid for every visible cell, each answer a call into Python that waits for the GIL while
+    a job runs. (The check said "different" even where the colours matched; its effect on the benchmark was
+    not measured apart from the other changes.) The only visible cost: a selection keeps its colour while
+    another window has the focus.
     """
     from PySide6.QtGui import QPalette
 

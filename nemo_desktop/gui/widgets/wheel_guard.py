@@ -13,7 +13,8 @@ from PySide6.QtWidgets import QAbstractScrollArea, QComboBox, QDoubleSpinBox, QS
 
 
 class _WheelWhenFocused:
-    def _guard_wheel(self) -> None:
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # the wheel does not take the focus either
 
     def wheelEvent(self, event) -> None:  # noqa: N802 - Qt's name
@@ -32,18 +33,12 @@ class _WheelWhenFocused:
 
 
 class GuardedComboBox(_WheelWhenFocused, QComboBox):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._guard_wheel()
+    pass
 
 
 class GuardedSpinBox(_WheelWhenFocused, QSpinBox):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._guard_wheel()
+    pass
 
 
 class GuardedDoubleSpinBox(_WheelWhenFocused, QDoubleSpinBox):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._guard_wheel()
+    pass
