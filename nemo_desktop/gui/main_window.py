@@ -19,6 +19,7 @@ from .panes import Pane, pane_classes
 from .session import ModelSession
 from .settings import gui_settings
 from .turns import on_next_turn
+from .widgets.activation import skip_activation_repaints
 from .widgets.error_dialog import show_error
 from .widgets.jobs_panel import JobsPanel
 
@@ -84,6 +85,7 @@ class MainWindow(QMainWindow):
 
         self.first_run = FirstRun(self)  # guides in the empty panes, the demo, recent datasets, last models
         self.restore_layout()
+        skip_activation_repaints(self)  # every item view exists by now (opening a dialog repainted them all)
 
     # -- services offered to panes (PaneHost) --------------------------------------------------
     def show_error(self, error: dict | BaseException | str) -> QWidget:

@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QEvent, QObject, QTimer
 
 from nemo_desktop.gui.jobs import IO, RUNNING
 from nemo_desktop.gui.panes.workbench.run_job import StoredSummary
@@ -95,5 +95,58 @@ def test_inactive_windows_keep_the_active_colours(qapp):
         assert not qapp.palette().isEqual(QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive)
         use_one_palette_when_inactive(qapp)
         assert qapp.palette().isEqual(QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive)
+    finally:
+        qapp.setPalette(saved)
+
+
+class _PaintCounter(QObject):
+    def __init__(self, widget):
+        super().__init__()
+        self.paints = 0
+        widget.installEventFilter(self)
+
+    def eventFilter(self, obj, event):
+        self.paints += event.type() == QEvent.Type.Paint
+        return False
+
+
+@pytest.mark.parametrize("one_palette", [True, False])
+def test_opening_a_dialog_does_not_repaint_the_windows_tables(qtbot, qapp, make_window, one_palette):
+    """Item views repaint their whole viewport when their window is deactivated, which every dialog does; with
+    one palette for active and inactive windows nothing would change, so they do not (with two, they must)."""
+    from PySide6.QtGui import QColor, QPalette
+    from PySide6.QtWidgets import QDialog
+
+    from nemo_desktop.gui.app import use_one_palette_when_inactive
+
+    saved = qapp.palette()
+    try:
+        use_one_palette_when_inactive(qapp)
+        if not one_palette:
+            palette = qapp.palette()
+            palette.setColor(QPalette.ColorGroup.Inactive, QPalette.ColorRole.Highlight, QColor(1, 2, 3))
+            qapp.setPalette(palette)
+        window = make_window()
+        window.show_pane("model_manager")
+        window.show()
+        window.activateWindow()
+        qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+        viewport = window.panes["model_manager"].table.viewport()
+        qtbot.waitUntil(lambda: viewport.isVisible(), timeout=5000)
+        counter = _PaintCounter(viewport)
+        for _ in range(50):  # until the start-up repaints are over
+            before = counter.paints
+            qtbot.wait(300)
+            if counter.paints == before:
+                break
+        counter.paints = 0
+        dialog = QDialog(window)
+        dialog.open()
+        qtbot.waitUntil(lambda: not window.isActiveWindow(), timeout=5000)
+        dialog.reject()
+        window.activateWindow()
+        qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+        qtbot.wait(200)
+        assert (counter.paints == 0) is one_palette, counter.paints
     finally:
         qapp.setPalette(saved)
