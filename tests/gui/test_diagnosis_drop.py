@@ -55,8 +55,11 @@ def test_drop_predict_complete_the_label_and_diagnose(qtbot, digits_window, digi
     assert dialog.diagnose_button.isEnabled()
 
     workbench = window.panes["workbench"]
+    switched = []  # the workbench, with the run's live log, comes up behind the dialog while the run goes on
+    window.tabs.currentChanged.connect(lambda _i: switched.append((window.current_pane(), dialog._run.active)))
     with qtbot.waitSignal(dialog.sig_explained, timeout=60000) as explained:
         qtbot.mouseClick(dialog.diagnose_button, Qt.MouseButton.LeftButton)
+    assert switched and switched[0] == (workbench, True)
     outcome = explained.args[0][0]
     assert outcome.error is None and "blue ink" in outcome.result.explanation
     assert window.current_pane() is workbench

@@ -7,6 +7,7 @@ import time
 
 import pytest
 from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtWidgets import QWidget
 
 from nemo_desktop.gui.jobs import IO, RUNNING
 from nemo_desktop.gui.panes.workbench.run_job import StoredSummary
@@ -150,3 +151,25 @@ def test_opening_a_dialog_does_not_repaint_the_windows_tables(qtbot, qapp, make_
         assert (counter.paints == 0) is one_palette, counter.paints
     finally:
         qapp.setPalette(saved)
+
+
+def test_more_settings_are_built_when_first_shown_or_read(qtbot):
+    """Building a method's ~20 hidden settings editors was most of the turn in which a diagnosis starts."""
+    from PySide6.QtWidgets import QCheckBox, QSpinBox
+
+    from nemo_desktop.core.methods.scitx import SciTXConfig
+    from nemo_desktop.gui.panes.workbench.widgets.method_form import PRIMARY, MethodForm
+
+    form = MethodForm()
+    qtbot.addWidget(form)
+    form.set_config(SciTXConfig, {"k": 7})
+    built = {w.objectName() for w in form.findChildren(QSpinBox)} | {w.objectName() for w in form.findChildren(QCheckBox)}
+    assert "setting_k" in built and not any(n.startswith("setting_") and n[8:] not in PRIMARY for n in built)
+    values = form.values()  # reading builds the rest, with the config's defaults
+    assert values["k"] == 7 and set(values) > set(PRIMARY)
+    defaults = SciTXConfig()
+    assert all(values[name] == getattr(defaults, name) for name in values if name not in PRIMARY
+               and not isinstance(getattr(defaults, name), (tuple, list)))
+    form.set_config(SciTXConfig)
+    form.findChild(QCheckBox, "moreSettings").setChecked(True)  # showing them builds them
+    assert form.findChild(QWidget, "setting_edit_flag_threshold") is not None

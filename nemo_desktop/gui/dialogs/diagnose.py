@@ -425,6 +425,10 @@ class DiagnoseDialog(QDialog):
         self._link(handle.sig_progress, self._run_progress)
         self._link(handle.sig_done, self._explained)
         self._link(handle.sig_finished, self._run_finished)
+        # The workbench, behind this dialog, shows the run's live log from the start; the window cannot be used
+        # while the dialog is open, and the result then opens where the user already sees it (switching panes
+        # at the end made that turn the window's longest). On a later turn: building the run's rows is this one.
+        on_next_turn(self, lambda: self.host.show_pane("workbench"))
         return handle
 
     def _run_progress(self, p) -> None:
@@ -434,9 +438,9 @@ class DiagnoseDialog(QDialog):
             self.progress.setValue(int(1000 * (p.overall_fraction or 0)))
 
     def _explained(self, outcomes) -> None:
-        # Three event-loop turns: the workbench shown (its first show lays out and paints a whole pane), then
-        # the result opened in it, then this dialog closed (the window repaints under it). Done in one turn,
-        # the window stalled for their sum while the next job competed for the GIL.
+        # Three event-loop turns: the workbench shown (already, since the run started, unless the user moved
+        # away), then the result opened in it, then this dialog closed (the window repaints under it). Done in
+        # one turn, the window stalled for their sum while the next job competed for the GIL.
         self.host.show_pane("workbench")
         on_next_turn(self, lambda: self._open_in_workbench(outcomes))
 

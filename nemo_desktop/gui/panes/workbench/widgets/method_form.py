@@ -25,42 +25,62 @@ INT_MAX = 1_000_000
 class MethodForm(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self.editors: dict[str, tuple[str, QWidget]] = {}
+        self._editors: dict[str, tuple[str, QWidget]] = {}
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._groups: list[QWidget] = []
+        # The "More settings" rows are built when first shown or read: a method's form has ~20 of them, and
+        # building them all took ~7 ms of the GUI thread in the turn a diagnosis run starts.
+        self._more_pending: list[tuple[ParamInfo, Any]] = []
+        self._more_layout: QFormLayout | None = None
+
+    @property
+    def editors(self) -> dict[str, tuple[str, QWidget]]:
+        """Every setting's (kind, editor), the "More settings" ones built now if they were not yet."""
+        self._build_more()
+        return self._editors
 
     def set_config(self, config_cls, overrides: dict[str, Any] | None = None) -> None:
         for g in self._groups:
             g.setParent(None)
             g.deleteLater()
-        self._groups, self.editors = [], {}
-        primary, more = QFormLayout(), QFormLayout()
+        self._groups, self._editors, self._more_pending = [], {}, []
+        primary, self._more_layout = QFormLayout(), QFormLayout()
         for param in config_params(config_cls) if config_cls is not None else []:
             kind, name = param.form_kind, param.name
             if kind is None or kind.startswith("paths"):
                 continue
             value = (overrides or {}).get(name, param.default)
-            editor = self._editor(kind, value, param)
-            label = param.label
-            editor.setToolTip(param.help)
-            editor.setObjectName(f"setting_{name}")
-            (primary if name in PRIMARY else more).addRow(label + ":", editor)
-            self.editors[name] = (kind, editor)
+            if name in PRIMARY:
+                self._add_row(primary, param, value)
+            else:
+                self._more_pending.append((param, value))
         main = QWidget()
         main.setLayout(primary)
         self._layout.addWidget(main)
         self._groups.append(main)
-        if more.rowCount():
+        if self._more_pending:
             toggle = QCheckBox("More settings")
             toggle.setObjectName("moreSettings")
             inner = QWidget()
-            inner.setLayout(more)
+            inner.setLayout(self._more_layout)
             inner.setVisible(False)
-            toggle.toggled.connect(inner.setVisible)
+            toggle.toggled.connect(lambda on: (self._build_more(), inner.setVisible(on)))
             self._layout.addWidget(toggle)
             self._layout.addWidget(inner)
             self._groups += [toggle, inner]
+
+    def _add_row(self, layout: QFormLayout, param: ParamInfo, value: Any) -> None:
+        editor = self._editor(param.form_kind, value, param)
+        editor.setToolTip(param.help)
+        editor.setObjectName(f"setting_{param.name}")
+        layout.addRow(param.label + ":", editor)
+        self._editors[param.name] = (param.form_kind, editor)
+
+    def _build_more(self) -> None:
+        pending, self._more_pending = self._more_pending, []
+        for param, value in pending:
+            self._add_row(self._more_layout, param, value)
 
     @staticmethod
     def _editor(kind: str, value: Any, param: ParamInfo | None = None) -> QWidget:
