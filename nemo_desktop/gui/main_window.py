@@ -7,7 +7,7 @@ import os
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (QAction, QActionGroup, QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent,
                            QKeySequence)
-from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
+from PySide6.QtWidgets import QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
 
 from nemo_desktop import __version__
 from nemo_desktop.core.store.paths import AppPaths, get_paths
@@ -278,6 +278,11 @@ class MainWindow(QMainWindow):
         if 0 <= index < len(self.pane_actions):
             self.pane_actions[index].setChecked(True)
         if self.isVisible():
+            # Widgets shown for the first time ask for their layout after Qt has scheduled the pane's paint, so a
+            # pane first shown was painted, laid out again and painted again (the workbench, as a diagnosis
+            # starts: 131 paint events instead of 94). Their layout requests handled now: laid out, then painted.
+            for _ in range(2):
+                QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
             self.current_pane().ensure_shown_once()
 
     def _after_first_paint(self) -> None:

@@ -55,8 +55,8 @@ def test_drop_predict_complete_the_label_and_diagnose(qtbot, digits_window, digi
     assert dialog.diagnose_button.isEnabled()
 
     workbench = window.panes["workbench"]
-    switched = []  # the workbench, with the run's live log, comes up behind the dialog while the run goes on
-    window.tabs.currentChanged.connect(lambda _i: switched.append((window.current_pane(), dialog._run.active)))
+    switched = []  # the workbench, for the run's live log, comes up behind the dialog before the run starts
+    window.tabs.currentChanged.connect(lambda _i: switched.append((window.current_pane(), dialog._run is None)))
     with qtbot.waitSignal(dialog.sig_explained, timeout=60000) as explained:
         qtbot.mouseClick(dialog.diagnose_button, Qt.MouseButton.LeftButton)
     assert switched and switched[0] == (workbench, True)

@@ -145,6 +145,9 @@ class WorkbenchPane(Pane):
         left.setWidgetResizable(True)
         left.setWidget(left_inner)
         left.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # Always shown: a scroll bar that appears once the column is laid out narrows it, and the whole column
+        # was laid out and painted twice when the pane was first shown (as a diagnosis starts).
+        left.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
         left.setMinimumWidth(360)
 
         self.result_view = ResultView()
