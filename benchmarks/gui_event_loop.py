@@ -7,7 +7,8 @@ saved, and loaded by the application's Model manager through the real loaders. T
 user would: the dataset browser opens a folder of generated images and indexes it (GPU lane) while its
 grid is scrolled every 50 ms (thumbnails made on the I/O lane); an image is dropped on the window, the
 diagnosis dialog classifies it, gets a true label and runs SciTX (GPU lane, queued behind the indexing:
-the GPU lane runs one job at a time by design); then the editor runs one edit with progress per step
+the GPU lane runs one job at a time by design; as the run starts the workbench comes up behind the modal
+dialog with the run's live log, as in the app, so from then on the scrolled grid is hidden); then the editor runs one edit with progress per step
 (random MLLM replies are not valid JSON, so SciTX's own edits are skipped; this job puts the diffusion
 steps into the measured window). A 5 ms timer in the GUI thread records the gaps between its ticks.
 

@@ -105,6 +105,8 @@ class MainWindow(QMainWindow):
     def show_pane(self, name: str) -> Pane:
         pane = self.panes[name]
         self.tabs.setCurrentWidget(pane)
+        if self.isVisible():
+            pane.ensure_shown_once(paint_first=True)
         return pane
 
     def current_pane(self) -> Pane:
@@ -280,10 +282,12 @@ class MainWindow(QMainWindow):
         if self.isVisible():
             # Widgets shown for the first time ask for their layout after Qt has scheduled the pane's paint, so a
             # pane first shown was painted, laid out again and painted again (the workbench, as a diagnosis
-            # starts: 131 paint events instead of 94). Their layout requests handled now: laid out, then painted.
+            # starts: 131 paint events instead of 94). Their layout requests are handled now; the pane is painted
+            # before its loading jobs start, once the switch is over (Qt paints nothing while it switches).
             for _ in range(2):
                 QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
-            self.current_pane().ensure_shown_once()
+            pane = self.current_pane()
+            on_next_turn(pane, lambda: pane.ensure_shown_once(paint_first=True))
 
     def _after_first_paint(self) -> None:
         # Whatever the visible pane loads must not delay the window appearing.

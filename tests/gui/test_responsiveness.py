@@ -204,3 +204,35 @@ class _PaintHeights(QObject):
         if event.type() == QEvent.Type.Paint:
             self.seen.append(obj.height())
         return False
+
+
+@pytest.mark.parametrize("by", ["show_pane", "tab click"])
+def test_a_pane_starts_its_loading_jobs_after_its_first_paint(qtbot, make_window, by):
+    """Its jobs' threads would otherwise hold the GIL while the pane's first (and costliest) paint needs it."""
+    from PySide6.QtWidgets import QApplication
+
+    window = make_window()
+    window.show()
+    qtbot.waitExposed(window)
+    qtbot.wait(300)  # the window's own first paint is over
+    pane = window.panes["analyses"]
+    assert not pane._shown_once
+    loaded_at_paint = []
+
+    class Watch(QObject):  # the pane's first paint: the first paint event of one of its widgets
+        def eventFilter(self, obj, event):
+            if event.type() == QEvent.Type.Paint and isinstance(obj, QWidget) and pane.isAncestorOf(obj):
+                loaded_at_paint.append(pane._shown_once)
+            return False
+
+    watch = Watch()
+    QApplication.instance().installEventFilter(watch)
+    try:
+        if by == "show_pane":
+            window.show_pane("analyses")
+        else:
+            window.tabs.setCurrentWidget(pane)
+        qtbot.waitUntil(lambda: pane._shown_once and bool(loaded_at_paint), timeout=5000)
+    finally:
+        QApplication.instance().removeEventFilter(watch)
+    assert loaded_at_paint[0] is False

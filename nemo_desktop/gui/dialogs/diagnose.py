@@ -411,14 +411,14 @@ class DiagnoseDialog(QDialog):
             return explain_samples(session, METHOD, {"k": s.scitx.k, "m": s.scitx.m}, samples, AUTO, ctx)
 
         workbench = self.host.panes["workbench"]
-        workbench.ensure_shown_once()  # its lists load now, not when the result is ready
         workbench.set_samples(samples)
         # The workbench, behind this dialog, shows the run's live log from the start (the window cannot be used
         # while the dialog is open, and the result then opens where the user already looks). Shown and painted
-        # before the run starts: its first paint is the costliest of the window's, and it waited for the GIL
-        # through the run's first steps (59-73 ms stalls; switching at the end made the last turn the longest).
-        self.host.show_pane("workbench")
-        workbench.repaint()
+        # before the run and the workbench's own loading jobs start: its first paint is the costliest of the
+        # window's, and it waited for the GIL through their first steps (59-73 ms stalls; switching at the end
+        # made the last turn the longest).
+        self.host.show_pane("workbench")  # painted there, then its lists start loading (MainWindow)
+        workbench.ensure_shown_once()  # (and so when the window is hidden, as in tests)
         n = len(samples)
         handle = self.host.jobs.submit(job, title=f"Diagnosing {n} image{'s' if n != 1 else ''}", lane=GPU)
         self._run = handle

@@ -46,8 +46,12 @@ class Pane(QWidget):
         self.setObjectName(f"pane_{self.NAME}")
         self._shown_once = False
 
-    def ensure_shown_once(self) -> None:
+    def ensure_shown_once(self, paint_first: bool = False) -> None:
+        """Run `on_first_shown` once. `paint_first`: paint the pane now, before its loading jobs start (their
+        threads would hold the GIL that its first paint, the costliest, needs)."""
         if not self._shown_once:
+            if paint_first and self.isVisible():
+                self.repaint()
             self._shown_once = True
             self.on_first_shown()
 
