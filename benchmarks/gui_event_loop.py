@@ -281,7 +281,11 @@ def main(argv: list[str] | None = None) -> int:
     explained = []
     dialog.sig_explained.connect(explained.append)
     t_diagnosis = time.perf_counter()
-    diagnosis = dialog.diagnose()
+    started = []
+    dialog.sig_run_started.connect(started.append)
+    dialog.diagnose()
+    run_until(lambda: bool(started), 30)
+    diagnosis = started[0]
     watch(diagnosis, "diagnosis")
     diagnosis.sig_finished.connect(lambda _o: ends.setdefault("diagnosis", time.perf_counter()))
     window.panes["workbench"].sig_results_shown.connect(lambda _r: timeline.append((time.perf_counter(),

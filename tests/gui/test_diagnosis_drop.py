@@ -124,3 +124,22 @@ def test_diagnose_is_refused_when_the_true_class_is_the_prediction(qtbot, digits
     qtbot.waitUntil(dialog.diagnose_button.isEnabled, timeout=5000)
     assert "1 correctly classified image is skipped" in dialog.label_hint.text()
     assert [s.path for s in dialog.samples()] == [str(other)]
+
+
+def test_a_dialog_closed_right_after_diagnose_starts_no_run(qtbot, digits_window, blue_three):
+    """The run is submitted on the turn after Diagnose (the workbench is painted first): closing the dialog
+    in between must not leave a run behind it."""
+    window = digits_window
+    window.show()
+    qtbot.waitExposed(window)
+    drop_files(window, [blue_three])
+    dialog = _dialog(qtbot, window)
+    qtbot.waitUntil(lambda: dialog.report is not None, timeout=20000)
+    dialog.set_true_label("three")
+    titles = []
+    window.jobs.sig_job_added.connect(lambda handle: titles.append(handle.title))
+    assert dialog.diagnose() is True
+    assert not dialog.diagnose_button.isEnabled() and dialog.diagnose() is False  # pressed once only
+    dialog.reject()
+    qtbot.wait(200)
+    assert not any(t.startswith("Diagnosing") for t in titles) and dialog._run is None

@@ -78,6 +78,7 @@ def load_preview(path: str, ctx: JobContext) -> QImage | None:
 class DiagnoseDialog(QDialog):
     sig_open_model_manager = Signal()
     sig_explained = Signal(list)  # SampleOutcome list, once the diagnosis finished
+    sig_run_started = Signal(object)  # the diagnosis job's JobHandle
 
     def __init__(self, host, images: list[Path], rejected: list[tuple[str, str]] | None = None,
                  parent: QWidget | None = None):
@@ -89,6 +90,7 @@ class DiagnoseDialog(QDialog):
         self._class_lookup: dict[str, str] = {}
         self._folder_classes: dict[str, tuple[str | None, str]] = {}  # path -> (class from its folder, note)
         self._run: JobHandle | None = None
+        self._starting = False  # Diagnose pressed; the run is submitted on the next turn
         self.setObjectName("diagnoseDialog")
         n = len(self.images)
         self.setWindowTitle(f"Diagnose {n} image{'s' if n != 1 else ''}")
@@ -345,7 +347,7 @@ class DiagnoseDialog(QDialog):
                                     " skipped (nothing to explain).")
         else:
             self.label_hint.setText("")
-        running = self._run is not None and self._run.active
+        running = self._starting or (self._run is not None and self._run.active)
         wrong = [p for p in wrong if self.canonical_label(self.labels.get(p, "")) is not None]
         ok = bool(wrong) and (not missing or skip_missing) and not running
         self.diagnose_button.setEnabled(ok)
@@ -399,39 +401,48 @@ class DiagnoseDialog(QDialog):
         return items
 
     # -- diagnosis --------------------------------------------------------------------------------------
-    def diagnose(self) -> JobHandle | None:
-        if not self._validate():
-            return None
+    def diagnose(self) -> bool:
+        """Start the diagnosis (False when the input is incomplete). The workbench comes up behind this dialog
+        with the run's live log (the window cannot be used while the dialog is open, and the result then opens
+        where the user already looks); it is shown and painted now, and the run submitted on the next turn
+        (`sig_run_started` carries its handle): the workbench's first paint is the window's costliest, and it
+        waited for the GIL through the run's first steps when both shared a turn (59-73 ms stalls; switching
+        at the end made the last turn the longest)."""
+        if self._starting or not self._validate():
+            return False
+        self._starting = True
+        self.label_edit.setEnabled(False)
+        self.diagnose_button.setEnabled(False)
+        samples, batch = self.samples(), self.batch_items()
+        workbench = self.host.panes["workbench"]
+        workbench.set_samples(samples)
+        self.host.show_pane("workbench")  # painted there before its lists start loading (MainWindow)
+        workbench.ensure_shown_once()  # (a hidden window, as in tests, paints nothing)
+        on_next_turn(self, lambda: self._start_run(samples, batch))
+        return True
+
+    def _start_run(self, samples: list[Sample], batch: list[BatchItem]) -> None:
+        self._starting = False
+        if not self.isVisible():  # closed in between
+            return
         from ..panes.workbench.run_job import AUTO, explain_samples
 
-        session, samples = self.host.session, self.samples()
+        session = self.host.session
 
         def job(ctx):
             s = session.settings()
             return explain_samples(session, METHOD, {"k": s.scitx.k, "m": s.scitx.m}, samples, AUTO, ctx)
 
-        workbench = self.host.panes["workbench"]
-        workbench.set_samples(samples)
-        # The workbench, behind this dialog, shows the run's live log from the start (the window cannot be used
-        # while the dialog is open, and the result then opens where the user already looks). Shown and painted
-        # before the run and the workbench's own loading jobs start: its first paint is the costliest of the
-        # window's, and it waited for the GIL through their first steps (59-73 ms stalls; switching at the end
-        # made the last turn the longest).
-        self.host.show_pane("workbench")  # painted there, then its lists start loading (MainWindow)
-        workbench.ensure_shown_once()  # (and so when the window is hidden, as in tests)
         n = len(samples)
         handle = self.host.jobs.submit(job, title=f"Diagnosing {n} image{'s' if n != 1 else ''}", lane=GPU)
         self._run = handle
-        batch = self.batch_items()
-        workbench.start_watching(handle, batch if len(batch) > 1 else None)
-        self.label_edit.setEnabled(False)
-        self.diagnose_button.setEnabled(False)
+        self.host.panes["workbench"].start_watching(handle, batch if len(batch) > 1 else None)
         self.close_button.setText("Cancel")
         self.progress.setRange(0, 0)
         self._link(handle.sig_progress, self._run_progress)
         self._link(handle.sig_done, self._explained)
         self._link(handle.sig_finished, self._run_finished)
-        return handle
+        self.sig_run_started.emit(handle)
 
     def _run_progress(self, p) -> None:
         self.status_label.setText(p.stage + (f" ({p.done} of {p.total})" if p.total else ""))
