@@ -191,6 +191,9 @@ class DiagnoseDialog(QDialog):
 
         self._links: list[tuple] = []  # (signal, slot) from jobs, cut when the dialog closes
         self._predict_job = self._start_prediction()
+        # The workbench's lists (methods, indexes, past results) load while the user enters the true class,
+        # not as the run starts, when their handlers and repaints met the run's first steps in the GIL.
+        host.panes["workbench"].ensure_shown_once()
         self.file_list.setCurrentRow(0)
 
     def _link(self, signal, slot) -> None:
