@@ -7,7 +7,8 @@ import os
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (QAction, QActionGroup, QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent,
                            QKeySequence)
-from PySide6.QtWidgets import QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget,
+                               QWidget)
 
 from nemo_desktop import __version__
 from nemo_desktop.core.store.paths import AppPaths, get_paths

@@ -407,10 +407,10 @@ class DiagnoseDialog(QDialog):
     def diagnose(self) -> bool:
         """Start the diagnosis (False when the input is incomplete). The workbench comes up behind this dialog
         with the run's live log (the window cannot be used while the dialog is open, and the result then opens
-        where the user already looks); it is shown and painted now, and the run submitted on the next turn
-        (`sig_run_started` carries its handle): the workbench's first paint is the window's costliest, and it
-        waited for the GIL through the run's first steps when both shared a turn (59-73 ms stalls; switching
-        at the end made the last turn the longest)."""
+        where the user already looks; switching panes at the end made that turn the window's longest). It is
+        shown on this turn and the run submitted on the next (`sig_run_started` carries its handle): the
+        workbench's first show, the window's costliest, waited for the GIL through the run's first steps when
+        both shared a turn (59-73 ms stalls)."""
         if self._starting or not self._validate():
             return False
         self._starting = True
@@ -419,8 +419,7 @@ class DiagnoseDialog(QDialog):
         samples, batch = self.samples(), self.batch_items()
         workbench = self.host.panes["workbench"]
         workbench.set_samples(samples)
-        self.host.show_pane("workbench")  # painted there before its lists start loading (MainWindow)
-        workbench.ensure_shown_once()  # (a hidden window, as in tests, paints nothing)
+        self.host.show_pane("workbench")  # its lists have been loading since this dialog opened
         on_next_turn(self, lambda: self._start_run(samples, batch))
         return True
 
