@@ -163,7 +163,7 @@ def test_more_settings_are_built_when_first_shown_or_read(qtbot):
     form = MethodForm()
     qtbot.addWidget(form)
     form.set_config(SciTXConfig, {"k": 7})
-    built = {w.objectName() for w in form.findChildren(QSpinBox)} | {w.objectName() for w in form.findChildren(QCheckBox)}
+    built = {w.objectName() for kind in (QSpinBox, QCheckBox) for w in form.findChildren(kind)}
     assert "setting_k" in built and not any(n.startswith("setting_") and n[8:] not in PRIMARY for n in built)
     values = form.values()  # reading builds the rest, with the config's defaults
     assert values["k"] == 7 and set(values) > set(PRIMARY)
