@@ -8,9 +8,10 @@ user would: the dataset browser opens a folder of generated images and indexes i
 grid is scrolled every 50 ms (thumbnails made on the I/O lane); an image is dropped on the window, the
 diagnosis dialog classifies it, gets a true label and runs SciTX (GPU lane, queued behind the indexing:
 the GPU lane runs one job at a time by design; as the run starts the workbench comes up behind the modal
-dialog with the run's live log, as in the app, so from then on the scrolled grid is hidden); then the editor runs one edit with progress per step
-(random MLLM replies are not valid JSON, so SciTX's own edits are skipped; this job puts the diffusion
-steps into the measured window). A 5 ms timer in the GUI thread records the gaps between its ticks.
+dialog with the run's live log, as in the app, so from then on the scrolled grid is hidden); then the editor
+runs one edit with progress per step (random MLLM replies are not valid JSON, so SciTX's own edits are
+skipped; this job puts the diffusion steps into the measured window). A 5 ms timer in the GUI thread records
+the gaps between its ticks.
 
 Printed: the longest gap (target < 50 ms) and the 99th percentile during the measured phase, and per phase
 (while indexing; while the diagnosis runs) the longest gap as a ratio against the longest gap of the idle

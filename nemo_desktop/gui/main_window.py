@@ -285,7 +285,7 @@ class MainWindow(QMainWindow):
             # pane first shown was painted, laid out again and painted again (the workbench, as a diagnosis
             # starts: 131 paint events instead of 94). Their layout requests are handled now; the pane is painted
             # before its loading jobs start, once the switch is over (Qt paints nothing while it switches).
-            for _ in range(2):
+            for _ in range(2):  # a widget's layout request posts its parent's, which one call leaves (tested)
                 QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
             pane = self.current_pane()
             on_next_turn(pane, lambda: pane.ensure_shown_once(paint_first=True))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import QSettings, QSortFilterProxyModel, Qt, QTimer
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QScrollArea, QSplitter, QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QScrollArea,
+                               QSplitter, QTableView, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.models.user_catalog import remove_user_entry
 
