@@ -66,7 +66,12 @@ class Candidate:
     # ~1 = unrelated; the measure's name ("lpips-alex" | "1-ssim") goes with the value.
     edit_distance: float | None = None
     edit_distance_metric: str | None = None
-    edit_flagged: bool = False  # the edit changed the whole image (distance >= the method's flag threshold)
+    edit_flagged: bool = False  # the edit changed the whole image or did not keep its structure (edit_check.py)
+    # Share of the counterfactual's structure that the original had (metrics/edit_structure.py, 0..1) and the
+    # verdict drawn from it and the distance: "local", "global" (whole image changed, structure kept),
+    # "destroyed" (structure not kept: noise, another picture) or "no change".
+    edit_structure: float | None = None
+    edit_verdict: str | None = None
 
 
 @dataclass

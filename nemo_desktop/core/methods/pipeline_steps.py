@@ -11,7 +11,7 @@ from PIL import Image
 from ..errors import NemoError
 from ..jobs import JobContext
 from ..metrics.cei import best_candidate
-from .edit_check import select
+from .edit_check import DEFAULT_NOISE_FLOOR, select
 from .intervention import CounterfactualTester, UnitCache, sample_info
 from .result import Candidate, ExplanationResult, SampleInfo
 
@@ -54,18 +54,19 @@ def classify_query(ctx: JobContext, tester: CounterfactualTester, units: UnitCac
 
 def select_by_cei(candidates: Sequence[Candidate], notes: list[str] | None = None,
                   noun: str = "candidate", *, selection: str = "cei",
-                  flag_threshold: float | None = None) -> int | None:
+                  flag_threshold: float | None = None, noise_floor: float = DEFAULT_NOISE_FLOOR) -> int | None:
     """CEI argmax, first on ties (the validation module of SciTX, Algorithm 1 stage 4). With `flag_threshold`,
     whole-image edits are flagged first and `selection` applies (methods/edit_check.py). With `notes`, adds a
     note when no candidate could be tested or when even the best intervention did not help."""
     if flag_threshold is not None:
-        best = select(candidates, selection, flag_threshold, notes, noun)
+        best = select(candidates, selection, flag_threshold, notes, noun, noise_floor)
     else:
         best = best_candidate(candidates)
     if notes is None:
         return best
     if best is None:
-        notes.append(f"No {noun} could be tested, so none was selected; see each candidate's error.")
+        if not any(c.cei is not None and c.error is None for c in candidates):
+            notes.append(f"No {noun} could be tested, so none was selected; see each candidate's error.")
     elif candidates[best].cei is not None and candidates[best].cei <= 0:
         notes.append(f"No intervention raised the true-class probability (best CEI {candidates[best].cei:+.2f}); "
                      f"the selected {noun} is the least harmful one and may not name the cause.")

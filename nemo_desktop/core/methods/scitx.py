@@ -92,7 +92,8 @@ from ..errors import ConfigError, JobCancelled, NemoError
 from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
 from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, Sampling
-from .edit_check import DEFAULT_FLAG_THRESHOLD, check_edit_check, edit_check_record
+from .edit_check import (DEFAULT_FLAG_THRESHOLD, DEFAULT_NOISE_FLOOR, DEFAULT_SELECTION, check_edit_check,
+                         edit_check_record)
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
                            check_edit_resolution, classifier_part, error_text, image_hash, jsonable, load_input,
                            model_manifest, model_part, sha_text, unit_key)
@@ -168,7 +169,8 @@ class SciTXConfig:
     thumbnail_side: int = 192  # observation thumbnails kept with the result
     # Counterfactuals that changed the whole image are flagged and, by default, not selected (edit_check.py).
     edit_flag_threshold: float = DEFAULT_FLAG_THRESHOLD
-    selection: str = "prefer-unflagged"  # "prefer-unflagged" | "cei" (the paper's plain argmax)
+    selection: str = DEFAULT_SELECTION  # "evidence" | "prefer-unflagged" | "cei" (the paper's plain argmax)
+    cei_noise_floor: float = DEFAULT_NOISE_FLOOR  # points; see edit_check.py
     # Speed settings (scitx_gpu.py measures them). At 1 they leave results and cache keys exactly as before;
     # above 1, batched numerics can differ in the last digits, so they become part of the result's key.
     caption_batch_size: int = 1
@@ -186,7 +188,7 @@ class SciTXConfig:
         if self.edit_size is not None:
             self.edit_size = (int(self.edit_size[0]), int(self.edit_size[1]))
         check_edit_resolution(self.edit_resolution)
-        check_edit_check(self.edit_flag_threshold, self.selection)
+        check_edit_check(self.edit_flag_threshold, self.selection, self.cei_noise_floor)
         if self.caption_batch_size < 1 or self.edit_batch_size < 1:
             raise ConfigError("SciTX's caption and edit batch sizes must be at least 1.")
 
@@ -323,7 +325,7 @@ class SciTXPipeline:
 
         # -- 5. conclusion --------------------------------------------------------------------------
         best = select_by_cei(candidates, notes, noun="hypothesis", selection=cfg.selection,
-                             flag_threshold=cfg.edit_flag_threshold)
+                             flag_threshold=cfg.edit_flag_threshold, noise_floor=cfg.cei_noise_floor)
         counts = candidate_counts(candidates)
         note = candidate_note(counts)
         if note:
@@ -338,7 +340,8 @@ class SciTXPipeline:
             candidates=candidates, observations=observations, timings=timings, notes=notes,
             manifest=self._manifest(cfg, image_path, file_sha, units, not transient, counts,
                                     tester.edit_record(img),
-                                    edit_check_record(candidates, cfg.edit_flag_threshold, cfg.selection)))
+                                    edit_check_record(candidates, cfg.edit_flag_threshold, cfg.selection,
+                                                      cfg.cei_noise_floor, best)))
         self._store_result(units, explanation_key, result, img, edited)
         return result
 

@@ -40,8 +40,8 @@ from ..errors import ConfigError, JobCancelled
 from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
 from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, Sampling
-from .edit_check import (DEFAULT_FLAG_THRESHOLD, EDIT_CHECK_FIELD_INFO, check_edit_check, edit_check_record,
-                         select)
+from .edit_check import (DEFAULT_FLAG_THRESHOLD, DEFAULT_NOISE_FLOOR, DEFAULT_SELECTION, EDIT_CHECK_FIELD_INFO,
+                         check_edit_check, edit_check_record, select)
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache, ask_json,
                            check_edit_resolution, classifier_part, error_text, image_hash, jsonable, load_input,
                            model_manifest, model_part, raw_replies, unit_key)
@@ -129,10 +129,11 @@ class BaselineConfig:
     edit_resolution: str = "preferred"  # "preferred": the editor's working resolution; "native": the image's size
     # Counterfactuals that changed the whole image are flagged and, by default, not selected (edit_check.py).
     edit_flag_threshold: float = DEFAULT_FLAG_THRESHOLD
-    selection: str = "prefer-unflagged"  # "prefer-unflagged" | "cei" (the paper's plain argmax)
+    selection: str = DEFAULT_SELECTION  # "evidence" | "prefer-unflagged" | "cei" (the paper's plain argmax)
+    cei_noise_floor: float = DEFAULT_NOISE_FLOOR  # points; see edit_check.py
 
     def __post_init__(self) -> None:
-        check_edit_check(self.edit_flag_threshold, self.selection)
+        check_edit_check(self.edit_flag_threshold, self.selection, self.cei_noise_floor)
         if self.m < 1:
             raise ConfigError(f"The number of candidates m must be at least 1 (got {self.m}).")
         _ = self.sampling  # validates the sampling settings
@@ -404,7 +405,8 @@ class BaselinePipeline:
             notes.append(f"The explanation was not scored with CEI: {tester.why_not()}.")
 
         if cfg.validate:
-            best = select_by_cei(candidates, notes, selection=cfg.selection, flag_threshold=cfg.edit_flag_threshold)
+            best = select_by_cei(candidates, notes, selection=cfg.selection, flag_threshold=cfg.edit_flag_threshold,
+                                 noise_floor=cfg.cei_noise_floor)
             note = candidate_note(candidate_counts(candidates))
             if note:
                 notes.append(note)
@@ -426,7 +428,7 @@ class BaselinePipeline:
             observations=proposal.observations or [], evidence=dict(proposal.evidence or {}), timings=timings,
             notes=notes, manifest=self._manifest(candidates, image_path, file_sha, units, not transient, testing,
                                                  tester, proposal.details,
-                                                 tester.edit_record(img) if testing else None))
+                                                 tester.edit_record(img) if testing else None, best))
         if units.store is not None:
             result.result_key = key
             units.store.put(key, "explanation", result.to_dict(), dict(self.last_artifacts))
@@ -435,7 +437,7 @@ class BaselinePipeline:
     def _manifest(self, candidates: list[Candidate], image_path: Path | None, file_sha: str | None,
                   units: UnitCache, complete: bool,
                   testing: bool, tester: CounterfactualTester, details: dict | None,
-                  edit: dict[str, Any] | None = None) -> dict[str, Any]:
+                  edit: dict[str, Any] | None = None, best: int | None = None) -> dict[str, Any]:
         cfg = self.config
         return {
             "method": self.method_name,
@@ -457,7 +459,8 @@ class BaselinePipeline:
             "seeds": {"candidate_draws": f"draw 0 greedy; draw d>=1 seed {cfg.seed}*1000+d", "edit": cfg.seed},
             "sampling": {"draw_0": "greedy", "draws_1_on": cfg.sampling.as_dict()},
             "candidate_counts": candidate_counts(candidates),
-            "edit_check": edit_check_record(candidates, cfg.edit_flag_threshold, cfg.selection),
+            "edit_check": edit_check_record(candidates, cfg.edit_flag_threshold, cfg.selection,
+                                            cfg.cei_noise_floor, best),
             "reference": reference_part(self.reference),
             **run_record(image_path, file_sha, units),
             "details": jsonable(details or {}),

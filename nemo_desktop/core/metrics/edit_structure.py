@@ -1,0 +1,127 @@
+"""Did an edit keep the picture's structure, or destroy or replace it? (issue 27)
+
+A pixel distance (LPIPS, 1 − SSIM) cannot tell a legitimate global change from destruction: turning light ink
+on a dark background into dark ink on white moves every pixel as far as colour noise does. What a legitimate
+counterfactual keeps is *where the structure is*: the edges of the object, whatever their polarity, colour or
+style, possibly rotated or rescaled as a whole. This module measures that, on a 0..1 scale:
+
+    kept = structure_kept(original, edited)
+
+1. Both images go to a common small scale (longest side `SIDE` px); each gets a map of colour edge strength,
+   the Sobel gradient magnitude summed over R, G and B. An inversion or a recolouring leaves it where it was;
+   a change of style (outline to solid strokes) moves it by a stroke's width at most.
+2. *In place*: when the two maps, blurred by `SIGMA` px, correlate at all (>= `REMOVAL_MIN_CORRELATION`),
+   the score is the share of the edited image's edge pixels that lie on the original's edges (widened by one
+   pixel of the original image): removing stripes, an occluder or a texture leaves only structure that was
+   there before (high), a digit painted into the picture adds structure that was not (low). Maps that do not
+   correlate score their correlation (colour noise: about 0).
+3. *Moved as a whole*: for edits that rotate an object upright or enlarge it, the best score over a grid of
+   similarity transforms of the edited maps (rotations of 15°, scales 0.5 to 1.45 about the centre) counts
+   too, where a transform's score is the smaller of the correlation and the share of edge pixels on the
+   original's: noise correlates with nothing, a picture with new structure is not contained.
+
+What this does not catch: an edit that redraws the object as *another exemplar of the same kind in the same
+place* keeps the layout, and scores like a legitimate edit (0.76-0.88 in the digit worlds). Only a semantic
+check of the edit could tell; benchmarks/known_causes.py reports it as a known limit.
+
+The thresholds (methods/edit_check.py) were chosen from the known-cause worlds (benchmarks/known_causes.py),
+which print these numbers per cause type and per adversarial editor.
+"""
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image
+
+SIDE = 48  # working scale: enough for an object's layout, small enough for the transform search
+SIGMA = 2.0  # blur of the edge maps before correlating (pixels at SIDE)
+SUPPORT = 0.3  # an edge pixel: strength >= this fraction of the image's 99th-percentile strength
+SLACK = 1  # pixels (at SIDE) by which the original's edge support is widened for the removal reading
+REMOVAL_MIN_CORRELATION = 0.4
+STRUCTURE_SEARCH_BELOW = 0.95
+EMPTY = 1e-3  # an image whose strongest edges are below this has no structure (a blank image)
+ANGLES = tuple(range(0, 360, 15))
+SCALES = (0.5, 0.6, 0.7, 0.85, 1.0, 1.2, 1.45)
+
+
+def _array(img: Image.Image, size: tuple[int, int]) -> np.ndarray:
+    return np.asarray(img.convert("RGB").resize(size, Image.Resampling.BILINEAR), dtype=np.float64) / 255.0
+
+
+def _strength(arr: np.ndarray) -> np.ndarray:
+    from scipy import ndimage
+
+    s = np.zeros(arr.shape[:2])
+    for c in range(3):
+        ch = ndimage.gaussian_filter(arr[..., c], 0.6)
+        s += np.hypot(ndimage.sobel(ch, 0), ndimage.sobel(ch, 1))
+    return s
+
+
+def _work_size(img: Image.Image) -> tuple[int, int]:
+    w, h = img.size
+    f = SIDE / max(w, h)
+    return max(8, int(round(w * f))), max(8, int(round(h * f)))
+
+
+def _correlation(x: np.ndarray, y: np.ndarray) -> float:
+    x = x - x.mean()
+    y = y - y.mean()
+    d = float(np.sqrt((x * x).sum() * (y * y).sum()))
+    return float((x * y).sum() / d) if d > 0 else 0.0
+
+
+def _removal_share(o: np.ndarray, e: np.ndarray, slack: int) -> float:
+    from scipy import ndimage
+
+    orig = o >= SUPPORT * float(np.percentile(o, 99))
+    edit = e >= SUPPORT * float(np.percentile(e, 99))
+    allowed = ndimage.binary_dilation(orig, iterations=slack)
+    return float((edit & allowed).sum()) / max(1.0, float(edit.sum()))
+
+
+def _best_transform(o: np.ndarray, e: np.ndarray, o_raw: np.ndarray, e_raw: np.ndarray, slack: int) -> float:
+    """Best over the transform grid of min(correlation, share of the edit's edges on the original's): both
+    must hold, so neither noise (no correlation) nor a picture with new structure (no containment) passes."""
+    from scipy import ndimage
+
+    orig = o_raw >= SUPPORT * float(np.percentile(o_raw, 99))
+    allowed = ndimage.binary_dilation(orig, iterations=slack)
+    edit = (e_raw >= SUPPORT * float(np.percentile(e_raw, 99))).astype(np.float64)
+    mass = max(1.0, float(edit.sum()))
+    best = -1.0
+    cy, cx = (np.array(e.shape) - 1) / 2.0
+    for angle in ANGLES:
+        rad = np.deg2rad(angle)
+        rot = np.array([[np.cos(rad), -np.sin(rad)], [np.sin(rad), np.cos(rad)]])
+        for scale in SCALES:
+            if angle == 0 and scale == 1.0:
+                continue
+            m = rot / scale  # output o samples the edit at m @ (o - c) + c
+            offset = np.array([cy, cx]) - m @ np.array([cy, cx])
+            corr = _correlation(o, ndimage.affine_transform(e, m, offset=offset, order=1, mode="constant"))
+            if corr <= best:
+                continue
+            moved = ndimage.affine_transform(edit, m, offset=offset, order=0, mode="constant") > 0.5
+            share = min(1.0, float((moved & allowed).sum()) / (mass * scale ** 2))  # edges kept on canvas
+            best = max(best, min(corr, share))
+    return best
+
+
+def structure_kept(original: Image.Image, edited: Image.Image, *, geometric: bool = True) -> float:
+    """How much of the edited image's structure is the original's (0..1), in place, as a removal, or moved as
+    a whole (see the module docstring)."""
+    from scipy import ndimage
+
+    size = _work_size(original)
+    o_raw, e_raw = _strength(_array(original, size)), _strength(_array(edited, size))
+    o_empty, e_empty = float(np.percentile(o_raw, 99)) < EMPTY, float(np.percentile(e_raw, 99)) < EMPTY
+    if o_empty or e_empty:
+        return 1.0 if o_empty and e_empty else 0.0
+    o, e = ndimage.gaussian_filter(o_raw, SIGMA), ndimage.gaussian_filter(e_raw, SIGMA)
+    in_place = _correlation(o, e)
+    # at least one pixel of the original image, so a stroke made a pixel thicker is not new structure
+    slack = max(SLACK, int(np.ceil(max(size) / max(original.size))))
+    best = _removal_share(o_raw, e_raw, slack) if in_place >= REMOVAL_MIN_CORRELATION else in_place
+    if geometric and best < STRUCTURE_SEARCH_BELOW:
+        best = max(best, _best_transform(o, e, o_raw, e_raw, slack))
+    return float(min(1.0, max(0.0, best)))
