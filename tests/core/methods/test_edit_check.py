@@ -1,5 +1,6 @@
-"""Destructive edits (issue 19): every image counterfactual carries its distance from the original, whole-image
-edits are flagged (never dropped), and the selection rule and flag threshold are settings in key and manifest.
+"""Destructive edits (issues 19 and 27): every image counterfactual carries its distance from the original and
+the share of its structure kept; flagged edits are kept and shown, never dropped; the evidence rule never lets a
+destroyed edit or one without evidence win over a tested cause; rule, threshold and floor are in key and manifest.
 Uses the digits world (real CNN, scripted MLLM double, real PIL edits) with an editor double that buries its
 edit in colour noise over the whole image."""
 from __future__ import annotations
@@ -11,7 +12,7 @@ from PIL import Image
 
 from nemo_desktop.core.data.reference_index import build_index
 from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.methods.edit_check import flag_whole_image_edits, select
+from nemo_desktop.core.methods.edit_check import edit_check_record, judge_edits, select
 from nemo_desktop.core.methods.result import Candidate
 from nemo_desktop.core.methods.scitx import SciTXConfig, SciTXPipeline
 
@@ -40,58 +41,91 @@ def run(classifier, store, index, editor, **cfg):
 
 
 def test_whole_image_edit_is_measured_flagged_and_recorded(digits_classifier, blue_three, store, index):
-    result = run(digits_classifier, store, index, NoisyRecolourEditor())(blue_three, "three")
+    """The old guard's noise editor: its edit is measured, judged destroyed, flagged and never selected."""
+    result = run(digits_classifier, store, index, NoisyRecolourEditor(), selection="cei")(blue_three, "three")
     noisy = [j for j, c in enumerate(result.candidates) if "red" in (c.intervention or "").lower()]
     assert len(noisy) == 1
     j = noisy[0]
-    for i, c in enumerate(result.candidates):
-        assert c.edit_distance is not None and c.edit_distance_metric == "1-ssim"  # no LPIPS weights here
-        assert c.edit_flagged == (i == j), (i, c.edit_distance)
-    assert result.candidates[j].edit_distance >= 0.6
-    assert max(c.edit_distance for i, c in enumerate(result.candidates) if i != j) < 0.3  # local edits stay low
-    assert result.selected_index != j  # prefer-unflagged: the flagged one is shown but not selected
-    check = result.manifest["edit_check"]
-    assert check["flagged"] == [j] and check["flag_threshold"] == 0.6 and check["selection"] == "prefer-unflagged"
-    assert check["metric"] == "1-ssim" and len(check["distances"]) == 3
-    assert result.manifest["config"]["edit_flag_threshold"] == 0.6
-    # The stored record keeps the distances and the flag.
+    c = result.candidates[j]
+    assert c.edit_distance >= 0.6 and c.edit_distance_metric == "1-ssim"  # no LPIPS weights here
+    assert c.edit_structure < 0.8 and c.edit_verdict == "destroyed" and c.edit_flagged
+    default = run(digits_classifier, store, index, NoisyRecolourEditor())(blue_three, "three")
+    assert default.selected_index != j  # the evidence rule: a destroyed picture is no test of its hypothesis
+    check = default.manifest["edit_check"]
+    assert j in check["flagged"] and check["verdicts"][j] == "destroyed" and check["selection"] == "evidence"
+    assert check["metric"] == "1-ssim" and len(check["distances"]) == len(check["structure"]) == 3
+    assert default.manifest["config"]["edit_flag_threshold"] == 0.6
+    assert default.manifest["config"]["cei_noise_floor"] == 5.0
     from nemo_desktop.core.methods.result import ExplanationResult
 
-    stored = ExplanationResult.from_dict(store.get(result.result_key).payload)
-    assert stored.candidates[j].edit_flagged
-    assert stored.candidates[j].edit_distance == result.candidates[j].edit_distance
+    stored = ExplanationResult.from_dict(store.get(default.result_key).payload)
+    assert stored.candidates[j].edit_verdict == "destroyed" and stored.candidates[j].edit_flagged
+    assert stored.candidates[j].edit_structure == default.candidates[j].edit_structure
 
 
-def test_threshold_and_rule_are_in_the_key(digits_classifier, blue_three, store, index):
+def test_threshold_rule_and_floor_are_in_the_key(digits_classifier, blue_three, store, index):
     a = run(digits_classifier, store, index, NoisyRecolourEditor())(blue_three, "three")
     b = run(digits_classifier, store, index, NoisyRecolourEditor(), edit_flag_threshold=1.0)(blue_three, "three")
     c = run(digits_classifier, store, index, NoisyRecolourEditor(), selection="cei")(blue_three, "three")
-    assert len({a.result_key, b.result_key, c.result_key}) == 3
-    assert not any(x.edit_flagged for x in b.candidates)  # threshold 1.0: nothing is flagged
-    best_cei = max(range(3), key=lambda i: (b.candidates[i].cei is not None, b.candidates[i].cei or 0))
+    d = run(digits_classifier, store, index, NoisyRecolourEditor(), cei_noise_floor=1.0)(blue_three, "three")
+    assert len({a.result_key, b.result_key, c.result_key, d.result_key}) == 4
+    assert not any(x.edit_verdict == "global" for x in b.candidates)  # threshold 1.0: no whole-image change
+    best_cei = max(range(3), key=lambda i: (c.candidates[i].cei is not None, c.candidates[i].cei or 0))
     assert c.selected_index == best_cei  # the paper's rule: plain argmax, flagged or not
     if c.candidates[c.selected_index].edit_flagged:
-        assert any("changed the whole image" in n for n in c.notes)
+        assert any("is flagged" in n and "Runner-up" in n for n in c.notes)
 
 
-def cand(cei, dist, metric="1-ssim"):
-    return Candidate(hypothesis=f"h{cei}", cei=cei, edit_distance=dist, edit_distance_metric=metric)
+def cand(cei, dist, structure=0.99, metric="1-ssim"):
+    return Candidate(hypothesis=f"h{cei}", cei=cei, edit_distance=dist, edit_distance_metric=metric,
+                     edit_structure=structure)
 
 
-def test_selection_rules():
-    cands = [cand(10.0, 0.1), cand(94.9, 0.97), cand(5.0, None)]
+def test_evidence_rule_prefers_a_tested_global_cause_to_no_evidence():
+    """Issue 27's world: the background edit changes the whole image (CEI +97.6), rotation does nothing."""
+    cands = [cand(97.6, 1.0), cand(-0.0, 0.05), cand(7e-10, 0.02)]
+    notes: list[str] = []
+    assert select(cands, "evidence", 0.6, notes, "hypothesis") == 0
+    assert cands[0].edit_verdict == "global" and cands[0].edit_flagged
+    assert "Runner-up: #3" in notes[0] and "won on evidence" in notes[0]
+    record = edit_check_record(cands, 0.6, "evidence", 5.0, 0)
+    assert record["runner_up"] == 2 and "Runner-up" in record["reason"] and record["verdicts"][0] == "global"
+    # the earlier default picked the rotation hypothesis with no evidence: kept as a named option
+    assert select(cands, "prefer-unflagged", 0.6, [], "hypothesis") == 2
+
+
+def test_evidence_rule_never_selects_destroyed_or_unchanged_edits():
+    notes: list[str] = []
+    noise, kept = cand(94.9, 0.97, structure=0.3), cand(12.0, 0.1)
+    assert select([noise, kept], "evidence", 0.6, notes, "hypothesis") == 1
+    assert noise.edit_verdict == "destroyed" and "does not test it" in notes[0]
+    notes.clear()  # the only kept edit has no evidence while the destroyed one moved P(true): nothing validated
+    assert select([cand(94.9, 0.97, 0.3), cand(1.0, 0.1)], "evidence", 0.6, notes, "hypothesis") is None
+    assert "noise floor of 5 points" in notes[0] and "no hypothesis is validated" in notes[0]
+    notes.clear()
+    assert select([cand(60.0, 0.9, 0.2), cand(30.0, 0.8, 0.5)], "evidence", 0.6, notes, "hypothesis") is None
+    assert notes[0].startswith("Every tested hypothesis's edit destroyed the picture or changed nothing")
+    no_op = cand(0.0, 0.0, structure=1.0)
+    assert select([no_op], "evidence", 0.6, [], "hypothesis") is None and no_op.edit_verdict == "no change"
+    # a candidate within the noise floor is still the answer when nothing stronger exists ("no cause found")
+    assert select([cand(2.0, 0.1), cand(-3.0, 0.1)], "evidence", 0.6, [], "hypothesis") == 0
+    # the floor is a setting
+    assert select([cand(94.9, 0.97, 0.3), cand(1.0, 0.1)], "evidence", 0.6, [], "hypothesis", noise_floor=0.5) == 1
+
+
+def test_cei_and_legacy_rules():
+    cands = [cand(10.0, 0.1), cand(94.9, 0.97, structure=0.3), cand(5.0, None)]
     notes: list[str] = []
     assert select(cands, "prefer-unflagged", 0.6, notes, "hypothesis") == 0
     assert [c.edit_flagged for c in cands] == [False, True, False]
     assert "#2 had the largest CEI (+94.9)" in notes[0] and "1-ssim 0.97" in notes[0]
     notes.clear()
     assert select(cands, "cei", 0.6, notes, "hypothesis") == 1
-    assert "changed the whole image" in notes[0]
+    assert "destroyed or replaced" in notes[0] and "Runner-up: #1" in notes[0]
     notes.clear()
-    only_flagged = [cand(3.0, 0.8), cand(7.0, 0.9)]
-    assert select(only_flagged, "prefer-unflagged", 0.6, notes, "hypothesis") == 1
+    assert select([cand(3.0, 0.8), cand(7.0, 0.9)], "prefer-unflagged", 0.6, notes, "hypothesis") == 1
     assert notes[0].startswith("Every tested hypothesis's edit changed the whole image")
-    assert flag_whole_image_edits([cand(1.0, 0.5)], 0.5) == [0]  # at the threshold counts
+    assert judge_edits([cand(1.0, 0.5)], 0.5) == [0]  # at the threshold counts
 
 
 def test_bad_settings_are_config_errors():
@@ -99,3 +133,5 @@ def test_bad_settings_are_config_errors():
         SciTXConfig(edit_flag_threshold=1.5)
     with pytest.raises(ConfigError):
         SciTXConfig(selection="largest")
+    with pytest.raises(ConfigError):
+        SciTXConfig(cei_noise_floor=-1.0)

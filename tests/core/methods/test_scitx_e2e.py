@@ -103,9 +103,11 @@ def test_tiny_editor_and_classifier_score_candidates(tiny, models, store):
     from nemo_desktop.core.jobs import JobContext
 
     ctx = JobContext(on_progress=lambda p: steps.append((p.stage, p.done, p.total)))
+    # the paper's plain argmax: a tiny random editor returns noise, which the default rule never selects
     result = SciTXPipeline(clf, JsonWritingMLLM(), editor, store=store, reference=None,
-                           config=SciTXConfig(**SMALL))(tiny["query"], y, ctx)
+                           config=SciTXConfig(**SMALL, selection="cei"))(tiny["query"], y, ctx)
     assert all(c.error is None and c.cei is not None for c in result.candidates)
+    assert all(c.edit_verdict == "destroyed" and c.edit_flagged for c in result.candidates)
     assert result.selected_index is not None and result.cei == max(c.cei for c in result.candidates)
     edited = store.get(result.result_key).load_image("edited_0")
     assert edited.size == Image.open(tiny["query"]).size
