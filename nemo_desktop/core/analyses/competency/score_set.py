@@ -175,6 +175,9 @@ class CompetencyScoreAnalysis:
         return self._load(self._key(paths, labels)[0]) if paths else None
 
     def __call__(self, images: Any, ctx: JobContext | None = None) -> CompetencyScoreSet:
+        from pathlib import Path
+
+        from ...images import load_image
         from ...methods.intervention import model_part
 
         ctx = ctx or null_context()
@@ -189,19 +192,22 @@ class CompetencyScoreAnalysis:
         items, failed = [], {}
         starts = range(0, len(paths), BATCH)
         for s in ctx.track(starts, stage="Scoring competency", total=len(starts)):
-            batch = list(range(s, min(s + BATCH, len(paths))))
-            try:
-                scores = est.scores_from_tensor(est.unit([paths[i] for i in batch]))
-            except NemoError:  # an unreadable file: score the batch one by one, so only that file is lost
-                scores = []
-                for i in batch:
-                    try:
-                        scores.append(est.scores_from_tensor(est.unit([paths[i]]))[0])
-                    except NemoError as exc:
-                        scores.append(None)
-                        failed[str(paths[i])] = exc.message
+            # Each file is decoded on its own, so an unreadable one fails alone; the readable ones are then
+            # scored together. They must stay one batch: CPU kernels sum in a different order for another batch
+            # size, so scoring them one by one (as this once did after a failure) moved a score in the 8th
+            # digit just because an unreadable file was among the inputs.
+            readable, decoded = [], []
+            for i in range(s, min(s + BATCH, len(paths))):
+                try:
+                    p = paths[i]
+                    decoded.append(load_image(Path(p)) if isinstance(p, (str, os.PathLike)) else p)
+                except NemoError as exc:
+                    failed[str(paths[i])] = exc.message
+                else:
+                    readable.append(i)
+            scores = est.scores_from_tensor(est.unit(decoded)) if decoded else []
             items += [ScoredImage(str(paths[i]), sc, None if labels is None else labels[i])
-                      for i, sc in zip(batch, scores) if sc is not None]
+                      for i, sc in zip(readable, scores)]
         result = CompetencyScoreSet(items, self.config.threshold, failed=failed, manifest={
             "analysis": ANALYSIS, "version": VERSION, "app_version": __version__,
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "complete": True,
