@@ -55,6 +55,7 @@ class HeaderWordGuard(QObject):
         self.header = view.horizontalHeader()
         self._stretch: set[int] = set()  # columns created as Stretch (pinned while there is no room)
         self._busy = False
+        self._mins: list[int] | None = None  # per column; measured again when the headers change
         view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         view.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.header.sectionResized.connect(lambda *_: self.enforce())
@@ -68,15 +69,19 @@ class HeaderWordGuard(QObject):
         model = self.view.model()
         if model is None or model is self._watched_model:
             return
-        self._watched_model = model
+        self._watched_model, self._mins = model, None
         for sig in (model.headerDataChanged, model.modelReset, model.columnsInserted, model.layoutChanged):
             sig.connect(self._soon)
 
     def _soon(self, *_args) -> None:
+        self._mins = None
         QTimer.singleShot(0, self.enforce)
 
     def eventFilter(self, obj, event) -> bool:
         if event.type() in (QEvent.Type.Resize, QEvent.Type.Show):
+            self.enforce()
+        elif event.type() == QEvent.Type.FontChange:
+            self._mins = None
             self.enforce()
         return False
 
@@ -95,7 +100,9 @@ class HeaderWordGuard(QObject):
         self._watch_model()
         model = self.view.model()
         columns = model.columnCount() if model is not None else 0
-        mins = [header_word_min(self.view, c) for c in range(columns)]
+        if self._mins is None or len(self._mins) != columns:
+            self._mins = [header_word_min(self.view, c) for c in range(columns)]
+        mins = self._mins
         for c in range(columns):
             if self.header.sectionResizeMode(c) == _STRETCH:
                 self._stretch.add(c)
