@@ -13,6 +13,7 @@ pytest.importorskip("timm")
 SMALL = ["--samples-per-condition", "2", "--initial-conditions", "2", "--iterations", "1", "--explore-size", "2",
          "--beam-size", "2", "--test-conditions", "8", "--device", "cpu"]
 DIGITS = [str(d) for d in range(10)]
+DEMO_CLASSES = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
 @pytest.fixture(scope="module")
@@ -23,10 +24,14 @@ def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny-compare")
     a = build_tiny_timm(root / "a", label_names=DIGITS, input_size=32, seed=0)
     b = build_tiny_timm(root / "b", label_names=DIGITS, input_size=32, seed=1)
-    other = build_tiny_timm(root / "c", label_names=DIGITS[:9] + ["nine"], input_size=32, seed=2)
+    # "cat" is no declared name of class 9 ("nine" would be: the digits grid's label aliases)
+    other = build_tiny_timm(root / "c", label_names=DIGITS[:9] + ["cat"], input_size=32, seed=2)
+    # named as the demo classifier names its classes (nemo_desktop/core/demo/digits.py)
+    words = build_tiny_timm(root / "d", label_names=list(DEMO_CLASSES), input_size=32, seed=3)
     llm = DiffLLM()
     server = serve_openai_compatible(llm)
     yield {"a": f"timm:local-dir:{a}", "b": f"timm:local-dir:{b}", "other": f"timm:local-dir:{other}",
+           "words": f"timm:local-dir:{words}",
            "llm": f"openai-compatible:http://127.0.0.1:{server.server_port}/v1", "double": llm}
     server.shutdown()
 
@@ -95,6 +100,17 @@ def test_compare_names_the_class_one_model_lacks(tiny, capsys):
     assert rc == 2
     err = capsys.readouterr().err
     assert "'9'" in err or "9" in err.split("error:")[1]
+
+
+@pytest.mark.parametrize("source", ["digits", "digits-ink"])
+def test_compare_a_model_named_like_the_demo_classifier_on_the_shipped_digits(tiny, capsys, source):
+    """Issue 28 #1: the demo classifier's classes are 'zero'..'nine', the digits grid's labels '0'..'9'; the grid
+    declares the mapping, so the comparison runs (it stopped with "Both models lack '0'...")."""
+    from nemo_desktop.cli.main import main
+
+    rc = main(["compare", "run", "--model-a", tiny["words"], "--model-b", tiny["a"], "--conditions", source,
+               "--llm", tiny["llm"], *SMALL])
+    assert rc == 0, capsys.readouterr().err
 
 
 def test_compare_usage_errors(tiny, capsys):

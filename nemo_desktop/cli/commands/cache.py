@@ -1,5 +1,6 @@
-"""`nemo cache info|check|clear|salvage|discard`: inspect, verify and empty the results store, and recover the
-results of a damaged database that was moved aside."""
+"""`nemo cache info|check|clear|salvage|discard|quarantine`: inspect, verify and empty the results store, recover the
+results of a damaged database that was moved aside, and list, restore or purge the quarantined artifact files
+(`check --repair` moves artifact files no result uses there; it never deletes them)."""
 from __future__ import annotations
 
 import json
@@ -12,11 +13,13 @@ def _open_store():
 
     store = ResultsStore.open(get_paths().ensure())
     if store.recovered_from:
-        print(f"warning: the results database was corrupt; it was moved aside to {store.recovered_from} "
-              "and a new one was created. `nemo cache salvage FILE` recovers its readable results.", file=sys.stderr)
+        print(f"warning: the results database was damaged (unreadable, or truncated to 0 bytes beside stored "
+              f"files); it was moved aside to {store.recovered_from} and a new one was created. Its artifact "
+              f"files are kept. `nemo cache salvage {store.recovered_from}` recovers its readable results.",
+              file=sys.stderr)
     if store.opened_empty:
-        print(f"warning: the results database {store.db_path} was an empty file (0 bytes); it held no results "
-              "and a new store was created in it.", file=sys.stderr)
+        print(f"warning: the results database {store.db_path} was an empty file (0 bytes) with no stored files "
+              "beside it; a new store was created in it.", file=sys.stderr)
     return store
 
 
@@ -49,8 +52,12 @@ def run_check(args) -> int:
     if problems and args.repair:
         removed = store.cleanup()
         if not args.json:  # stdout under --json holds the JSON only
-            print(f"removed {removed['tmp']} leftover temporary file(s) and {removed['orphans']} orphan artifact "
-                  "file(s)")
+            where = ""
+            if removed["orphans"]:
+                folders = store.quarantine_folders()
+                where = f" to {folders[-1].path}" if folders else ""
+            print(f"removed {removed['tmp']} leftover temporary file(s); moved {removed['orphans']} orphan "
+                  f"artifact file(s) to the quarantine{where} (`nemo cache quarantine list|restore|purge`)")
         problems = store.check()
     store.close()
     if args.json:
@@ -61,7 +68,7 @@ def run_check(args) -> int:
         for p in problems:
             print(f"  - {p}")
         print("Affected results will be recomputed on their next use; `nemo cache check --repair` removes "
-              "leftover temporary and orphan files.")
+              "leftover temporary files and moves orphan artifact files to the quarantine (never deletes them).")
     else:
         print("results store OK")
     return 1 if problems else 0
@@ -86,9 +93,12 @@ def run_salvage(args) -> int:
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
         return 0
-    print(f"Salvaged from {report.source} (with {report.tool}): {report.results} result(s) recovered, "
+    print(f"Salvaged from {report.source}: {report.results} result(s) recovered, "
           f"{report.results_existing} already in the store, {report.results_missing_files} not recovered because "
           f"their artifact files are gone; {report.runs} run(s) with {report.run_items} item(s).")
+    if report.files_from_quarantine:
+        print(f"{report.files_from_quarantine} artifact file(s) of recovered results were moved back from the "
+              "quarantine.")
     for note in report.notes:
         print(f"note: {note}")
     print(f"When you no longer need it: `nemo cache discard {report.source}`.")
@@ -116,7 +126,52 @@ def run_discard(args) -> int:
     if args.json:
         print(json.dumps({"deleted": args.file}))
         return 0
-    print(f"deleted {args.file}; `nemo cache check --repair` now removes the artifact files no result uses")
+    print(f"deleted {args.file}; `nemo cache check --repair` now moves the artifact files no result uses to the "
+          "quarantine")
+    return 0
+
+
+def run_quarantine(args) -> int:
+    action = args.quarantine_action
+    if action == "purge":
+        what = f"the quarantine folder {args.name}" if args.name else "ALL quarantined files"
+        if not args.yes:
+            if not sys.stdin.isatty():
+                from ...core.errors import ConfigError
+
+                raise ConfigError(f"Refusing to delete {what} without --yes (nobody to ask).",
+                                  hint="Add --yes to delete without asking.")
+            if input(f"Delete {what} for good? [y/N] ").strip().lower() not in ("y", "yes"):
+                return 1
+    store = _open_store()
+    try:
+        if action == "list":
+            found = store.quarantine_folders()
+            if args.json:
+                print(json.dumps([f.to_dict() for f in found], indent=2))
+            elif not found:
+                print("the quarantine is empty")
+            else:
+                for f in found:
+                    print(f"{f.name}: {f.files} file(s), {f.bytes} bytes ({f.path})")
+            return 0
+        if action == "restore":
+            counts = store.restore_quarantine(args.name)
+            if args.json:
+                print(json.dumps(counts))
+            else:
+                print(f"restored {counts['restored']} file(s) to {store.artifacts_dir}; {counts['already_present']} "
+                      f"were already there; {counts['kept']} left in the quarantine because a different file has "
+                      "their place")
+            return 0
+        counts = store.purge_quarantine(args.name)
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps(counts))
+    else:
+        print(f"deleted {counts['files']} quarantined file(s) ({counts['bytes']} bytes) in {counts['folders']} "
+              "folder(s)")
     return 0
 
 
@@ -138,14 +193,15 @@ def run_clear(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("cache", help="results store: info, integrity check, clear")
+    p = sub.add_parser("cache", help="results store: info, integrity check, clear, salvage, quarantine")
     cs = p.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
     i = cs.add_parser("info", help="sizes and counts")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=run_info)
     c = cs.add_parser("check", help="verify database integrity and artifact files")
     c.add_argument("--json", action="store_true")
-    c.add_argument("--repair", action="store_true", help="remove leftover temporary and orphan artifact files")
+    c.add_argument("--repair", action="store_true",
+                   help="remove leftover temporary files; move orphan artifact files to the quarantine")
     c.set_defaults(func=run_check)
     s = cs.add_parser("salvage", help="recover the readable results of a damaged database moved aside")
     s.add_argument("file", metavar="FILE", help="the moved-aside database (<database>.corrupt-<time>)")
@@ -156,6 +212,18 @@ def register(sub) -> None:
     x.add_argument("--yes", action="store_true", help="do not ask")
     x.add_argument("--json", action="store_true", help="print what was deleted as JSON")
     x.set_defaults(func=run_discard)
+    q = cs.add_parser("quarantine", help="artifact files moved aside by --repair: list, restore, purge")
+    qs = q.add_subparsers(dest="quarantine_action", metavar="ACTION", required=True)
+    ql = qs.add_parser("list", help="the quarantine folders, with file counts and sizes")
+    ql.add_argument("--json", action="store_true")
+    qr = qs.add_parser("restore", help="move quarantined files back into the store (then `salvage` can use them)")
+    qr.add_argument("name", nargs="?", metavar="FOLDER", help="one folder (as listed); all when left out")
+    qr.add_argument("--json", action="store_true")
+    qp = qs.add_parser("purge", help="delete quarantined files for good")
+    qp.add_argument("name", nargs="?", metavar="FOLDER", help="one folder (as listed); all when left out")
+    qp.add_argument("--yes", action="store_true", help="do not ask")
+    qp.add_argument("--json", action="store_true")
+    q.set_defaults(func=run_quarantine)
     d = cs.add_parser("clear", help="delete stored results")
     d.add_argument("--kind", help="only results of this kind (e.g. caption, explanation)")
     d.add_argument("--yes", action="store_true", help="do not ask")

@@ -29,7 +29,7 @@ from typing import Any, Iterator, Mapping
 
 from ..errors import StoreError
 from .arrays import ArraysMixin
-from .atomic import atomic_write_bytes, corrupt_aside_name
+from .atomic import TMP_SUFFIX, atomic_write_bytes, corrupt_aside_name
 from .disk_space import disk_full_error, is_disk_full
 from .maintenance import MaintenanceMixin
 from .migrations import CURRENT_VERSION, migrate
@@ -39,6 +39,33 @@ from .serialize import _dump_json, _encode_artifact
 from .sqlite_errors import BUSY_TIMEOUT_MS, _is_corruption, _translate, enable_wal
 
 log = logging.getLogger(__name__)
+
+_OPEN_LOCK_TIMEOUT_S = 120.0
+
+
+@contextlib.contextmanager
+def _open_lock(db: Path) -> Iterator[None]:
+    """An inter-process lock (`<db>.open-lock`) held while a store is opened. Where the file system offers no
+    locks, opening goes on without one (as before the lock existed)."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(db) + ".open-lock", timeout=_OPEN_LOCK_TIMEOUT_S)
+    try:
+        lock.acquire()
+    except Timeout as exc:
+        raise StoreError(f"Another process has been opening the results database {db} for "
+                         f"{_OPEN_LOCK_TIMEOUT_S:.0f} s.",
+                         hint="Close other NEMO Desktop windows or commands using this store (a long schema "
+                              "upgrade may be running), then try again.", detail=repr(exc)) from exc
+    except (OSError, NotImplementedError) as exc:
+        log.warning("Could not take the open lock of %s (%r); opening without it.", db, exc)
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
+
 
 _FIELD_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -88,7 +115,9 @@ class ResultsStore(RunsMixin, ArraysMixin, MaintenanceMixin):
         self.store_dir = db_path.parent
         self.arrays_dir = self.store_dir / "arrays"
         self.recovered_from = recovered_from
-        self.opened_empty = opened_empty  # the database file existed with 0 bytes (truncated, or never written)
+        # the database file existed with 0 bytes and nothing beside it (never written); with stored files beside
+        # it, a 0-byte file is a truncated database and is moved aside instead (recovered_from)
+        self.opened_empty = opened_empty
 
     # ---------------------------------------------------------------- opening
 
@@ -109,32 +138,48 @@ class ResultsStore(RunsMixin, ArraysMixin, MaintenanceMixin):
                 raise StoreError(f"NEMO Desktop cannot create the store folder {d}.",
                                  hint="Check the folder's permissions and free space, or choose another location "
                                       "with the NEMO_HOME environment variable.", detail=repr(exc)) from exc
-        recovered_from = None
-        opened_empty = cls._is_empty_file(db)
-        if opened_empty:
-            log.warning("The results database %s was an empty file (0 bytes): it holds no results, and a fresh "
-                        "store was created in it. If it held results before, it was truncated (a full disk or a "
-                        "copy that did not finish).", db)
-        try:
-            cls._check_header(db)  # before SQLite touches it: SQLite would delete a WAL next to a non-database
-            conn = cls._connect(db)
-        except sqlite3.DatabaseError as exc:
-            if not _is_corruption(exc):
-                raise cls._open_error(exc, db) from exc
-            if not recover_corrupt:
-                raise StoreError(f"The results database {db} is not a readable SQLite database ({exc}).",
-                                 hint="Move the file aside (or delete it) to start a fresh store, or open the "
-                                      "store with recovery enabled, which moves it aside automatically.",
-                                 detail=repr(exc)) from exc
-            recovered_from = cls._move_aside(db)
-            log.warning("The results database %s could not be read (%s); it was moved to %s and a fresh store "
-                        "was created. The artifact files of the old results are kept: `nemo cache salvage %s` "
-                        "recovers what is still readable, `nemo cache discard %s` gives it up.", db, exc,
-                        recovered_from, recovered_from, recovered_from)
+        # One process at a time decides what the file is and creates or migrates it: a database another
+        # process is creating is never seen as an empty file with artifacts beside it (and moved aside).
+        with _open_lock(db):
+            recovered_from, opened_empty = None, False
+            if cls._is_empty_file(db):
+                beside = cls._files_beside(db, art)
+                if not beside:
+                    opened_empty = True
+                    log.warning("The results database %s was an empty file (0 bytes) with no artifact files "
+                                "beside it: a fresh store was created in it.", db)
+                elif not recover_corrupt:
+                    raise StoreError(f"The results database {db} is an empty file (0 bytes) although {beside} "
+                                     "stored file(s) are beside it: it was truncated.",
+                                     hint="Open the store with recovery enabled, which moves it aside and keeps "
+                                          "the files, or move it aside yourself.")
+                else:
+                    recovered_from = cls._move_aside(db)
+                    log.warning("The results database %s was an empty file (0 bytes) although %d stored file(s) "
+                                "are beside it: it was truncated (a crash or a full disk). It was moved to %s and "
+                                "a fresh store was created; the files are kept. `nemo cache salvage %s` recovers "
+                                "what its write-ahead log still holds, `nemo cache discard %s` gives it up.",
+                                db, beside, recovered_from, recovered_from, recovered_from)
             try:
+                cls._check_header(db)  # before SQLite touches it: SQLite would delete a WAL next to a non-database
                 conn = cls._connect(db)
-            except sqlite3.Error as exc2:
-                raise cls._open_error(exc2, db) from exc2
+            except sqlite3.DatabaseError as exc:
+                if not _is_corruption(exc):
+                    raise cls._open_error(exc, db) from exc
+                if not recover_corrupt:
+                    raise StoreError(f"The results database {db} is not a readable SQLite database ({exc}).",
+                                     hint="Move the file aside (or delete it) to start a fresh store, or open the "
+                                          "store with recovery enabled, which moves it aside automatically.",
+                                     detail=repr(exc)) from exc
+                recovered_from = cls._move_aside(db)
+                log.warning("The results database %s could not be read (%s); it was moved to %s and a fresh "
+                            "store was created. The artifact files of the old results are kept: `nemo cache "
+                            "salvage %s` recovers what is still readable, `nemo cache discard %s` gives it up.",
+                            db, exc, recovered_from, recovered_from, recovered_from)
+                try:
+                    conn = cls._connect(db)
+                except sqlite3.Error as exc2:
+                    raise cls._open_error(exc2, db) from exc2
         return cls(conn, db, art, recovered_from, opened_empty)
 
     @staticmethod
@@ -143,6 +188,21 @@ class ResultsStore(RunsMixin, ArraysMixin, MaintenanceMixin):
             return db.stat().st_size == 0
         except OSError:
             return False
+
+    @staticmethod
+    def _files_beside(db: Path, art: Path) -> int:
+        """How many stored files sit beside a database: artifact files, arrays and a non-empty write-ahead log.
+        Any of them means the database held results once, so an empty database file there was truncated."""
+        n = 0
+        if art.is_dir():
+            n += sum(1 for p in art.glob("*/*") if p.is_file() and not p.name.endswith(TMP_SUFFIX))
+        arrays = db.parent / "arrays"
+        if arrays.is_dir():
+            n += sum(1 for _ in arrays.glob("*.npy"))
+        wal = db.with_name(db.name + "-wal")
+        with contextlib.suppress(OSError):
+            n += wal.stat().st_size > 0
+        return n
 
     @staticmethod
     def _check_header(db: Path) -> None:
@@ -155,7 +215,7 @@ class ResultsStore(RunsMixin, ArraysMixin, MaintenanceMixin):
             raise StoreError(f"The results database {db} cannot be read.",
                              hint="Check the file's permissions, or choose another location with NEMO_HOME.",
                              detail=repr(exc)) from exc
-        if head and head != _SQLITE_MAGIC:  # an empty file is a valid, empty database
+        if head and head != _SQLITE_MAGIC:  # an empty file with nothing beside it is a valid, empty database
             err = sqlite3.DatabaseError("file is not a database (no SQLite header)")
             err.sqlite_errorcode = 26  # SQLITE_NOTADB, as SQLite itself would report
             raise err
@@ -387,7 +447,8 @@ class ResultsStore(RunsMixin, ArraysMixin, MaintenanceMixin):
     def clear(self, kind: str | None = None) -> int:
         """Delete results (of one kind, or all) and their now-unreferenced artifacts; returns rows deleted.
 
-        Clearing everything also removes leftovers of interrupted writes (see cleanup())."""
+        Clearing everything also tidies leftovers of interrupted writes (see cleanup(): unused artifact files
+        go to the quarantine)."""
         cond, params = ("WHERE r.kind = ?", (kind,)) if kind is not None else ("", ())
         with self.transaction() as conn:
             files = set(conn.execute("SELECT DISTINCT a.sha256, a.ext FROM result_artifacts a JOIN results r "

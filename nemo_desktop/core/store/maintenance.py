@@ -1,5 +1,5 @@
-"""Looking after the results store: what it holds (info), what is wrong with it (check) and removing the leftovers of
-interrupted writes (cleanup)."""
+"""Looking after the results store: what it holds (info), what is wrong with it (check) and tidying the leftovers of
+interrupted writes (cleanup: temp files are removed, unused artifact files are quarantined, see quarantine.py)."""
 from __future__ import annotations
 
 import contextlib
@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import quarantine
 from .atomic import TMP_SUFFIX, temp_writer_alive
 from .keys import content_hash
 from .migrations import user_version
@@ -42,11 +43,14 @@ class MaintenanceMixin:
         db_bytes = sum(p.stat().st_size for p in (self.db_path, self.db_path.with_name(self.db_path.name + "-wal"))
                        if p.exists())
         arrays = list(self.arrays_dir.glob("*.npy")) if self.arrays_dir.is_dir() else []
+        quarantined = quarantine.folders(self.store_dir)
         return {"database": str(self.db_path), "artifacts_dir": str(self.artifacts_dir),
                 "arrays_dir": str(self.arrays_dir), "schema_version": version, "journal_mode": journal,
                 "database_bytes": db_bytes, "results": sum(per_kind.values()), "rows_per_kind": per_kind,
                 "artifact_files": files, "artifact_bytes": nbytes, "arrays": len(arrays),
                 "array_bytes": sum(p.stat().st_size for p in arrays), "runs": runs,
+                "quarantined_files": sum(f.files for f in quarantined),
+                "quarantined_bytes": sum(f.bytes for f in quarantined),
                 "recovered_from": str(self.recovered_from) if self.recovered_from else None}
 
     def _walk_files(self) -> Iterator[Path]:
@@ -103,13 +107,14 @@ class MaintenanceMixin:
                 if asides:
                     kept += 1
                 else:
-                    problems.append(f"{PROBLEM_ORPHAN}: {p} is not used by any result (left by an interrupted "
-                                    f"write; safe to remove)")
+                    problems.append(f"{PROBLEM_ORPHAN}: {p} is not used by any result (usually left by an "
+                                    f"interrupted write; `nemo cache check --repair` moves it to the quarantine)")
         for aside in asides if kept else ():
             problems.append(f"{PROBLEM_KEPT}: {aside} is a damaged database moved aside; {kept} artifact file(s) "
                             f"not used by the current database are kept because they may belong to it. "
                             f"`nemo cache salvage {aside}` recovers its readable results; `nemo cache discard "
-                            f"{aside}` gives it up, after which `nemo cache check --repair` removes those files")
+                            f"{aside}` gives it up, after which `nemo cache check --repair` moves those files to the "
+                            f"quarantine")
         return problems
 
     def aside_databases(self) -> list[Path]:
@@ -119,13 +124,16 @@ class MaintenanceMixin:
         return aside_databases(self.db_path)
 
     def cleanup(self, stale_after_s: float = 86_400.0) -> dict[str, int]:
-        """Remove leftovers of interrupted writes: temp files and artifact files no result uses. While a damaged
-        database moved aside is not discarded, unused artifact files are kept: they may be its results' files,
-        which `nemo cache salvage` can bring back (check() reports how many).
+        """Tidy the leftovers of interrupted writes: temp files are removed; artifact files no result uses
+        ("orphans") are moved to a new dated quarantine folder, never deleted (`nemo cache quarantine` lists,
+        restores and purges it): an orphan is usually a crash leftover, but every file of a lost database looks
+        the same. While a damaged database moved aside is not discarded, unused artifact files stay where they
+        are: they may be its results' files, which `nemo cache salvage` can bring back (check() reports how many).
+        Returns {"tmp": removed, "orphans": quarantined}.
 
         A temp file is removed when the process that wrote it is gone (its pid is in the name) or it is
-        older than `stale_after_s` (a writer on another machine sharing the folder). Runs under the write
-        lock (the directory walk does not), so no row can start using a file while it is removed; put()
+        older than `stale_after_s` (a writer on another machine sharing the folder). Orphans are moved under the
+        write lock (the directory walk is not), so no row can start using a file while it moves; put()
         re-creates a file it lost."""
         removed = {"tmp": 0, "orphans": 0}
         files = list(self._walk_files())  # the slow walk happens outside the write lock
@@ -137,12 +145,27 @@ class MaintenanceMixin:
         with self.transaction() as conn:
             referenced = {self._artifact_path(sha, ext)
                           for sha, ext in conn.execute("SELECT DISTINCT sha256, ext FROM result_artifacts")}
-            for p in artifact_files:
-                if p not in referenced:
-                    with contextlib.suppress(FileNotFoundError):
-                        p.unlink()
-                        removed["orphans"] += 1
+            orphans = [p for p in artifact_files if p not in referenced]
+            if orphans:
+                folder = quarantine.new_folder(self.store_dir)
+                for p in orphans:
+                    removed["orphans"] += quarantine.move_into(folder, self.artifacts_dir, p)
+                if not removed["orphans"]:
+                    with contextlib.suppress(OSError):
+                        folder.rmdir()
         return removed
+
+    def quarantine_folders(self) -> list["quarantine.QuarantineFolder"]:
+        """The quarantine folders (see quarantine.py), oldest first."""
+        return quarantine.folders(self.store_dir)
+
+    def restore_quarantine(self, name: str | None = None) -> dict[str, int]:
+        """Move quarantined artifact files back (all folders, or the one named); see quarantine.restore()."""
+        return quarantine.restore(self.store_dir, self.artifacts_dir, name)
+
+    def purge_quarantine(self, name: str | None = None) -> dict[str, int]:
+        """Delete quarantined artifact files for good (all folders, or the one named)."""
+        return quarantine.purge(self.store_dir, name)
 
     def cleanup_tmp(self, stale_after_s: float = 86_400.0) -> int:
         """Remove only leftover temp files (see cleanup()); returns how many."""

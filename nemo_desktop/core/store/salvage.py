@@ -46,6 +46,7 @@ class SalvageReport:
     runs: int = 0
     run_items: int = 0
     damaged_regions: int = 0  # places where the walk had to skip damaged pages
+    files_from_quarantine: int = 0  # artifact files moved back from the quarantine for recovered results
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -144,6 +145,14 @@ def salvage_into(store, source: Path, ctx: Any = None) -> SalvageReport:
     if not source.is_file():
         raise ConfigError(f"{source} does not exist.", hint="Give a file listed by `nemo cache check`.")
     report = SalvageReport(source)
+    if source.stat().st_size == 0:
+        wal = source.with_name(source.name + "-wal")
+        report.notes.append(
+            f"{source} is an empty file (0 bytes): it was truncated, and its results are gone"
+            + (" except what its write-ahead log still held (recovered here)." if wal.is_file() and
+               wal.stat().st_size else ".")
+            + f" The artifact files beside it are kept until `nemo cache discard {source}`; `nemo cache check "
+              "--repair` then moves them to the quarantine, it does not delete them.")
     with tempfile.TemporaryDirectory(prefix="nemo-salvage-") as tmp:
         copy = Path(tmp) / "damaged.sqlite"
         shutil.copyfile(source, copy)
@@ -173,6 +182,7 @@ def salvage_into(store, source: Path, ctx: Any = None) -> SalvageReport:
 def _copy_results(store, src: sqlite3.Connection, walker: _Walker, report: SalvageReport, *,
                   has_refs: bool, ctx: Any = None) -> None:
     rows = [r for r in walker.rows("results", "key, kind, payload, created_at") if r[0] and r[1] and r[2]]
+    quarantined = _quarantined_files(store)
     with store.transaction() as conn:
         for n, (key, kind, payload, created_at) in enumerate(rows):
             if ctx is not None and n % 200 == 0:
@@ -184,7 +194,7 @@ def _copy_results(store, src: sqlite3.Connection, walker: _Walker, report: Salva
             except sqlite3.DatabaseError:
                 report.results_unreadable_refs += 1
                 continue
-            if not all(store._artifact_path(sha, ext).is_file() for _, sha, ext, _ in files):
+            if not all(_present(store, sha, ext, quarantined, report) for _, sha, ext, _ in files):
                 report.results_missing_files += 1
                 continue
             cur = conn.execute("INSERT OR IGNORE INTO results(key, kind, payload, created_at) VALUES (?, ?, ?, ?)",
@@ -197,6 +207,37 @@ def _copy_results(store, src: sqlite3.Connection, walker: _Walker, report: Salva
             report.results += 1
     if ctx is not None:
         ctx.progress(SALVAGE_STAGE, len(rows), len(rows))
+
+
+def _quarantined_files(store) -> dict[Path, Path]:
+    """Quarantined artifact files by their place in the artifacts folder (newest folder wins)."""
+    from . import quarantine
+
+    found: dict[Path, Path] = {}
+    for folder in quarantine.folders(store.store_dir):
+        for p in folder.path.rglob("*"):
+            if p.is_file():
+                found[store.artifacts_dir / p.relative_to(folder.path)] = p
+    return found
+
+
+def _present(store, sha: str, ext: str, quarantined: dict[Path, Path], report: SalvageReport) -> bool:
+    """Whether an artifact file is in place; one found in the quarantine (a repair moved it there before the
+    salvage) is moved back first."""
+    path = store._artifact_path(sha, ext)
+    if path.is_file():
+        return True
+    q = quarantined.get(path)
+    if q is None or not q.is_file():
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(q, path)
+    except OSError:
+        shutil.copy2(q, path)
+        q.unlink()
+    report.files_from_quarantine += 1
+    return True
 
 
 def _copy_runs(store, walker: _Walker, report: SalvageReport, *, has_items: bool) -> None:

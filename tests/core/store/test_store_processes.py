@@ -61,6 +61,28 @@ def test_two_processes_writing_at_once(db_path, tmp_path):
         assert s.check() == []
 
 
+def test_two_processes_writing_their_own_files_at_once_keep_every_byte(db_path, tmp_path):
+    """Issue 34 §1 (a supervised worker writing beside the app): each process writes results with its own image,
+    array and bytes files at the same time; every row of both is there, and every file holds what was written."""
+    go = tmp_path / "go"
+    procs = [spawn(db_path, name, 25, "artifacts", go) for name in ("app", "worker")]
+    for p in procs:
+        wait_for_line(p, "READY")
+    go.touch()
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err[-3000:]
+        assert out.count("PUT ") == 25
+    with ResultsStore.open(db_path=db_path) as s:
+        rows = s.find("crash")
+        assert sorted((r.payload["writer"], r.payload["i"]) for r in rows) == sorted(
+            (w, i) for w in ("app", "worker") for i in range(25))
+        for r in rows:
+            expected_artifacts_match(r)
+        assert s.info()["artifact_files"] == 2 * 25 * 3
+        assert s.check() == []  # no temp file, orphan or corrupt file left behind
+
+
 def test_cleanup_racing_a_writer_never_costs_a_committed_file(db_path):
     """cleanup() in one process while another writes: files written before the writer's transaction look
     like orphans (and their temp files like leftovers) to the cleanup; put() must repair that."""

@@ -154,7 +154,7 @@ def test_check_detects_deleted_and_tampered_artifacts(store):
     assert len(missing) == 1 and str(a.artifacts["img"]) in missing[0] and "result " + "a" in missing[0]
     assert len(corrupt) == 1 and str(b.artifacts["arr"]) in corrupt[0]
     assert store.get("c").artifact_bytes("raw") == b"fine"
-    # leftovers are reported and cleaned up; referenced files are never touched by cleanup
+    # leftovers are reported and tidied up; referenced files are never touched by cleanup
     (store.artifacts_dir / "ab").mkdir(exist_ok=True)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -170,6 +170,8 @@ def test_check_detects_deleted_and_tampered_artifacts(store):
                             maintenance.PROBLEM_ORPHAN])
     assert store.cleanup() == {"tmp": 1, "orphans": 1}
     assert not crashed_tmp.exists() and not orphan.exists() and c.artifacts["raw"].exists()
+    [folder] = store.quarantine_folders()  # the orphan is moved to the quarantine, not deleted
+    assert (folder.path / "cd" / orphan.name).read_bytes() == b"nobody" and folder.files == 1
     assert live_tmp.exists()  # could be a write in progress in this process
     assert store.cleanup_tmp(stale_after_s=0) == 1 and not live_tmp.exists()
 

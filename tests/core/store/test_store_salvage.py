@@ -1,5 +1,6 @@
 """A damaged database moved aside: repair keeps its artifact files until it is discarded, salvage recovers what
-SQLite can still read, and a 0-byte database file is reported as empty."""
+SQLite can still read, and a 0-byte database file with nothing beside it is an empty store (with stored files
+beside it, it is a truncated database: see test_store_quarantine.py)."""
 from __future__ import annotations
 
 import os
@@ -68,7 +69,7 @@ def test_repair_never_deletes_the_files_of_a_moved_aside_database(damaged, capsy
     store.close()
     assert main(["cache", "check", "--repair"]) == 1
     out = capsys.readouterr().out
-    assert "removed 0 leftover temporary file(s) and 0 orphan artifact file(s)" in out
+    assert "removed 0 leftover temporary file(s); moved 0 orphan artifact file(s) to the quarantine" in out
     assert f"{len(files)} artifact file(s) not used by the current database are kept" in out
     assert all(p.is_file() for p in files)
 
@@ -126,11 +127,12 @@ def test_discard_refuses_a_file_that_is_not_a_moved_aside_database(tmp_path, cap
     assert "does not exist" in capsys.readouterr().err
 
 
-def test_a_zero_byte_database_is_reported_as_empty(caplog, capsys):
+def test_a_zero_byte_database_with_nothing_beside_it_is_an_empty_store(caplog, capsys):
     paths = get_paths().ensure()
     paths.database.write_bytes(b"")
     with caplog.at_level("WARNING"), ResultsStore.open(paths) as store:
-        assert store.opened_empty and "empty file (0 bytes)" in caplog.text
+        assert store.opened_empty and store.recovered_from is None and "empty file (0 bytes)" in caplog.text
+        assert store.aside_databases() == []
     capsys.readouterr()
     assert main(["cache", "info"]) == 0
     assert "empty file (0 bytes)" not in capsys.readouterr().err  # the second open finds a real database

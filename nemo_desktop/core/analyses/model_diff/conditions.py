@@ -60,13 +60,16 @@ class ConditionSpace:
     """Where conditions come from: an attribute grid (`attributes` non-empty) or a list of open conditions.
 
     `label_attribute` names the grid attribute that is the class (CMNIST: `digit`); `label_names` maps its
-    values to the classifiers' class names when they differ (digit "3" -> class "3" by default)."""
+    values to the classifiers' class names when they differ (digit "3" -> class "3" by default).
+    `label_aliases` declares, per class label, the other names a classifier may give that class (the shipped
+    CMNIST grid: "3" is also "three", as the demo classifier names it); see labels.match_labels."""
 
     name: str
     task_description: str
     attributes: tuple[Attribute, ...] = ()
     label_attribute: str | None = None
     label_names: Mapping[str, str] = field(default_factory=dict)
+    label_aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     open_conditions: tuple[Condition, ...] = ()
     labels: tuple[str, ...] = ()  # class names of an open space (the grid's come from its label attribute)
     extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. the grid's colour RGB values
@@ -158,7 +161,7 @@ class ConditionSpace:
     def resolve_label(self, label: str) -> str:
         labels = self.class_labels()
         for name in labels:
-            if _norm(name) == _norm(label):
+            if _norm(name) == _norm(label) or any(_norm(x) == _norm(label) for x in self.label_aliases.get(name, ())):
                 return name
         if label.strip().isdigit() and int(label) < len(labels) and not any(n.isdigit() for n in labels):
             return labels[int(label)]
@@ -189,6 +192,7 @@ def grid_from_dict(data: Mapping[str, Any]) -> ConditionSpace:
                                task_description=str(data["task_description"]), attributes=attrs,
                                label_attribute=data.get("label_attribute"),
                                label_names=dict(data.get("label_names", {})),
+                               label_aliases=_aliases(data.get("label_aliases", {})),
                                extra={k: v for k, v in data.items() if k.endswith("_rgb")})
     except (KeyError, TypeError) as exc:
         raise ConfigError(f"The condition grid is missing a field: {exc}.",
@@ -196,7 +200,20 @@ def grid_from_dict(data: Mapping[str, Any]) -> ConditionSpace:
                                "label_attribute.") from exc
     if space.label_attribute:
         space.attribute(space.label_attribute)
+    unknown = [k for k in space.label_aliases if k not in space.class_labels()]
+    if unknown:
+        raise ConfigError(f"The condition grid declares label aliases for {', '.join(map(repr, unknown))}, which "
+                          "are not among its class labels.",
+                          hint=f"Its class labels: {', '.join(space.class_labels())}.")
     return space
+
+
+def _aliases(data: Any) -> dict[str, tuple[str, ...]]:
+    if not isinstance(data, Mapping) or not all(isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v)
+                                                 for v in data.values()):
+        raise ConfigError("The condition grid's label_aliases must map each class label to a list of names.",
+                          hint='For example {"3": ["three"]}.')
+    return {str(k): tuple(v) for k, v in data.items()}
 
 
 def load_open_conditions(name: str = "gender", version: int = 1) -> ConditionSpace:

@@ -2,7 +2,9 @@
 
 Model differences compare two classifiers on the same classes. Their output orders may differ (a
 fine-tuned head, a re-exported checkpoint), so classes are matched by name (case, spaces, '_' and '-'
-ignored); a class one model or the condition source lacks is a ConfigError that names it.
+ignored), or by a name the condition source declares for the class (`label_aliases`: the shipped CMNIST grid's
+"3" is the demo classifier's "three"); a class one model or the condition source lacks is a ConfigError that
+names it.
 """
 from __future__ import annotations
 
@@ -38,22 +40,41 @@ class LabelMatch:
         raise ConfigError(f"'{label}' is not one of the matched classes.")
 
 
-def _index(names: Sequence[str], who: str) -> dict[str, int]:
+def _index(names: Sequence[str], who: str, canon: Mapping[str, str] | None = None) -> dict[str, int]:
+    """Output index by normalised class name; a name declared as an alias is filed under its class label."""
     out: dict[str, int] = {}
+    given: dict[str, str] = {}
     for i, n in enumerate(names):
         key = normalise_class_name(n)
+        key = (canon or {}).get(key, key)
         if key in out:
-            raise ConfigError(f"{who} has the class name '{n}' twice (indices {out[key]} and {i}).",
+            same = "twice" if normalise_class_name(given[key]) == normalise_class_name(n) else \
+                f"twice, as '{given[key]}' and '{n}' (declared names of one class)"
+            raise ConfigError(f"{who} has the class name '{n}' {same} (indices {out[key]} and {i}).",
                               hint="Class names must be unique to match the two models' labels.")
-        out[key] = i
+        out[key], given[key] = i, n
     return out
 
 
-def match_labels(names_a: Sequence[str], names_b: Sequence[str], labels: Sequence[str]) -> LabelMatch:
-    """Map the condition source's class names onto both models; the models must share one label set."""
-    a, b = _index(names_a, "Model A"), _index(names_b, "Model B")
-    only_a = [n for n in names_a if normalise_class_name(n) not in b]
-    only_b = [n for n in names_b if normalise_class_name(n) not in a]
+def match_labels(names_a: Sequence[str], names_b: Sequence[str], labels: Sequence[str],
+                 aliases: Mapping[str, Sequence[str]] | None = None) -> LabelMatch:
+    """Map the condition source's class names onto both models; the models must share one label set.
+
+    `aliases` (declared by the condition source, e.g. the CMNIST grid's `label_aliases`) gives, per label, the
+    other names a model may use for that class: the grid's "3" is the demo classifier's "three". A model name
+    counts as the declared label it is an alias of; nothing else is guessed."""
+    aliases = aliases or {}
+    canon: dict[str, str] = {}  # a normalised name -> the normalised condition label it stands for
+    for label in labels:
+        for name in (label, *aliases.get(label, ())):
+            key = normalise_class_name(name)
+            if canon.setdefault(key, normalise_class_name(label)) != normalise_class_name(label):
+                raise ConfigError(f"The condition source declares '{name}' as a name of two classes.",
+                                  hint="Each alias must belong to one class label.")
+    a = _index(names_a, "Model A", canon)
+    b = _index(names_b, "Model B", canon)
+    only_a = [n for n in names_a if canon.get(normalise_class_name(n), normalise_class_name(n)) not in b]
+    only_b = [n for n in names_b if canon.get(normalise_class_name(n), normalise_class_name(n)) not in a]
     if only_a or only_b:
         parts = []
         if only_a:
@@ -65,8 +86,11 @@ def match_labels(names_a: Sequence[str], names_b: Sequence[str], labels: Sequenc
                                "or give class-name files that use the same names.")
     missing = [lab for lab in labels if normalise_class_name(lab) not in a]
     if missing:
-        raise ConfigError(f"Both models lack {_few(missing)}, which the condition source labels its images with.",
-                          hint=f"The models' classes: {_few(list(names_a))}.")
+        also = [f"'{lab}' (or {', '.join(repr(x) for x in aliases[lab])})" for lab in missing[:3] if aliases.get(lab)]
+        raise ConfigError(f"Both models lack {_few(missing)}, which the condition source labels its images with"
+                          + (f"; accepted names include {'; '.join(also)}" if also else "") + ".",
+                          hint=f"The models' classes: {_few(list(names_a))}. Use a condition source whose labels "
+                               "(or declared label aliases) name these classes.")
     return LabelMatch(tuple(labels), tuple(a[normalise_class_name(x)] for x in labels),
                       tuple(b[normalise_class_name(x)] for x in labels))
 

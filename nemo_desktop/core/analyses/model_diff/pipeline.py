@@ -53,7 +53,8 @@ class ModelDiffPipeline:
         self.tokens = token_counter or default_token_counter()
         self.prompts = ModelDiffPrompts.load()
         self.space = generator.space
-        self.match = match_labels(classifier_a.class_names, classifier_b.class_names, self.space.class_labels())
+        self.match = match_labels(classifier_a.class_names, classifier_b.class_names, self.space.class_labels(),
+                                  self.space.label_aliases)
         self.on_iteration = on_iteration
         cfg = self.config
         measure_parts = {"a": _classifier_part(classifier_a), "b": _classifier_part(classifier_b),

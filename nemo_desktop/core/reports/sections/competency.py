@@ -96,7 +96,7 @@ def _counterfactual_blocks(result, artifacts: dict[str, Any], threshold: float) 
                      f"{fmt_num(o.competency_before)} \u2192 {fmt_num(o.competency_after)}", _outcome(o, threshold),
                      DASH if o.iterations is None else str(o.iterations), fmt_num(o.lpips),
                      fmt_num(o.feature_similarity), fmt_num(o.latent_similarity), fmt_num(o.seconds, 2)])
-    blocks.append(Table(["Generator", "Counterfactual", "|Difference|", "Competency before \u2192 after", "Outcome",
+    blocks.append(Table(["Generator", "Counterfactual", "Abs. difference", "Competency before \u2192 after", "Outcome",
                          "Iterations", "LPIPS", "Feature cos", "Latent cos", "Seconds"], rows,
                         align=["l", "c", "c", "r", "l", "r", "r", "r", "r", "r"],
                         widths=[1.3, 2.2, 2.2, 2.2, 2.2, 1.2, 1.1, 1.2, 1.2, 1.1],

@@ -18,6 +18,8 @@ from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeaderView, QSizePolicy, QTableWidget,
                                QTableWidgetItem, QWidget)
 
+from ...widgets.table_columns import keep_header_words_whole
+
 ITERATION_KIND = "model-diff-iteration"
 COLUMNS = ("t", "Candidates", "|C_t|", "Best score", "Kept")
 TIPS = ("Iteration (t = 0: the initial summaries)", "Candidate explanations readable / written by the explainer",
@@ -113,6 +115,7 @@ class ModelDiffLivePanel(QGroupBox):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
+        keep_header_words_whole(self.table)
         self.curve = BestScoreCurve()
         layout = QHBoxLayout(self)
         layout.addWidget(self.table, 1)

@@ -18,13 +18,14 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, Q
 from ...jobs import GPU, IO, JobHandle
 from ...widgets.progress_bar import ProgressBar
 from ...widgets.report_path import ask_report_path
+from ...widgets.table_columns import keep_words_whole
 from ...widgets.text_images import attach_zoom_to_text_browser
 from ..base import Pane, PaneHost
 from ..workbench.widgets.method_form import MethodForm
 from .failure_mode_actions import FailureModeActions
 from .model_diff_live import ModelDiffLivePanel
-from .run_job import (NONE, SESSION_KINDS, PageData, export_result, list_page_analyses, page_data, result_html,
-                      run_page_analysis)
+from .run_job import (NONE, SESSION_KINDS, PageData, effective_need, export_result, list_page_analyses, page_data,
+                      result_html, run_page_analysis, run_problem)
 
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -58,6 +59,8 @@ class AnalysesPane(Pane):
         self.data_combo.setObjectName("analysisData")
         self.data_path = QLineEdit()
         self.data_path.setObjectName("analysisDataPath")
+        self.data_path.textChanged.connect(lambda _t: self._inputs_changed())
+        self.data_combo.currentIndexChanged.connect(lambda _i: self._inputs_changed())
         self.browse_button = QPushButton("Browse…")
         self.browse_button.clicked.connect(self._browse)
         data_row = QHBoxLayout()
@@ -92,6 +95,13 @@ class AnalysesPane(Pane):
         self.stage_label = QLabel("")
         self.stage_label.setObjectName("analysisStage")
         self.stage_label.setWordWrap(True)
+        # Why Run is disabled (an input is missing, a needed model is not on disk), said in place.
+        self.run_problem_label = QLabel("")
+        self.run_problem_label.setObjectName("runProblem")
+        self.run_problem_label.setWordWrap(True)
+        self.run_problem_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.run_problem_label.setStyleSheet("color: #a15c00;")
+        self.run_problem_label.hide()
         buttons = QHBoxLayout()
         for b in (self.run_button, self.cancel_button, self.export_button, self.export_csv_button):
             buttons.addWidget(b)
@@ -102,6 +112,7 @@ class AnalysesPane(Pane):
             lv.addWidget(w)
         lv.insertLayout(1, data_row)
         lv.addLayout(buttons)
+        lv.addWidget(self.run_problem_label)
         lv.addWidget(self.progress)
         lv.addWidget(self.stage_label)
         lv.addStretch(1)
@@ -114,10 +125,12 @@ class AnalysesPane(Pane):
         self.result_view.setOpenExternalLinks(False)
         self.result_view.setPlaceholderText("Choose an analysis on the left, then Run. Its result shows here.")
         attach_zoom_to_text_browser(self.result_view)  # a click on an image of the result opens it zoomable
+        keep_words_whole(self.result_view)  # a wide table scrolls; its words are never broken letter by letter
 
         # Under the result: what can be done with it in the other panes (a failure mode's images).
         self.failure_modes = FailureModeActions(host)
         self.failure_modes.sig_validated.connect(lambda _v: self.rerender())  # the check joins the result's page
+        host.sig_models_changed.connect(self._inputs_changed)  # a model loaded elsewhere may be the one missing
         # Above the result while model-diff runs: its iterations and best-score curve, live.
         self.model_diff_live = ModelDiffLivePanel()
         self.model_diff_live.hide()
@@ -215,9 +228,9 @@ class AnalysesPane(Pane):
         for w, show in ((self.data_label, how != "none"), (self.data_combo, how == "store"),
                         (self.data_path, how in ("folder", "file")), (self.browse_button, how in ("folder", "file"))):
             w.setVisible(show)
+        self._model_boxes = {}  # before the old boxes are deleted: nothing reads them any more
         while self.models_form.rowCount():
             self.models_form.removeRow(0)
-        self._model_boxes = {}
         for role in spec.inputs.used():
             box = QComboBox()
             box.setObjectName(f"model_{role}")
@@ -232,24 +245,76 @@ class AnalysesPane(Pane):
                 for c in page.data_choices if spec.inputs.data == "index" else []:
                     box.addItem(c.label, c.value)
             else:
-                if role in SESSION_KINDS:
-                    current = page.current.get(role) or "none chosen"
-                    box.addItem(f"current ({current})" if need != "optional" else "(none)", NONE)
-                elif page.current.get(role):  # e.g. a second classifier the session already holds: the run uses it
-                    box.addItem(f"current ({page.current[role]})", NONE)
+                loaded = page.loaded.get(role)
+                default = page.implied.get(False, {}).get(role) or page.implied.get(True, {}).get(role)
+                if role in SESSION_KINDS and need != "optional":
+                    box.addItem(f"current ({page.current.get(role) or 'none chosen'})", NONE)
+                elif role in SESSION_KINDS and loaded:
+                    # optional, and the session holds one: the run uses it unless "(none)" is picked
+                    box.addItem(f"current ({loaded})", loaded)
+                    box.addItem("(none)", NONE)
+                elif loaded:  # e.g. a second classifier the session already holds: the run uses it
+                    box.addItem(f"current ({loaded})", NONE)
+                elif default:  # left empty, the analysis loads this one when it needs it
+                    box.addItem(f"default ({default})", NONE)
                 else:
                     box.addItem("(none)", NONE)
                 for ref in page.model_choices.get(role, []):
                     box.addItem(ref, ref)
                 box.setEditable(True)  # a local path or hf: spec works too
-            box.setToolTip(f"{ROLE_LABELS.get(role, role)}: {need}")
+                box.currentIndexChanged.connect(lambda _i: self._inputs_changed())
+                box.editTextChanged.connect(lambda _t: self._inputs_changed())
+            if role == "fitted":
+                box.currentIndexChanged.connect(lambda _i: self._inputs_changed())
             self._model_boxes[role] = box
-            self.models_form.addRow(f"{ROLE_LABELS.get(role, role)}" + (" (optional)" if need == "optional" else "")
-                                    + ":", box)
+            self.models_form.addRow(self._role_label(role, {}), box)
+        self._relabel_models()
         self.models_box.setVisible(bool(self._model_boxes))
         self.form.set_config(spec.config)
         self._apply_pending()
         self._update_buttons()
+
+    def _role_label(self, role: str, chosen: dict[str, str]) -> str:
+        from nemo_desktop.core.registry.spec import ROLE_LABELS
+
+        need = effective_need(self.page, role, chosen) if self.page is not None else "optional"
+        return f"{ROLE_LABELS.get(role, role)}" + (" (optional)" if need == "optional" else "") + ":"
+
+    def _relabel_models(self) -> None:
+        """A role's label says 'optional' only when the run can do without it with the current choices (the
+        failure-modes embedder is required for a classifier that is not a joint image-text space)."""
+        if self.page is None:
+            return
+        chosen = self.chosen_models()
+        for role, box in self._model_boxes.items():
+            label = self.models_form.labelForField(box)
+            need = effective_need(self.page, role, chosen)
+            if label is not None:
+                label.setText(self._role_label(role, chosen))
+            box.setToolTip(f"{label.text().rstrip(':') if label is not None else role}: {need}")
+
+    def _inputs_changed(self) -> None:
+        if self.page is not None:
+            self._refresh_loaded()
+        self._relabel_models()
+        self._update_buttons()
+
+    def _refresh_loaded(self) -> None:
+        """The models the session holds now (a model loaded or put since the page was prepared counts)."""
+        session = self.host.session
+        live = session.loaded()  # a dict read: cheap on the GUI thread
+        self.page.loaded = dict(live)
+        self.page.loaded_zero_shot = bool(getattr(session.get("classifier"), "zero_shot", False))
+        for kind in SESSION_KINDS:
+            if live.get(kind):
+                self.page.current[kind] = live[kind]
+
+    def run_problem(self) -> str | None:
+        """Why Run cannot start now (shown under the buttons), or None."""
+        if self.page is None:
+            return None
+        self._refresh_loaded()
+        return run_problem(self.page, self.chosen_models(), self.chosen_data())
 
     def _browse(self) -> None:
         from nemo_desktop.core.registry.data_inputs import data_prompt
@@ -288,6 +353,10 @@ class AnalysesPane(Pane):
     def run(self) -> JobHandle | None:
         if self.page is None:
             self.host.show_message("No analysis", "Choose an analysis in the list first.")
+            return None
+        problem = self.run_problem()
+        if problem is not None:  # checked in place: no job is started to fail
+            self._update_buttons()
             return None
         name, values = self.page.spec.name, self.form.values()
         models, data, session = self.chosen_models(), self.chosen_data(), self.host.session
@@ -385,7 +454,11 @@ class AnalysesPane(Pane):
 
     def _update_buttons(self) -> None:
         running = self._run_job is not None
-        self.run_button.setEnabled(self.page is not None and not running)
+        problem = None if running else self.run_problem()
+        self.run_button.setEnabled(self.page is not None and not running and problem is None)
+        self.run_button.setToolTip(problem or "")
+        self.run_problem_label.setText(problem or "")
+        self.run_problem_label.setVisible(bool(problem))
         self.cancel_button.setEnabled(running)
         self.export_button.setEnabled(self.result is not None and not running)
         self.export_csv_button.setVisible(_is_model_diff(self.result))

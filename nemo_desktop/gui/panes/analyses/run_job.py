@@ -6,7 +6,7 @@ appears on the Analyses page with nothing written for the GUI.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,13 +23,108 @@ NONE = ""  # a component left out (optional roles) or "the current / default mod
 @dataclass
 class PageData:
     """What the page offers for one analysis: the analysis, the stored choices of its data, and per
-    component role the catalog ids the user may pick from."""
+    component role the catalog ids the user may pick from; with what `run_problem` needs to tell, without
+    touching the disk, whether a run can start (which models are loaded, needed, and on disk)."""
 
     spec: Any
     data_choices: list  # DataChoice
     model_choices: dict[str, list[str]]
     fitted_choices: list[tuple[str, str]]  # (result key, label) of the fit analysis it uses
     current: dict[str, str]  # session kind -> ref in memory or the default
+    loaded: dict[str, str] = field(default_factory=dict)  # role -> ref of the model the session holds for it
+    loaded_zero_shot: bool = False  # whether the session's classifier classifies by text prompts
+    zero_shot_refs: frozenset = frozenset()  # catalog classifier ids that do
+    # The models the analysis loads by default when a role is left empty (its spec's default_components), for a
+    # classifier that is zero-shot (True) or not (False): role -> ref. Such a role is required, not optional.
+    implied: dict[bool, dict[str, str]] = field(default_factory=dict)
+    weights: dict[str, str] = field(default_factory=dict)  # catalog ref -> entry_status (downloaded, ...)
+
+
+def classifier_zero_shot(page: PageData, chosen: dict[str, str]) -> bool:
+    ref = resolved_ref(page, "classifier", chosen)
+    if ref is None:
+        return False
+    if ref == page.loaded.get("classifier"):
+        return page.loaded_zero_shot
+    return ref in page.zero_shot_refs
+
+
+def _implied(page: PageData, chosen: dict[str, str]) -> dict[str, str]:
+    wanted = page.implied.get(classifier_zero_shot(page, chosen), {})
+    return {role: ref for role, ref in wanted.items() if not page.loaded.get(role)}
+
+
+def effective_need(page: PageData, role: str, chosen: dict[str, str]) -> str:
+    """'required' or 'optional' as the page must say it: a role the analysis fills with a default model when it is
+    left empty (e.g. failure-modes' joint-space embedder for a classifier that is not one) is required; an
+    editor needed for image interventions is required unless the classifier is zero-shot."""
+    need = page.spec.inputs.need(role)
+    if need == "interventions":
+        return "optional" if classifier_zero_shot(page, chosen) else "required"
+    if need == "optional" and role in _implied(page, chosen):
+        return "required"
+    return need
+
+
+def resolved_ref(page: PageData, role: str, chosen: dict[str, str]) -> str | None:
+    """The model a run would use for `role` with these choices (None: none)."""
+    ref = chosen.get(role) or NONE
+    if ref:
+        return ref
+    need = page.spec.inputs.need(role)
+    if role in SESSION_KINDS:
+        if need == "required" or need == "interventions":
+            return page.current.get(role) or None
+        return None
+    if page.loaded.get(role):
+        return page.loaded[role]
+    if role == "classifier":
+        return None
+    wanted = page.implied.get(classifier_zero_shot(page, chosen), {})
+    return wanted.get(role)
+
+
+_NOT_ON_DISK = ("not downloaded", "partial", "missing")
+
+
+def run_problem(page: PageData | None, chosen: dict[str, str], data: str | None) -> str | None:
+    """Why Run cannot start with these inputs (one sentence with what to do), or None. Pure: reads no file, so
+    the page calls it on every change of an input (the folder's existence is checked by the run itself)."""
+    from nemo_desktop.core.registry.data_inputs import data_prompt
+    from nemo_desktop.core.registry.spec import ROLE_LABELS
+
+    if page is None:
+        return "Choose an analysis in the list."
+    spec = page.spec
+    label, how = data_prompt(spec)
+    if how == "store" and not data:
+        what = label.lower()
+        todo = "build one with `nemo index FOLDER`" if spec.inputs.data == "index" else "run a benchmark first"
+        return f"There is no {what} in the results store yet: {todo}."
+    if how in ("folder", "file") and not (data or "").strip():
+        return f"Choose the {label.lower()} to run on."
+    for role in spec.inputs.used():
+        name = ROLE_LABELS.get(role, role).lower()
+        if role == "fitted":
+            if not chosen.get("fitted"):
+                return f"Fit '{spec.inputs.fitted}' first: no stored fit to use yet."
+            continue
+        if role == "reference":
+            continue
+        need = effective_need(page, role, chosen)
+        ref = resolved_ref(page, role, chosen)
+        if ref is None:
+            if need == "required":
+                return f"Choose the {name}."
+            continue
+        if ref == page.loaded.get(role):
+            continue  # in memory
+        status = page.weights.get(ref)
+        if status in _NOT_ON_DISK:
+            where = "missing on disk" if status == "missing" else f"{status}"
+            return (f"The {name} {ref} is {where}: download it with `nemo models download {ref}` (or Download in the "
+                    f"Model manager), or choose another.")
+    return None
 
 
 def on_page(spec: Any) -> bool:
@@ -77,7 +172,44 @@ def page_data(session, name: str, ctx: JobContext) -> PageData:
     current = {k: loaded.get(k) or session.default_ref(k) or "" for k in SESSION_KINDS}
     # Other roles (a second classifier, an embedder) held by the session are what a run falls back to: say so.
     current.update({role: loaded[role] for role in spec.inputs.used() if role not in current and loaded.get(role)})
-    return PageData(spec, data_choices(spec, store), models, fitted, current)
+    page = PageData(spec, data_choices(spec, store), models, fitted, current, loaded=dict(loaded))
+    _model_facts(session, page)
+    return page
+
+
+def _model_facts(session, page: PageData) -> None:
+    """Fill in what run_problem needs: zero-shot classifiers, implied default models, weights on disk."""
+    from types import SimpleNamespace
+
+    from nemo_desktop.core.models.catalog import get_entry, list_catalog
+    from nemo_desktop.core.models.downloads import entry_status
+    from nemo_desktop.gui.session import ENDPOINT_PREFIX, ZERO_SHOT_FAMILIES
+
+    spec = page.spec
+    page.loaded_zero_shot = bool(getattr(session.get("classifier"), "zero_shot", False))
+    page.zero_shot_refs = frozenset(e.id for e in list_catalog("classifier") if e.family in ZERO_SHOT_FAMILIES)
+    if spec.default_components is not None:
+        from nemo_desktop.core.registry import make_config
+
+        try:
+            config = make_config(spec, {}) if spec.config else None
+        except Exception:  # noqa: BLE001 - a config that needs values: the hook gets None, as for scripts
+            config = None
+        for zero_shot in (False, True):
+            wanted = spec.default_components(config, SimpleNamespace(zero_shot=zero_shot))
+            page.implied[zero_shot] = {role: ref for role, (ref, _kind) in wanted.items()
+                                       if role in spec.inputs.used()}
+    refs = {r for choices in page.model_choices.values() for r in choices}
+    refs |= {r for wanted in page.implied.values() for r in wanted.values()}
+    refs |= {page.current[k] for k in SESSION_KINDS if page.current.get(k) and not page.loaded.get(k)}
+    for ref in sorted(refs):
+        if not ref or ref.startswith(ENDPOINT_PREFIX):
+            continue
+        entry_id = ref[len("t2i:"):].split("@")[0] if ref.startswith("t2i:") else ref  # a catalog generator
+        try:
+            page.weights[ref] = entry_status(get_entry(entry_id)).status
+        except Exception:  # noqa: BLE001 - not a catalog id (a path, family:source): its loader checks it
+            continue
 
 
 def _condition_source(session, ref: str, ctx: JobContext) -> Any:

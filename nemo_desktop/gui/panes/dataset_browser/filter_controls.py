@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderView, QLabel,
                                QPushButton, QTableView, QVBoxLayout, QWidget)
 
+from ...widgets.table_columns import keep_header_words_whole
 from .analytics_panel import AnalyticsPanel
 from .filters import CORRECTNESS, ORDERS
 from .widgets.class_table import ClassAccuracyModel
@@ -85,6 +86,7 @@ def build_side_panel(pane, host) -> AnalyticsPanel:
     for col, sample in ((1, " Images "), (2, " Correct "), (3, " Accuracy ")):
         header.resizeSection(col, pane.fontMetrics().horizontalAdvance(sample + "00") + 8)
     pane.class_table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+    keep_header_words_whole(pane.class_table)
     pane.class_table.verticalHeader().setDefaultSectionSize(pane.fontMetrics().height() + 6)
     pane.class_table.clicked.connect(pane._class_clicked)
     pane.class_table.setToolTip("Click a class to show its images")

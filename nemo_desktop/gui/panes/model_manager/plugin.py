@@ -18,6 +18,7 @@ from nemo_desktop.core.models.user_catalog import remove_user_entry
 from ...jobs import GPU, IO, JobHandle
 from ...session import KIND_TEXT
 from ...widgets.buttons import action_button
+from ...widgets.table_columns import keep_header_words_whole
 from ..base import Pane, PaneHost
 from .catalog_rows import CatalogSnapshot, delete_entry_weights, download_entry, load_catalog, refresh_row
 from .custom_import import add_checkpoint
@@ -56,6 +57,7 @@ class ModelManagerPane(Pane):
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        keep_header_words_whole(self.table)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
         self.table.doubleClicked.connect(lambda _i: self.load_selected())
 

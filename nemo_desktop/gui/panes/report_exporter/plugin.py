@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QComboBox, QFile
 from nemo_desktop.core.jobs import JobContext
 
 from ...jobs import IO, JobHandle
+from ...widgets.table_columns import keep_header_words_whole
 from ..base import Pane, PaneHost
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -88,6 +89,7 @@ class ReportExporterPane(Pane):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        keep_header_words_whole(self.table)
         self.table.itemSelectionChanged.connect(self._update)
         refresh = QPushButton("Refresh")
         refresh.clicked.connect(self.refresh)

@@ -147,3 +147,62 @@ def test_scores_csv_by_hand_and_the_export_writes_both_files(tmp_path):
     assert paths == [tmp_path / "diff.csv", tmp_path / "diff.scores.csv"]
     assert paths[0].read_bytes() == measurements_csv([m]).encode()
     assert paths[1].read_bytes() == scores_csv([good, failed]).encode()
+
+
+class _AlwaysClass:
+    """Test double: a classifier with the given class names that always answers class `answer`."""
+
+    def __init__(self, class_names, answer):
+        self.class_names, self.answer = list(class_names), answer
+
+    def predict_proba(self, images):
+        out = np.zeros((len(images), len(self.class_names)))
+        out[:, self.class_names.index(self.answer)] = 1.0
+        return out
+
+
+@pytest.mark.parametrize("source", ["digits", "digits-ink"])
+def test_the_shipped_digit_conditions_and_the_shipped_demo_classifier_name_the_same_classes(source, tmp_path):
+    """Issue 28 #1: the demo classifier names its classes zero..nine, the grid's labels are 0..9; the grid
+    declares the mapping (label_aliases), so Compare models works on the demo, with every digit on its class."""
+    from nemo_desktop.core.analyses.model_diff.cache import UnitMemo
+    from nemo_desktop.core.analyses.model_diff.differences import DifferenceMeter
+    from nemo_desktop.core.analyses.model_diff.sources import open_condition_source
+    from nemo_desktop.core.demo.digits import CLASS_NAMES as DEMO_CLASSES
+    from nemo_desktop.core.analyses.model_diff.demo import CLASS_NAMES as DIGIT_CLASSES
+
+    gen = open_condition_source(source, size=16)
+    space = gen.space
+    assert space.label_aliases["3"] == ("three",)
+    demo = list(DEMO_CLASSES)
+    shuffled = demo[5:] + demo[:5]  # another output order: matched by declared name, not by index
+    m = match_labels(demo, shuffled, space.class_labels(), space.label_aliases)
+    assert [demo[i] for i in m.index_a] == list(DEMO_CLASSES)
+    assert [shuffled[i] for i in m.index_b] == list(DEMO_CLASSES)
+    mixed = match_labels(demo, list(DIGIT_CLASSES), space.class_labels(), space.label_aliases)  # "three" vs "3"
+    assert mixed.index_a == mixed.index_b == tuple(range(10))
+    with pytest.raises(ConfigError, match="lack"):  # without the declared mapping it fails, as in the issue
+        match_labels(demo, demo, space.class_labels())
+
+    three = space.make({"digit": 3, "color": "green", "angle": 0})
+    a, b = _AlwaysClass(demo, "three"), _AlwaysClass(shuffled, "four")
+    meter = DifferenceMeter(a, b, gen, m, m=4, seed=0, memo=UnitMemo(None), key_parts={"t": source})
+    result = meter.measure(three)
+    assert (result.accuracy_a, result.accuracy_b) == (1.0, 0.0)
+    assert result.predictions_a == ("3",) * 4 and result.predictions_b == ("4",) * 4
+    assert space.resolve_label("three") == "3"  # an LLM proposal naming the class the demo's way
+
+
+def test_declared_label_aliases_are_checked():
+    from nemo_desktop.core.analyses.model_diff.conditions import grid_from_dict
+
+    grid = load_grid()
+    with pytest.raises(ConfigError, match="'three' twice, as '3' and 'three'"):
+        match_labels([*map(str, range(10)), "three"], [*map(str, range(10)), "three"], grid.class_labels(),
+                     grid.label_aliases)
+    with pytest.raises(ConfigError, match="two classes"):
+        match_labels(["a", "b"], ["a", "b"], ["a", "b"], {"a": ["x"], "b": ["x"]})
+    data = {"name": "g", "task_description": "t", "label_attribute": "d",
+            "attributes": [{"name": "d", "values": ["0", "1"]}], "label_aliases": {"7": ["seven"]}}
+    with pytest.raises(ConfigError, match="not among its class labels"):
+        grid_from_dict(data)

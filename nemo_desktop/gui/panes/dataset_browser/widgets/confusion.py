@@ -12,6 +12,8 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
+from ....widgets.table_columns import keep_header_words_whole
+
 CELL_PX = 34
 HEADER_CHARS = 6  # predicted-class names are cut in the column headers (full name in the tooltip)
 
@@ -108,6 +110,7 @@ class ConfusionView(QTableView):
             header.setDefaultSectionSize(CELL_PX)
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         self.verticalHeader().setMaximumWidth(160)  # long class names are cut (the tooltip has them whole)
+        keep_header_words_whole(self)  # the column headers are cut to HEADER_CHARS characters: never less
         self.clicked.connect(lambda i: self.sig_cell_clicked.emit(i.row(), i.column()))
 
     def set_counts(self, counts: np.ndarray, class_names: list[str]) -> None:

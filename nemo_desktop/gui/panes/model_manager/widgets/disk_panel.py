@@ -6,6 +6,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeade
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ....jobs import IO
+from ....widgets.table_columns import keep_header_words_whole
 from ..catalog_rows import DiskReport, disk_report
 
 
@@ -31,6 +32,7 @@ class DiskPanel(QGroupBox):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
+        keep_header_words_whole(self.table)
         self.table.setMaximumHeight(150)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh)

@@ -18,6 +18,7 @@ from nemo_desktop.core.secrets import describe_secret_ref
 from ....jobs import IO
 from ....secret_refs import normalise_reference, settings_value, store_in_keyring
 from ....widgets.wheel_guard import GuardedComboBox
+from ....widgets.table_columns import keep_header_words_whole
 from .endpoint_dialog import PASTE, EndpointDialog
 
 DEVICES = ("auto", "cpu", "cuda", "cuda:0", "cuda:1", "mps")
@@ -97,6 +98,7 @@ class SettingsPanel(QWidget):
         self.endpoints_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.endpoints_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.endpoints_table.horizontalHeader().setStretchLastSection(True)
+        keep_header_words_whole(self.endpoints_table)
         self.endpoints_table.setMaximumHeight(130)
         add, edit, remove = QPushButton("Add…"), QPushButton("Edit…"), QPushButton("Remove")
         self.use_endpoint_button = QPushButton("Use as captioning model")

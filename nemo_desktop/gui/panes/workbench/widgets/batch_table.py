@@ -21,6 +21,7 @@ from ....thumbnails import ThumbnailLoader, ThumbRequest
 from ....widgets.buttons import action_button
 from ....widgets.report_path import ask_report_path, report_format
 from ....widgets.row_table_model import RowTableModel
+from ....widgets.table_columns import keep_header_words_whole
 
 THUMB_SIDE = 56
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -149,6 +150,7 @@ class BatchPanel(QWidget):
         for col, width in ((COL_IMAGE, THUMB_SIDE + 12), (COL_FILE, 130), (COL_TRUTH, 150), (COL_CEI, 70),
                            (COL_STATUS, 190)):
             self.table.setColumnWidth(col, width)
+        keep_header_words_whole(self.table)
         self.table.activated.connect(self._activated)  # double-click, or Enter on the current row
         hint = QLabel("Double-click a row, or press Enter, to open its result below.")
         hint.setEnabled(False)

@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from ....turns import on_next_turn
+from ....widgets.table_columns import keep_header_words_whole
 from ..run_job import StoredSummary
 
 PAST_COLUMNS = ("Date", "CEI", "True → predicted", "Method", "Image", "Classifier", "MLLM", "Editor")
@@ -43,6 +44,7 @@ class PastResultsTable(QTableWidget):
         self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        keep_header_words_whole(self)
         self.cellActivated.connect(lambda row, _c: self._open_row(row))
         self.cellClicked.connect(lambda row, _c: self._open_row(row))
         self._filling = 0  # which show_rows() call the pending turns belong to (a newer one cancels them)
