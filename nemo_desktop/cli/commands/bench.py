@@ -15,7 +15,7 @@ from ..progress import StageBars
 
 
 def register(subparsers) -> None:
-    from ..output import add_output_options
+    from ..output import OutputPath, add_output_options
 
     p = subparsers.add_parser("bench", help="run the NEMO benchmark, merge shards, print the paper's tables",
                               description=__doc__.split("\n\n")[0])
@@ -63,7 +63,8 @@ def register(subparsers) -> None:
                    help="a sample a compared method finished without a value: left out for every method (drop, "
                         "the default) or counted as 0 (zero); default: the run config's [tables] missing")
     t.add_argument("--store", metavar="DIR", help="results store folder or .sqlite file (default: the user's store)")
-    t.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    t.add_argument("-o", "--output", metavar="FILE", type=OutputPath(stdout="text"),
+                   help="write to FILE instead of stdout ('-': stdout)")
     t.set_defaults(func=table_bench)
 
 
@@ -94,6 +95,10 @@ class _RunProgress(StageBars):
         self._step: str | None = None
 
     def __call__(self, p) -> None:
+        from ..progress import progress_disabled
+
+        if progress_disabled():  # TQDM_DISABLE: neither the bar nor the lines
+            return
         if p.stage != self.run_stage:
             if p.stage != self._other:
                 self._other = p.stage
@@ -240,8 +245,7 @@ def merge_bench(args) -> int:
 def table_bench(args) -> int:
     from ...core.benchmark.tables import build_tables, collect, render
     from ...core.errors import JobCancelled
-    from ...core.store import atomic_write_text
-    from ..output import cancelled
+    from ..output import cancelled, write_file
     from ..progress import cancellable_job
 
     store = open_store(args.store)
@@ -255,7 +259,7 @@ def table_bench(args) -> int:
     finally:
         store.close()
     if args.output:
-        atomic_write_text(Path(args.output), text if text.endswith("\n") else text + "\n")
+        write_file(args.output, text if text.endswith("\n") else text + "\n")
         print(f"wrote {args.output}", file=sys.stderr if args.json else sys.stdout)  # stdout: machine output only
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
