@@ -100,9 +100,9 @@ def check_path_options(args) -> None:
     asked = "--portable-dir" if args.portable_dir else "--portable" if args.portable else None
     if home and asked:
         where = "--home" if args.home else "NEMO_HOME"
+        other = "drop --home" if args.home else "unset NEMO_HOME"
         raise ConfigError(f"{asked} cannot be combined with {where} ({home}): the data root would be {home} and "
-                          f"{asked} ignored.", hint=f"Drop {asked}, or {'drop --home' if args.home else 'unset NEMO_HOME'} "
-                                                    "to use portable mode.")
+                          f"{asked} ignored.", hint=f"Drop {asked}, or {other} to use portable mode.")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,8 +155,8 @@ def _main(argv: list[str] | None) -> int:
         setup_logging(get_paths(), stderr_level="DEBUG" if args.verbose else "WARNING")
         return int(args.func(args) or 0)
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside a cancellable job (e.g. a model loading)
-        return report_error(JobCancelled("Interrupted. Completed results are kept in the store; a re-run resumes."),
-                       args, as_json)
+        interrupted = JobCancelled("Interrupted. Completed results are kept in the store; a re-run resumes.")
+        return report_error(interrupted, args, as_json)
     except NemoError as exc:
         return report_error(exc, args, as_json)
     except BrokenPipeError:
@@ -164,9 +164,10 @@ def _main(argv: list[str] | None) -> int:
     except OSError as exc:  # a file the command writes or reads failed in a way no command foresaw
         from ..core.errors import StoreError
 
-        log.debug("command failed", exc_info=True)
-        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
-        return report_error(StoreError(f"Cannot use{where}: {exc.strerror or exc}.", detail=repr(exc)), args, as_json)
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        error = StoreError(f"{exc.strerror or exc}{where}.", hint="Check the path, its permissions and free space.",
+                           detail=repr(exc))
+        return report_error(error, args, as_json)
 
 
 def report_error(exc: NemoError, args, as_json: bool) -> int:

@@ -58,7 +58,8 @@ def _common(s, name: str) -> None:
         s.add_argument("--explanation", required=True, metavar="TEXT", help="the explanation to score")
     add_output_options(s, "the result")
     if name != "score":
-        s.add_argument("--csv", metavar="OUT", type=OutputPath(), help="write the measured difference of every condition as CSV, and the "
+        s.add_argument("--csv", metavar="OUT", type=OutputPath(),
+                       help="write the measured difference of every condition as CSV, and the "
                        "explanations' scores beside it (diff.csv: diff.scores.csv)")
     add_device_options(s)
 

@@ -34,7 +34,8 @@ def register(subparsers) -> None:
     fit.add_argument("dataset", metavar="DATASET", help="labelled images: a folder of class folders or a CSV")
     fit.add_argument("--classifier", "-c", metavar="ID", required=True, help="classifier (catalog id or "
                      "<family>:<source>) with the differentiable extension (timm, HF CLIP/SigLIP, open_clip)")
-    fit.add_argument("--save", metavar="DIR", type=OutputPath(folder=True), help="also write the estimator (safetensors + JSON) into DIR")
+    fit.add_argument("--save", metavar="DIR", type=OutputPath(folder=True),
+                     help="also write the estimator (safetensors + JSON) into DIR")
     add_output_options(fit, "the fit result")
     add_device_options(fit)
     fit.set_defaults(func=run_fit)
@@ -75,7 +76,8 @@ def register(subparsers) -> None:
                     help="causes to generate (default: all five modifications)")
     cs.add_argument("--threshold", type=float, default=0.9, help="competency threshold (default 0.9)")
     cs.add_argument("--max-images", type=int, metavar="N", help="modify at most N competent images")
-    cs.add_argument("--out", "-o", metavar="DIR", required=True, type=OutputPath(folder=True), help="folder to write the test sets into")
+    cs.add_argument("--out", "-o", metavar="DIR", required=True, type=OutputPath(folder=True),
+                    help="folder to write the test sets into")
     add_device_options(cs)
     add_json_option(cs, "what was written")
     cs.set_defaults(func=run_causes)

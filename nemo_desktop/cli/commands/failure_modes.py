@@ -26,7 +26,8 @@ def register(subparsers) -> None:
     p.add_argument("--mllm", "-l", metavar="ID", action="append",
                    help="MLLM(s) for --relevance vqa; repeat for several (their answers are combined with AND)")
     add_output_options(p, "the result")
-    p.add_argument("--report", metavar="FILE", type=OutputPath(), help="write a report (.html or .pdf by the extension)")
+    p.add_argument("--report", metavar="FILE", type=OutputPath(),
+                   help="write a report (.html or .pdf by the extension)")
     p.add_argument("--rank-by", metavar="SENTENCE", action="append",
                    help="also list the images nearest this sentence in the joint space (repeatable)")
     p.add_argument("--top", type=int, default=12, metavar="N", help="images listed per --rank-by sentence (12)")

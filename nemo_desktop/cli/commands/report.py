@@ -62,7 +62,8 @@ def register(subparsers) -> None:
     p.add_argument("target", metavar="RESULT_OR_RUN_ID", help="a result key, a unique key prefix, or a run id")
     p.add_argument("--format", choices=("html", "pdf"), help="report format (default: from -o's extension, "
                                                                "else html)")
-    p.add_argument("-o", "--output", metavar="FILE", type=OutputPath(), help="file to write (default: nemo-<kind>-<id>.<format> "
+    p.add_argument("-o", "--output", metavar="FILE", type=OutputPath(),
+                   help="file to write (default: nemo-<kind>-<id>.<format> "
                                                            "in the current folder)")
     p.add_argument("--images", choices=("png", "jpeg"),
                    help="image encoding (default: png for a diagnosis; jpeg for a run, about 6x smaller)")

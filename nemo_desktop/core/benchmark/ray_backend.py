@@ -25,9 +25,9 @@ Resume: the shard count is written to `plan.json` beside the shard stores once w
 computing its items) and reused by every later launch of the same run, so a re-run after a killed driver finds
 each shard's finished items in its own store and computes only the rest (the per-item keys make a second
 computation of a finished item impossible). A launch that failed before any shard started its items fixes
-nothing: the next launch chooses its count afresh. A worker that dies mid-run (node lost, OOM-killed) is replaced by a new actor on the same
-shard store, up to `max_restarts` times per shard; the item that was in flight is finished from the units
-its method had stored.
+nothing: the next launch chooses its count afresh. A worker that dies mid-run (node lost, OOM-killed) is
+replaced by a new actor on the same shard store, up to `max_restarts` times per shard; the item that was in
+flight is finished from the units its method had stored.
 
 Plug-ins (model families or methods registered at run time) must be registered in the workers too: start
 Ray with `runtime_env={"worker_process_setup_hook": "my_module.register"}` (ray.init, or a job's runtime env).
