@@ -29,8 +29,9 @@ nothing: the next launch chooses its count afresh. A worker that dies mid-run (n
 replaced by a new actor on the same shard store, up to `max_restarts` times per shard; the item that was in
 flight is finished from the units its method had stored.
 
-Plug-ins (model families or methods registered at run time) must be registered in the workers too: start
-Ray with `runtime_env={"worker_process_setup_hook": "my_module.register"}` (ray.init, or a job's runtime env).
+Plug-ins (model families or methods registered at run time) must be registered in the driver, which checks
+the config with them, and in the workers too: start Ray with
+`runtime_env={"worker_process_setup_hook": "my_module.register"}` (ray.init, or a job's runtime env).
 
 Cluster: workers must see the run's store folder at the same path (one machine, or a shared filesystem such
 as NFS on every node): the driver writes a token into launch.json and every worker checks it, so a worker on
