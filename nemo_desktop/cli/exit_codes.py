@@ -5,6 +5,12 @@
     2  usage error (bad arguments, unknown model or method, a file that is not there)
     3  runtime error (nothing completed: a model failed to load, every request failed, ...)
     130 interrupted (Ctrl-C); completed results are kept and a re-run resumes
+    141 the reader of stdout went away (`nemo ... | head`): the command stops quietly, as Unix tools do
+
+A batch command (predict, index, bench run, failure-modes, competency score) counts each input that fails,
+an unreadable image included, as a failed item: 1 when some completed, 3 when none did (`for_counts`). 2 is
+for what is refused before any work: arguments, an unknown model, a single input file (explain's IMAGE, a
+config) that is missing or unreadable, an output path whose folder does not exist.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ PARTIAL = 1
 USAGE = 2
 RUNTIME = 3
 INTERRUPTED = 130
+BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a Unix tool whose reader left
 
 
 def for_counts(done: int, failed: int) -> int:

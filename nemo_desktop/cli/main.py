@@ -19,9 +19,11 @@ from . import exit_codes
 log = logging.getLogger("nemo_desktop.cli")
 
 EPILOG = ("exit codes: 0 success, 1 partial (some items failed; the others completed), 2 usage error (bad "
-          "arguments, unknown model or method, a missing input file), 3 runtime error (nothing completed), "
-          "130 interrupted (completed results are kept; a re-run resumes). With --json, errors are JSON on "
-          "stdout too. Shell completion: `nemo completion bash|zsh|fish`.")
+          "arguments, unknown model or method, a missing input file, an output folder that does not exist), "
+          "3 runtime error (nothing completed), 130 interrupted (completed results are kept; a re-run resumes), "
+          "141 stdout closed by its reader (`| head`). With --json, errors and a cancel are JSON on stdout too. "
+          "'-' as an output file is stdout (-o -: as --json) or refused. Shell completion: `nemo completion "
+          "bash|zsh|fish`.")
 
 
 class _JsonUsageErrors:
@@ -78,7 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def exit_code_for(exc: NemoError) -> int:
     """Usage errors (bad arguments or configuration, an input file that is not there or not an image) are 2;
-    a cancelled job is 130; every other failure (a model, the store, a server) is a runtime error, 3."""
+    a cancelled job is 130; every other failure (a model, the store, a server) is a runtime error, 3. An error
+    may carry its own `exit_code` (e.g. a batch command none of whose inputs could be read: 3, nothing
+    completed)."""
+    own = getattr(exc, "exit_code", None)
+    if isinstance(own, int):
+        return own
     if isinstance(exc, JobCancelled):
         return exit_codes.INTERRUPTED
     if isinstance(exc, (ConfigError, InputImageError)):
@@ -86,11 +93,52 @@ def exit_code_for(exc: NemoError) -> int:
     return exit_codes.RUNTIME
 
 
+def check_path_options(args) -> None:
+    """--home, NEMO_HOME and portable mode name the data root; NEMO_HOME (or --home) wins over NEMO_PORTABLE.
+    Asking for portable mode on the command line while a home is set would be silently ignored: refused."""
+    home = args.home or os.environ.get("NEMO_HOME")
+    asked = "--portable-dir" if args.portable_dir else "--portable" if args.portable else None
+    if home and asked:
+        where = "--home" if args.home else "NEMO_HOME"
+        other = "drop --home" if args.home else "unset NEMO_HOME"
+        raise ConfigError(f"{asked} cannot be combined with {where} ({home}): the data root would be {home} and "
+                          f"{asked} ignored.", hint=f"Drop {asked}, or {other} to use portable mode.")
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line; a closed stdout (`nemo ... | head`) ends it quietly, as Unix tools do."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # inside the try: a reader gone meanwhile is a broken pipe here, not at exit
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return exit_codes.BROKEN_PIPE
+
+
+def _silence_stdout() -> None:
+    """After EPIPE: point stdout at /dev/null so the interpreter's final flush does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (a test's captured stdout)
+        pass
+
+
+def _main(argv: list[str] | None) -> int:
     global _ARGV
     _ARGV = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(_ARGV)
+    from .output import use_stdout_outputs
+
+    use_stdout_outputs(args)
+    as_json = bool(getattr(args, "json", False))
+    try:
+        check_path_options(args)
+    except ConfigError as exc:
+        return report_error(exc, args, as_json)
     if args.home:
         os.environ["NEMO_HOME"] = args.home
     if args.portable_dir:
@@ -100,33 +148,50 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return exit_codes.SUCCESS
-    as_json = bool(getattr(args, "json", False))
     from ..core.logging_setup import setup_logging
     from ..core.store.paths import get_paths
 
     try:
         setup_logging(get_paths(), stderr_level="DEBUG" if args.verbose else "WARNING")
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        if as_json:
-            _print_json_error({"type": "KeyboardInterrupt", "message": "Interrupted.", "hint": None},
-                              exit_codes.INTERRUPTED)
-        print("\nInterrupted. Completed results are kept in the store; a re-run resumes.", file=sys.stderr)
-        return exit_codes.INTERRUPTED
+    except KeyboardInterrupt:  # a second Ctrl-C, or one outside a cancellable job (e.g. a model loading)
+        interrupted = JobCancelled("Interrupted. Completed results are kept in the store; a re-run resumes.")
+        return report_error(interrupted, args, as_json)
     except NemoError as exc:
-        log.debug("command failed", exc_info=True)
-        code = exit_code_for(exc)
-        err = exc.to_dict()  # redacted
-        if as_json:
-            _print_json_error({"type": type(exc).__name__, "message": err["message"], "hint": err["hint"]}
-                              | ({"detail": err["detail"]} if args.verbose and err["detail"] else {}), code)
-            return code
-        print(f"error: {err['message']}", file=sys.stderr)
-        if err["hint"]:
-            print(f"hint: {err['hint']}", file=sys.stderr)
-        if args.verbose and err["detail"]:
-            print(err["detail"], file=sys.stderr)
+        return report_error(exc, args, as_json)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # a file the command writes or reads failed in a way no command foresaw
+        from ..core.errors import StoreError
+
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        error = StoreError(f"{exc.strerror or exc}{where}.", hint="Check the path, its permissions and free space.",
+                           detail=repr(exc))
+        return report_error(error, args, as_json)
+
+
+def report_error(exc: NemoError, args, as_json: bool) -> int:
+    """An error (or a cancel) on stderr, or as {"error": ...} on stdout under --json; returns its exit code.
+    Every command reports a cancel through here (output.cancelled), so a Ctrl-C gives one JSON shape."""
+    log.debug("command failed", exc_info=True)
+    code = exit_code_for(exc)
+    err = exc.to_dict()  # redacted
+    verbose = bool(getattr(args, "verbose", False))
+    extra = dict(getattr(exc, "json_extra", None) or {})
+    if as_json:
+        _print_json_error({"type": type(exc).__name__, "message": err["message"], "hint": err["hint"]}
+                          | ({"detail": err["detail"]} if verbose and err["detail"] else {}) | extra, code)
+    if isinstance(exc, JobCancelled):  # the same words on stderr, with or without --json
+        print(err["message"], file=sys.stderr)
         return code
+    if as_json:
+        return code
+    print(f"error: {err['message']}", file=sys.stderr)
+    if err["hint"]:
+        print(f"hint: {err['hint']}", file=sys.stderr)
+    if verbose and err["detail"]:
+        print(err["detail"], file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -146,7 +146,8 @@ def _close_on_sigint(window) -> None:
 
 def build(argv: list[str] | None = None):
     """Parse options, create the QApplication, resolve paths, start logging, build the window (not shown)."""
-    args, qt_args = parse_args(argv)
+    args, qt_args = parse_args(argv)  # --help and --version answer without Qt
+    require_qt()
     apply_path_options(args)
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     app = create_application(qt_args)
@@ -180,11 +181,32 @@ def _show_startup_error(exc: BaseException) -> None:
     ErrorDialog(err, None, "NEMO Desktop cannot start").exec()
 
 
+GUI_EXTRA_MISSING = ("nemo-desktop: the desktop app needs the GUI extra (PySide6), which is not installed: "
+                     "pip install 'nemo-desktop[gui]' (the command line, `nemo`, works without it).")
+
+
+class QtMissing(Exception):
+    """PySide6 cannot be imported: the package was installed without its `gui` extra."""
+
+
+def require_qt() -> None:
+    """QtMissing when PySide6 itself is absent (a broken PySide6 raises its own error, with its own words)."""
+    try:
+        import PySide6  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if (exc.name or "PySide6").split(".")[0] != "PySide6":
+            raise
+        raise QtMissing(GUI_EXTRA_MISSING) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     from nemo_desktop.core.errors import NemoError
 
     try:
         app, window = build(argv)
+    except QtMissing as exc:  # one line and exit 2 (a usage error: install the extra), not a traceback
+        print(exc, file=sys.stderr)
+        return 2
     except NemoError as exc:
         _show_startup_error(exc)
         return 2

@@ -49,10 +49,10 @@ def test_error_kinds_map_to_exit_codes():
     assert exit_code_for(JobCancelled("x")) == exit_codes.INTERRUPTED == 130
 
 
-def test_a_missing_image_is_a_usage_error_reported_once(tmp_path, capsys):
+def test_predict_with_no_readable_image_completed_nothing_reported_once(tmp_path, capsys):
     rc = main(["predict", str(tmp_path / "nope.png"), "-c", "timm:local-dir:/nowhere"])
     err = capsys.readouterr().err
-    assert rc == 2
+    assert rc == 3  # a batch command none of whose items completed (README: predict, index, bench run)
     assert err.count("error:") == 1 and err.count("nope.png") == 1, err
 
 
@@ -62,7 +62,7 @@ def test_several_unreadable_images_are_each_reported_once(tmp_path, capsys):
         p.write_text("not an image")
     rc = main(["predict", *map(str, bad), "-c", "timm:local-dir:/nowhere"])
     err = capsys.readouterr().err
-    assert rc == 2 and err.count("a.jpg") == 1 and err.count("b.jpg") == 1
+    assert rc == 3 and err.count("a.jpg") == 1 and err.count("b.jpg") == 1
     assert "None of the 2 images could be read" in err
 
 
@@ -70,7 +70,7 @@ def test_errors_under_json_are_json_on_stdout(tmp_path, capsys):
     rc = main(["predict", str(tmp_path / "nope.png"), "--json"])
     out, err = capsys.readouterr()
     payload = json.loads(out)["error"]
-    assert rc == 2 and payload["exit_code"] == 2 and payload["type"] == "InputImageError"
+    assert rc == 3 and payload["exit_code"] == 3 and payload["type"] == "InputImageError"
     assert "nope.png" in payload["message"] and "error:" not in err
 
 

@@ -67,7 +67,7 @@ def test_predict_table_and_a_bad_image(setup, capsys):
 
 def test_predict_only_bad_images_fails_clearly(setup, capsys):
     rc = main(["predict", setup["bad"], "-c", f"timm:local-dir:{setup['model']}", "--device", "cpu"])
-    assert rc == 2 and "notes.jpg" in capsys.readouterr().err
+    assert rc == 3 and "notes.jpg" in capsys.readouterr().err  # nothing completed (cli/exit_codes.py)
 
 
 def test_predict_user_checkpoint_with_class_file(setup, capsys):

@@ -33,7 +33,14 @@ class RecordingBars(StageBars):
         return bar
 
 
-def test_cancellable_job_cancels_at_the_next_check_and_closes_the_display():
+@pytest.fixture
+def terminal(monkeypatch):
+    """stderr reads as a terminal (pytest captures it), so StageBars draws tqdm bars."""
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.setattr("nemo_desktop.cli.progress._stderr_is_terminal", lambda: True)
+
+
+def test_cancellable_job_cancels_at_the_next_check_and_closes_the_display(terminal):
     before = signal.getsignal(signal.SIGINT)
     bars = RecordingBars()
     with pytest.raises(JobCancelled):
@@ -46,7 +53,7 @@ def test_cancellable_job_cancels_at_the_next_check_and_closes_the_display():
     assert signal.getsignal(signal.SIGINT) is before
 
 
-def test_one_bar_per_stage_never_backwards():
+def test_one_bar_per_stage_never_backwards(terminal):
     bars = RecordingBars(kept={"Indexing images"}, units={"Indexing images": "img"})
     ctx = JobContext(bars)
     ctx.progress("Scanning dataset", 0, 10)
@@ -62,9 +69,53 @@ def test_one_bar_per_stage_never_backwards():
     assert (save.n, save.total) == (1, 1)
 
 
-def test_terminal_only_bars_stay_silent_in_a_log(capsys):
+def test_terminal_only_bars_stay_silent_in_a_log(capsys, monkeypatch):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
     bars = RecordingBars(terminal_only=True)  # pytest captures stderr: not a terminal
     ctx = JobContext(bars)
     ctx.progress("Indexing images", 2, 5)
     bars.close()
-    assert bars.opened[0].disable and capsys.readouterr().err == ""
+    assert bars.opened == [] and capsys.readouterr().err == ""
+
+
+def test_in_a_log_bars_are_plain_lines(capsys, monkeypatch):
+    """explain, competency, ... used to force tqdm bars into logs (disable=False): redrawn bars as text."""
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    bars = RecordingBars(units={"Epochs": "epoch"})
+    ctx = JobContext(bars)
+    ctx.progress("Loading model", 0, None)
+    for i in range(51):
+        ctx.progress("Epochs", i, 50)
+    bars.close()
+    err = capsys.readouterr().err
+    assert bars.opened == [] and "\r" not in err and "\x1b" not in err  # no bar drawn
+    assert err.splitlines() == ["Loading model...", "Epochs...", "Epochs: 50/50 epoch done"]
+
+
+def test_plain_lines_report_progress_now_and_then(capsys, monkeypatch):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    clock = iter([0.0, 10.0, 31.0, 32.0, 70.0])
+    monkeypatch.setattr("nemo_desktop.cli.progress.time.monotonic", lambda: next(clock))
+    ctx = JobContext(StageBars())
+    for done in (0, 1, 2, 3, 4):
+        ctx.progress("Images", done, 9)
+    assert capsys.readouterr().err.splitlines() == ["Images...", "Images: 2/9", "Images: 4/9"]
+
+
+@pytest.mark.parametrize("on_terminal", [True, False])
+def test_tqdm_disable_silences_bars_and_lines(capsys, monkeypatch, on_terminal):
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    monkeypatch.setattr("nemo_desktop.cli.progress._stderr_is_terminal", lambda: on_terminal)
+    bars = RecordingBars()
+    ctx = JobContext(bars)
+    ctx.progress("Epochs", 3, 5)
+    bars.close()
+    assert bars.opened == [] and capsys.readouterr().err == ""
+
+
+def test_bars_only_on_a_terminal(monkeypatch):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.setattr("nemo_desktop.cli.progress._stderr_is_terminal", lambda: True)
+    assert StageBars().mode() == StageBars(terminal_only=True).mode() == "bar"
+    monkeypatch.setattr("nemo_desktop.cli.progress._stderr_is_terminal", lambda: False)
+    assert (StageBars().mode(), StageBars(terminal_only=True).mode()) == ("lines", "off")

@@ -4,6 +4,7 @@
     nemo bench run CONFIG --ray [ADDRESS] [--ray-workers N]  the shards on a Ray cluster (extra: ray)
     nemo bench merge STORE... [--into DIR] [--run RUN]   combine the stores of the shards of a run
     nemo bench table RUN [--format md|csv|json | --json] [--table 1 2 ... | timings] [--store DIR] [-o FILE]
+    nemo bench configs [--json]                          the shipped configs (paper Tables 1-5) and where they are
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ..progress import StageBars
 
 
 def register(subparsers) -> None:
-    from ..output import add_output_options
+    from ..output import OutputPath, add_output_options
 
     p = subparsers.add_parser("bench", help="run the NEMO benchmark, merge shards, print the paper's tables",
                               description=__doc__.split("\n\n")[0])
@@ -23,9 +24,10 @@ def register(subparsers) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
     r = sub.add_parser("run", help="run (or resume) a benchmark configuration",
-                       description="Run a benchmark configuration (TOML or JSON; examples in "
-                                   "nemo_desktop/resources/benchmarks/configs/). Every finished sample is stored at "
-                                   "once: after a crash or kill, the same command finishes the rest.")
+                       description="Run a benchmark configuration (TOML or JSON; `nemo bench configs` lists the "
+                                   "shipped ones, the paper's Tables 1-5, and where they are installed). Every "
+                                   "finished sample is stored at once: after a crash or kill, the same command "
+                                   "finishes the rest.")
     r.add_argument("config", metavar="CONFIG", help="benchmark configuration (.toml or .json)")
     r.add_argument("--shard", metavar="i/n", help="run only shard i of n (1-based), e.g. one per GPU or machine")
     r.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
@@ -33,8 +35,8 @@ def register(subparsers) -> None:
                         "cluster (e.g. ray://head:10001 or head:6379); none: RAY_ADDRESS, a local `ray start "
                         "--head`, or a new local cluster")
     r.add_argument("--ray-workers", type=int, metavar="N",
-                   help="with --ray: shards of the run (default: the cluster's GPUs, else its CPUs); a resumed run "
-                        "keeps its first count")
+                   help="with --ray: shards of the run (default: one per GPU of the cluster; on a CPU-only cluster "
+                        "one per 8 CPUs); a resumed run keeps the count of the launch that started work")
     r.add_argument("--store", metavar="DIR", help="results store folder or .sqlite file (default: the user's store)")
     r.add_argument("--run-id", metavar="ID", help="run id (default: <name>-<hash of the config>)")
     r.add_argument("--retry-failed", action="store_true", help="also retry samples recorded as failed")
@@ -63,8 +65,15 @@ def register(subparsers) -> None:
                    help="a sample a compared method finished without a value: left out for every method (drop, "
                         "the default) or counted as 0 (zero); default: the run config's [tables] missing")
     t.add_argument("--store", metavar="DIR", help="results store folder or .sqlite file (default: the user's store)")
-    t.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    t.add_argument("-o", "--output", metavar="FILE", type=OutputPath(stdout="text"),
+                   help="write to FILE instead of stdout ('-': stdout)")
     t.set_defaults(func=table_bench)
+
+    c = sub.add_parser("configs", help="list the shipped benchmark configs (the paper's Tables 1-5) and where they are",
+                       description="The benchmark configs installed with NEMO Desktop: copy one, set its dataset "
+                                   "roots to your copies of the datasets, and give it to `nemo bench run`.")
+    c.add_argument("--json", action="store_true", help="print the list as JSON")
+    c.set_defaults(func=configs_bench)
 
 
 def open_store(where: str | None):
@@ -94,6 +103,10 @@ class _RunProgress(StageBars):
         self._step: str | None = None
 
     def __call__(self, p) -> None:
+        from ..progress import progress_disabled
+
+        if progress_disabled():  # TQDM_DISABLE: neither the bar nor the lines
+            return
         if p.stage != self.run_stage:
             if p.stage != self._other:
                 self._other = p.stage
@@ -240,8 +253,7 @@ def merge_bench(args) -> int:
 def table_bench(args) -> int:
     from ...core.benchmark.tables import build_tables, collect, render
     from ...core.errors import JobCancelled
-    from ...core.store import atomic_write_text
-    from ..output import cancelled
+    from ..output import cancelled, write_file
     from ..progress import cancellable_job
 
     store = open_store(args.store)
@@ -255,8 +267,42 @@ def table_bench(args) -> int:
     finally:
         store.close()
     if args.output:
-        atomic_write_text(Path(args.output), text if text.endswith("\n") else text + "\n")
+        write_file(args.output, text if text.endswith("\n") else text + "\n")
         print(f"wrote {args.output}", file=sys.stderr if args.json else sys.stdout)  # stdout: machine output only
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def shipped_configs() -> list[dict]:
+    """The configs shipped in resources/benchmarks/configs/: name, path and the first sentence of the header."""
+    from ...core.resources import resource_path
+
+    rows = []
+    for path in sorted(resource_path("benchmarks", "configs").glob("*.toml")):
+        header = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.startswith("#"):
+                break
+            header.append(line.lstrip("#").strip())
+        text = " ".join(header)
+        first = text.split(". ", 1)[0].rstrip(".")
+        rows.append({"name": path.stem, "path": str(path), "description": first + "." if first else ""})
+    return rows
+
+
+def configs_bench(args) -> int:
+    from ...core.resources import resource_path
+
+    rows = shipped_configs()
+    folder = resource_path("benchmarks", "configs")
+    if args.json:
+        print(json.dumps({"folder": str(folder), "configs": rows}, indent=2))
+        return 0
+    print(f"Shipped benchmark configs, in {folder}:")
+    width = max((len(r["name"]) for r in rows), default=0)
+    for r in rows:
+        print(f"  {r['name']:<{width}}  {r['description']}")
+    print("Copy one (e.g. `cp " + str(folder / "table1.toml") + " .`), set its dataset roots, then "
+          "`nemo bench run table1.toml`.")
     return 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 from ..loading import add_device_options
-from ..output import add_output_options
+from ..output import OutputPath, add_output_options
 
 SUBCOMMANDS = ("run", "score", "demo")
 HELP = {"run": "run Raw Differences, Summarization and Optimization and score them on held-out conditions",
@@ -58,7 +58,8 @@ def _common(s, name: str) -> None:
         s.add_argument("--explanation", required=True, metavar="TEXT", help="the explanation to score")
     add_output_options(s, "the result")
     if name != "score":
-        s.add_argument("--csv", metavar="OUT", help="write the measured difference of every condition as CSV, and the "
+        s.add_argument("--csv", metavar="OUT", type=OutputPath(),
+                       help="write the measured difference of every condition as CSV, and the "
                        "explanations' scores beside it (diff.csv: diff.scores.csv)")
     add_device_options(s)
 
@@ -125,15 +126,16 @@ def run(args) -> int:
     from ...core.registry import Components, build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
-    from ..exit_codes import INTERRUPTED, PARTIAL, RUNTIME, SUCCESS, USAGE
+    from ..exit_codes import PARTIAL, RUNTIME, SUCCESS
     from ..loading import load
     from ..options import given_options
-    from ..output import write_outputs
+    from ..output import cancelled, write_outputs
     from ..progress import StageBars, cancellable_job
 
     if args.compare_command == "score" and not (args.judge or args.llm):
-        print("error: scoring needs an evaluator LLM.\nhint: give one with --judge ID.", file=sys.stderr)
-        return USAGE
+        from ...core.errors import ConfigError
+
+        raise ConfigError("Scoring needs an evaluator LLM.", hint="Give one with --judge ID.")
     spec = get_analysis("model-diff")
     config = make_config(spec, given_options(args))
     store = ResultsStore.open(get_paths().ensure())
@@ -164,9 +166,8 @@ def run(args) -> int:
                 return SUCCESS
             result = pipe(ctx)
     except JobCancelled as exc:
-        print(f"{exc.message} Completed steps are kept in the results store; run the same command to resume.",
-              file=sys.stderr)
-        return INTERRUPTED
+        return cancelled(args, f"{exc.message} Completed steps are kept in the results store; run the same "
+                               "command to resume.")
     finally:
         store.close()
     write_outputs(args, result.to_dict(), ensure_ascii=False)

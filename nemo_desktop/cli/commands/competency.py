@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from ..loading import add_device_options
-from ..output import add_json_option, add_output_options, json_text
+from ..output import OutputPath, add_json_option, add_output_options, json_text
 
 FIT, EXPLAIN, BENCH, SCORE = "competency-estimator", "competency-cf", "competency-bench", "competency-score"
 
@@ -34,7 +34,8 @@ def register(subparsers) -> None:
     fit.add_argument("dataset", metavar="DATASET", help="labelled images: a folder of class folders or a CSV")
     fit.add_argument("--classifier", "-c", metavar="ID", required=True, help="classifier (catalog id or "
                      "<family>:<source>) with the differentiable extension (timm, HF CLIP/SigLIP, open_clip)")
-    fit.add_argument("--save", metavar="DIR", help="also write the estimator (safetensors + JSON) into DIR")
+    fit.add_argument("--save", metavar="DIR", type=OutputPath(folder=True),
+                     help="also write the estimator (safetensors + JSON) into DIR")
     add_output_options(fit, "the fit result")
     add_device_options(fit)
     fit.set_defaults(func=run_fit)
@@ -75,7 +76,8 @@ def register(subparsers) -> None:
                     help="causes to generate (default: all five modifications)")
     cs.add_argument("--threshold", type=float, default=0.9, help="competency threshold (default 0.9)")
     cs.add_argument("--max-images", type=int, metavar="N", help="modify at most N competent images")
-    cs.add_argument("--out", "-o", metavar="DIR", required=True, help="folder to write the test sets into")
+    cs.add_argument("--out", "-o", metavar="DIR", required=True, type=OutputPath(folder=True),
+                    help="folder to write the test sets into")
     add_device_options(cs)
     add_json_option(cs, "what was written")
     cs.set_defaults(func=run_causes)
@@ -132,10 +134,10 @@ def run_fit(args) -> int:
     from ...core.registry import Components, build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
-    from ..exit_codes import INTERRUPTED, SUCCESS
+    from ..exit_codes import SUCCESS
     from ..loading import load
     from ..options import given_options
-    from ..output import write_outputs
+    from ..output import cancelled, write_outputs
     from ..progress import StageBars, cancellable_job
 
     spec = get_analysis(FIT)
@@ -150,8 +152,7 @@ def run_fit(args) -> int:
         if args.save:
             analysis.estimator.save(args.save)
     except JobCancelled as exc:
-        print(f"{exc.message} Finished epochs are kept; run the same command to resume.", file=sys.stderr)
-        return INTERRUPTED
+        return cancelled(args, f"{exc.message} Finished epochs are kept; run the same command to resume.")
     finally:
         store.close()
     write_outputs(args, result.to_dict(), ensure_ascii=False)
@@ -241,9 +242,9 @@ def run_score(args) -> int:
     from ...core.registry import build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
-    from ..exit_codes import INTERRUPTED, for_counts
+    from ..exit_codes import for_counts
     from ..options import given_options
-    from ..output import write_outputs
+    from ..output import cancelled, write_outputs
     from ..progress import StageBars, cancellable_job
 
     spec = get_analysis(SCORE)
@@ -258,8 +259,8 @@ def run_score(args) -> int:
         with cancellable_job(StageBars()) as ctx:
             result = build_analysis(spec, _estimator_components(args, store), config)(images, ctx)
     except JobCancelled as exc:
-        print(exc.message, file=sys.stderr)
-        return INTERRUPTED
+        return cancelled(args, f"{exc.message} Scored images are kept in the results store; run the same command "
+                               "to resume.")
     finally:
         store.close()
     write_outputs(args, {**result.to_dict(), "summary": result.summary()}, ensure_ascii=False)
@@ -314,10 +315,10 @@ def run_explain(args) -> int:
     from ...core.registry import build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
-    from ..exit_codes import INTERRUPTED, PARTIAL, RUNTIME, SUCCESS
+    from ..exit_codes import PARTIAL, RUNTIME, SUCCESS
     from ..loading import load
     from ..options import given_options
-    from ..output import write_outputs
+    from ..output import cancelled, write_outputs
     from ..progress import StageBars, cancellable_job
 
     spec = get_analysis(EXPLAIN)
@@ -348,9 +349,8 @@ def run_explain(args) -> int:
                     failed[str(path)] = exc.message
             accuracy = _grade(args, store, components, list(results.values()), ctx) if args.judge else None
     except JobCancelled as exc:
-        print(f"{exc.message} Completed images are kept in the results store; run the same command to resume.",
-              file=sys.stderr)
-        return INTERRUPTED
+        return cancelled(args, f"{exc.message} Completed images are kept in the results store; run the same "
+                               "command to resume.")
     finally:
         store.close()
     accuracy_rows = None if accuracy is None else {"cause": args.cause, "rows": [a.to_dict() for a in accuracy]}
@@ -420,9 +420,9 @@ def run_bench(args) -> int:
     from ...core.registry import build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
-    from ..exit_codes import INTERRUPTED, SUCCESS
+    from ..exit_codes import SUCCESS
     from ..options import given_options
-    from ..output import write_outputs
+    from ..output import cancelled, write_outputs
     from ..progress import StageBars, cancellable_job
 
     spec = get_analysis(BENCH)
@@ -435,8 +435,8 @@ def run_bench(args) -> int:
             analysis = build_analysis(spec, _estimator_components(args, store), config)
             result = analysis(images, ctx, reference=reference)
     except JobCancelled as exc:
-        print(exc.message, file=sys.stderr)
-        return INTERRUPTED
+        return cancelled(args, f"{exc.message} Finished images are kept in the results store; run the same "
+                               "command to resume.")
     finally:
         store.close()
     write_outputs(args, result.to_dict(), ensure_ascii=False)
@@ -447,16 +447,11 @@ def run_bench(args) -> int:
 
 def run_lpips(args) -> int:
     from ...core.analyses.competency.lpips_distance import download_trunk, trunk_status
-    from ...core.errors import NemoError
     from ..exit_codes import RUNTIME, SUCCESS
 
     status = trunk_status("alex")
     if not status["present"] and args.download:
-        try:
-            download_trunk("alex")
-        except NemoError as exc:
-            print(f"error: {exc.user_text()}", file=sys.stderr)
-            return RUNTIME
+        download_trunk("alex")  # a failure is reported by the command line (JSON under --json), exit 3
         status = trunk_status("alex")
     if args.json:
         print(json_text(status, default=str))
@@ -476,7 +471,8 @@ def run_causes(args) -> int:
     from ...core.errors import ConfigError, JobCancelled
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
-    from ..exit_codes import INTERRUPTED, RUNTIME, SUCCESS
+    from ..exit_codes import RUNTIME, SUCCESS
+    from ..output import cancelled
     from ..progress import StageBars, cancellable_job
 
     if not 0.0 <= args.threshold <= 1.0:
@@ -490,8 +486,7 @@ def run_causes(args) -> int:
             rows, n = write_cause_sets(est, paths, as_names(args.cause), args.out, threshold=args.threshold,
                                        max_images=args.max_images, ctx=ctx)
     except JobCancelled as exc:
-        print(f"{exc.message} Images written so far are kept.", file=sys.stderr)
-        return INTERRUPTED
+        return cancelled(args, f"{exc.message} Images written so far are kept.")
     finally:
         store.close()
     per_cause = Counter(r.cause for r in rows)

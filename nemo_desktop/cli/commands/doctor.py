@@ -102,6 +102,18 @@ def _metric_weights() -> dict:
             "fid-inception": {"metric": "fid-inception", "path": str(inception), "present": inception.is_file()}}
 
 
+def path_note() -> str | None:
+    """Which setting names the data root when several are set: NEMO_HOME wins over NEMO_PORTABLE."""
+    from ...core.store.paths import _FALSE
+
+    home, portable = os.environ.get("NEMO_HOME"), os.environ.get("NEMO_PORTABLE", "")
+    if home and portable.strip().lower() not in _FALSE:
+        return (f"NEMO_HOME ({home}) and NEMO_PORTABLE ({portable}) are both set: NEMO_HOME wins, so the data "
+                "is under NEMO_HOME and the weights in the standard Hugging Face cache; unset NEMO_HOME for "
+                "portable mode.")
+    return None
+
+
 def collect() -> dict:
     from ...core.store.paths import get_paths
 
@@ -111,7 +123,9 @@ def collect() -> dict:
         "python": {"version": platform.python_version(), "executable": sys.executable},
         "platform": platform.platform(),
         "torch": _torch_facts(),
-        "paths": paths.as_dict() | {"portable": paths.portable, "nemo_home_env": os.environ.get("NEMO_HOME")},
+        "paths": paths.as_dict() | {"portable": paths.portable, "nemo_home_env": os.environ.get("NEMO_HOME"),
+                                    "nemo_portable_env": os.environ.get("NEMO_PORTABLE")},
+        "path_note": path_note(),
         "disk": {"store": _disk(paths.store_dir), "weights": _disk(paths.weights_dir)},
         "huggingface": _hf_facts(paths),
         "packages": {name: _version(name) for name in KEY_PACKAGES},
@@ -146,6 +160,8 @@ def print_human(f: dict) -> None:
                 print(f"  GPU {g['index']}: {g['name']}, {_gib(g['total_bytes'])} total, {_gib(g['free_bytes'])} free")
         else:
             print("  no CUDA GPU available: models run on the CPU (slow)")
+    if f.get("path_note"):
+        print(f"note: {f['path_note']}")
     print("paths:")
     for k, v in f["paths"].items():
         print(f"  {k:14s} {v}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from ..loading import add_device_options
-from ..output import add_output_options
+from ..output import OutputPath, add_output_options
 
 
 def register(subparsers) -> None:
@@ -26,7 +26,8 @@ def register(subparsers) -> None:
     p.add_argument("--mllm", "-l", metavar="ID", action="append",
                    help="MLLM(s) for --relevance vqa; repeat for several (their answers are combined with AND)")
     add_output_options(p, "the result")
-    p.add_argument("--report", metavar="FILE", help="write a report (.html or .pdf by the extension)")
+    p.add_argument("--report", metavar="FILE", type=OutputPath(),
+                   help="write a report (.html or .pdf by the extension)")
     p.add_argument("--rank-by", metavar="SENTENCE", action="append",
                    help="also list the images nearest this sentence in the joint space (repeatable)")
     p.add_argument("--top", type=int, default=12, metavar="N", help="images listed per --rank-by sentence (12)")
@@ -102,10 +103,10 @@ def run(args) -> int:
     from ...core.registry import Components, build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
-    from ..exit_codes import INTERRUPTED, for_counts
+    from ..exit_codes import for_counts
     from ..loading import load, load_wanted, reference
     from ..options import given_options
-    from ..output import write_outputs
+    from ..output import cancelled, write_outputs
     from ..progress import StageBars, cancellable_job
 
     spec = get_analysis("failure-modes")
@@ -142,9 +143,8 @@ def run(args) -> int:
             if args.report:
                 _write_report(result, store, args.report)
     except JobCancelled as exc:
-        print(f"{exc.message} Completed batches are kept in the results store; run the same command to resume.",
-              file=sys.stderr)
-        return INTERRUPTED
+        return cancelled(args, f"{exc.message} Completed batches are kept in the results store; run the same "
+                               "command to resume.")
     finally:
         store.close()
 
@@ -247,8 +247,8 @@ def _write_report(result, store, out: str) -> None:
 
     from ...core.reports import render
     from ...core.reports.sections import build_result_report
-    from ...core.store.atomic import atomic_write_bytes
+    from ..output import write_file
 
     fmt = Path(out).suffix.lower().lstrip(".")
     doc = build_result_report(result, store, image_format="png" if fmt == "html" else "jpeg")
-    atomic_write_bytes(Path(out).expanduser(), render(doc, fmt))
+    write_file(out, render(doc, fmt))

@@ -8,13 +8,13 @@ from __future__ import annotations
 import sys
 
 from ..loading import add_device_options
-from ..output import add_json_option, json_text
+from ..output import OutputPath, add_json_option, json_text
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("failure-sentences", help="write a sentence set for failure-modes with an LLM",
                               description=__doc__.split("\n\n")[0])
-    p.add_argument("output", metavar="OUT.json", help="sentence-set file to write")
+    p.add_argument("output", metavar="OUT.json", type=OutputPath(), help="sentence-set file to write")
     p.add_argument("--mllm", "-l", metavar="ID", required=True, help="the LLM/MLLM that writes the sentences")
     p.add_argument("--topic", action="append", metavar="TEXT",
                    help="a topic (repeatable; default: five general ones: lighting, weather and season, places, kinds "
@@ -36,8 +36,9 @@ def run(args) -> int:
     from ...core.errors import ConfigError, JobCancelled
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
-    from ..exit_codes import INTERRUPTED, for_counts
+    from ..exit_codes import for_counts
     from ..loading import load
+    from ..output import cancelled
     from ..progress import StageBars, cancellable_job
 
     out = Path(args.output).expanduser()
@@ -53,9 +54,8 @@ def run(args) -> int:
             gen = generate_sentences(mllm, topics, per_topic=args.per_topic, context=args.context, store=store,
                                      seed=args.seed, ctx=ctx)
     except JobCancelled as exc:
-        print(f"{exc.message} Finished topics are kept in the results store; run the same command to resume.",
-              file=sys.stderr)
-        return INTERRUPTED
+        return cancelled(args, f"{exc.message} Finished topics are kept in the results store; run the same "
+                               "command to resume.")
     finally:
         store.close()
     for topic, why in gen.errors.items():

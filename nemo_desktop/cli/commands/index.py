@@ -74,27 +74,27 @@ def run_index(args) -> int:
     loading = LoaderSettings(workers=args.workers, draft_factor=0 if args.no_draft else DEFAULT_DRAFT_FACTOR)
     dataset = open_dataset(args.dataset)  # dataset problems surface before a model is loaded
     spec = resolve_model_ref(args.classifier, "classifier")
-    classifier = load_model(spec, LoadOptions(device=args.device))
-    dataset = align_to_classifier(dataset, classifier, skip_unmatched=True if args.skip_unmatched else None)
-    for label, why in sorted(dataset.skipped_labels.items()):
-        print(f"skipped class '{label}': {why}", file=sys.stderr)
 
     # The images bar stays on screen; none at all when stderr is not a terminal (logs, pipes).
     bars = StageBars(kept={INDEXING}, units={INDEXING: "img"}, terminal_only=True)
     store = _open_store()
     try:
+        # Loading the model is inside the job too: a Ctrl-C while it loads is a cancel like any other.
         with cancellable_job(bars, cancels_after="the current batch") as ctx:
+            classifier = load_model(spec, LoadOptions(device=args.device))
+            ctx.check_cancelled()
+            dataset = align_to_classifier(dataset, classifier, skip_unmatched=True if args.skip_unmatched else None)
+            for label, why in sorted(dataset.skipped_labels.items()):
+                print(f"skipped class '{label}': {why}", file=sys.stderr)
             index = build_index(dataset, classifier, store, ctx, batch_size=args.batch_size,
                                 feature_dtype="float16" if args.float16 else "float32",
                                 loading=loading)
     except JobCancelled as exc:
-        if args.json and exc.detail:  # what was indexed so far, kept for the re-run
-            print(json.dumps({"cancelled": True, "message": exc.message, "report": json.loads(exc.detail)}, indent=2))
-            print(exc.message, file=sys.stderr)
-            return 130
         from ..output import cancelled
 
-        return cancelled(args, exc.message)
+        # Under --json the error carries what was indexed so far (kept for the re-run), when there is any.
+        report = json.loads(exc.detail) if exc.detail else None
+        return cancelled(args, exc.message, **({"report": report} if report is not None else {}))
     finally:
         store.close()
 

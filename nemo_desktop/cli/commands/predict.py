@@ -3,10 +3,10 @@
 ID_OR_SPEC is a catalog id (`vit-b16-augreg2`, `clip-vit-b32`, ...) or `<family>:<source>`, e.g.
 `timm:local-dir:/models/mine`, `timm:checkpoint:resnet50:/data/ft.safetensors --classes classes.txt`,
 `hf-clip:/models/clip-folder`, `open_clip:ViT-B-32@laion2b_s34b_b79k`.
-An unreadable image (damaged, a FIFO, a dangling link, no read permission, ...) is reported and skipped (exit
-status 1, partial); the others are still classified. When no image can be
-read, that is a usage error (exit 2), reported once. A bar on stderr (terminals only) shows the images read and
-classified.
+An unreadable image (damaged, missing, a FIFO, a dangling link, no read permission, ...) is reported and skipped
+(exit status 1, partial); the others are still classified. When no image can be read, nothing completed: exit
+status 3, each file's error reported once (the scheme of every batch command, cli/exit_codes.py). A bar on
+stderr (terminals only) shows the images read and classified.
 """
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def run(args) -> int:
     from ...core.errors import ConfigError, InputImageError
     from ...core.images import load_image
     from ...core.models.registry import LoadOptions, load_model
-    from ..exit_codes import for_counts
+    from ..exit_codes import RUNTIME, for_counts
     from ..progress import StageBars, cancellable_job
 
     if args.top_k < 1:
@@ -106,12 +106,15 @@ def run(args) -> int:
                 loaded.append((path, load_image(path)))
             except InputImageError as exc:
                 failures.append((path, exc))
-        if not loaded:
+        if not loaded:  # nothing completed: a runtime error (3), like index and bench run with no item done
             if len(failures) == 1:
-                raise failures[0][1]  # printed once, by the command line's error handler
-            _report_unreadable(failures)
-            raise InputImageError(f"None of the {len(failures)} images could be read.",
-                                  hint="See the errors above for each file.")
+                error = failures[0][1]  # printed once, by the command line's error handler
+            else:
+                _report_unreadable(failures)
+                error = InputImageError(f"None of the {len(failures)} images could be read.",
+                                        hint="See the errors above for each file.")
+            error.exit_code = RUNTIME  # type: ignore[attr-defined]
+            raise error
         classifier = load_model(_spec(args), LoadOptions(device=args.device, dtype=args.dtype))
         probs, embeddings = _classify(classifier, [img for _, img in loaded], ctx)
     _report_unreadable(failures)

@@ -53,6 +53,8 @@ def run_report(args) -> int:
 
 
 def register(subparsers) -> None:
+    from ..output import OutputPath
+
     p = subparsers.add_parser(
         "report", help="export a diagnosis or a run as a self-contained HTML or PDF report",
         description="Export a stored diagnosis (by result key or a unique key prefix) or a whole run (by run "
@@ -60,7 +62,8 @@ def register(subparsers) -> None:
     p.add_argument("target", metavar="RESULT_OR_RUN_ID", help="a result key, a unique key prefix, or a run id")
     p.add_argument("--format", choices=("html", "pdf"), help="report format (default: from -o's extension, "
                                                                "else html)")
-    p.add_argument("-o", "--output", metavar="FILE", help="file to write (default: nemo-<kind>-<id>.<format> "
+    p.add_argument("-o", "--output", metavar="FILE", type=OutputPath(),
+                   help="file to write (default: nemo-<kind>-<id>.<format> "
                                                            "in the current folder)")
     p.add_argument("--images", choices=("png", "jpeg"),
                    help="image encoding (default: png for a diagnosis; jpeg for a run, about 6x smaller)")

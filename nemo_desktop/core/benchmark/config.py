@@ -153,7 +153,7 @@ def load_config(path: str | Path) -> BenchConfig:
     p = Path(path).expanduser()
     if not p.is_file():
         raise ConfigError(f"Benchmark config not found: {p}",
-                          hint="Give a .toml or .json file (examples: nemo_desktop/resources/benchmarks/configs/).")
+                          hint="Give a .toml or .json file; `nemo bench configs` lists the shipped examples.")
     text = p.read_text(encoding="utf-8")
     try:
         if p.suffix.lower() == ".toml":

@@ -2,10 +2,16 @@
 
     summary = RayBenchmark(config, store, address="ray://head:10001", ctx=ctx).run()
 
+Before anything starts (no cluster is joined, no actor, no folder written), the whole config is checked on
+the driver (preflight.check_config: datasets, ImageNet subset, model references, methods and their options,
+criteria): a wrong dataset root fails in a second, not after every actor has started.
+
 The run is cut into n shards (`--shard i/n` semantics, work_units.Shard): n = the `workers` asked for, else
-the cluster's GPUs, else its CPUs. Each shard is one Ray actor (one GPU each when the cluster has GPUs, so
-Ray sets its CUDA_VISIBLE_DEVICES; one CPU otherwise) that loads its model set once (ModelPool) and runs
-the ordinary BenchmarkRunner into its own shard store, `<store>/bench/ray-shards/<run id>/shard-i-of-n/`.
+one per GPU of the cluster, else, on a CPU-only cluster, one per `CPUS_PER_SHARD` (8) CPUs, at least one
+(every shard loads its own copy of every model, and torch uses several cores per model). Each shard is one
+Ray actor (one GPU each when the cluster has GPUs, so Ray sets its CUDA_VISIBLE_DEVICES; its share of the
+CPUs, at most CPUS_PER_SHARD, otherwise) that loads its model set once (ModelPool) and runs the ordinary
+BenchmarkRunner into its own shard store, `<store>/bench/ray-shards/<run id>/shard-i-of-n/`.
 When every shard has returned, the shard stores are merged into the run's store with `nemo bench merge`'s
 merge_stores (also after a cancel, so finished items are never only in a shard store).
 
@@ -15,18 +21,20 @@ every actor's cancel token is set, so its runner stops between items and records
 do not return within `cancel_grace_s` are killed. Nothing finished is lost either way: items are written
 one by one, atomically, into the shard stores.
 
-Resume: the shard count is written to `plan.json` beside the shard stores on the first launch and reused by
-every later launch of the same run, so a re-run after a killed driver finds each shard's finished items in
-its own store and computes only the rest (the per-item keys make a second computation of a finished item
-impossible). A worker that dies mid-run (node lost, OOM-killed) is replaced by a new actor on the same
-shard store, up to `max_restarts` times per shard; the item that was in flight is finished from the units
-its method had stored.
+Resume: the shard count is written to `plan.json` beside the shard stores once work has started (a shard is
+computing its items) and reused by every later launch of the same run, so a re-run after a killed driver finds
+each shard's finished items in its own store and computes only the rest (the per-item keys make a second
+computation of a finished item impossible). A launch that failed before any shard started its items fixes
+nothing: the next launch chooses its count afresh. A worker that dies mid-run (node lost, OOM-killed) is
+replaced by a new actor on the same shard store, up to `max_restarts` times per shard; the item that was in
+flight is finished from the units its method had stored.
 
-Plug-ins (model families or methods registered at run time) must be registered in the workers too: start
-Ray with `runtime_env={"worker_process_setup_hook": "my_module.register"}` (ray.init, or a job's runtime env).
+Plug-ins (model families or methods registered at run time) must be registered in the driver, which checks
+the config with them, and in the workers too: start Ray with
+`runtime_env={"worker_process_setup_hook": "my_module.register"}` (ray.init, or a job's runtime env).
 
 Cluster: workers must see the run's store folder at the same path (one machine, or a shared filesystem such
-as NFS on every node): the driver writes a token into plan.json and every worker checks it, so a worker on
+as NFS on every node): the driver writes a token into launch.json and every worker checks it, so a worker on
 a node without the shared folder fails with a clear error instead of writing results nobody merges.
 """
 from __future__ import annotations
@@ -48,7 +56,9 @@ from .runner import PROGRESS_STAGE
 from .work_units import RunSummary, Shard, _duration
 
 log = logging.getLogger(__name__)
-PLAN_FILE = "plan.json"
+PLAN_FILE = "plan.json"  # the run's shard count, written once work has started
+LAUNCH_FILE = "launch.json"  # this launch's token, which every worker checks (it sees the shared folder)
+CPUS_PER_SHARD = 8  # a CPU-only cluster: one shard per this many CPUs by default
 
 
 def shards_folder(store_dir: str | os.PathLike, run_id: str) -> Path:
@@ -57,6 +67,16 @@ def shards_folder(store_dir: str | os.PathLike, run_id: str) -> Path:
 
 def shard_store_dir(store_dir: str | os.PathLike, run_id: str, shard: Shard) -> Path:
     return shards_folder(store_dir, run_id) / f"shard-{shard.index + 1}-of-{shard.count}"
+
+
+def default_shards(gpus: int, cpus: int) -> int:
+    """Shards when --ray-workers is not given: one per GPU, else one per CPUS_PER_SHARD CPUs (at least one)."""
+    return gpus if gpus else max(1, cpus // CPUS_PER_SHARD)
+
+
+def cpu_share(cpus: int, shards: int) -> int:
+    """CPUs each actor of a CPU-only cluster asks for: its share of the cluster, at most CPUS_PER_SHARD."""
+    return max(1, min(CPUS_PER_SHARD, cpus // max(1, shards)))
 
 
 def import_ray():
@@ -100,8 +120,8 @@ class ShardWorker:
         from ..store import ResultsStore
         from .runner import BenchmarkRunner
 
-        plan = Path(folder) / PLAN_FILE
-        if not plan.is_file() or json.loads(plan.read_text(encoding="utf-8")).get("token") != plan_token:
+        launch = Path(folder) / LAUNCH_FILE
+        if not launch.is_file() or json.loads(launch.read_text(encoding="utf-8")).get("token") != plan_token:
             raise ConfigError(f"This Ray worker does not see the run's store folder {folder}.",
                               hint="Put the results store on a filesystem every node mounts at the same path "
                                    "(e.g. NFS), or run on one machine.")
@@ -148,18 +168,26 @@ class RayBenchmark:
         self.init_options = dict(init_options or {})
         self.shards: list[ShardState] = []
         self.folder = shards_folder(store.store_dir, self.run_id)
+        self.planned = False  # plan.json written (work started in this launch or an earlier one)
 
     # ------------------------------------------------------------------------------------------- run
     def run(self) -> RunSummary:
+        from .preflight import check_config
+
         ray = import_ray()
         t0 = time.perf_counter()
+        self.ctx.progress("Checking the config", 0, None)
+        check_config(self.config)  # before the cluster, the actors and any file: a wrong root fails now
         if not ray.is_initialized():
             self.ctx.progress("Connecting to Ray", 0, None, self.address or "local")
             ray.init(address=self.address, **self.init_options)
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
-        count, token = self._plan(gpus or int(resources.get("CPU", 1)) or 1)
-        actor_cls = ray.remote(max_concurrency=3, **({"num_gpus": 1} if gpus else {"num_cpus": 1}))(ShardWorker)
+        cpus = int(resources.get("CPU", 1)) or 1
+        count = self._plan(default_shards(gpus, cpus))
+        token = self._launch()
+        per_actor = {"num_gpus": 1} if gpus else {"num_cpus": cpu_share(cpus, count)}
+        actor_cls = ray.remote(max_concurrency=3, **per_actor)(ShardWorker)
         self.shards = [ShardState(Shard(i, count)) for i in range(count)]
         cancelled = False
         try:
@@ -181,21 +209,53 @@ class RayBenchmark:
             summary.notes.extend(f"shard {st.shard}: {st.error}" for st in failed)
         return summary
 
-    def _plan(self, default: int) -> tuple[int, str]:
-        """The shard count: the one of an earlier launch of this run (resume), else the workers asked for."""
+    def _plan(self, default: int) -> int:
+        """The shard count: the one of an earlier launch of this run that started work (resume), else the
+        workers asked for, else `default`. Nothing is written here (see _record_plan)."""
         plan = self.folder / PLAN_FILE
         old = json.loads(plan.read_text(encoding="utf-8")) if plan.is_file() else {}
-        count = int(old.get("shards") or self.workers or default)
-        if old and self.workers and self.workers != count:
+        started = int(old.get("shards") or 0) or self._started_count()
+        count = int(started or self.workers or default)
+        if started and self.workers and self.workers != count:
             log.warning("run %s was started with %d Ray workers; resuming with the same %d shards (the "
                         "finished items are in their shard stores)", self.run_id, count, count)
-        token = uuid.uuid4().hex
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.planned = bool(old)
+        return count
+
+    def _started_count(self) -> int | None:
+        """The shard count of shard stores that hold items of this run (a driver killed before plan.json)."""
+        from ..store import ResultsStore
+
+        for where in sorted(self.folder.glob("shard-*-of-*")) if self.folder.is_dir() else []:
+            db = where / "results.sqlite"
+            if not db.is_file():
+                continue
+            store = ResultsStore.open(db_path=db, artifacts_dir=where / "artifacts")
+            try:
+                if store.run_items(self.run_id):
+                    return int(where.name.rsplit("-", 1)[1])
+            finally:
+                store.close()
+        return None
+
+    def _launch(self) -> str:
+        """This launch's token in launch.json, for the workers' shared-folder check."""
         from ..store import atomic_write_text
 
-        atomic_write_text(plan, json.dumps({"run_id": self.run_id, "shards": count, "token": token,
-                                            "config_sha256": self.config.sha256}))
-        return count, token
+        token = uuid.uuid4().hex
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.folder / LAUNCH_FILE, json.dumps({"run_id": self.run_id, "token": token}))
+        return token
+
+    def _record_plan(self) -> None:
+        """plan.json, once a shard computes its items: from then on every launch of the run keeps this count."""
+        if self.planned or not self.shards:
+            return
+        from ..store import atomic_write_text
+
+        atomic_write_text(self.folder / PLAN_FILE, json.dumps({"run_id": self.run_id, "shards": len(self.shards),
+                                                               "config_sha256": self.config.sha256}))
+        self.planned = True
 
     def _start(self, ray: Any, actor_cls: Any, st: ShardState, token: str) -> None:
         st.attempts += 1
@@ -247,6 +307,8 @@ class RayBenchmark:
             got = [st.progress for st in live]
         for st, p in zip(live, got):
             st.progress = p or st.progress
+        if any(st.summary is not None or (st.progress and st.progress[0] == PROGRESS_STAGE) for st in self.shards):
+            self._record_plan()  # a shard is at its items: the count is now the run's
         done = total = 0
         other = None
         for st in self.shards:

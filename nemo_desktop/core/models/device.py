@@ -7,7 +7,6 @@ from __future__ import annotations
 import gc
 import logging
 import sys
-import warnings
 
 from ..errors import ConfigError, OutOfMemoryError
 
@@ -36,14 +35,25 @@ def resolve_device(requested: str | None = "auto") -> str:
     if requested == "auto":
         if cuda_available():
             return "cuda"
-        warnings.warn("No CUDA GPU found: running on the CPU, which is much slower.", RuntimeWarning,
-                      stacklevel=2)
-        log.warning("No CUDA GPU found: running on the CPU")
+        _warn_cpu_once()
         return "cpu"
     if requested.startswith("cuda") and not cuda_available():
         raise ConfigError(f"Device '{requested}' was requested but no CUDA GPU is available.",
                           hint="Choose device 'cpu' or 'auto', or check the NVIDIA driver with `nemo doctor`.")
     return requested
+
+
+_cpu_warned = False
+
+
+def _warn_cpu_once() -> None:
+    """One visible warning per process that models run on the CPU (a command loading three models, or
+    logging.captureWarnings routing a warning into the log handlers too, used to print it several times)."""
+    global _cpu_warned
+    if _cpu_warned:
+        return
+    _cpu_warned = True
+    log.warning("No CUDA GPU found: running on the CPU, which is much slower.")
 
 
 def resolve_dtype(requested: str | None, device: str):

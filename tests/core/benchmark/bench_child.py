@@ -1,5 +1,6 @@
 """Child process for the kill -9 test (run as a script, not collected by pytest): registers the benchmark
-test doubles as the model family 'test-double', then runs the real `nemo` command line with its arguments."""
+test doubles (the model family 'test-double' and the method 'fixed'), then runs the real `nemo` command line
+with its arguments."""
 from __future__ import annotations
 
 import os
@@ -9,13 +10,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parents[1])]
 
-from bench_world import families  # noqa: E402
+from bench_world import register_doubles  # noqa: E402
 from nemo_desktop.cli.main import main  # noqa: E402
-from nemo_desktop.core.models import registry  # noqa: E402
 
-registry._ensure_builtin_families()
-for (kind, family), loader in families().items():
-    registry.register_family(kind, family)(loader)
+# The driver checks the whole config before it starts a worker, so it knows the plug-ins the workers use: the
+# model doubles and the method double, registered here as in every worker (ray_backend's docstring).
+register_doubles()
 
 if os.environ.get("NEMO_TEST_RAY_ADDRESS"):  # join the test's Ray cluster, the doubles registered in its workers
     import ray

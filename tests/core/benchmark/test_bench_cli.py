@@ -75,6 +75,37 @@ def test_user_errors_are_messages_not_tracebacks(bench_data, registered, tmp_pat
     assert main(["bench", "merge", str(tmp_path / "nowhere")]) == 2
 
 
+def test_a_summary_that_cannot_be_written_is_exit_3_after_the_work(bench_data, registered, tmp_path, monkeypatch,
+                                                                    capsys):
+    """The output folder is checked before the run; one removed while the run works is a one-line error, exit 3,
+    JSON under --json (the finished items are stored all the same)."""
+    from nemo_desktop.core.benchmark.runner import BenchmarkRunner
+
+    cfg = tmp_path / "bench.json"
+    cfg.write_text(json.dumps(base_config(bench_data, datasets=base_config(bench_data)["datasets"][1:2],
+                                          samples_per_dataset=1)))
+    with pytest.raises(SystemExit) as refused:  # a missing folder: refused before the run
+        main(["bench", "run", str(cfg), "--store", str(tmp_path / "s"), "-o", str(tmp_path / "no" / "x.json")])
+    assert refused.value.code == 2 and not (tmp_path / "s").exists()
+    capsys.readouterr()
+
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    original = BenchmarkRunner.run
+
+    def run_then_lose_the_folder(self):
+        summary = original(self)
+        out_dir.rmdir()
+        return summary
+
+    monkeypatch.setattr(BenchmarkRunner, "run", run_then_lose_the_folder)
+    rc = main(["bench", "run", str(cfg), "--store", str(tmp_path / "s"), "-o", str(out_dir / "x.json"), "--json"])
+    out, err = capsys.readouterr()
+    error = json.loads(out)["error"]
+    assert rc == 3 and error["type"] == "StoreError" and error["exit_code"] == 3
+    assert str(out_dir / "x.json") in error["message"] and "Traceback" not in err
+
+
 def _toml(d: dict) -> str:
     """Enough TOML for the test configs (tables of strings / inline tables, arrays of tables)."""
     def value(v):

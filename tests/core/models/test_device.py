@@ -55,10 +55,14 @@ def test_a_job_that_runs_out_of_memory_fails_cleanly():
     assert run_job(lambda ctx: 42).result == 42  # the process stays usable
 
 
-def test_auto_device_on_cpu_warns_visibly(no_gpu, caplog):
-    with pytest.warns(RuntimeWarning, match="running on the CPU"):
+def test_auto_device_on_cpu_warns_visibly_once(no_gpu, caplog, monkeypatch):
+    monkeypatch.setattr(device, "_cpu_warned", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a log record only: with logging.captureWarnings a warning printed twice
         assert device.resolve_device("auto") == "cpu"
-    assert "No CUDA GPU found" in caplog.text
+        assert device.resolve_device("auto") == "cpu"  # a second model of the same command
+    records = [r for r in caplog.records if "No CUDA GPU found" in r.getMessage()]
+    assert len(records) == 1 and records[0].levelname == "WARNING" and "running on the CPU" in records[0].message
 
 
 def test_auto_device_with_a_gpu_is_cuda_without_warning(fake_gpu):

@@ -64,8 +64,9 @@ def test_report_errors_are_clear(home_store, tmp_path, capsys):
     key = store_result(home_store, r, arts)
     assert main(["report", key, "--format", "pdf", "-o", str(tmp_path / "x.html")]) == 2
     assert "does not match the file name" in capsys.readouterr().err
-    assert main(["report", key, "-o", str(tmp_path / "missing" / "x.html")]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # refused while the command line is read, before any work
+        main(["report", key, "-o", str(tmp_path / "missing" / "x.html")])
+    assert refused.value.code == 2 and "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "x.html").exists()
 
 
