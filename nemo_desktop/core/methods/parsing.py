@@ -40,7 +40,8 @@ def extract_json(text: str | None, required_keys: Sequence[str] = ()) -> dict[st
         if obj is None:
             continue
         if not balanced and runs_off_end(snippet):
-            cut_short = cut_short or isinstance(obj, (dict, list))
+            # Cut short if it was writing an object with a key; "{{{ the the" is garbage, not a fragment.
+            cut_short = cut_short or any(d for d in _dicts(obj))
             continue
         seen_object = seen_object or isinstance(obj, (dict, list))
         found = _find_dict(obj, required_keys)

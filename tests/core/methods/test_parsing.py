@@ -118,3 +118,8 @@ def test_malformed_but_closed_is_not_cut_short():
             extract_field(reply, "cause_of_error")
         assert not isinstance(err.value, CutOffOutputError) and not runs_off_end(reply)
     assert not runs_off_end(READABLE["single_quotes_apostrophe"]) and not runs_off_end(READABLE["inner_quotes"])
+    # Open brackets with no key in them are garbage, not an answer cut short.
+    for reply in ("{unbalanced", "lorem ipsum {{{ the the"):
+        with pytest.raises(MalformedOutputError) as err:
+            extract_field(reply, "cause_of_error")
+        assert not isinstance(err.value, CutOffOutputError)
