@@ -107,7 +107,8 @@ def test_scitx_m3_scores_three_distinct_candidates(scitx_parts, json_mllm, store
         [(c.hypothesis, c.error) for c in result.candidates]
     assert hypotheses[0] == "snowy"  # draw 0 is greedy: the paper's decoding
     counts = result.manifest["candidate_counts"]
-    assert counts == {"candidates": 3, "distinct_scored": 3, "duplicates": 0, "no_hypothesis": 0, "not_tested": 0}
+    assert counts == {"candidates": 3, "distinct_scored": 3, "duplicates": 0, "no_hypothesis": 0, "cut_off": 0,
+                      "not_tested": 0}
     assert result.manifest["sampling"]["draws_1_on"] == {"temperature": 0.7, "top_p": 0.95, "top_k": 0,
                                                          "min_p": 0.0}
     assert not any("distinct and scored" in n for n in result.notes)
