@@ -67,9 +67,9 @@ Parsing: robust JSON extraction (`parsing.extract_field`). A reply cut short at 
 again ONCE with twice the budget, and if cut again the candidate is "Reply cut off", not tested, and counted
 in the manifest's "candidate_counts" and the notes (cut_off.py). If a reply cannot be read otherwise, ONE
 follow-up turn with nemo_desktop/resources/prompts/json_repair.v1.txt (temperature 0), then the candidate
-records the error and keeps the raw replies. Such parse outcomes are deterministic and cached; exceptions raised by a model (out of
-memory, endpoint down) are recorded on the candidate but not cached, and the result is then marked
-incomplete so that a re-run retries exactly those units.
+records the error and keeps the raw replies. Such parse outcomes are deterministic and cached; exceptions
+raised by a model (out of memory, endpoint down) are recorded on the candidate but not cached, and the result
+is then marked incomplete so that a re-run retries exactly those units.
 
 Caching: every unit (classification, embedding, retrieval, caption, hypothesis draw, intervention, edit,
 re-classification) is stored in the results store under a `result_key` of everything that determines it

@@ -187,7 +187,7 @@ def candidate_note(counts: dict[str, int]) -> str | None:
         return None
     why = [f"{counts[k]} {label}" for k, label in (("duplicates", "repeated an earlier candidate"),
                                                     ("no_hypothesis", "gave no readable candidate"),
-                                                    ("cut_off", "were cut off at the token limit"),
+                                                    ("cut_off", "had their reply cut off at the token limit"),
                                                     ("not_tested", "could not be tested")) if counts.get(k)]
     return (f"Only {counts['distinct_scored']} of {counts['candidates']} candidates were distinct and scored"
             + (f" ({'; '.join(why)})" if why else "") + ".")

@@ -110,9 +110,10 @@ class MultimodalLLM(Protocol):
              seed: int | None = None, top_p: float | None = None, top_k: int | None = None,
              min_p: float | None = None) -> str:
         """One conversation in, the assistant's reply text out (NEMO's adapters return a `Reply`, which says
-        whether the text was cut at the token limit; a plain `str` is accepted). temperature 0 = greedy/deterministic, and
-        top_p/top_k/min_p are ignored. With temperature > 0 every sampling field is applied explicitly: one
-        left None takes this project's default (models/sampling.py), never the checkpoint's or server's."""
+        whether the text was cut at the token limit; a plain `str` is accepted). temperature 0 =
+        greedy/deterministic, and top_p/top_k/min_p are ignored. With temperature > 0 every sampling field is
+        applied explicitly: one left None takes this project's default (models/sampling.py), never the
+        checkpoint's or server's."""
 
     def chat_batch(self, conversations: Sequence[Sequence[ChatMessage]], *, max_new_tokens: int = 512,
                    temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,

@@ -48,7 +48,7 @@ def test_a_reply_still_cut_is_not_tested_and_is_counted(digits_classifier, blue_
     assert len(editor.calls) == 2 and sum("editing prompt" in c["text"] for c in mllm.calls) == 2  # only the others
     assert result.manifest["candidate_counts"] == {"candidates": 3, "distinct_scored": 2, "duplicates": 0,
                                                    "no_hypothesis": 0, "cut_off": 1, "not_tested": 0}
-    assert any("(1 were cut off at the token limit)" in n for n in result.notes), result.notes
+    assert any("(1 had their reply cut off at the token limit)" in n for n in result.notes), result.notes
 
     # Deterministic, so cached like a parse failure: the unit is reused, the model is not asked again.
     store.delete(result.result_key)

@@ -183,5 +183,6 @@ def test_scitx_tests_no_candidate_whose_reply_was_cut(scitx_parts, json_mllm, st
         [c.error for c in result.candidates]
     assert all(c.intervention is None and c.edited_artifact is None and c.cei is None for c in result.candidates)
     assert result.explanation is None and result.manifest["candidate_counts"]["cut_off"] == 3
-    assert "Only 0 of 3 candidates were distinct and scored (3 were cut off at the token limit)." in result.notes
+    assert ("Only 0 of 3 candidates were distinct and scored (3 had their reply cut off at the token limit)."
+            in result.notes), result.notes
     assert not store.find("intervention") and not store.find("edit")
