@@ -10,11 +10,11 @@ reply: it would have the model finish or shorten a fragment instead of answering
 A reply is cut when no whole JSON object with the asked field can be read from it (parsing.extract_json) and
   * it stopped at the limit (finish_reason "length"; where the finish is not known, as many completion tokens
     as the limit), or
-  * it stops inside a JSON object it opened, and the model did not say it had finished (a test double or a
-    user's adapter returns a plain `str`, which says nothing).
+  * it stops inside a JSON object it opened, however it ended: a plain `str` (a test double, a user's adapter)
+    says nothing about the limit, and even a reply the model or a stop rule ended there ("stop") is a
+    fragment that the repair turn would only close ("The model" again).
 A whole object with the field is taken even from a reply that ran on to the limit: the model wrote its closing
-brace, so the value is complete. A reply the model ended itself ("stop") inside an open object is malformed,
-not cut: more room would not change it, so it gets the ordinary repair turn.
+brace, so the value is complete.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def is_cut_off(reply: Any, field_name: str, max_new_tokens: int) -> bool:
     try:
         extract_field(reply, field_name)
     except CutOffOutputError:
-        return getattr(reply, "finish_reason", None) != "stop"
+        return True
     except MalformedOutputError:
         return stopped_at_limit(reply, max_new_tokens)
     return False

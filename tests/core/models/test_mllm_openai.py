@@ -367,15 +367,15 @@ def test_a_hypothesis_cut_again_is_marked_and_not_repaired(server, client):
     assert (counts["cut_off"], counts["no_hypothesis"]) == (1, 0)
 
 
-def test_length_with_a_whole_object_is_taken_and_stop_inside_an_object_is_repaired(server, client):
+def test_length_with_a_whole_object_is_taken_and_stop_inside_an_object_is_not_repaired(server, client):
     server.backend = lambda messages, images, body: (WHOLE + " And furthermore", "length", body["max_tokens"])
     cand, _, _ = _draw_one(client(), 32)
     assert cand.hypothesis.startswith("The model reads") and len(server.requests) == 1  # closed by the model
 
-    # The model ended its reply itself inside an object: malformed, not cut; more room would not help.
+    # Ended ("stop") inside an object: still a fragment, which the repair turn would only close.
     server.requests.clear()
     server.backend = lambda messages, images, body: ('{"cause_of_error": "The model', "stop", 9)
     cand, outcome, counts = _draw_one(client(), 32)
-    assert [r["body"]["max_tokens"] for r in server.requests] == [32, 32]  # the repair turn, no retry
-    assert cand.error.startswith("Unreadable reply, also after one repair request: The model's reply stops inside")
-    assert (counts["cut_off"], counts["no_hypothesis"]) == (0, 1)
+    assert [r["body"]["max_tokens"] for r in server.requests] == [32, 64] and outcome["repair_reply"] is None
+    assert cand.error.startswith("Reply cut off: it stops inside an unterminated JSON object (asked with 32")
+    assert (counts["cut_off"], counts["no_hypothesis"]) == (1, 0)
