@@ -62,6 +62,11 @@ class MalformedOutputError(NemoError):
     """A model answered with something that could not be parsed."""
 
 
+class CutOffOutputError(MalformedOutputError):
+    """The reply stops inside a JSON object it opened (cut short, usually at the token limit): what it holds
+    is not a whole answer, so it is not read as one."""
+
+
 class StoreError(NemoError):
     """The results store or cache directory is unusable (corrupt, newer schema, unwritable)."""
 

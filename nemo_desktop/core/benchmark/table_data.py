@@ -32,6 +32,7 @@ class SampleOutcome:
     why_no_llm: str | None = None
     why_no_cei: str | None = None
     distinct_scored: int | None = None  # distinct candidates with a CEI (see methods.validation.candidate_counts)
+    cut_off: int | None = None  # candidates whose reply was cut at the token limit (None: not recorded, older)
     selected_flagged: bool | None = None  # the selected candidate's edit changed the whole image (edit check)
     judged: bool = False  # the run has judges (so a missing LLM Match is "unjudged")
 
@@ -91,6 +92,10 @@ class CellStats:
         return [o.distinct_scored for o in self.samples.values() if o.distinct_scored is not None]
 
     @property
+    def cut_off(self) -> list[int]:
+        return [o.cut_off for o in self.samples.values() if o.cut_off is not None]
+
+    @property
     def selected_flagged(self) -> list[bool]:
         return [o.selected_flagged for o in self.samples.values() if o.selected_flagged is not None]
 
@@ -115,7 +120,8 @@ class CellStats:
                 "per_judge": {k: (statistics.fmean(v) if v else None) for k, v in self.per_judge.items()},
                 "cei": self.cei_mean, "n_cei": len(cei), "cei_std": statistics.stdev(cei) if len(cei) > 1 else None,
                 "distinct_scored_candidates": (statistics.fmean(self.distinct_scored)
-                                               if self.distinct_scored else None)}
+                                               if self.distinct_scored else None),
+                "cut_off_candidates": sum(self.cut_off) if self.cut_off else None}
 
 
 @dataclass
@@ -215,6 +221,7 @@ def _outcome(p: dict, stats: CellStats) -> SampleOutcome:
     else:
         o.why_no_cei = "no explanation" if not result.get("explanation") else "no CEI"
     o.distinct_scored = _distinct_scored(result)
+    o.cut_off = _cut_off(result)
     o.selected_flagged = _selected_flagged(result)
     return o
 
@@ -240,6 +247,14 @@ def _distinct_scored(result: dict) -> int | None:
         return None
     return len({normalise_hypothesis(c["hypothesis"]) for c in cands
                 if isinstance(c, dict) and c.get("cei") is not None and c.get("hypothesis")})
+
+
+def _cut_off(result: dict) -> int | None:
+    """Candidates of the sample whose reply was cut at the token limit; None for results recorded before
+    cut replies were recognised (their counts have no "cut_off": a cut reply was then read as a hypothesis)."""
+    counts = (result.get("manifest") or {}).get("candidate_counts")
+    value = counts.get("cut_off") if isinstance(counts, dict) else None
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _error_text(error: Any) -> str:

@@ -14,6 +14,8 @@ matching config in nemo_desktop/resources/benchmarks/configs/ reproduces the pap
            validates M candidates should reach M; fewer means repeated or untestable draws), and the share of
            samples whose selected candidate's edit the edit check flagged as changing the whole image (with
            `selection = "cei"`, the paper's rule, such a candidate can win; say so beside the CEI it earned).
+           Also the candidates whose reply was cut off at the token limit, also after one retry with twice
+           the budget, and so never tested (methods/cut_off.py; results recorded before that are left out).
 
 Like with like (table_data.compare): the methods a table compares are averaged over the same samples, those
 that all of them finished with a value (`n` is printed with every value); each left-out sample is listed
@@ -259,14 +261,16 @@ def table5(data: RunData) -> list[Table]:
 
 
 def candidates_table(data: RunData) -> list[Table]:
-    """Per method and context: the mean number of distinct candidates scored with CEI per finished sample, and
-    the share of samples whose selected candidate's edit was flagged as changing the whole image."""
+    """Per method and context: the mean number of distinct candidates scored with CEI per finished sample, the
+    candidates whose reply was cut off at the token limit (in all; results recorded before they were counted
+    are left out), and the share of samples whose selected candidate's edit was flagged as changing the whole
+    image."""
     contexts = list(_contexts(data))
     if not contexts:
         return []
     columns = [f"{d} / {c}{_ctx_suffix(data, m, e)}" for d, c, m, e in contexts]
 
-    def per_cell(values_of, summary, table_id: str, title: str) -> list[Table]:
+    def per_cell(values_of, summary, table_id: str, title: str, metric: str = "count") -> list[Table]:
         rows = []
         for meth in data.axes["method"]:
             cells = [_get(data, d, c, m, e, meth) for d, c, m, e in contexts]
@@ -274,10 +278,12 @@ def candidates_table(data: RunData) -> list[Table]:
             rows.append((meth, [Value(summary(v) if v else None, len(v)) for v in values]))
         if all(v.value is None for _, vals in rows for v in vals):
             return []
-        return [Table(table_id, title, columns, rows, ["count"] * len(columns), [], data.missing)]
+        return [Table(table_id, title, columns, rows, [metric] * len(columns), [], data.missing)]
 
     return (per_cell(lambda cell: cell.distinct_scored, statistics.fmean, "candidates",
                      "Distinct candidates scored per sample (mean)")
+            + per_cell(lambda cell: cell.cut_off, sum, "cut_off",
+                       "Candidates whose reply was cut off at the token limit, not tested (total)", "total")
             + per_cell(lambda cell: cell.selected_flagged, lambda flags: 100.0 * sum(flags) / len(flags), "flagged",
                        "Selected explanations whose edit changed the whole image (% of samples)"))
 
@@ -344,7 +350,10 @@ def build_tables(data: RunData, which: Iterable[str] | None = None) -> list[Tabl
 def _fmt(v: Value, metric: str) -> str:
     if v.value is None:
         return "–"
-    text = f"{v.value:.2f}" if metric in ("cei", "count") else f"{v.value:.3f}"
+    if metric == "total":  # a whole number of things, e.g. cut-off candidates
+        text = f"{v.value:.0f}"
+    else:
+        text = f"{v.value:.2f}" if metric in ("cei", "count") else f"{v.value:.3f}"
     return text + (f" {v.note}" if v.note else "")
 
 

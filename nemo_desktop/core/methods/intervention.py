@@ -33,6 +33,7 @@ from ..jobs import JobContext, describe_exception
 from ..metrics.cei import cei, top_k
 from ..models.outputs import predict_with_embeddings
 from ..models.protocols import ChatMessage, ModelInfo
+from .cut_off import RETRY_FACTOR, accepted_a_cut_reply, cut_off_error, finish_record, is_cut_off
 from .parsing import extract_field, extract_json
 from .prompts import PromptTemplate, load_prompt
 from .result import Candidate, SampleInfo
@@ -125,8 +126,11 @@ def classifier_part(classifier: Any) -> dict[str, Any]:
 
 
 def raw_replies(unit: Mapping[str, Any]) -> str | None:
-    """The model's reply, and the reply to the repair request when there was one (for auditing)."""
-    raw, repair = unit.get("raw_reply"), unit.get("repair_reply")
+    """The model's reply, and the reply to the repair request when there was one, after the first reply
+    when it was cut short and asked again (for auditing)."""
+    raw, repair, cut = unit.get("raw_reply"), unit.get("repair_reply"), unit.get("cut_off_reply")
+    if cut is not None:
+        raw = f"{cut}\n--- cut off; asked again with {unit.get('retry_max_new_tokens')} tokens ---\n{raw}"
     if repair is None:
         return raw
     return f"{raw}\n--- reply to the repair request ---\n{repair}"
@@ -141,23 +145,35 @@ def safe_json(raw: str, field_name: str) -> dict | None:
 
 def ask_json(mllm: Any, repair: PromptTemplate, messages: list[ChatMessage], field_name: str, max_new_tokens: int,
              temperature: float, seed: int | None, sampling: Any = None) -> dict[str, Any]:
-    """Ask, parse `field_name`; one repair turn (greedy) if unreadable. Returns value/error/raw replies/parsed.
-    `sampling` (models.sampling.Sampling) makes the first call a sampled draw with every field explicit."""
+    """Ask, parse `field_name`; a reply cut short is asked again once with a larger budget and, if cut again,
+    is an outcome of its own (cut_off.py); one repair turn (greedy) if otherwise unreadable. Returns
+    value/error/raw replies/parsed and how the reply ended. `sampling` (models.sampling.Sampling) makes the
+    first call a sampled draw with every field explicit."""
     ask = sampling.chat_kwargs() if sampling is not None else {"temperature": temperature}
-    raw = mllm.chat(messages, max_new_tokens=max_new_tokens, seed=seed, **ask)
+    budget = max_new_tokens
+    raw = mllm.chat(messages, max_new_tokens=budget, seed=seed, **ask)
+    record: dict[str, Any] = {}
+    if is_cut_off(raw, field_name, budget):
+        budget = max_new_tokens * RETRY_FACTOR
+        record = {"cut_off_reply": raw, "retry_max_new_tokens": budget}
+        raw = mllm.chat(messages, max_new_tokens=budget, seed=seed, **ask)  # the same draw, more room
+        if is_cut_off(raw, field_name, budget):  # no repair turn: it would only finish the fragment
+            return {"value": None, "raw_reply": raw, "repair_reply": None, "parsed": None,
+                    "error": cut_off_error(raw, max_new_tokens, budget), **record, **finish_record(raw)}
+    record.update(finish_record(raw))
     try:
         return {"value": extract_field(raw, field_name), "error": None, "raw_reply": raw,
-                "repair_reply": None, "parsed": safe_json(raw, field_name)}
+                "repair_reply": None, "parsed": safe_json(raw, field_name), **record}
     except MalformedOutputError as first:
         text = repair.render(error=first.message.rstrip("."), keys=f'"{field_name}"')
         follow = [*messages, ChatMessage("assistant", [raw or ""]), ChatMessage.user(text)]
-        raw2 = mllm.chat(follow, max_new_tokens=max_new_tokens, temperature=0.0, seed=seed)
+        raw2 = mllm.chat(follow, max_new_tokens=budget, temperature=0.0, seed=seed)
         try:
             return {"value": extract_field(raw2, field_name), "error": None, "raw_reply": raw,
-                    "repair_reply": raw2, "parsed": safe_json(raw2, field_name)}
+                    "repair_reply": raw2, "parsed": safe_json(raw2, field_name), **record}
         except MalformedOutputError as second:
             return {"value": None, "raw_reply": raw, "repair_reply": raw2, "parsed": None,
-                    "error": f"Unreadable reply, also after one repair request: {second.message}"}
+                    "error": f"Unreadable reply, also after one repair request: {second.message}", **record}
 
 
 # -- the tester --------------------------------------------------------------------------------------------
@@ -345,6 +361,8 @@ class CounterfactualTester:
                                prompt_sha256=sha_text(prompt), max_new_tokens=max_new)
                 hit = units.get(key)
                 payload = hit.payload if hit is not None else None
+                if payload is not None and accepted_a_cut_reply(payload, "intervention", "solution"):
+                    payload = None  # cached before cut replies were refused: its instruction is a fragment
                 if payload is None:
                     try:
                         outcome = ask_json(self.mllm, self.prompts.repair, [ChatMessage.user(prompt)], "solution",

@@ -2,12 +2,16 @@
 
 Models wrap the object in code fences, add text around it, use single quotes or Python literals, leave
 trailing commas or out commas, leave keys unquoted, put unescaped quotes inside strings, copy the `# comment`
-of the prompt's example, use typographic quotes, answer with a list of objects, or stop mid-object at the
-token limit. `extract_json` tries, in order: every fenced block, then the whole text, then every balanced
-`{...}` / `[...]` span of it; each snippet is read strictly first and then with the maintained `json-repair`
-package (which closes truncated objects and fixes the rest of the above). The first object that has the
-required keys wins (keys matched loosely, searched inside lists and nested objects too). Otherwise it raises
-MalformedOutputError saying what was wrong.
+of the prompt's example, use typographic quotes, or answer with a list of objects. `extract_json` tries, in
+order: every fenced block, then the whole text, then every balanced `{...}` / `[...]` span of it; each
+snippet is read strictly first and then with the maintained `json-repair` package (which fixes the above).
+The first object that has the required keys wins (keys matched loosely, searched inside lists and nested
+objects too). Otherwise it raises MalformedOutputError saying what was wrong.
+
+A reply that stops inside an object it opened (`{"cause_of_error": "The model`, cut at the token limit) is
+NOT read: json-repair would close it and hand back "The model" as if it were the answer (issue 27 §3). Such a
+snippet is skipped, and when nothing whole is left the error is CutOffOutputError, so that callers can ask
+again with a larger budget instead of repairing a fragment.
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ import json
 import re
 from typing import Any, Iterable, Iterator, Sequence
 
-from ..errors import MalformedOutputError
+from ..errors import CutOffOutputError, MalformedOutputError
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)(?:```|\Z)", re.S)
 _SMART = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"',
@@ -30,16 +34,24 @@ def extract_json(text: str | None, required_keys: Sequence[str] = ()) -> dict[st
         raise MalformedOutputError("The model returned an empty reply.",
                                    hint="Try again, or use a larger or instruction-tuned model.")
     text = str(text)
-    seen_object = False
-    for snippet in _snippets(text):
+    seen_object = cut_short = False
+    for snippet, balanced in _snippets(text):
         obj = loads_lenient(snippet)
         if obj is None:
+            continue
+        if not balanced and runs_off_end(snippet):
+            # Cut short if it was writing an object with a key; "{{{ the the" is garbage, not a fragment.
+            cut_short = cut_short or any(d for d in _dicts(obj))
             continue
         seen_object = seen_object or isinstance(obj, (dict, list))
         found = _find_dict(obj, required_keys)
         if found is not None:
             return found
     keys = ", ".join(f'"{k}"' for k in required_keys)
+    if cut_short:
+        raise CutOffOutputError("The model's reply stops inside an unterminated JSON object (cut short, "
+                                "most likely at the token limit).",
+                                hint="Ask again with a larger token budget.", detail=_clip(text))
     if seen_object and required_keys:
         msg = f"The model's reply is JSON but has no {keys} field."
     else:
@@ -75,16 +87,32 @@ def loads_lenient(snippet: str) -> Any:
     return None if obj == "" else obj  # "" is json-repair's "nothing found"
 
 
+def runs_off_end(text: str) -> bool:
+    """Whether a `{` or `[` opened in `text` (or a string inside it) is still open where the text ends."""
+    text = str(text).translate(_SMART)
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] in _CLOSERS:
+            end, still_open = _scan(text, i)
+            if still_open:
+                return True
+            i = end + 1 if end is not None else i + 1
+            continue
+        i += 1
+    return False
+
+
 # -- candidate snippets -------------------------------------------------------------------------------------
-def _snippets(text: str) -> Iterator[str]:
+def _snippets(text: str) -> Iterator[tuple[str, bool]]:
+    """(snippet, whether it is a balanced span, i.e. closed by construction)."""
     text = text.translate(_SMART)
     for m in _FENCE.finditer(text):
         body = m.group(2).strip()
         if body:
-            yield body
-            yield from _balanced_spans(body)
-    yield text.strip()
-    yield from _balanced_spans(text)
+            yield body, False
+            yield from ((span, True) for span in _balanced_spans(body))
+    yield text.strip(), False
+    yield from ((span, True) for span in _balanced_spans(text))
 
 
 def _balanced_spans(text: str) -> Iterator[str]:
@@ -101,6 +129,12 @@ def _balanced_spans(text: str) -> Iterator[str]:
 
 
 def _match_end(text: str, start: int) -> int | None:
+    return _scan(text, start)[0]
+
+
+def _scan(text: str, start: int) -> tuple[int | None, bool]:
+    """(index of the bracket that closes the one at `start`, or None; True when the text ended first, as
+    opposed to a mismatched closer, which is malformed rather than cut short)."""
     stack: list[str] = []
     quote: str | None = None
     i = start
@@ -120,12 +154,12 @@ def _match_end(text: str, start: int) -> int | None:
             stack.append(_CLOSERS[c])
         elif c in "}]":
             if not stack or c != stack[-1]:
-                return None
+                return None, False
             stack.pop()
             if not stack:
-                return i
+                return i, False
         i += 1
-    return None
+    return None, True
 
 
 # -- quotes -------------------------------------------------------------------------------------------------

@@ -63,11 +63,13 @@ Why not one prompt asking for a list of M: it changes the paper's prompt and out
 share one context so a bad reply loses all of them, and a long list degrades small models' JSON. Seeded
 draws keep each candidate independently parseable, retryable and cacheable, and stay reproducible.
 
-Parsing: robust JSON extraction (`parsing.extract_field`); if a reply cannot be read, ONE follow-up turn
-with nemo_desktop/resources/prompts/json_repair.v1.txt (temperature 0), then the candidate records the error and keeps
-the raw replies. Such parse outcomes are deterministic and cached; exceptions raised by a model (out of
-memory, endpoint down) are recorded on the candidate but not cached, and the result is then marked
-incomplete so that a re-run retries exactly those units.
+Parsing: robust JSON extraction (`parsing.extract_field`). A reply cut short at the token limit is asked
+again ONCE with twice the budget, and if cut again the candidate is "Reply cut off", not tested, and counted
+in the manifest's "candidate_counts" and the notes (cut_off.py). If a reply cannot be read otherwise, ONE
+follow-up turn with nemo_desktop/resources/prompts/json_repair.v1.txt (temperature 0), then the candidate
+records the error and keeps the raw replies. Such parse outcomes are deterministic and cached; exceptions
+raised by a model (out of memory, endpoint down) are recorded on the candidate but not cached, and the result
+is then marked incomplete so that a re-run retries exactly those units.
 
 Caching: every unit (classification, embedding, retrieval, caption, hypothesis draw, intervention, edit,
 re-classification) is stored in the results store under a `result_key` of everything that determines it
@@ -104,6 +106,7 @@ from .reference import check_reference, embed_query, load_reference_image, refer
 from ..registry import Inputs
 from .registry import register_method
 from .result import Candidate, ExplanationResult, Observation, SampleInfo
+from .cut_off import CUT_OFF_RECORD
 from .validation import SHARED_FIELD_INFO, candidate_counts, candidate_note, draw_hypotheses, sampling_of
 
 
@@ -507,6 +510,7 @@ class SciTXPipeline:
                       "retrieval": cfg.seed},
             "sampling": {"draw_0": "greedy", "draws_1_on": cfg.sampling.as_dict()},
             "candidate_counts": counts,
+            "cut_off_replies": CUT_OFF_RECORD,
             "edit_check": edit_check,
             "reference": reference_part(self.reference),
             **run_record(image_path, file_sha, units),

@@ -40,6 +40,7 @@ from ..errors import ConfigError, JobCancelled
 from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
 from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, Sampling
+from .cut_off import CUT_OFF, CUT_OFF_RECORD, accepted_a_cut_reply
 from .edit_check import (DEFAULT_FLAG_THRESHOLD, DEFAULT_NOISE_FLOOR, DEFAULT_SELECTION, EDIT_CHECK_FIELD_INFO,
                          check_edit_check, edit_check_record, select)
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache, ask_json,
@@ -170,12 +171,14 @@ def sampling_of(config: Any) -> Sampling:
 
 def candidate_counts(candidates: list[Candidate]) -> dict[str, int]:
     """How many candidates were drawn, how many distinct hypotheses got a CEI, and why the others did not
-    (recorded in every manifest; the benchmark tables average `distinct_scored`)."""
+    (recorded in every manifest; the benchmark tables average `distinct_scored` and `cut_off`). `cut_off`:
+    candidates whose reply was cut short at the token limit, also after the retry (cut_off.py)."""
     scored = {normalise_hypothesis(c.hypothesis) for c in candidates if c.cei is not None and c.hypothesis}
     duplicates = sum(1 for c in candidates if (c.error or "").startswith("Duplicate of candidate"))
-    no_hypothesis = sum(1 for c in candidates if c.cei is None and not c.hypothesis)
+    no_hypothesis = [c for c in candidates if c.cei is None and not c.hypothesis]
+    cut_off = sum(1 for c in no_hypothesis if (c.error or "").startswith(CUT_OFF))
     return {"candidates": len(candidates), "distinct_scored": len(scored), "duplicates": duplicates,
-            "no_hypothesis": no_hypothesis,
+            "no_hypothesis": len(no_hypothesis) - cut_off, "cut_off": cut_off,
             "not_tested": sum(1 for c in candidates if c.cei is None and c.hypothesis) - duplicates}
 
 
@@ -185,7 +188,8 @@ def candidate_note(counts: dict[str, int]) -> str | None:
         return None
     why = [f"{counts[k]} {label}" for k, label in (("duplicates", "repeated an earlier candidate"),
                                                     ("no_hypothesis", "gave no readable candidate"),
-                                                    ("not_tested", "could not be tested")) if counts[k]]
+                                                    ("cut_off", "had their reply cut off at the token limit"),
+                                                    ("not_tested", "could not be tested")) if counts.get(k)]
     return (f"Only {counts['distinct_scored']} of {counts['candidates']} candidates were distinct and scored"
             + (f" ({'; '.join(why)})" if why else "") + ".")
 
@@ -242,9 +246,9 @@ def _draw(units: UnitCache, mllm: Any, messages: list[ChatMessage], key_parts: d
                    repair_version=repair.version, draw=draw, temperature=temperature, seed=seed,
                    max_new_tokens=max_new_tokens, **settings)
     hit = units.get(key)
-    if hit is not None:
+    if hit is not None and not accepted_a_cut_reply(hit.payload, "hypothesis", field_name):
         return hit.payload, False
-    try:
+    try:  # a cut reply is asked again with a larger budget, then recorded as cut off (cut_off.py)
         outcome = ask_json(mllm, repair, messages, field_name, max_new_tokens, temperature, seed, sampling)
     except JobCancelled:
         raise
@@ -459,6 +463,7 @@ class BaselinePipeline:
             "seeds": {"candidate_draws": f"draw 0 greedy; draw d>=1 seed {cfg.seed}*1000+d", "edit": cfg.seed},
             "sampling": {"draw_0": "greedy", "draws_1_on": cfg.sampling.as_dict()},
             "candidate_counts": candidate_counts(candidates),
+            "cut_off_replies": CUT_OFF_RECORD,
             "edit_check": edit_check_record(candidates, cfg.edit_flag_threshold, cfg.selection,
                                             cfg.cei_noise_floor, best),
             "reference": reference_part(self.reference),

@@ -31,6 +31,36 @@ class ChatMessage:
         return cls("system", [text])
 
 
+class Reply(str):
+    """A chat reply: its text (a `str`, so every caller that wants only the text keeps working) plus how the
+    generation ended, which the text alone cannot tell. `finish_reason`: "stop" (the model ended its answer),
+    "length" (it hit max_new_tokens: the text is cut short), another server word ("content_filter"...), or None
+    (not known: a user's own adapter, a server that does not say). `completion_tokens`: tokens generated, or
+    None. String operations (strip, slicing) return plain `str`: the record goes with the reply as returned."""
+
+    finish_reason: str | None
+    completion_tokens: int | None
+
+    def __new__(cls, text: str, finish_reason: str | None = None, completion_tokens: int | None = None) -> "Reply":
+        self = super().__new__(cls, text)
+        self.finish_reason = finish_reason
+        self.completion_tokens = completion_tokens
+        return self
+
+    def __reduce__(self):  # pickled to and from worker processes with its record
+        return (Reply, (str(self), self.finish_reason, self.completion_tokens))
+
+
+def stopped_at_limit(reply: Any, max_new_tokens: int) -> bool:
+    """Whether `reply` ended because it reached the token limit: finish_reason "length", or, where the
+    finish is not known, as many completion tokens as the limit. Plain strings: not known, False."""
+    finish = getattr(reply, "finish_reason", None)
+    if finish is not None:
+        return finish == "length"
+    tokens = getattr(reply, "completion_tokens", None)
+    return tokens is not None and tokens >= max_new_tokens
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     """What identifies a loaded model in cache keys and reproducibility manifests."""
@@ -79,9 +109,11 @@ class MultimodalLLM(Protocol):
     def chat(self, messages: Sequence[ChatMessage], *, max_new_tokens: int = 512, temperature: float = 0.0,
              seed: int | None = None, top_p: float | None = None, top_k: int | None = None,
              min_p: float | None = None) -> str:
-        """One conversation in, the assistant's reply text out. temperature 0 = greedy/deterministic, and
-        top_p/top_k/min_p are ignored. With temperature > 0 every sampling field is applied explicitly: one
-        left None takes this project's default (models/sampling.py), never the checkpoint's or server's."""
+        """One conversation in, the assistant's reply text out (NEMO's adapters return a `Reply`, which says
+        whether the text was cut at the token limit; a plain `str` is accepted). temperature 0 =
+        greedy/deterministic, and top_p/top_k/min_p are ignored. With temperature > 0 every sampling field is
+        applied explicitly: one left None takes this project's default (models/sampling.py), never the
+        checkpoint's or server's."""
 
     def chat_batch(self, conversations: Sequence[Sequence[ChatMessage]], *, max_new_tokens: int = 512,
                    temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,

@@ -73,6 +73,25 @@ def test_candidates_table_gives_the_mean_number_of_distinct_scored_candidates():
     assert "Distinct candidates scored per sample" in render(_data([A, B]), [t], "md")
 
 
+def test_candidates_table_counts_replies_cut_off_at_the_token_limit():
+    """Recorded per sample from the manifest's candidate_counts; results from before (no "cut_off") are left out."""
+    from nemo_desktop.core.benchmark.table_data import _outcome
+
+    def sample(cut_off):
+        counts = {"candidates": 3, "distinct_scored": 3 - (cut_off or 0), **({} if cut_off is None else
+                                                                            {"cut_off": cut_off})}
+        return {"result": {"explanation": "x", "manifest": {"candidate_counts": counts}}, "cei": 1.0}
+
+    c = _cell("C", {})
+    c.samples = {f"s{i}": _outcome(sample(k), c) for i, k in enumerate((2, 0, 1, None))}
+    assert [o.cut_off for o in c.samples.values()] == [2, 0, 1, None] and c.to_dict()["cut_off_candidates"] == 3
+    tables = candidates_table(_data([A, c]))
+    cut = next(t for t in tables if t.id == "cut_off")
+    assert [(label, vals[0].value, vals[0].n) for label, vals in cut.rows] == [("A", None, 0), ("C", 3, 3)]
+    md = render(_data([A, c]), [cut], "md")
+    assert "Candidates whose reply was cut off at the token limit" in md and "| C | 3 |" in md
+
+
 def test_a_run_with_a_failing_method_through_the_cli(bench_data, store, tmp_path, fixed_method, capsys):
     cfg = base_config(bench_data, datasets=[base_config(bench_data)["datasets"][2]], judges={},
                       classifiers={"ViT": "test-double:coded-imagenet"}, samples_per_dataset=3,

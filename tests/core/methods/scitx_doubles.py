@@ -105,3 +105,23 @@ class ColourPromptZeroShot:
 
     def forward_logits(self, pixel_values):
         raise NotImplementedError("not needed by SciTX")
+
+
+class CutShortMLLM(ScriptedDigitsMLLM):
+    """Answers the hypothesis prompt of the draw sampled with `cut_seed` with its JSON cut short (a plain
+    `str`, unterminated, as a double or a user's adapter that does not say how a reply ended would), unless
+    given at least `whole_at` tokens (None: never). Records each hypothesis call's max_new_tokens."""
+
+    def __init__(self, cut_seed: int, whole_at: int | None = None) -> None:
+        super().__init__()
+        self.cut_seed, self.whole_at = cut_seed, whole_at
+        self.hypothesis_budgets: list[tuple[int | None, int]] = []  # (seed, max_new_tokens)
+
+    def chat(self, messages, *, max_new_tokens=512, temperature=0.0, seed=None, **sampling):
+        reply = super().chat(messages, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+        if "cause_of_error" not in self.calls[-1]["text"]:
+            return reply
+        self.hypothesis_budgets.append((seed, max_new_tokens))
+        if seed == self.cut_seed and (self.whole_at is None or max_new_tokens < self.whole_at):
+            return reply[:reply.index('"cause_of_error"') + 40]  # '... "cause_of_error": "The digit is slightly'
+        return reply

@@ -1,8 +1,8 @@
 """A corpus of messy MLLM replies: each must yield the requested field, or fail with MalformedOutputError."""
 import pytest
 
-from nemo_desktop.core.errors import MalformedOutputError
-from nemo_desktop.core.methods.parsing import extract_field, extract_json
+from nemo_desktop.core.errors import CutOffOutputError, MalformedOutputError
+from nemo_desktop.core.methods.parsing import extract_field, extract_json, runs_off_end
 
 CAUSE = "The blue ink resembles the eights in the training set."
 
@@ -28,15 +28,27 @@ READABLE = {
     "braces_inside_string": '{"cause_of_error": "%s {not a brace problem}"}' % CAUSE,
     "two_fences_second_good": '```python\nprint(1)\n```\n```json\n{"cause_of_error": "%s"}\n```' % CAUSE,
     "unterminated_fence": '```json\n{"cause_of_error": "%s"}' % CAUSE,
-    "truncated_at_token_limit": '{"cause_of_error": "%s' % CAUSE,
     "escaped_quote": '{"cause_of_error": "The \\"blue\\" ink resembles the eights in the training set."}',
     # Shapes the hand-written repair could not read; json-repair does.
     "unquoted_keys": '{cause_of_error: "%s"}' % CAUSE,
     "missing_comma": '{"reasoning": "blue ink" "cause_of_error": "%s"}' % CAUSE,
     "inner_quotes": '{"cause_of_error": "The "blue" ink resembles the eights in the training set."}',
     "unquoted_value": '{"cause_of_error": The blue ink resembles the eights in the training set.}',
-    "truncated_nested": '{"answer": {"cause_of_error": "%s", "conf' % CAUSE,
-    "truncated_after_prose": 'My answer:\n{"reasoning": "ink", "cause_of_error": "%s' % CAUSE,
+    # A whole object, then a second one cut short: the whole one was closed by the model, so it stands.
+    "whole_then_cut": '{"cause_of_error": "%s"}\n{"note": "and also the' % CAUSE,
+}
+
+# Replies cut short (issue 27 §3): json-repair would close them and return the fragment as the answer.
+CUT_SHORT = {
+    "at_token_limit": '{"cause_of_error": "The model',
+    "mid_sentence": '{"cause_of_error": "%s' % CAUSE[:-12],
+    "nested": '{"answer": {"cause_of_error": "%s", "conf' % CAUSE,
+    "after_prose": 'My answer:\n{"reasoning": "ink", "cause_of_error": "%s' % CAUSE,
+    "before_the_field": '{"reasoning": "The blue ink is',
+    "fenced": '```json\n{"cause_of_error": "The blue ink',
+    "after_a_closed_prose_brace": 'I weighed {colour, shape}. {"cause_of_error": "The model',
+    "single_quoted": "{'cause_of_error': 'The model",
+    "list": '[{"cause_of_error": "The model',
 }
 
 
@@ -48,8 +60,7 @@ def test_messy_reply_yields_the_field(name):
 
 def test_values_are_exact_for_clean_cases():
     for name in ("plain", "fenced", "single_quotes", "trailing_comma", "list_of_objects", "smart_quotes",
-                 "hash_comment", "truncated_at_token_limit", "unquoted_keys", "missing_comma", "unquoted_value",
-                 "truncated_nested", "truncated_after_prose"):
+                 "hash_comment", "unquoted_keys", "missing_comma", "unquoted_value", "whole_then_cut"):
         assert extract_field(READABLE[name], "cause_of_error") == CAUSE, name
     assert extract_field(READABLE["single_quotes_apostrophe"], "cause_of_error").startswith("The model's")
     assert extract_field(READABLE["escaped_quote"], "cause_of_error").startswith('The "blue" ink')
@@ -89,3 +100,26 @@ def test_error_says_which_field_is_missing():
 def test_empty_value_is_malformed():
     with pytest.raises(MalformedOutputError, match="empty"):
         extract_field('{"cause_of_error": "  "}', "cause_of_error")
+
+
+@pytest.mark.parametrize("name", sorted(CUT_SHORT))
+def test_a_reply_cut_short_is_not_read_as_an_answer(name):
+    with pytest.raises(CutOffOutputError, match="unterminated JSON object"):
+        extract_field(CUT_SHORT[name], "cause_of_error")
+    assert runs_off_end(CUT_SHORT[name])
+
+
+def test_malformed_but_closed_is_not_cut_short():
+    """A closer that does not match is malformed, not cut short: json-repair's reading of it stands as before."""
+    assert not runs_off_end('{"cause_of_error": [1, 2}')
+    assert extract_field('{"cause_of_error": [1, 2}', "cause_of_error") == "1 2"
+    for reply in ('{"something_else": "x"}', "no JSON at all"):
+        with pytest.raises(MalformedOutputError) as err:
+            extract_field(reply, "cause_of_error")
+        assert not isinstance(err.value, CutOffOutputError) and not runs_off_end(reply)
+    assert not runs_off_end(READABLE["single_quotes_apostrophe"]) and not runs_off_end(READABLE["inner_quotes"])
+    # Open brackets with no key in them are garbage, not an answer cut short.
+    for reply in ("{unbalanced", "lorem ipsum {{{ the the"):
+        with pytest.raises(MalformedOutputError) as err:
+            extract_field(reply, "cause_of_error")
+        assert not isinstance(err.value, CutOffOutputError)

@@ -107,7 +107,8 @@ def test_scitx_m3_scores_three_distinct_candidates(scitx_parts, json_mllm, store
         [(c.hypothesis, c.error) for c in result.candidates]
     assert hypotheses[0] == "snowy"  # draw 0 is greedy: the paper's decoding
     counts = result.manifest["candidate_counts"]
-    assert counts == {"candidates": 3, "distinct_scored": 3, "duplicates": 0, "no_hypothesis": 0, "not_tested": 0}
+    assert counts == {"candidates": 3, "distinct_scored": 3, "duplicates": 0, "no_hypothesis": 0, "cut_off": 0,
+                      "not_tested": 0}
     assert result.manifest["sampling"]["draws_1_on"] == {"temperature": 0.7, "top_p": 0.95, "top_k": 0,
                                                          "min_p": 0.0}
     assert not any("distinct and scored" in n for n in result.notes)
@@ -121,3 +122,67 @@ def test_scitx_m3_scores_three_distinct_candidates(scitx_parts, json_mllm, store
     assert (c["distinct_scored"], c["duplicates"]) == (1, 2)
     assert any("Only 1 of 3 candidates were distinct and scored (2 repeated an earlier candidate)" in n
                for n in collapsed.notes)
+
+
+# -- replies cut at the token limit (issue 27 §3), through the real transformers adapter ---------------------
+# The greedy chain is JSON_OPEN, " snowy", JSON_CLOSE, <|im_end|>: 1 or 2 tokens cut it inside the object,
+# 3 end it whole but at the limit, 4 let the model end it.
+CUT_AT_2 = JSON_OPEN + " snowy"
+
+
+def _draw_one(mllm, max_new_tokens):
+    from nemo_desktop.core.jobs import null_context
+    from nemo_desktop.core.methods.intervention import UnitCache
+    from nemo_desktop.core.methods.prompts import load_prompt
+    from nemo_desktop.core.methods.validation import draw_hypotheses
+
+    cands, outcomes, transient = draw_hypotheses(
+        null_context(), UnitCache(None), mllm, _ask(), m=1, key_parts={}, prompt=load_prompt("scitx_hypothesis"),
+        repair=load_prompt("json_repair"), seed=0, sampling=Sampling(0.7, 0.95, 0, 0.0), max_extra_draws=0,
+        max_new_tokens=max_new_tokens)
+    assert not transient
+    return cands[0], outcomes[0]
+
+
+def test_the_adapter_says_whether_a_reply_reached_max_new_tokens(json_mllm):
+    cut = json_mllm.chat(_ask(), max_new_tokens=2)
+    assert cut == CUT_AT_2 and (cut.finish_reason, cut.completion_tokens) == ("length", 2)
+    whole = json_mllm.chat(_ask(), max_new_tokens=12)
+    assert whole == GREEDY_REPLY and (whole.finish_reason, whole.completion_tokens) == ("stop", 4)
+    batch = json_mllm.chat_batch([_ask(), _ask(1)], max_new_tokens=3)  # whole JSON, but no end token yet
+    assert [(r.finish_reason, r.completion_tokens) for r in batch] == [("length", 3), ("length", 3)]
+
+
+def test_a_hypothesis_cut_at_the_limit_is_drawn_again_with_twice_the_budget(json_mllm):
+    cand, outcome = _draw_one(json_mllm, 2)
+    assert cand.hypothesis == "snowy" and cand.error is None
+    assert outcome["cut_off_reply"] == CUT_AT_2 and outcome["retry_max_new_tokens"] == 4
+    assert (outcome["raw_reply"], outcome["finish_reason"], outcome["repair_reply"]) == (GREEDY_REPLY, "stop", None)
+
+
+def test_a_hypothesis_still_cut_after_the_retry_is_not_one(json_mllm):
+    cand, outcome = _draw_one(json_mllm, 1)
+    assert cand.hypothesis == "" and outcome["hypothesis"] is None
+    assert cand.error == "Reply cut off at 2 tokens (asked with 1, then once more with 2); not read as an answer."
+    assert outcome["raw_reply"] == CUT_AT_2 and outcome["repair_reply"] is None  # no repair turn on a fragment
+
+
+def test_a_whole_object_at_the_limit_is_taken_at_once(json_mllm):
+    cand, outcome = _draw_one(json_mllm, 3)  # the model closed the object itself: the value is complete
+    assert cand.hypothesis == "snowy" and outcome["finish_reason"] == "length" and "cut_off_reply" not in outcome
+
+
+def test_scitx_tests_no_candidate_whose_reply_was_cut(scitx_parts, json_mllm, store):
+    from nemo_desktop.core.data.reference_index import build_index
+
+    p = scitx_parts
+    index = build_index(p["reference"], p["classifier"], store)
+    result = SciTXPipeline(p["classifier"], json_mllm, p["editor"], store=store, reference=index,
+                           config=SciTXConfig(**{**SMALL, "hypothesis_max_new_tokens": 1}))(p["query"], p["wrong"])
+    assert all(c.error.startswith("Reply cut off at 2 tokens") for c in result.candidates), \
+        [c.error for c in result.candidates]
+    assert all(c.intervention is None and c.edited_artifact is None and c.cei is None for c in result.candidates)
+    assert result.explanation is None and result.manifest["candidate_counts"]["cut_off"] == 3
+    assert ("Only 0 of 3 candidates were distinct and scored (3 had their reply cut off at the token limit)."
+            in result.notes), result.notes
+    assert not store.find("intervention") and not store.find("edit")

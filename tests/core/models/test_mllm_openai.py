@@ -38,7 +38,8 @@ class ChatServer:
         self.api_key: str | None = KEY
         self.script: list[tuple[int, dict, bytes]] = []  # consumed first: (status, headers, body)
         self.delay = 0.0
-        self.backend = describe_request  # (openai messages, decoded images, body) -> reply text
+        # (openai messages, decoded images, body) -> reply text, or (text, finish_reason, completion_tokens)
+        self.backend = describe_request
         self.requests: list[dict] = []  # {"time", "path", "auth", "body", "images"}
         self.lock = threading.Lock()
 
@@ -80,10 +81,13 @@ class ChatServer:
                 record.update(body=body, images=images)
                 time.sleep(state.delay)
                 text = state.backend(body["messages"], images, body)
+                # A backend may also say how the reply ended: (text, finish_reason, completion_tokens).
+                text, finish, tokens = text if isinstance(text, tuple) else (text, "stop", 3)
                 self._send(200, {"id": "cmpl-1", "object": "chat.completion", "model": SERVED,
-                                 "choices": [{"index": 0, "finish_reason": "stop",
+                                 "choices": [{"index": 0, "finish_reason": finish,
                                               "message": {"role": "assistant", "content": text}}],
-                                 "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}})
+                                 "usage": {"prompt_tokens": 11, "completion_tokens": tokens,
+                                           "total_tokens": 11 + tokens}})
 
             def _send(self, status, payload, headers=None):
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
@@ -309,3 +313,69 @@ def test_serves_a_real_tiny_model_end_to_end(server, client, tmp_path):
     server.backend = run_tiny_model
     convo = [ChatMessage.system("You explain classifier errors."), ChatMessage.user(_photo(64, 48), "Why?")]
     assert client(image_format="PNG").chat(convo, max_new_tokens=6) == local.chat(convo, max_new_tokens=6)
+
+
+# -- replies cut at max_tokens (issue 27 §3) -------------------------------------------------------------------
+WHOLE = '{"cause_of_error": "The model reads the blue ink as the colour of eights."}'
+
+
+def cut_below(limit: int):
+    """A server whose model needs `limit` tokens: fewer, and its reply is cut there ("length")."""
+    def backend(messages, images, body):
+        if body["max_tokens"] < limit:
+            return WHOLE[:len('{"cause_of_error": "The model')], "length", body["max_tokens"]
+        return WHOLE, "stop", 17
+    return backend
+
+
+def _draw_one(mllm, max_new_tokens):
+    from nemo_desktop.core.jobs import null_context
+    from nemo_desktop.core.methods.intervention import UnitCache
+    from nemo_desktop.core.methods.prompts import load_prompt
+    from nemo_desktop.core.methods.validation import candidate_counts, draw_hypotheses
+
+    cands, outcomes, _ = draw_hypotheses(
+        null_context(), UnitCache(None), mllm, [ChatMessage.user(_photo(32, 32), "Why? Answer in JSON.")], m=1,
+        key_parts={}, prompt=load_prompt("scitx_hypothesis"), repair=load_prompt("json_repair"), seed=0,
+        sampling=None, max_extra_draws=0, max_new_tokens=max_new_tokens)
+    return cands[0], outcomes[0], candidate_counts(cands)
+
+
+def test_the_reply_says_how_it_ended(server, client):
+    server.backend = cut_below(64)
+    cut = client().chat([ChatMessage.user("Why?")], max_new_tokens=32)
+    assert cut == '{"cause_of_error": "The model' and (cut.finish_reason, cut.completion_tokens) == ("length", 32)
+    whole = client().chat([ChatMessage.user("Why?")], max_new_tokens=64)
+    assert whole == WHOLE and (whole.finish_reason, whole.completion_tokens) == ("stop", 17)
+
+
+def test_a_hypothesis_cut_at_max_tokens_is_asked_again_with_twice_the_budget(server, client):
+    server.backend = cut_below(64)
+    cand, outcome, counts = _draw_one(client(), 32)
+    assert cand.hypothesis == "The model reads the blue ink as the colour of eights." and cand.error is None
+    assert [r["body"]["max_tokens"] for r in server.requests] == [32, 64]  # the retry, and no repair turn
+    assert outcome["finish_reason"] == "stop" and outcome["cut_off_reply"] == '{"cause_of_error": "The model'
+    assert counts["cut_off"] == 0 and counts["no_hypothesis"] == 0
+
+
+def test_a_hypothesis_cut_again_is_marked_and_not_repaired(server, client):
+    server.backend = cut_below(10_000)
+    cand, outcome, counts = _draw_one(client(), 32)
+    assert cand.hypothesis == "" and outcome["hypothesis"] is None and outcome["repair_reply"] is None
+    assert cand.error == "Reply cut off at 64 tokens (asked with 32, then once more with 64); not read as an answer."
+    assert [r["body"]["max_tokens"] for r in server.requests] == [32, 64]
+    assert (counts["cut_off"], counts["no_hypothesis"]) == (1, 0)
+
+
+def test_length_with_a_whole_object_is_taken_and_stop_inside_an_object_is_not_repaired(server, client):
+    server.backend = lambda messages, images, body: (WHOLE + " And furthermore", "length", body["max_tokens"])
+    cand, _, _ = _draw_one(client(), 32)
+    assert cand.hypothesis.startswith("The model reads") and len(server.requests) == 1  # closed by the model
+
+    # Ended ("stop") inside an object: still a fragment, which the repair turn would only close.
+    server.requests.clear()
+    server.backend = lambda messages, images, body: ('{"cause_of_error": "The model', "stop", 9)
+    cand, outcome, counts = _draw_one(client(), 32)
+    assert [r["body"]["max_tokens"] for r in server.requests] == [32, 64] and outcome["repair_reply"] is None
+    assert cand.error.startswith("Reply cut off: it stops inside an unterminated JSON object (asked with 32")
+    assert (counts["cut_off"], counts["no_hypothesis"]) == (1, 0)

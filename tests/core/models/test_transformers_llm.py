@@ -34,6 +34,16 @@ def test_chat_greedy_and_seeded_sampling(llm):
     assert llm.last_usage["image_tokens"] == [0, 0, 0] if len(llm.last_usage["image_tokens"]) == 3 else True
 
 
+def test_a_reply_says_whether_it_reached_max_new_tokens(llm):
+    """The multimodal adapter's generation code: a text cut at the limit is marked so (issue 27 §3)."""
+    msg = [ChatMessage.user("Which model performs better given the condition: digit=3?")]
+    a = llm.chat(msg, max_new_tokens=8)
+    assert a.finish_reason == "stop" or (a.finish_reason, a.completion_tokens) == ("length", 8)
+    one = llm.chat(msg, max_new_tokens=1)  # greedy: the same first token, cut there unless it ended the reply
+    ended_at_once = (a.finish_reason, a.completion_tokens) == ("stop", 1)
+    assert (one.finish_reason, one.completion_tokens) == ("stop" if ended_at_once else "length", 1)
+
+
 def test_images_are_refused_clearly(llm):
     from PIL import Image
 

@@ -44,7 +44,7 @@ from ...errors import ConfigError, MalformedOutputError, ModelError
 from ...images import to_data_url
 from ...jobs import cancel_scope, current_cancel_token
 from ...secrets import describe_secret_ref, redact, resolve_secret
-from ..protocols import ChatMessage, ModelInfo
+from ..protocols import ChatMessage, ModelInfo, Reply
 from ..registry import LoadOptions, ModelSpec, register_family
 from .endpoint_limit import EndpointLimiter
 from .http_deadline import fetch
@@ -130,7 +130,7 @@ class OpenAICompatibleMLLM:
             raise ModelError(f"{self.base_url} kept refusing the request's parameters.")
         text = _reply_text(reply, self.base_url)
         self.last_usage = reply.get("usage") or {}
-        return text
+        return Reply(text, *_how_it_ended(reply))
 
     def chat_batch(self, conversations: Sequence[Sequence[ChatMessage]], *, max_new_tokens: int | None = None,
                    temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,
@@ -353,6 +353,18 @@ def _reply_text(reply: Any, base_url: str) -> str:
                                    + ".", hint="Rephrase the request or try another model.",
                                    detail=str(reply)[:_BODY_SNIPPET])
     return content
+
+
+def _how_it_ended(reply: dict) -> tuple[str | None, int | None]:
+    """(choices[0].finish_reason, usage.completion_tokens) as the server gave them; None where it gave none or
+    something else than a short word / a count (only "length" is acted on: the reply was cut at max_tokens)."""
+    choice = reply["choices"][0]
+    finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+    finish = (finish.strip().lower()[:40] or None) if isinstance(finish, str) else None
+    usage = reply.get("usage")
+    tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    tokens = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0 else None
+    return finish, tokens
 
 
 def _error_message(raw: bytes) -> str:

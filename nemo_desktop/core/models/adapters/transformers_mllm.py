@@ -28,7 +28,7 @@ from ...images import downscale, to_rgb
 from ..batching import oom_guard
 from ..device import free_memory, resolve_device, resolve_dtype
 from ..hub_files import cache_dir_for, commit_from_path, fetch_file, offline_requested
-from ..protocols import ChatMessage, ModelInfo
+from ..protocols import ChatMessage, ModelInfo, Reply
 from ..registry import LoadOptions, ModelSpec, register_family
 from ..sampling import Sampling, resolve_sampling
 
@@ -149,10 +149,12 @@ class TransformersMLLM:
                 out = self.model.generate(**inputs, generation_config=cfg)
         prompt_len = inputs["input_ids"].shape[1]
         new_tokens = out[:, prompt_len:]
-        texts = [t.strip() for t in self.processor.batch_decode(new_tokens, skip_special_tokens=True)]
+        ends = [_until_eos(row, cfg.eos_token_id) for row in new_tokens.tolist()]
+        texts = [Reply(t.strip(), _finish(n, eos, max_new_tokens), n) for t, (n, eos) in
+                 zip(self.processor.batch_decode(new_tokens, skip_special_tokens=True), ends)]
         usage = {"prompt_tokens": inputs["attention_mask"].sum(1).tolist(),
                  "image_tokens": (inputs["input_ids"] == self.image_token_id).sum(1).tolist(),
-                 "completion_tokens": [_until_eos(row, cfg.eos_token_id) for row in new_tokens.tolist()]}
+                 "completion_tokens": [n for n, _ in ends]}
         return texts, usage
 
 
@@ -170,12 +172,22 @@ def _seeded(seed: int | None, device):
         yield
 
 
-def _until_eos(ids: list[int], eos) -> int:
+def _until_eos(ids: list[int], eos) -> tuple[int, bool]:
+    """(tokens generated, the end-of-sequence token included; whether the row reached one). Rows of a batch
+    are padded to the longest, so the count is up to the first end-of-sequence token, not the row's length."""
     eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
     for i, tok in enumerate(ids):
         if tok in eos_ids:
-            return i + 1
-    return len(ids)
+            return i + 1, True
+    return len(ids), False
+
+
+def _finish(tokens: int, reached_eos: bool, max_new_tokens: int) -> str | None:
+    """"stop" when the model ended its answer, "length" when it was still writing at max_new_tokens (the
+    text is cut short); None when neither (another stopping rule of the checkpoint's generation config)."""
+    if reached_eos:
+        return "stop"
+    return "length" if tokens >= max_new_tokens else None
 
 
 # -- loading --------------------------------------------------------------------------------------------
