@@ -86,6 +86,10 @@ def format_result(result, method: str | None = None) -> str:
         lines.append("Evaluation (macro over sets): " + "; ".join(
             f"{m}: AHR {_f(e['ahr'])}, ACR {_f(e['acr'])}, TPR {_f(e['tpr'])}, JI {_f(e['ji'])}"
             for m, e in result.evaluation.items()))
+    if result.p_at_k:
+        pk = result.p_at_k
+        lines.append(f"Clusters (all methods share them): P@{pk['k']} {_f(pk['value'])} (macro over {pk['n']} "
+                     "set(s); ground-truth groups: the images of each sentence in S*_beta).")
     if result.result_key:
         lines.append(f"Stored in the results store as {result.result_key[:16]}.")
     return "\n".join(lines)
