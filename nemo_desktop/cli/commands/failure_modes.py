@@ -242,7 +242,9 @@ def _print_vqa_cost(config, index, n_mllms: int) -> None:
 
     n = sentence_count(config, index.class_names)
     print(f"VQA relevance: at most {len(index) * n * n_mllms} MLLM calls ({len(index)} images x {n} sentences x "
-          f"{n_mllms} MLLM{'s' if n_mllms != 1 else ''}); answers already in the store are not asked again.",
+          f"{n_mllms} MLLM{'s' if n_mllms != 1 else ''})"
+          + (f", plus {n} to write each sentence's own question (once)" if config.vqa_question == "per-sentence"
+             else "") + "; answers already in the store are not asked again.",
           file=sys.stderr)
 
 
