@@ -114,8 +114,10 @@ def _options(parser, analysis: str) -> None:
 def format_fit(result) -> str:
     m, cal = result.manifest, result.calibration
     d = m.get("dataset", {})
+    from ...core.analyses.competency.results import calibration_source_text
+
     lines = [f"Competency estimator for {m['classifier']['id']} on {d.get('n_images')} images "
-             f"({d.get('n_train')} to train the autoencoder, {d.get('n_calibration')} to calibrate).",
+             f"({d.get('n_train')} to train the autoencoder); calibrated on {calibration_source_text(d)}.",
              f"  calibration: z = {cal['z']:.2f}; mean competency {cal['mean_competency']:.3f} vs classifier "
              f"accuracy {cal['accuracy']:.3f} (n = {d.get('n_calibration')})"]
     losses = m.get("training", {}).get("loss_per_epoch") or []

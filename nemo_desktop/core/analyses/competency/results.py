@@ -17,6 +17,18 @@ COUNTERFACTUAL_VERSION = "1"
 BENCH_VERSION = "1"
 
 
+def calibration_source_text(dataset: dict[str, Any]) -> str:
+    """Which images calibrated an estimator, in words (a manifest's `dataset` part; older fits had only the split)."""
+    src = dataset.get("calibration") or {"kind": "split"}
+    n = dataset.get("n_calibration")
+    if src.get("kind") == "set":
+        return (f"a separate calibration set, {src.get('path') or 'given by the caller'} ({n} images; every fit "
+                "image trained the autoencoder)")
+    frac = src.get("fraction")
+    share = f"{100 * frac:.0f}% " if isinstance(frac, (int, float)) else ""
+    return f"{n} images ({share}of each class) held out of the fit set"
+
+
 def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in d.items() if k in names}

@@ -9,6 +9,7 @@ from typing import Any
 
 from PIL import Image
 
+from ...analyses.competency.results import calibration_source_text
 from ...jobs import JobContext, null_context
 from ..document import DASH, MAIN_IMAGE_PX, THUMB_PX, Block, Figures, KeyValues, Paragraph, ReportDocument, Section, Table
 from ..format import _display_name, _flatten, _now, clip, fmt_num
@@ -176,11 +177,12 @@ def build_estimator_report(result, store, *, ctx: JobContext | None = None, **_:
     overview = [("Classifier", f"{clip((m.get('classifier') or {}).get('id'))} (revision "
                                f"{clip(str((m.get('classifier') or {}).get('revision')))})"),
                 ("Dataset", f"{clip(d.get('name') or DASH)}: {d.get('n_images')} images, {d.get('n_train')} to "
-                            f"train the autoencoder, {n_cal} held out to calibrate"),
+                            "train the autoencoder"),
+                ("Calibrated on", clip(calibration_source_text(d), 200)),
                 ("Dataset fingerprint", str(d.get("fingerprint", DASH))),
                 ("Calibration z", fmt_num(cal.get("z"), 2)),
-                (f"Mean competency on the held-out images (n = {n_cal})", fmt_num(cal.get("mean_competency"))),
-                (f"Classifier accuracy on the held-out images (n = {n_cal})", fmt_num(cal.get("accuracy")))]
+                (f"Mean competency on the calibration images (n = {n_cal})", fmt_num(cal.get("mean_competency"))),
+                (f"Classifier accuracy on the calibration images (n = {n_cal})", fmt_num(cal.get("accuracy")))]
     losses = (m.get("training") or {}).get("loss_per_epoch") or []
     if losses:
         overview.append(("Autoencoder training", f"{len(losses)} epochs, final loss {losses[-1]:.5f}"))
