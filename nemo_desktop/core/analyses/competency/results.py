@@ -13,7 +13,7 @@ BENCH_ANALYSIS = "competency-bench"
 # Result versions (part of every key; bump when a result changes for the same inputs). Here, not in the pipeline
 # modules, so the registry lists the analyses without importing torch.
 ESTIMATOR_VERSION = "1"
-COUNTERFACTUAL_VERSION = "1"
+COUNTERFACTUAL_VERSION = "2"  # 2: the MLLM sees the classifier's input view of the original
 BENCH_VERSION = "1"
 
 
