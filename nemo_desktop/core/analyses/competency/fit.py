@@ -3,13 +3,13 @@
     fit = CompetencyEstimatorFit(classifier, EstimatorConfig(epochs=50), store=store)
     result = fit(images, labels, ctx)            # -> EstimatorFitResult; fit.estimator is the FittedEstimator
 
-Stages: "Preparing images" (per batch), "Training autoencoder" (per batch over all epochs), "Calibrating".
-A stratified split keeps `calibration_fraction` of each class out of training; or, with `calibration_set` (a
-folder or CSV; or `calibration=(images, labels)` passed to the call), every fit image trains the autoencoder and
-the calibration set gives the class statistics and z. The manifest's `dataset.calibration` says which was used. After each epoch the weights
-and Adam state are checkpointed (safetensors) in `work_dir`; a later call with the same inputs resumes from
-the last finished epoch and gives the same weights as an uninterrupted run (batch order is seeded per
-epoch). The finished estimator is stored under a key of classifier id+revision, dataset fingerprint,
+Stages: "Preparing images" (per batch), "Training autoencoder" (per batch over all epochs), "Calibrating". A
+stratified split keeps `calibration_fraction` of each class out of training; or, with `calibration_set` (a folder or
+CSV; or `calibration=(images, labels)` passed to the call), every fit image trains the autoencoder and the
+calibration set gives the class statistics and z. The manifest's `dataset.calibration` says which was used. After
+each epoch the weights and Adam state are checkpointed (safetensors) in `work_dir`; a later call with the same
+inputs resumes from the last finished epoch and gives the same weights as an uninterrupted run (batch order is
+seeded per epoch). The finished estimator is stored under a key of classifier id+revision, dataset fingerprint,
 configuration and analysis version; a re-run is answered from the store.
 """
 from __future__ import annotations

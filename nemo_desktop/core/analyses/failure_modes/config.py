@@ -52,9 +52,10 @@ class FailureModesConfig:
         "Severity o", "Evaluation: a sentence describes a failure if its images' accuracy is below the dataset's "
         "by beta = o * std(accuracy) (paper App. D: o = 0.2).", min=0.0, max=5.0))
     p_at_k: int = field(default=10, metadata=_meta(
-        "P@K size K", "Evaluation of the clusters themselves (paper App. B, FACTS' protocol, K = 10): for each sentence "
-        "of S*_beta, the images it is relevant to form a ground-truth group; each hard or easy cluster ranks the set's "
-        "images by cosine to its prototype; P@K is the mean over groups of the best top-K overlap / K.",
+        "P@K size K", "Evaluation of the clusters themselves (paper App. B, FACTS' protocol, K = 10): for each "
+        "sentence of S*_beta, the images it is relevant to form a ground-truth group; each hard or easy cluster "
+        "ranks the set's images by cosine to its prototype; P@K is the mean over groups of the best top-K overlap "
+        "/ K.",
         min=1, max=1000))
     relevance: str = field(default="none", metadata=_meta(
         "Relevance", "Evaluation needs image-sentence relevance: none; attributes (columns of a CSV manifest "

@@ -5,12 +5,12 @@ Every (image, sentence) pair becomes a yes/no question to each configured MLLM. 
 by an LLM (the first MLLM, text only; vqa_questions.py), followed by the paper's "Reply simply with 'yes' or 'no'"
 (prompts/failure_modes_vqa_ask.v1.txt). `question="template"` asks one fixed question that quotes the sentence
 (prompts/failure_modes_vqa.v1.txt) and needs no writer. The mode, the writer and the prompts are in `identity()`
-(the result key), and `details()` gives the questions asked. With several MLLMs the answers are combined with AND (the paper's "OFA & LLaVA", the most
-accurate combination in its Tab. 4). An answer counts as yes only when its first word is "yes"; anything
-else is no, and unclear replies are counted. Answers are cached in the results store per (image content
-hash, MLLM id + revision, prompt version), one record per image holding its sentences' answers, so a
-re-run or a larger sentence set asks only what is new. Cost: images x sentences x MLLMs calls
-(`cost()`), which is why the CLI/GUI should show it before running; cancellation is checked between images.
+(the result key), and `details()` gives the questions asked. With several MLLMs the answers are combined with AND
+(the paper's "OFA & LLaVA", the most accurate combination in its Tab. 4). An answer counts as yes only when its
+first word is "yes"; anything else is no, and unclear replies are counted. Answers are cached in the results store
+per (image content hash, MLLM id + revision, prompt version), one record per image holding its sentences' answers,
+so a re-run or a larger sentence set asks only what is new. Cost: images x sentences x MLLMs calls (`cost()`), which
+is why the CLI/GUI should show it before running; cancellation is checked between images.
 """
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ class VqaRelevance:
         if not mllms:
             raise ConfigError("VQA relevance needs at least one multimodal LLM.")
         if question not in QUESTION_MODES:
-            raise ConfigError(f"Unknown VQA question mode '{question}'.", hint=f"Use one of: {', '.join(QUESTION_MODES)}.")
+            raise ConfigError(f"Unknown VQA question mode '{question}'.",
+                              hint=f"Use one of: {', '.join(QUESTION_MODES)}.")
         self.mllms = list(mllms)
         self.store = store
         self.seed = seed
