@@ -120,6 +120,12 @@ def test_the_vqa_questions_asked_are_shown_escaped():
     assert "Was the &lt;b&gt;image&lt;/b&gt; taken at night?" in html and "<b>image</b>" not in html
     assert "written once by llm-x" in html and "asked with the fixed template instead" in html
     assert "VQA question" in html
+    from nemo_desktop.cli.commands.failure_modes import format_result
+
+    text = format_result(res)
+    assert "VQA relevance asked each sentence its own question, written by llm-x:" in text
+    assert '"a photo at night" -> Was the <b>image</b> taken at night?' in text  # plain text: nothing to escape
+    assert 'no readable question for "a snowy road"' in text
 
 
 def _roundtrip(res):
