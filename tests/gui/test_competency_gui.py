@@ -115,6 +115,13 @@ def test_dataset_browser_competency_column_and_send_to_analysis(qtbot, comp_wind
     assert np.all(data.competency[browser.grid_model.rows] <= 0.9)
     tip = browser.grid_model.data(browser.grid_model.index(0, 0), 0x03)  # ToolTipRole
     assert "Competency = " in tip and "P(in-distribution)" in tip
+    from nemo_desktop.core.analyses.competency.results import LOW_PART_TEXT, low_part
+
+    r = int(browser.grid_model.rows[0])
+    part = low_part({"competency": float(data.competency[r]), "confidence": float(data.competency_parts[r, 0]),
+                     "id_probability": float(data.competency_parts[r, 1])}, controls.column.threshold)
+    assert tip.endswith(f": {LOW_PART_TEXT[part]} at 0.9")  # the part that is low, by the shared rule
+    assert controls.column.low_text() in controls.status.text()
 
     # Another window (a new session on the same store): opening the dataset reads the stored column back; nothing
     # asks it to score.
