@@ -57,6 +57,11 @@ def test_compare_run_stores_reruns_from_the_store_and_reports(tiny, tmp_path, ca
     assert all(e["score"]["n"] == 8 for e in data["explanations"]) and len(data["test"]) == 8
     assert data["manifest"]["model_a"]["id"] == tiny["a"] and data["manifest"]["llm"]["id"].startswith("openai")
     assert "Completeness" in text and "held-out conditions" in text
+    for e in data["explanations"]:  # token attribution, bounded by the defaults (20 units, 50 conditions)
+        a = e["attribution"]
+        assert 0 < len(a["units"]) <= 20 and len(a["delta"]) == len(a["score"]) == len(a["units"])
+        assert a["conditions"] == 8 and a["calls"] == 8 * (len(a["units"]) + 1)
+    assert text.count("carried by: ") == 3
     calls = len(tiny["double"].calls)
     assert calls > 0
 

@@ -53,6 +53,7 @@ def test_fit_score_explain_and_report(setup, capsys, tmp_path):
     assert fit["manifest"]["dataset"]["n_images"] == 18 and fit["manifest"]["dataset"]["n_calibration"] == 6
     assert fit["manifest"]["config"]["epochs"] == 2 and fit["manifest"]["classifier"]["id"].startswith("timm:")
     assert f"Stored as {key[:16]}" in out and (tmp_path / "est" / "estimator.safetensors").is_file()
+    assert "calibrated on 6 images (" in out and "of each class) held out of the fit set" in out
 
     # A re-run is answered from the store (same key, no training: the progress shows no epoch).
     rc = _nemo(setup, "competency", "fit", str(setup["data"]), "-c", setup["classifier"], "--epochs", "2",
@@ -72,7 +73,13 @@ def test_fit_score_explain_and_report(setup, capsys, tmp_path):
     rc2 = _nemo(setup, "competency", "score", image, str(setup["odd"]), "-c", setup["classifier"], "-E",
                 str(tmp_path / "est"), "--json", "--device", "cpu")
     by_dir = json.loads(capsys.readouterr().out)
-    assert rc2 == 0 and [i["score"] for i in by_dir["items"]] == [i["score"] for i in by_key["items"]]
+    # The same scores; the unreadable file makes the by-key run score its batch image by image, and a different
+    # batch composition moves the reconstruction loss in the 8th digit on some CPUs: compare with a tolerance.
+    assert rc2 == 0 and len(by_dir["items"]) == len(by_key["items"])
+    for a, b in zip(by_dir["items"], by_key["items"]):
+        assert {k: v for k, v in a["score"].items() if isinstance(v, float)} == pytest.approx(
+            {k: v for k, v in b["score"].items() if isinstance(v, float)}, rel=1e-5, abs=1e-6)
+        assert a["score"]["pred_index"] == b["score"]["pred_index"]
     s = by_key["items"][0]["score"]
     assert 0 <= s["competency"] <= 1 and s["competency"] == pytest.approx(s["confidence"] * s["id_probability"])
 

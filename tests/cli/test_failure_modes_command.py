@@ -80,6 +80,12 @@ def test_failure_modes_end_to_end(digits_family, clip_dir, manifest, sentences, 
     for c in g["hard_clusters"]:
         assert all(len(c["sentences"][m]) == 2 for m in ("tops", "pdiff", "setdiff", "fpdiff"))
     assert set(d["evaluation"]) == {"tops", "pdiff", "setdiff", "fpdiff"}  # evaluated from the CSV's columns
+    assert d["p_at_k"]["k"] == 10 and g["evaluation"]["p_at_k"]["partitions"] >= 1  # App. B, beside the others
+    assert (d["p_at_k"]["value"] is None) == (d["p_at_k"]["n"] == 0)
+    assert "P@10 " in text
+    for c in g["hard_clusters"]:  # a fallback is said per cluster and method, and its padded picks are marked
+        for m in ("tops", "pdiff", "setdiff", "fpdiff"):
+            assert c["tau_padded"][m] == sum(bool(p.get("padded")) for p in c["sentences"][m])
     assert d["manifest"]["embedder"]["family"] == "hf-clip" and d["manifest"]["joint_space"] == "embedder"
     assert "Whole dataset: 120 images" in text and ("Failure mode 1" in text or "did not hold up" in text)
     html = report.read_text(encoding="utf-8")
@@ -126,7 +132,7 @@ def test_help_lists_the_settings(capsys):
         main(["failure-modes", "--help"])
     out = capsys.readouterr().out
     for flag in ("--split", "--a ", "--clusters", "--tau", "--methods", "--relevance", "--sentence-sets", "--json",
-                 "--report", "--embedder"):
+                 "--report", "--embedder", "--vqa-question", "--p-at-k"):
         assert flag in out
 
 

@@ -115,6 +115,13 @@ def test_dataset_browser_competency_column_and_send_to_analysis(qtbot, comp_wind
     assert np.all(data.competency[browser.grid_model.rows] <= 0.9)
     tip = browser.grid_model.data(browser.grid_model.index(0, 0), 0x03)  # ToolTipRole
     assert "Competency = " in tip and "P(in-distribution)" in tip
+    from nemo_desktop.core.analyses.competency.results import LOW_PART_TEXT, low_part
+
+    r = int(browser.grid_model.rows[0])
+    part = low_part({"competency": float(data.competency[r]), "confidence": float(data.competency_parts[r, 0]),
+                     "id_probability": float(data.competency_parts[r, 1])}, controls.column.threshold)
+    assert tip.endswith(f": {LOW_PART_TEXT[part]} at 0.9")  # the part that is low, by the shared rule
+    assert controls.column.low_text() in controls.status.text()
 
     # Another window (a new session on the same store): opening the dataset reads the stored column back; nothing
     # asks it to score.
@@ -195,3 +202,13 @@ def test_only_estimators_of_the_loaded_classifier_are_offered(comp_window, comp_
     other = DigitsClassifier(comp_world.classifier.model)
     other.info = replace(comp_world.classifier.info, revision="another-revision")
     assert estimators_for(store, other) == [] and estimators_for(store, None) == []
+
+
+def test_the_browser_counts_low_images_by_part_at_the_columns_threshold():
+    from nemo_desktop.gui.panes.dataset_browser.competency_column import CompetencyColumn
+
+    scores = {"/a.png": (0.56, 0.8, 0.7), "/b.png": (0.42, 0.6, 0.7), "/c.png": (0.36, 0.4, 0.9),
+              "/d.png": (0.09, 0.3, 0.3), "/e.png": (0.98, 0.99, 0.99)}
+    at_half = CompetencyColumn("est", None, 0.5, scores)
+    assert at_half.low_text() == "3 below 0.5 (unsure 2, unfamiliar 1, both 1, neither part alone 1)"
+    assert CompetencyColumn("est", None, 0.9, scores).low_text().startswith("4 below 0.9")

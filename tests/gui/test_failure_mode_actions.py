@@ -249,3 +249,27 @@ def test_ranking_without_the_results_joint_space_says_so(qtbot, fm_window):
         pass
     assert "joint space test-double:measured-factors is not loaded" in failed.args[0]["message"]
     assert window.show_pane("dataset_browser").ranking is None
+
+
+def test_the_page_shows_p_at_k_and_each_clusters_tau_fallback(qtbot, digits_window, digits, tmp_path):
+    """An evaluated run whose tau lets no sentence through FPDiff: the shown result says, per cluster, that its
+    FPDiff sentences are TopS padding, and gives P@K beside AHR/ACR/TPR/JI."""
+    from digits_world import DigitsCNNClassifier
+    from fm_digits_world import MeasuredFactorSpace, sentence_file, write_ink_manifest
+    from nemo_desktop.core.analyses.failure_modes import (AttributeRelevance, FailureModesConfig,
+                                                          FailureModesPipeline)
+    from nemo_desktop.core.data.datasets import CsvManifestDataset
+    from nemo_desktop.core.data.reference_index import build_index
+
+    (tmp_path / "ink").mkdir()
+    manifest = write_ink_manifest(tmp_path / "ink", digits)
+    store, clf = digits_window.session.store(), DigitsCNNClassifier(digits[0])
+    index = build_index(CsvManifestDataset(manifest), clf, store)
+    cfg = FailureModesConfig(clusters=3, tau=0.99, split="correctness", relevance="attributes",
+                             sentence_sets=(str(sentence_file(tmp_path / "s.json")),))
+    result = FailureModesPipeline(clf, MeasuredFactorSpace(*digits[2]), store, cfg, AttributeRelevance(manifest))(index)
+    assert result.groups[0].hard_clusters and all(c.tau_fallback["fpdiff"] for c in result.groups[0].hard_clusters)
+    pane = _shown(qtbot, digits_window, result)
+    text = pane.result_view.toPlainText()
+    assert text.count("FPDiff fell back") >= len(result.groups[0].hard_clusters)
+    assert "TopS padding" in text and "P@10 of the clusters" in text and "AHR" in text

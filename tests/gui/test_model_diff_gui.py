@@ -82,6 +82,10 @@ def test_compare_models_runs_live_and_exports_the_csv(qtbot, make_window, tmp_pa
     assert "Pearson correlation over 6 held-out conditions" in text or "Completeness is undefined on 6" in text
     assert "Accuracy of A minus B per digit and color" in text
     assert "model A classifies" in text
+    # Token attribution (on by default): each explanation's words shaded by the score they carry.
+    assert text.count("Token attribution: each") == sum(e.error is None and bool(e.text.strip())
+                                                        for e in result.explanations) > 0
+    assert "background-color:#" in pane.result_view.toHtml()
 
     # CSV export, off the GUI thread: the same two files as `nemo compare run --csv`.
     assert pane.export_csv_button.isVisibleTo(pane) and pane.export_csv_button.isEnabled()

@@ -114,6 +114,12 @@ def format_result(result) -> str:
         text = e.text if e.method != "raw-differences" else f"[{len(e.text.splitlines())} result lines]"
         lines.append(f"  {text}")
         lines.append(f"  {score_sentence(e.score)}")
+        if e.attribution is not None and e.attribution.units:
+            a = e.attribution
+            top = sorted(range(len(a.units)), key=lambda i: -a.delta[i])[:3]
+            lines.append("  carried by: " + ", ".join(f"\"{a.units[i]}\" ({a.delta[i]:+.2f})" for i in top)
+                         + f" (token attribution on {a.conditions} conditions, AUC "
+                         + ("n/a" if a.auc is None else f"{a.auc:.3f}") + ")")
     lines += [f"note: {n}" for n in result.notes]
     if result.result_key:
         lines.append(f"Stored in the results store as {result.result_key[:16]} (nemo report {result.result_key[:16]}).")

@@ -116,8 +116,10 @@ def _options(parser, analysis: str) -> None:
 def format_fit(result) -> str:
     m, cal = result.manifest, result.calibration
     d = m.get("dataset", {})
+    from ...core.analyses.competency.results import calibration_source_text
+
     lines = [f"Competency estimator for {m['classifier']['id']} on {d.get('n_images')} images "
-             f"({d.get('n_train')} to train the autoencoder, {d.get('n_calibration')} to calibrate).",
+             f"({d.get('n_train')} to train the autoencoder); calibrated on {calibration_source_text(d)}.",
              f"  calibration: z = {cal['z']:.2f}; mean competency {cal['mean_competency']:.3f} vs classifier "
              f"accuracy {cal['accuracy']:.3f} (n = {d.get('n_calibration')})"]
     losses = m.get("training", {}).get("loss_per_epoch") or []
@@ -183,22 +185,17 @@ def _check_images(paths: list[str]) -> list[Path]:
     return [Path(p) for p in paths]
 
 
-def cause_of(score, threshold: float = 0.9) -> str:
-    """Which part of competency is low: the classifier unsure, the image unfamiliar, both, or neither."""
-    unsure, unfamiliar = score.confidence < threshold, score.id_probability < threshold
-    if unsure and unfamiliar:
-        return "the classifier is unsure and the image is unfamiliar"
-    if unfamiliar:
-        return "the image is unfamiliar"
-    if unsure:
-        return "the classifier is unsure"
-    return "competent"
+def cause_of(score, threshold: float) -> str:
+    """Which part of competency is low at `threshold` (results.low_part, the rule every output uses)."""
+    from ...core.analyses.competency.results import LOW_PART_TEXT, low_part
+
+    return LOW_PART_TEXT[low_part(score, threshold)]
 
 
-def format_score(path, s) -> str:
+def format_score(path, s, threshold: float) -> str:
     return (f"{path}: competency {s.competency:.3f} = confidence {s.confidence:.3f} x P(in-distribution) "
             f"{s.id_probability:.3f} (reconstruction loss {s.reconstruction_loss:.5f}, z {s.loss_z_score:+.2f}); "
-            f"predicted '{s.pred_name}'; {cause_of(s)}")
+            f"predicted '{s.pred_name}'; {cause_of(s, threshold)}")
 
 
 def _estimator_components(args, store):
@@ -218,10 +215,11 @@ def format_score_set(result, shown: int = 20) -> str:
     items = result.items if len(result.items) <= shown else result.lowest(shown)
     if len(result.items) > shown:
         lines.append(f"The {shown} lowest of {len(result.items)}:")
-    lines += [format_score(i.path, i.score) for i in items]
+    lines += [format_score(i.path, i.score, t) for i in items]
     if sm["n"]:
         lines += ["", f"{sm['n_low']} of {sm['n']} images below competency {t} (mean {sm['mean_competency']:.3f}): "
-                      f"unsure {sm['n_unsure']}, unfamiliar {sm['n_unfamiliar']}, both {sm['n_both']}."]
+                      f"unsure {sm['n_unsure']}, unfamiliar {sm['n_unfamiliar']}, both {sm['n_both']}, "
+                      f"neither part alone (only the product) {sm.get('n_product', 0)}."]
     if sm.get("n_labelled"):
         lines.append(f"Accuracy: {_pct(sm['accuracy_low'])} of the {sm['n_labelled_low']} low-competency images, "
                      f"{_pct(sm['accuracy_high'])} of the {sm['n_labelled_high']} others.")
@@ -276,7 +274,7 @@ def _fmt(x, digits: int = 3) -> str:
 
 
 def format_explanation(path, r, threshold: float) -> str:
-    lines = [format_score(path, r.original), "",
+    lines = [format_score(path, r.original, threshold), "",
              f"  {'generator':<9} {'competency':>18} {'reached':>8} {'iters':>6} {'LPIPS':>6} {'feat cos':>8} "
              f"{'lat cos':>8} {'s':>7}"]
     for o in r.counterfactuals:

@@ -87,6 +87,22 @@ def format_result(result, method: str | None = None) -> str:
         lines.append("Evaluation (macro over sets): " + "; ".join(
             f"{m}: AHR {_f(e['ahr'])}, ACR {_f(e['acr'])}, TPR {_f(e['tpr'])}, JI {_f(e['ji'])}"
             for m, e in result.evaluation.items()))
+    rel = result.manifest.get("relevance") or {}
+    if rel.get("source") == "vqa":
+        qs = rel.get("questions") or {}
+        writer = (rel.get("question_writer") or {}).get("id")
+        how = f"each sentence its own question, written by {writer}" if writer else \
+            "one fixed question quoting each sentence"
+        lines.append(f"VQA relevance asked {how}" + (":" if qs else "."))
+        lines += [f"  \"{s}\" -> {q}" for s, q in list(qs.items())[:10]]
+        if len(qs) > 10:
+            lines.append(f"  ... and {len(qs) - 10} more (--json: manifest.relevance.questions)")
+        lines += [f"  note: no readable question for \"{s}\"; asked with the template" for s in
+                  rel.get("question_fallbacks") or []]
+    if result.p_at_k:
+        pk = result.p_at_k
+        lines.append(f"Clusters (all methods share them): P@{pk['k']} {_f(pk['value'])} (macro over {pk['n']} "
+                     "set(s); ground-truth groups: the images of each sentence in S*_beta).")
     if result.result_key:
         lines.append(f"Stored in the results store as {result.result_key[:16]}.")
     return "\n".join(lines)
@@ -238,7 +254,9 @@ def _print_vqa_cost(config, index, n_mllms: int) -> None:
 
     n = sentence_count(config, index.class_names)
     print(f"VQA relevance: at most {len(index) * n * n_mllms} MLLM calls ({len(index)} images x {n} sentences x "
-          f"{n_mllms} MLLM{'s' if n_mllms != 1 else ''}); answers already in the store are not asked again.",
+          f"{n_mllms} MLLM{'s' if n_mllms != 1 else ''})"
+          + (f", plus {n} to write each sentence's own question (once)" if config.vqa_question == "per-sentence"
+             else "") + "; answers already in the store are not asked again.",
           file=sys.stderr)
 
 

@@ -80,7 +80,22 @@ class Index:
     rows: list[IndexRow]
 
 
-Block = Union[Paragraph, KeyValues, Table, Figures, Histogram, Index]
+@dataclass
+class Highlighted:
+    """Text whose pieces carry weights in [0, 1] (e.g. token attribution). HTML shades each piece by its weight
+    (escaped, the weight in its tooltip); PDF, which has no shading of runs here, brackets the pieces at or above
+    `mark_at` (`plain()`)."""
+
+    units: list[str]
+    weights: list[float]
+    caption: str = ""
+    mark_at: float = 0.5
+
+    def plain(self) -> str:
+        return " ".join(f"[{u}]" if w >= self.mark_at else u for u, w in zip(self.units, self.weights))
+
+
+Block = Union[Paragraph, KeyValues, Table, Figures, Histogram, Index, Highlighted]
 
 
 @dataclass

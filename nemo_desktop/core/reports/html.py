@@ -14,7 +14,7 @@ import base64
 import html
 import re
 
-from .model import (Figures, Histogram, Index, KeyValues, Paragraph, ReportDocument, ReportImage,
+from .model import (Figures, Highlighted, Histogram, Index, KeyValues, Paragraph, ReportDocument, ReportImage,
                     Section, Table)
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
@@ -190,9 +190,24 @@ def histogram_svg(b: Histogram, width: int = 720) -> str:
     return "".join(parts)
 
 
+def _shade(w: float) -> str:
+    """Amber blended into white by w (a solid colour: Qt's rich text, which shows reports in the app, has no alpha)."""
+    w = max(0.0, min(1.0, float(w)))
+    return "#" + "".join(f"{round(255 - (255 - c) * w):02x}" for c in (255, 176, 0))
+
+
+def _highlighted(b: Highlighted) -> str:
+    spans = " ".join(f'<span class="hl" style="background-color:{_shade(w)}" title="{w:.2f}">{_e(u)}</span>'
+                     for u, w in zip(b.units, b.weights))
+    cap = f'<p class="t muted" dir="auto">{_e(b.caption)}</p>' if b.caption else ""
+    return f'<p class="t hl" dir="auto">{spans}</p>{cap}'
+
+
 def _block(b) -> str:
     if isinstance(b, Paragraph):
         return _paragraph(b)
+    if isinstance(b, Highlighted):
+        return _highlighted(b)
     if isinstance(b, KeyValues):
         return _kv(b)
     if isinstance(b, Table):

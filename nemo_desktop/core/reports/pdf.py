@@ -19,7 +19,7 @@ import unicodedata
 from ..errors import NemoError
 from ..jobs import JobContext, null_context
 from .fonts import BOLD, REGULAR, plan_fonts
-from .model import (Figures, Histogram, Index, KeyValues, Paragraph, ReportDocument, ReportImage, Section,
+from .model import (Figures, Highlighted, Histogram, Index, KeyValues, Paragraph, ReportDocument, ReportImage, Section,
                     Table)
 
 log = logging.getLogger(__name__)
@@ -547,6 +547,10 @@ class _Renderer:
     def block(self, b) -> None:
         if isinstance(b, Paragraph):
             self.paragraph(b)
+        elif isinstance(b, Highlighted):  # no shaded runs in PDF: the weighty pieces in [brackets]
+            self.paragraph(Paragraph(b.plain()))
+            if b.caption:
+                self.paragraph(Paragraph(b.caption, "muted"))
         elif isinstance(b, KeyValues):
             self.key_values(b)
         elif isinstance(b, Table):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -131,10 +132,12 @@ def _competency_fit_case(world) -> Case:
     cw = contract_world()
     clf = cw["classifier"]
     folder = write_class_folders(world["tmp"] / "competency-fit", cw["world"].fit_images, cw["world"].fit_labels, 8)
+    calibration = write_class_folders(world["tmp"] / "competency-cal", cw["world"].test_images,
+                                      cw["world"].test_labels, 3)
     options = {"image_size": 16, "channels": (8,), "latent_dim": 8, "epochs": 1, "batch_size": 32}
     variations = {"image_size": 8, "channels": (4,), "latent_dim": 4, "epochs": 2, "batch_size": 16,
-                  "learning_rate": 1e-2, "calibration_fraction": 0.3, "mean_shift": 1.0, "z_max": 3.0,
-                  "z_step": 0.1, "seed": 1}
+                  "learning_rate": 1e-2, "calibration_fraction": 0.3, "calibration_set": str(calibration),
+                  "mean_shift": 1.0, "z_max": 3.0, "z_step": 0.1, "seed": 1}
     return Case(Components(classifier=clf, store=world["store"]), (folder,), options, variations,
                 calls=lambda: len(clf.calls))
 
@@ -197,6 +200,12 @@ class HashYesNoMLLM:
     def __init__(self) -> None:
         self.calls: list[int] = []
 
+    def chat(self, messages, **kw):
+        """As the question writer of per-sentence VQA: the sentence as a question."""
+        self.calls.append(1)
+        sentence = messages[0].content[0].split('Sentence: "', 1)[1].split('"', 1)[0]
+        return json.dumps({"question": f"Does this hold: {sentence}?"})
+
     def chat_batch(self, conversations, **kw):
         out = []
         for conv in conversations:
@@ -213,8 +222,8 @@ def _failure_modes_case(world) -> Case:
     return Case(comps, (world["index"],), {"sentence_sets": ("classes",), "embed_batch_size": 32},
                 {"split": "correctness", "per_class": True, "classes": ("three",), "a": 0.5, "linkage": "average",
                  "clusters": 3, "k": 2, "tau": None, "methods": ("tops", "pdiff"), "beta_factor": 0.5,
-                 "relevance": "vqa", "sentence_sets": ("general",), "max_ward_points": 10, "nearest_members": 3,
-                 "seed": 1},
+                 "relevance": "vqa", "vqa_question": "template", "p_at_k": 5, "sentence_sets": ("general",),
+                 "max_ward_points": 10, "nearest_members": 3, "seed": 1},
                 {"embed_batch_size": "batches the embedding work; the embeddings are the same",
                  "attributes_manifest": "selects the relevance input; its path, size and mtime are in the key "
                                         "through the relevance identity"},
@@ -238,7 +247,7 @@ def _model_diff_case(world) -> Case:
                   "iterations": 0, "explore_size": 3, "beam_size": 2, "test_conditions": 5,
                   "objective": "completeness", "concise_prompt": False, "drop_ratio": 0.5, "density_repeats": 2,
                   "generation_temperature": 0.5, "max_new_tokens": 256, "evaluator_max_new_tokens": 8,
-                  "evaluator_batch": 4, "seed": 1}
+                  "evaluator_batch": 4, "attribution_words": 5, "attribution_conditions": 3, "seed": 1}
     return Case(comps, (), options, variations)
 
 

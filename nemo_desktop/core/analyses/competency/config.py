@@ -65,6 +65,11 @@ class EstimatorConfig:
     calibration_fraction: float = _f(0.2, "Held-out calibration fraction", "Share of the labelled images kept "
                                      "out of training to compute class statistics and calibrate.", min=0.05,
                                      max=0.9)
+    calibration_set: str = _f("", "Calibration set", "A folder of class folders or a CSV manifest of labelled "
+                              "images to compute the class statistics and calibrate on. Empty: hold "
+                              "'calibration fraction' of the fit set out (the reference's split); with a set, every "
+                              "fit image trains the autoencoder and the fraction is not used. The result records "
+                              "which was used (and the set's content fingerprint).")
     mean_shift: float = _f(2.0, "Mean shift", "P(ID) = 1 - Phi((L - shift*mu_c)/sigma_c - z). The reference code "
                            "uses 2.", min=0.0, max=10.0)
     z_max: float = _f(4.95, "Calibration search end", "Largest z tried by the calibration (reference: 4.95).",

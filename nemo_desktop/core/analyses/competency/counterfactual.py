@@ -6,7 +6,10 @@
 Scores the image (competency, confidence, P(ID), loss z-score), runs each configured generator (stage names
 "IGD", "FGD", "LGD" report per iteration; cancel within one step), measures each counterfactual (competency
 after, success, LPIPS, feature and latent cosine, seconds), and asks the MLLM for the cause with the original
-alone (B.4) and with each of `explain_methods`' counterfactuals (B.5). Artifacts: "input", "reconstruction",
+alone (B.4) and with each of `explain_methods`' counterfactuals (B.5). The MLLM sees the classifier's input view of
+the image (`est.unit`: the classifier's resize/crop, the pixels competency was computed on), so the original and
+the counterfactual, which lives at that view, show the same thing side by side; an uncropped original beside a
+centre-cropped counterfactual stretched back would show two different framings. Artifacts: "input", "reconstruction",
 "cf_<method>" and "diff_<method>" (|original - counterfactual|, mean over channels, x255). The result is
 stored under a key of the estimator's weights, the classifier, the image content, the configuration, the
 MLLM and prompt versions and LPIPS availability; a re-run of a complete result is answered from the store.
@@ -128,7 +131,7 @@ class CompetencyCounterfactual:
             if images is not None:
                 cf_images[method] = images[0]
                 artifacts[out.artifact], artifacts[out.diff_artifact] = images
-        complete &= self._explain(img, result, cf_images, ctx)
+        complete &= self._explain(to_pil(x[0]), result, cf_images, ctx)  # the classifier's view (docstring)
         result.timings = {o.method: o.seconds for o in result.counterfactuals if o.seconds is not None}
         result.manifest = self._manifest(file_sha, complete)
         self.last_artifacts = artifacts
@@ -213,5 +216,6 @@ class CompetencyCounterfactual:
                            "mllm": model_manifest(self.mllm.info) if explains else None},
                 "lpips": self.lpips_name, "lpips_unavailable": self._lpips_error,
                 "prompts": prompt_versions() if explains else None, "config": config_dict(self.config),
+                "mllm_view": "classifier input" if explains else None,
                 "input_file_sha256": file_sha}
 

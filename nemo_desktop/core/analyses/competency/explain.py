@@ -1,10 +1,11 @@
 """Ask a multimodal LLM why the classifier is not competent on an image (seed section 4.1, appendix B).
 
-Text: the dataset description (B.1/B.2, from the user's dataset or their own words), B.3 and the
-instruction (B.4 alone, B.5 with a counterfactual), joined by single spaces. Message: one user turn
-[image, text], no system turn (as the reference). With a counterfactual the image is ONE composite as the
-reference draws it: a white canvas (w1 + w2 + 30) x (max h + 20), original at (10, 10), counterfactual at
-(w1 + 20, 10); `composite=False` sends the two images instead. Tiny images are upscaled (nearest) first.
+Text: the dataset description (B.1/B.2, from the user's dataset or their own words), B.3 and the instruction (B.4
+alone, B.5 with a counterfactual), joined by single spaces. Message: one user turn [image, text], no system turn (as
+the reference). The caller passes the original as the classifier sees it (its input view, at the counterfactual's
+size), so both halves show the same framing. With a counterfactual the image is ONE composite as the reference draws
+it: a white canvas (w1 + w2 + 30) x (max h + 20), original at (10, 10), counterfactual at (w1 + 20, 10);
+`composite=False` sends the two images instead. Tiny images are upscaled (nearest) first.
 """
 from __future__ import annotations
 

@@ -3,11 +3,13 @@
     fit = CompetencyEstimatorFit(classifier, EstimatorConfig(epochs=50), store=store)
     result = fit(images, labels, ctx)            # -> EstimatorFitResult; fit.estimator is the FittedEstimator
 
-Stages: "Preparing images" (per batch), "Training autoencoder" (per batch over all epochs), "Calibrating".
-A stratified split keeps `calibration_fraction` of each class out of training. After each epoch the weights
-and Adam state are checkpointed (safetensors) in `work_dir`; a later call with the same inputs resumes from
-the last finished epoch and gives the same weights as an uninterrupted run (batch order is seeded per
-epoch). The finished estimator is stored under a key of classifier id+revision, dataset fingerprint,
+Stages: "Preparing images" (per batch), "Training autoencoder" (per batch over all epochs), "Calibrating". A
+stratified split keeps `calibration_fraction` of each class out of training; or, with `calibration_set` (a folder or
+CSV; or `calibration=(images, labels)` passed to the call), every fit image trains the autoencoder and the
+calibration set gives the class statistics and z. The manifest's `dataset.calibration` says which was used. After
+each epoch the weights and Adam state are checkpointed (safetensors) in `work_dir`; a later call with the same
+inputs resumes from the last finished epoch and gives the same weights as an uninterrupted run (batch order is
+seeded per epoch). The finished estimator is stored under a key of classifier id+revision, dataset fingerprint,
 configuration and analysis version; a re-run is answered from the store.
 """
 from __future__ import annotations
@@ -72,21 +74,43 @@ class CompetencyEstimatorFit:
         self.work_dir = Path(work_dir) if work_dir else None
         self.estimator: FittedEstimator | None = None  # set by a successful call
 
-    def key(self, fingerprint: str) -> str:
+    def key(self, fingerprint: str, calibration_fingerprint: str | None = None) -> str:
         from ...store import result_key
 
         info = self.classifier.info
         return result_key(ESTIMATOR_ANALYSIS, version=VERSION, fingerprint=fingerprint,
                           classifier={"id": info.model_id, "family": info.family, "revision": info.revision},
-                          config=config_dict(self.config))
+                          config=config_dict(self.config), calibration=calibration_fingerprint)
+
+    def _calibration_set(self, calibration: Any) -> tuple[list, np.ndarray, str | None] | None:
+        """(images, labels, name) of the calibration set: the one passed, else the config's folder/CSV, else None."""
+        if calibration is None and self.config.calibration_set:
+            from ...data.datasets import open_dataset
+
+            ds = open_dataset(self.config.calibration_set).with_class_names(list(self.classifier.class_names))
+            calibration = (ds.paths, ds.labels)
+        if calibration is None:
+            return None
+        images, labels = calibration
+        images, y = list(images), np.asarray(labels, dtype=np.int64)
+        if len(images) != len(y):
+            raise ConfigError(f"The calibration set has {len(images)} images but {len(y)} labels.")
+        if len(images) < 2:
+            raise ConfigError(f"The calibration set needs at least 2 images (got {len(images)}).",
+                              hint="Give a larger calibration set, or leave it empty to hold part of the fit set out.")
+        self._check_labels(y, "calibration set")
+        return images, y, self.config.calibration_set or None
 
     def __call__(self, images: Sequence[Any], labels: Sequence[int], ctx: JobContext | None = None, *,
-                 fingerprint: str | None = None, dataset_name: str | None = None) -> EstimatorFitResult:
+                 fingerprint: str | None = None, dataset_name: str | None = None,
+                 calibration: tuple[Sequence[Any], Sequence[int]] | None = None) -> EstimatorFitResult:
         ctx = ctx or null_context()
         images, y = list(images), np.asarray(labels, dtype=np.int64)
         self._validate(images, y)
         fingerprint = fingerprint or dataset_fingerprint(images, y)
-        key = self.key(fingerprint)
+        cal_set = self._calibration_set(calibration)
+        cal_fp = dataset_fingerprint(cal_set[0], cal_set[1]) if cal_set else None
+        key = self.key(fingerprint, cal_fp)
         if self.store is not None and (done := self.store.get(key)) is not None:
             ctx.progress("Loaded from the results store", 1, 1)
             result = EstimatorFitResult.from_dict(done.payload)
@@ -96,13 +120,21 @@ class CompetencyEstimatorFit:
             return result
 
         cfg, start = self.config, time.perf_counter()
-        train_idx, cal_idx = stratified_split(y, cfg.calibration_fraction, cfg.seed)
+        n_fit = len(images)
+        if cal_set is None:
+            train_idx, cal_idx = stratified_split(y, cfg.calibration_fraction, cfg.seed)
+            source = {"kind": "split", "fraction": cfg.calibration_fraction, "seed": cfg.seed}
+        else:
+            images, y = images + cal_set[0], np.concatenate([y, cal_set[1]])
+            train_idx, cal_idx = np.arange(n_fit), np.arange(n_fit, len(images))
+            source = {"kind": "set", "path": cal_set[2], "fingerprint": cal_fp, "n_images": len(cal_idx)}
         x, probs_cal, input_size = self._prepare(images, cal_idx, ctx)
         work = self.work_dir or _default_work_dir(key)
         ae, history = self._train(x[train_idx], work, key, ctx)
         estimator, fit_warnings = self._calibrate(ae, x[cal_idx], y[cal_idx], probs_cal, input_size, ctx)
-        manifest = self._manifest(estimator, fingerprint, dataset_name, len(images), len(train_idx), len(cal_idx),
+        manifest = self._manifest(estimator, fingerprint, dataset_name, n_fit, len(train_idx), len(cal_idx),
                                   history, fit_warnings, time.perf_counter() - start)
+        manifest["dataset"]["calibration"] = source
         estimator.manifest = manifest
         result = EstimatorFitResult(manifest=manifest, statistics=manifest["statistics"],
                                     calibration=manifest["calibration"], warnings=fit_warnings, result_key=key)
@@ -120,15 +152,18 @@ class CompetencyEstimatorFit:
 
     # -- steps ---------------------------------------------------------------------------------------------
     def _validate(self, images: list, y: np.ndarray) -> None:
-        n_classes = len(self.classifier.class_names)
         if len(images) != len(y):
             raise ConfigError(f"{len(images)} images but {len(y)} labels were given.")
         if len(images) < 4:
             raise ConfigError(f"Fitting a competency estimator needs more images (got {len(images)}).")
+        self._check_labels(y, "dataset")
+
+    def _check_labels(self, y: np.ndarray, what: str) -> None:
+        n_classes = len(self.classifier.class_names)
         bad = y[(y < 0) | (y >= n_classes)]
         if len(bad):
-            raise ConfigError(f"Label {int(bad[0])} is not a class of the classifier (it has {n_classes}).",
-                              hint="Map the dataset's labels to the classifier's classes first.")
+            raise ConfigError(f"Label {int(bad[0])} of the {what} is not a class of the classifier (it has "
+                              f"{n_classes}).", hint="Map the dataset's labels to the classifier's classes first.")
 
     def _prepare(self, images: list, cal_idx: np.ndarray, ctx: JobContext):
         """Autoencoder-size tensors of all images, and the classifier's probabilities on the calibration ones."""

@@ -9,9 +9,11 @@
 Each iteration first tests the stopping rule, then steps (as the reference). By default an image is frozen
 as soon as it reaches the threshold and values stay in [0, 1]; `compatibility=True` reproduces the
 reference instead (the batch stops only when every image passes; no clamping). Progress is reported per
-iteration and cancellation checked before each. Note (kept from the reference): LGD's first iteration
-scores h(g(X)) only after its first step, and the cosine gradient at z' = z is zero, so LGD returns exactly
-Reco whenever Reco already passes.
+iteration and cancellation checked before each. LGD starts from z' = g(X): by default its first iteration scores
+h(g(X)), which is Reco, so where Reco already passes LGD takes no step and returns exactly Reco. In compatibility
+mode the first iteration scores the original X, as the reference does (its X_new starts at X), so h(g(X)) is
+scored only after the first step; that step sees only the distance term, whose cosine gradient at z' = z is zero,
+so there too LGD returns Reco where Reco passes, one step later.
 """
 from __future__ import annotations
 

@@ -13,8 +13,43 @@ BENCH_ANALYSIS = "competency-bench"
 # Result versions (part of every key; bump when a result changes for the same inputs). Here, not in the pipeline
 # modules, so the registry lists the analyses without importing torch.
 ESTIMATOR_VERSION = "1"
-COUNTERFACTUAL_VERSION = "1"
+COUNTERFACTUAL_VERSION = "2"  # 2: the MLLM sees the classifier's input view of the original
 BENCH_VERSION = "1"
+
+
+# Which part of competency = confidence x P(ID) is low at a threshold tau: one rule for every output (per-image
+# lines, summaries, reports). "product": both parts are at or above tau but their product is below it (e.g. 0.92 x
+# 0.93 = 0.86 < 0.9), so neither part alone is to blame.
+LOW_PARTS = ("competent", "unsure", "unfamiliar", "both", "product")
+LOW_PART_TEXT = {"competent": "competent", "unsure": "the classifier is unsure",
+                 "unfamiliar": "the image is unfamiliar",
+                 "both": "the classifier is unsure and the image is unfamiliar",
+                 "product": "neither part is below the threshold, but their product is"}
+
+
+def low_part(score: Any, threshold: float) -> str:
+    """One of LOW_PARTS for a CompetencyScore (or its dict) at `threshold`."""
+    get = score.get if isinstance(score, dict) else lambda k: getattr(score, k)
+    unsure, unfamiliar = get("confidence") < threshold, get("id_probability") < threshold
+    if unsure and unfamiliar:
+        return "both"
+    if unsure:
+        return "unsure"
+    if unfamiliar:
+        return "unfamiliar"
+    return "product" if get("competency") < threshold else "competent"
+
+
+def calibration_source_text(dataset: dict[str, Any]) -> str:
+    """Which images calibrated an estimator, in words (a manifest's `dataset` part; older fits had only the split)."""
+    src = dataset.get("calibration") or {"kind": "split"}
+    n = dataset.get("n_calibration")
+    if src.get("kind") == "set":
+        return (f"a separate calibration set, {src.get('path') or 'given by the caller'} ({n} images; every fit "
+                "image trained the autoencoder)")
+    frac = src.get("fraction")
+    share = f"{100 * frac:.0f}% " if isinstance(frac, (int, float)) else ""
+    return f"{n} images ({share}of each class) held out of the fit set"
 
 
 def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:

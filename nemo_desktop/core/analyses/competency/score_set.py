@@ -19,7 +19,7 @@ from .... import __version__
 from ...errors import ConfigError, NemoError
 from ...jobs import JobContext, null_context
 from .config import _check_ranges, config_dict
-from .results import CompetencyScore
+from .results import CompetencyScore, low_part
 
 ANALYSIS = "competency-score"
 VERSION = "1"
@@ -73,11 +73,13 @@ class CompetencyScoreSet:
         """Counts (each with its n) of low-competency images and which part is low; accuracy by competency."""
         t = self.threshold
         low = [i for i in self.items if i.score.competency < t]
-        unsure = [i for i in low if i.score.confidence < t]
-        unfamiliar = [i for i in low if i.score.id_probability < t]
-        both = [i for i in low if i.score.confidence < t and i.score.id_probability < t]
-        out: dict[str, Any] = {"n": len(self.items), "n_low": len(low), "n_unsure": len(unsure),
-                               "n_unfamiliar": len(unfamiliar), "n_both": len(both),
+        parts = [low_part(i.score, t) for i in low]
+        # n_unsure / n_unfamiliar count every low image with that part low (n_both in each); n_product the low
+        # images with neither part low. n_low = n_unsure + n_unfamiliar - n_both + n_product.
+        out: dict[str, Any] = {"n": len(self.items), "n_low": len(low),
+                               "n_unsure": sum(p in ("unsure", "both") for p in parts),
+                               "n_unfamiliar": sum(p in ("unfamiliar", "both") for p in parts),
+                               "n_both": parts.count("both"), "n_product": parts.count("product"),
                                "mean_competency": (sum(i.score.competency for i in self.items) / len(self.items)
                                                    if self.items else None)}
         labelled = [i for i in self.items if i.true_index is not None]

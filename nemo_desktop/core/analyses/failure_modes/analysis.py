@@ -68,7 +68,8 @@ class FailureModesAnalysis:
         if self.config.relevance == "vqa":
             from .vqa import VqaRelevance
 
-            return VqaRelevance(self.mllms, self.store, seed=self.config.seed, ctx=ctx.sub("VQA relevance"))
+            return VqaRelevance(self.mllms, self.store, seed=self.config.seed, ctx=ctx.sub("VQA relevance"),
+                                question=self.config.vqa_question)
         return None
 
     def __call__(self, index: Any, ctx: JobContext | None = None) -> FailureModesResult:

@@ -40,17 +40,32 @@ class FailureModesConfig:
     k: int = field(default=3, metadata=_meta("Sentences K", "Sentences kept per hard cluster and method.", min=1, max=50))
     tau: float | None = field(default=0.25, metadata=_meta(
         "Threshold tau", "Similarity threshold of SetDiff/FPDiff (0.25 for OpenCLIP, paper footnote 2). "
-        "None = auto: mean + 1 std of all prototype-sentence similarities (for other embedders).",
+        "None = auto: mean + 1 std of all prototype-sentence similarities. Prefer 0.25 with the paper's "
+        "OpenCLIP/CLIP ViT spaces (image-sentence cosines around 0.17-0.3) or to compare with the paper; auto for "
+        "spaces with another cosine scale (SigLIP, custom). Where fewer than K sentences pass tau the method pads "
+        "with TopS's picks and the result says so per cluster; many such clusters mean tau is too high for the "
+        "space.",
         min=-1.0, max=1.0))
     methods: tuple[str, ...] = field(default=METHODS, metadata=_meta(
         "Ranking methods", "Sentence selection methods, shown side by side.", choices=METHODS))
     beta_factor: float = field(default=0.2, metadata=_meta(
         "Severity o", "Evaluation: a sentence describes a failure if its images' accuracy is below the dataset's "
         "by beta = o * std(accuracy) (paper App. D: o = 0.2).", min=0.0, max=5.0))
+    p_at_k: int = field(default=10, metadata=_meta(
+        "P@K size K", "Evaluation of the clusters themselves (paper App. B, FACTS' protocol, K = 10): for each "
+        "sentence of S*_beta, the images it is relevant to form a ground-truth group; each hard or easy cluster "
+        "ranks the set's images by cosine to its prototype; P@K is the mean over groups of the best top-K overlap "
+        "/ K.",
+        min=1, max=1000))
     relevance: str = field(default="none", metadata=_meta(
         "Relevance", "Evaluation needs image-sentence relevance: none; attributes (columns of a CSV manifest "
         "matched against the sentences' 'requires'); or vqa (a yes/no question per image and sentence to the "
         "configured MLLM(s), combined with AND; images x sentences x MLLMs calls).", choices=RELEVANCE))
+    vqa_question: str = field(default="per-sentence", metadata=_meta(
+        "VQA question", "relevance=vqa: per-sentence asks each sentence's own yes/no question, written once by the "
+        "(first) MLLM and cached, as the paper does (App. C.3: 'Was the image taken at night? Reply simply with "
+        "'yes' or 'no''); template asks one fixed question quoting the sentence (no writing step, but a sentence "
+        "that reads badly as a quote gets a worse question).", choices=("per-sentence", "template")))
     attributes_manifest: str | None = field(default=None, metadata=_meta(
         "Attribute manifest", "relevance=attributes: the CSV (path,label,<attribute>,...) whose columns say which "
         "sentences hold for which image (default: the CSV manifest the index was built from)."))
@@ -88,6 +103,9 @@ class FailureModesConfig:
                 continue
             if (lo is not None and v < lo) or (hi is not None and v > hi):
                 raise ConfigError(f"{f.metadata['label']} = {v} is out of range [{lo}, {hi}].")
+        if self.vqa_question not in self.__dataclass_fields__["vqa_question"].metadata["choices"]:
+            raise ConfigError(f"Unknown VQA question mode '{self.vqa_question}'.",
+                              hint="Use per-sentence (the paper's) or template.")
         if self.linkage not in self.__dataclass_fields__["linkage"].metadata["choices"]:
             raise ConfigError(f"Unknown linkage '{self.linkage}'.", hint="Use ward, average, complete or single.")
         if not self.sentence_sets:

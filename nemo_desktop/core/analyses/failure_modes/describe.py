@@ -4,7 +4,8 @@ A hard cluster "holds up" as a failure mode when it has at least MIN_MODE_SIZE i
 its set's; one that does not is said so plainly, with the figure that sinks it. The sentences named are the ones
 the headline method chose (the first of FPDiff, PDiff, SetDiff, TopS that was run: the contrastive methods are the
 ones the seed found to name real failures, TopS names what is common in the cluster). When the result was evaluated,
-each sentence says whether its images really are harder than the rest (S*_beta).
+each sentence says whether its images really are harder than the rest (S*_beta). When the method's tau rule left
+fewer than K sentences and the rest were padded with TopS's picks, the cluster says so (fallback_text).
 """
 from __future__ import annotations
 
@@ -68,8 +69,23 @@ def quoted_sentences(cluster: HardCluster, method: str, star: set[int] | None) -
     parts = []
     for p in cluster.sentences.get(method, []):
         mark = "" if star is None else (" (confirmed)" if p["index"] in star else " (not confirmed)")
+        mark += " (TopS padding)" if p.get("padded") else ""
         parts.append(f"\u201c{p['text']}\u201d{mark}")
     return ", ".join(parts) if parts else "no sentence"
+
+
+def fallback_text(cluster: HardCluster, group: GroupResult, method: str) -> str:
+    """Why some of `method`'s picks for this cluster are TopS's: fewer than K sentences passed its tau rule, so the
+    rest were taken by similarity to the cluster alone (empty when the method did not fall back)."""
+    if not cluster.tau_fallback.get(method):
+        return ""
+    picks = cluster.sentences.get(method, [])
+    padded = cluster.tau_padded.get(method, sum(bool(p.get("padded")) for p in picks))
+    own = len(picks) - padded
+    tau = f"tau = {group.tau:.3f} ({'automatic' if group.tau_source == 'auto' else 'set'})"
+    return (f"{METHOD_LABELS.get(method, method)} fell back: {own} of its {len(picks)} sentences passed {tau}; the "
+            f"other {padded} {'is' if padded == 1 else 'are'} TopS's (closest to the cluster, no contrast with the "
+            "easy cluster)")
 
 
 def confusions_text(cluster: HardCluster, top: int = 3) -> str:
@@ -95,6 +111,8 @@ def describe_cluster(cluster: HardCluster, group: GroupResult, number: int, meth
     else:
         text = (f"Hard cluster {number}{where} did not hold up as a failure mode: {why} ({evidence}). "
                 f"Its sentences, {said}, do not describe a failure.")
+    if method and fallback_text(cluster, group, method):
+        text += f" {fallback_text(cluster, group, method)}."
     return ModeText(group.name, cluster.id, ok, text, why)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .clustering import agglomerative, nearest_easy, nearest_members
 from .config import FailureModesConfig
-from .metrics import hard_sentences, lbee_scores
+from .metrics import hard_sentences, lbee_scores, partition_precision
 from .ranking import auto_tau, rank, similarities
 from .result import EasyCluster, GroupResult, HardCluster
 from .split import Split
@@ -77,8 +77,12 @@ def analyse_group(data: GroupData, split: Split, sentence_emb: np.ndarray, sente
             easy_similarity=float(pair_sim[i]) if j is not None else None)
         for method in config.methods:
             ranked = rank(method, v_hard[i], v_e, config.k, tau)
-            cl.sentences[method] = [_pick(s, sentence_texts, v_hard[i], v_e) for s in ranked.indices]
+            picks = [_pick(s, sentence_texts, v_hard[i], v_e) for s in ranked.indices]
+            for p in picks[len(picks) - ranked.padded:] if ranked.padded else []:
+                p["padded"] = True
+            cl.sentences[method] = picks
             cl.tau_fallback[method] = ranked.tau_fallback
+            cl.tau_padded[method] = ranked.padded
         hard_clusters.append(cl)
 
     easy_clusters = []
@@ -87,6 +91,11 @@ def analyse_group(data: GroupData, split: Split, sentence_emb: np.ndarray, sente
         easy_clusters.append(EasyCluster(j, len(pos), _acc(data.correct[pos]), data.rows[pos].tolist(),
                                          data.rows[nearest_members(data.features, pos, easy_cl.prototypes[j],
                                                                    config.nearest_members)].tolist()))
+    for m in config.methods:
+        fell = sum(bool(cl.tau_fallback.get(m)) for cl in hard_clusters)
+        if fell:
+            notes.append(f"{m}: in {fell} of {len(hard_clusters)} hard clusters fewer than K = {config.k} sentences "
+                         f"passed tau = {tau:.3f} ({tau_source}); their remaining picks are TopS's (marked 'padded')")
     retrieved = {m: sorted({p["index"] for cl in hard_clusters for p in cl.sentences[m]}) for m in config.methods}
     evaluation = None
     if relevance is not None:
@@ -94,7 +103,9 @@ def analyse_group(data: GroupData, split: Split, sentence_emb: np.ndarray, sente
         members = [split.hard[hard_cl.members(i)] for i in range(hard_cl.k)]
         evaluation = {"ground_truth": gt.to_dict(), "methods": {
             m: lbee_scores([[p["index"] for p in cl.sentences[m]] for cl in hard_clusters], members, relevance,
-                           gt.hard_sentences).to_dict() for m in config.methods}}
+                           gt.hard_sentences).to_dict() for m in config.methods},
+            "p_at_k": partition_precision(data.features, list(hard_cl.prototypes) + list(easy_cl.prototypes),
+                                          relevance, gt.hard_sentences, config.p_at_k)}
         if not gt.hard_sentences:
             notes.append("no sentence describes images that are harder than the rest by beta: TPR is undefined")
     order = sorted(hard_clusters, key=lambda h: (h.accuracy if h.accuracy is not None else 2.0, -h.size, h.id))

@@ -8,6 +8,10 @@ Given per-image performance omega (top-1 correctness here) and binary relevance 
   TPR = |R_S ∩ S*| / |S*|,  JI = |R_S ∩ S*| / |R_S ∪ S*|,  R_S = union of the R_i.
 Undefined ratios (no clusters, empty S*, empty union) are None, never 0: a table must not pass "no data"
 off as a score.
+P@K (App. B) judges the clusters rather than the sentences: `partition_precision` takes the images of each
+sentence in S*_beta as a ground-truth group (our stand-in for the paper's annotated bias-conflicting groups) and
+the union of hard and easy clusters as the predicted partitions, each ranking the images by cosine to its
+prototype; it is reported once per set beside the per-method metrics.
 """
 from __future__ import annotations
 
@@ -95,6 +99,29 @@ def precision_at_k(groups: Sequence[np.ndarray], ranked_partitions: Sequence[np.
     ids by decreasing likelihood of belonging to partition m (for us: distance to the prototype)."""
     if not groups:
         raise ValueError("P@K needs at least one ground-truth group")
+    if k < 1:
+        raise ValueError("P@K needs K >= 1")
     tops = [set(np.asarray(p)[:k].tolist()) for p in ranked_partitions]
     best = [max((len(set(np.asarray(g).tolist()) & t) for t in tops), default=0) for g in groups]
     return float(np.mean(best) / k)
+
+
+def partition_precision(features: np.ndarray, prototypes: Sequence[np.ndarray], relevance: np.ndarray,
+                        star: Sequence[int], k: int) -> dict:
+    """P@K of a set's clusters (hard and easy together, as the paper's Tab. 3 uses their union) against the
+    ground-truth groups X_s of the sentences s in S*_beta: each prototype ranks all of the set's images (rows of
+    `features`, unit embeddings) by cosine, closest first. None when S* is empty or there is no cluster."""
+    rel = np.asarray(relevance, bool)
+    groups = [np.flatnonzero(rel[:, s]) for s in star]
+    groups = [g for g in groups if len(g)]
+    out = {"k": int(k), "groups": len(groups), "partitions": len(prototypes), "value": None}
+    if not groups or not len(prototypes):
+        return out
+    x = np.asarray(features, np.float64)
+    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    ranked = []
+    for p in prototypes:
+        p = np.asarray(p, np.float64)
+        ranked.append(np.argsort(-(x @ (p / max(np.linalg.norm(p), 1e-12))), kind="stable"))
+    out["value"] = precision_at_k(groups, ranked, k)
+    return out

@@ -64,6 +64,12 @@ class FailureModesPipeline:
         self.embedder = embedder
         self.store = store
         self.relevance = relevance if self.config.relevance != "none" else None
+        mode = getattr(self.relevance, "mode", None)
+        if self.config.relevance == "vqa" and mode is not None and mode != self.config.vqa_question:
+            raise ConfigError(f"The VQA relevance source asks {mode} questions but the settings say "
+                              f"vqa_question='{self.config.vqa_question}'.",
+                              hint="Build VqaRelevance(question=config.vqa_question), so the result records what "
+                                   "was asked.")
 
     # -- identity ---------------------------------------------------------------------------------------------
     def result_key(self, index: Any, sentences: SentenceSet) -> str:
@@ -141,6 +147,7 @@ class FailureModesPipeline:
         result = FailureModesResult(
             config=cfg.to_dict(), index=_index_info(index), sentences=[s.to_dict() for s in sentences.sentences],
             groups=results, evaluation=_macro(results, cfg.methods) if self.relevance is not None else None,
+            p_at_k=_macro_p_at_k(results, cfg.p_at_k) if self.relevance is not None else None,
             manifest=self._manifest(index, sentences, joint.source, joint.embedded_now), notes=notes,
             timings=timings, result_key=key, excluded=int((~valid).sum()))
         if self.store is not None:
@@ -206,7 +213,15 @@ class FailureModesPipeline:
                 "joint_embeddings": joint_source, "images_embedded_now": embedded_now,
                 "sentence_sets": list(sentences.specs), "sentences_sha256": sentences.sha256,
                 "sentence_count": len(sentences),
-                "relevance": self.relevance.identity() if self.relevance is not None else None}
+                "relevance": _relevance_record(self.relevance)}
+
+
+def _relevance_record(relevance: Any) -> dict[str, Any] | None:
+    """The relevance source's identity, plus what it did when it says (VQA: the questions asked)."""
+    if relevance is None:
+        return None
+    details = getattr(relevance, "details", None)
+    return {**relevance.identity(), **(details() if callable(details) else {})}
 
 
 def _index_info(index: Any) -> dict[str, Any]:
@@ -233,3 +248,10 @@ def _macro(groups: Sequence[Any], methods: Sequence[str]) -> dict[str, Any]:
             row[f"{metric}_n"] = len(vals)
         out[m] = row
     return out
+
+
+def _macro_p_at_k(groups: Sequence[Any], k: int) -> dict[str, Any]:
+    """P@K of the clusters, the mean over the groups where it is defined (n says over how many)."""
+    vals = [g.evaluation["p_at_k"]["value"] for g in groups
+            if g.evaluation and g.evaluation.get("p_at_k", {}).get("value") is not None]
+    return {"k": int(k), "value": float(np.mean(vals)) if vals else None, "n": len(vals)}

@@ -6,7 +6,9 @@ v = cosine(prototype, sentence) for every sentence; for a hard cluster i and its
   SetDiff the K largest v_h among sentences NOT in S_e = {v_e > tau};
   FPDiff  the K largest d among sentences IN S_h = {v_h > tau}.
 The paper claims |R| = K is guaranteed but gives no rule when fewer than K sentences qualify: we pad with the
-next sentences by v_h and flag the cluster `tau_fallback`. Ties keep sentence-set order (stable sorts).
+next sentences by v_h and flag the cluster `tau_fallback`; the padded picks are TopS's, not the method's, and are
+marked as such in the result (`padded` on the pick, `tau_padded` per method) and said in every output. Ties keep
+sentence-set order (stable sorts).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from .clustering import unit_rows
 class Ranked:
     indices: list[int]  # sentence indices, best first (exactly K, or every sentence if fewer exist)
     tau_fallback: bool = False  # padded by v_h because fewer than K sentences passed the tau rule
+    padded: int = 0  # how many of `indices` (the last ones) are that padding: TopS's picks, not the method's
 
 
 def similarities(protos: np.ndarray, sentence_emb: np.ndarray) -> np.ndarray:
@@ -43,7 +46,8 @@ def _top(scores: np.ndarray, allowed: np.ndarray, k: int, v_h: np.ndarray) -> Ra
     if len(chosen) >= min(k, len(scores)):
         return Ranked(chosen)
     rest = [int(i) for i in np.argsort(-v_h, kind="stable") if int(i) not in chosen]
-    return Ranked(chosen + rest[:k - len(chosen)], tau_fallback=True)
+    pad = rest[:k - len(chosen)]
+    return Ranked(chosen + pad, tau_fallback=True, padded=len(pad))
 
 
 def rank_tops(v_h: np.ndarray, v_e: np.ndarray, k: int, tau: float) -> Ranked:

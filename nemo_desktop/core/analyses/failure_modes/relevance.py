@@ -2,8 +2,9 @@
 
 `AttributeRelevance`: attribute columns of a CSV manifest (path,label,<attr>,...) matched against each
 sentence's `requires` ({column: value}); an image is relevant to a sentence when every listed column has
-that value (case and surrounding spaces ignored). VQA relevance (the paper's App. C.3) is not implemented
-here. Any object with `matrix(paths, sentences) -> (M, N) bool` can be injected instead.
+that value (case and surrounding spaces ignored). VQA relevance (the paper's App. C.3, a yes/no question per
+image and sentence to one or more MLLMs) is `vqa.VqaRelevance`. Any object with `matrix(paths, sentences) ->
+(M, N) bool` and `identity()` can be injected instead.
 """
 from __future__ import annotations
 

@@ -39,7 +39,10 @@ class HardCluster:
     nearest_easy: int | None  # paired easy cluster id (None: no easy cluster)
     easy_similarity: float | None  # cosine between the two prototypes
     sentences: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # method -> [{index, text, v_h, v_e, d}]
+    # method -> True when fewer than K sentences passed its tau rule and the rest were padded by v_h (TopS's
+    # order); tau_padded says how many picks (the last ones, each marked "padded": true) are that padding.
     tau_fallback: dict[str, bool] = field(default_factory=dict)
+    tau_padded: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -75,6 +78,9 @@ class FailureModesResult:
     # Sentences checked with CEI after the analysis (validate.validate_modes; each check is stored under its own
     # key): {"settings": {...}, "validations": [ModeValidation dicts], "notes": [...]}; None when not validated.
     cei_validation: dict[str, Any] | None = None
+    # P@K of the clusters (App. B), macro over the groups where it is defined: {"k", "value", "n"}; None when not
+    # evaluated. Per group it is in GroupResult.evaluation["p_at_k"].
+    p_at_k: dict[str, Any] | None = None
     kind: str = KIND
     analysis: str = ANALYSIS
     version: str = VERSION

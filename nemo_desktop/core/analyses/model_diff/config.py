@@ -43,6 +43,14 @@ class ModelDiffConfig:
     evaluator_max_new_tokens: int = _f(16, "Evaluator max tokens", "Reply length limit of the evaluator "
                                        "(it answers with an option).", min=1, max=1024)
     evaluator_batch: int = _f(16, "Evaluator batch", "Questions sent per chat_batch call.", min=1, max=512)
+    attribution_words: int = _f(20, "Token attribution: units", "Which words carry each explanation's score "
+                                "(seed Figs. 4-5): every unit is left out in turn and the explanation rescored. "
+                                "Up to this many units per explanation; a longer explanation is split into this "
+                                "many spans of consecutive words. Cost: (units + 1) x conditions evaluator "
+                                "questions per explanation. 0 = off.", min=0, max=500)
+    attribution_conditions: int = _f(50, "Token attribution: conditions", "Held-out test conditions each "
+                                     "left-out copy is asked about (the first ones; 0 = all of them).",
+                                     min=0, max=100000)
     seed: int = _f(0, "Seed", "Seeds condition sampling, images, LLM sampling and word drops.", min=0,
                    max=2**31 - 1)
 

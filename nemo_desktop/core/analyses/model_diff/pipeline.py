@@ -20,6 +20,7 @@ from typing import Any, Callable
 from .... import __version__
 from ...errors import MalformedOutputError
 from ...jobs import JobContext, null_context
+from .attribution import attribute, normalise
 from .cache import KIND_CONDITION, KIND_RESULT, UnitMemo
 from .config import ModelDiffConfig
 from .differences import ConditionMeasurement, DifferenceMeter
@@ -143,6 +144,10 @@ class ModelDiffPipeline:
             if e.error is None:
                 e.score = self.scorer.score(e.text, test, ctx, density=True)
         timings["scoring"] = time.perf_counter() - t3
+        if cfg.attribution_words > 0:
+            t4 = time.perf_counter()
+            self._attribute(result.explanations, test, ctx)
+            timings["attribution"] = time.perf_counter() - t4
         timings["total"] = time.perf_counter() - t0
         result.timings = timings
         result.manifest["calls"] = {"explainer": self.explainer.calls, "evaluator": self.scorer.calls,
@@ -155,6 +160,18 @@ class ModelDiffPipeline:
         result.result_key = self.run_key
         self.memo.put(self.run_key, KIND_RESULT, result.to_dict(), artifacts=images)
         return result
+
+    def _attribute(self, explanations: list[MethodExplanation], test: list[ConditionMeasurement],
+                   ctx: JobContext) -> None:
+        """Token attribution of every explanation, normalised together (attribution.py)."""
+        cfg, done = self.config, []
+        todo = [e for e in explanations if e.error is None and e.text.strip()]
+        for i, e in enumerate(todo):
+            e.attribution = attribute(self.scorer, e.text, test, ctx.sub(f"Token attribution ({e.method})",
+                                                                         i / len(todo), (i + 1) / len(todo)),
+                                      max_units=cfg.attribution_words, conditions=cfg.attribution_conditions)
+            done.append(e.attribution)
+        normalise(done)
 
     def _summarize(self, observed: list[ConditionMeasurement], ctx: JobContext) -> MethodExplanation:
         ctx.check_cancelled()

@@ -6,6 +6,7 @@ description (conditions.py). Every version string goes into cache keys and the r
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -16,10 +17,12 @@ CONCISE_LINES = ("- Keep it as a single paragraph, concise enough to fit in one 
                  "- Write in a concise style with short, direct sentences. Avoid unnecessary connectors or long "
                  "clauses.\n")
 
-# Written for NEMO Desktop: one example that shows the answer format with a made-up attribute that no real
-# condition has, so it cannot hint at a real difference.
-IN_CONTEXT_EXAMPLE = ("Explanation: Model A is worse than Model B on images with a striped background. "
-                      "Question: Which model performs better given the condition: striped background? "
+# Written for NEMO Desktop: one example that shows the answer format with a made-up attribute that no shipped
+# condition has (not a background, colour, digit, angle or anything a caption names; a test scans every shipped
+# condition file for its words), so it cannot hint at a real difference.
+IN_CONTEXT_ATTRIBUTE = "a watermark"
+IN_CONTEXT_EXAMPLE = (f"Explanation: Model A is worse than Model B on images with {IN_CONTEXT_ATTRIBUTE}. "
+                      f"Question: Which model performs better given the condition: {IN_CONTEXT_ATTRIBUTE}? "
                       "Answer: [2] Model B")
 
 METRIC_DEFINITIONS = {
@@ -53,8 +56,10 @@ class ModelDiffPrompts:
                      ("evaluate", "summarize", "update", "explore", "open_conditions")))
 
     def versions(self) -> dict[str, str]:
-        return {n: getattr(self, n).version for n in ("evaluate", "summarize", "update", "explore",
-                                                      "open_conditions")}
+        out = {n: getattr(self, n).version for n in ("evaluate", "summarize", "update", "explore", "open_conditions")}
+        # The example is filled into the evaluate prompt: a changed example must change keys and manifests too.
+        out["in_context_example"] = hashlib.sha256(IN_CONTEXT_EXAMPLE.encode("utf-8")).hexdigest()[:8]
+        return out
 
     # -- rendering --------------------------------------------------------------------------------------------
     def render_evaluate(self, task_description: str, explanation: str, condition: Condition) -> str:

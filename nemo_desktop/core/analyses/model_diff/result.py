@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from .attribution import Attribution, attribution_from_dict
 from .differences import ConditionMeasurement
 
 
@@ -76,6 +77,7 @@ class MethodExplanation:
     score: ExplanationScore | None  # on the held-out test conditions
     observed_conditions: int = 0  # conditions whose differences the method saw
     error: str | None = None
+    attribution: Attribution | None = None  # which words carry the score (attribution.py); None when off
 
 
 @dataclass
@@ -159,4 +161,5 @@ def iteration_from_dict(d: dict[str, Any]) -> IterationRecord:
 
 
 def method_from_dict(d: dict[str, Any]) -> MethodExplanation:
-    return MethodExplanation(**{**d, "score": score_from_dict(d.get("score"))})
+    return MethodExplanation(**{**d, "score": score_from_dict(d.get("score")),
+                                "attribution": attribution_from_dict(d.get("attribution"))})

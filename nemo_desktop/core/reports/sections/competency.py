@@ -9,6 +9,7 @@ from typing import Any
 
 from PIL import Image
 
+from ...analyses.competency.results import calibration_source_text, low_part
 from ...jobs import JobContext, null_context
 from ..document import DASH, MAIN_IMAGE_PX, THUMB_PX, Block, Figures, KeyValues, Paragraph, ReportDocument, Section, Table
 from ..format import _display_name, _flatten, _now, clip, fmt_num
@@ -54,9 +55,10 @@ def _artifacts(result, store) -> dict[str, Any]:
 
 def diagnosis(score, threshold: float) -> str:
     """One sentence on which part of competency is low."""
-    unsure, unfamiliar = score.confidence < threshold, score.id_probability < threshold
-    if not (unsure or unfamiliar) and score.competency >= threshold:
+    part = low_part(score, threshold)
+    if part == "competent":
         return f"The classifier is competent on this image (competency {score.competency:.3f} >= {threshold})."
+    unsure, unfamiliar = part in ("unsure", "both"), part in ("unfamiliar", "both")
     parts = []
     if unsure:
         parts.append(f"the classifier is unsure (confidence {score.confidence:.3f})")
@@ -64,8 +66,9 @@ def diagnosis(score, threshold: float) -> str:
         parts.append(f"the image is unfamiliar (probability of being in-distribution {score.id_probability:.3f}; "
                      f"reconstruction loss {score.loss_z_score:+.2f} standard deviations from the predicted class's "
                      "calibration mean)")
-    if not parts:  # each part is above the threshold but their product is not
-        parts.append("neither part alone is low, but their product is")
+    if part == "product":  # each part is at or above the threshold but their product is not
+        parts.append(f"neither part is below {threshold} (confidence {score.confidence:.3f}, P(in-distribution) "
+                     f"{score.id_probability:.3f}), but their product is")
     return f"Competency is low ({score.competency:.3f} < {threshold}): " + " and ".join(parts) + "."
 
 
@@ -176,11 +179,12 @@ def build_estimator_report(result, store, *, ctx: JobContext | None = None, **_:
     overview = [("Classifier", f"{clip((m.get('classifier') or {}).get('id'))} (revision "
                                f"{clip(str((m.get('classifier') or {}).get('revision')))})"),
                 ("Dataset", f"{clip(d.get('name') or DASH)}: {d.get('n_images')} images, {d.get('n_train')} to "
-                            f"train the autoencoder, {n_cal} held out to calibrate"),
+                            "train the autoencoder"),
+                ("Calibrated on", clip(calibration_source_text(d), 200)),
                 ("Dataset fingerprint", str(d.get("fingerprint", DASH))),
                 ("Calibration z", fmt_num(cal.get("z"), 2)),
-                (f"Mean competency on the held-out images (n = {n_cal})", fmt_num(cal.get("mean_competency"))),
-                (f"Classifier accuracy on the held-out images (n = {n_cal})", fmt_num(cal.get("accuracy")))]
+                (f"Mean competency on the calibration images (n = {n_cal})", fmt_num(cal.get("mean_competency"))),
+                (f"Classifier accuracy on the calibration images (n = {n_cal})", fmt_num(cal.get("accuracy")))]
     losses = (m.get("training") or {}).get("loss_per_epoch") or []
     if losses:
         overview.append(("Autoencoder training", f"{len(losses)} epochs, final loss {losses[-1]:.5f}"))
@@ -268,6 +272,8 @@ def build_score_set_report(result, store, *, ctx: JobContext | None = None, show
             ("... of which the classifier is unsure (confidence low)", f"{sm['n_unsure']} of {sm['n_low']}"),
             ("... of which the image is unfamiliar (P(in-distribution) low)", f"{sm['n_unfamiliar']} of {sm['n_low']}"),
             ("... of which both", f"{sm['n_both']} of {sm['n_low']}"),
+            ("... of which neither part alone (only their product is below)",
+             f"{sm.get('n_product', 0)} of {sm['n_low']}"),
             (f"Mean competency (n = {n})", fmt_num(sm["mean_competency"]))]
     if sm.get("n_labelled"):
         rows += [(f"Accuracy of the low-competency images (n = {sm['n_labelled_low']})", _pct(sm["accuracy_low"])),

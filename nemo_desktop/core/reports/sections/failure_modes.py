@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...analyses.failure_modes.describe import (METHOD_LABELS, confirmed, describe_cluster, error_rate,
-                                                holds_up, pct)
+                                                fallback_text, holds_up, pct)
 from ...analyses.failure_modes.result import FailureModesResult, GroupResult, HardCluster
 from ...jobs import JobContext, null_context
 from ..document import (DASH, THUMB_PX, Block, Figures, KeyValues, Paragraph, ReportDocument, Section,
@@ -30,6 +30,11 @@ def _settings_rows(result: FailureModesResult) -> list[tuple[str, str]]:
             ("Sentence sets", ", ".join(map(str, c.get("sentence_sets", [])))),
             ("Sentences", str(len(result.sentences))),
             ("Relevance", str(c.get("relevance")))]
+    if c.get("relevance") == "vqa":
+        rel = result.manifest.get("relevance") or {}
+        rows.append(("VQA question", str(rel.get("question") or c.get("vqa_question") or DASH)))
+    if result.p_at_k:
+        rows.append(("P@K size K", str(c.get("p_at_k", DASH))))
     emb = result.manifest.get("embedder") or {}
     rows.append(("Joint space", f"{emb.get('id', DASH)} ({result.manifest.get('joint_space', DASH)})"))
     clf = result.manifest.get("classifier") or {}
@@ -78,15 +83,16 @@ def _sentence_table(cluster: HardCluster, methods: list[str], star: set[int] | N
     rows = []
     for m in methods:
         for i, p in enumerate(cluster.sentences.get(m, []), 1):
-            row = [METHOD_LABELS.get(m, m), str(i), clip(p["text"], 160), fmt_num(p.get("v_h")),
+            label = METHOD_LABELS.get(m, m) + (" (TopS padding)" if p.get("padded") else "")
+            row = [label, str(i), clip(p["text"], 160), fmt_num(p.get("v_h")),
                    fmt_num(p.get("v_e")), fmt_num(p.get("d"))]
             if star is not None:
                 row.append("yes" if p["index"] in star else "no")
             rows.append(row)
     fallback = [METHOD_LABELS.get(m, m) for m, f in cluster.tau_fallback.items() if f]
     caption = ("v: cosine of the sentence with the hard / paired easy prototype; d = v hard - v easy."
-               + (f" {', '.join(fallback)}: fewer than K sentences passed tau, the rest were taken by v hard."
-                  if fallback else ""))
+               + (f" {', '.join(fallback)}: fewer than K sentences passed tau, so the rows marked 'TopS padding' "
+                  "were taken by v hard alone (no contrast with the easy cluster)." if fallback else ""))
     return Table(header, rows, align=["l", "r", "l", "r", "r", "r"] + (["c"] if star is not None else []),
                  widths=[1.1, 0.4, 5, 0.9, 0.9, 0.9] + ([0.8] if star is not None else []), caption=caption)
 
@@ -109,6 +115,8 @@ def _cluster_section(cluster: HardCluster, g: GroupResult, number: int, methods:
         rows.append(("Top confusions", ", ".join(f"{c['true']} \u2192 {c['pred']} ({c['count']})"
                                                  for c in cluster.confusions)))
     blocks: list[Block] = [Paragraph(text.sentence, "callout" if ok else "warning"), KeyValues(rows)]
+    blocks += [Paragraph(fallback_text(cluster, g, m) + ".", "warning") for m in methods
+               if fallback_text(cluster, g, m)]
     blocks += _thumbs(cluster, cache)
     blocks.append(_sentence_table(cluster, methods, confirmed(g)))
     title = f"{'Failure mode' if ok else 'Hard cluster (did not hold up)'} {number}"
@@ -123,9 +131,43 @@ def _evaluation_blocks(result: FailureModesResult) -> list[Block]:
         e = result.evaluation.get(m, {})
         rows.append([METHOD_LABELS.get(m, m)] + [f"{fmt_num(e.get(k))} (n={e.get(f'{k}_n', 0)})"
                                                   for k in ("ahr", "acr", "tpr", "ji")])
-    return [Table(["Method", "AHR", "ACR", "TPR", "JI"], rows, align=["l", "r", "r", "r", "r"],
-                  caption="Macro averages over the analysed sets; n: sets where the metric is defined. S*_beta: "
-                          "sentences whose images' accuracy is below the set's by beta = o * std.")]
+    blocks: list[Block] = [Table(["Method", "AHR", "ACR", "TPR", "JI"], rows, align=["l", "r", "r", "r", "r"],
+                                 caption="Macro averages over the analysed sets; n: sets where the metric is defined. "
+                                         "S*_beta: sentences whose images' accuracy is below the set's by beta = o * "
+                                         "std.")]
+    pk = result.p_at_k
+    if pk:
+        blocks.append(KeyValues([(f"P@{pk['k']} of the clusters", f"{fmt_num(pk['value'])} (n={pk['n']})")]))
+        blocks.append(Paragraph(
+            f"P@{pk['k']} (paper App. B) judges the clusters, which every method shares: for each sentence of "
+            f"S*_beta the images it is relevant to form a ground-truth group; each hard or easy cluster ranks the "
+            f"set's images by closeness to its prototype, and P@K is the mean over groups of the best overlap of a "
+            f"top-{pk['k']} list with the group, divided by {pk['k']}.", "muted"))
+    vqa = _vqa_blocks(result)
+    return blocks + vqa
+
+
+def _vqa_blocks(result: FailureModesResult) -> list[Block]:
+    """The yes/no questions VQA relevance asked (model-written ones are shown so a reader can judge them)."""
+    rel = result.manifest.get("relevance") or {}
+    if rel.get("source") != "vqa":
+        return []
+    if rel.get("question") == "template":
+        return [Paragraph("VQA relevance asked one fixed question per sentence, quoting it (the template "
+                          f"{rel.get('prompt', DASH)}).", "muted")]
+    writer = (rel.get("question_writer") or {}).get("id", DASH)
+    rows = [[clip(s, 160), clip(q, 200)] for s, q in (rel.get("questions") or {}).items()]
+    blocks: list[Block] = [Paragraph(
+        f"VQA relevance asked each sentence's own yes/no question (paper App. C.3), written once by {writer} and "
+        "followed by \"Reply simply with 'yes' or 'no'\".", "muted")]
+    if rows:
+        blocks.append(Table(["Sentence", "Question asked"], rows, align=["l", "l"], widths=[3, 4]))
+    fell = rel.get("question_fallbacks") or []
+    if fell:
+        blocks.append(Paragraph(f"{len(fell)} sentence(s) got no readable question from {writer} and were asked with "
+                                "the fixed template instead: " + ", ".join(f"\u201c{clip(t, 80)}\u201d" for t in fell)
+                                + ".", "warning"))
+    return blocks
 
 
 def _cei_blocks(result: FailureModesResult) -> list[Block]:

@@ -14,6 +14,7 @@ from ..document import (
     DASH,
     THUMB_PX,
     Figures,
+    Highlighted,
     KeyValues,
     Paragraph,
     ReportDocument,
@@ -72,7 +73,28 @@ def explanation_blocks(e: Any) -> list:
     if not held_up(e.score):
         blocks.append(Paragraph("This explanation did not hold up: an evaluator reading it does not predict which "
                                 "model wins on the held-out conditions better than chance.", "warning"))
-    return blocks
+    return blocks + attribution_blocks(e.attribution)
+
+
+def attribution_sentence(a: Any) -> str:
+    """How the attribution was computed, in one sentence (also used by `nemo compare`)."""
+    unit = "word" if a.words_per_unit == 1 else f"span of up to {a.words_per_unit} words"
+    auc = DASH if a.auc is None else f"{a.auc:.3f}"
+    return (f"Token attribution: each {unit} was left out in turn and the explanation asked again on the first "
+            f"{a.conditions} held-out conditions (Completeness there {a.completeness:+.2f}); the shade is the drop "
+            f"in Completeness without it, scaled to [0, 1] over all explanations of this run ({a.calls} evaluator "
+            f"questions). Effective token ratio AUC {auc}.")
+
+
+def attribution_blocks(a: Any) -> list:
+    if a is None or not a.units:
+        return []
+    top = sorted(range(len(a.units)), key=lambda i: -a.delta[i])[:5]
+    rows = [[clip(a.units[i], 120), f"{a.delta[i]:+.3f}", f"{a.score[i]:.2f}" if a.score else DASH] for i in top]
+    return [Highlighted(list(a.units), list(a.score or [0.0] * len(a.units)), caption=attribution_sentence(a)),
+            Table(["Words", "Completeness drop without them", "Score"], rows, align=["l", "r", "r"],
+                  caption="The words that carry the most of the explanation's score; a negative drop means the "
+                          "explanation is better without them.")]
 
 
 def evidence_blocks(result: Any, store: Any, cache: ImageCache) -> list:

@@ -35,6 +35,7 @@ class BrowseData:
     # Competency column (competency_column.py): float32 per row, NaN where not scored; None when not shown.
     competency: np.ndarray | None = None
     competency_parts: np.ndarray | None = None  # (n, 2) float32: classifier confidence, P(in-distribution)
+    competency_threshold: float = 0.9  # the threshold the shown scores were computed and are labelled at
 
     def __len__(self) -> int:
         return len(self.paths)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from nemo_desktop.core.analyses.competency.results import low_part
 from nemo_desktop.core.jobs import JobContext
 
 SCORE_ANALYSIS = "competency-score"
@@ -32,6 +33,18 @@ class CompetencyColumn:
     @property
     def n(self) -> int:
         return len(self.scores)
+
+    def low_text(self) -> str:
+        """How many scored images are below the threshold and which part is low, counted as every other output
+        counts them (core results.low_part)."""
+        parts = [low_part({"competency": c, "confidence": f, "id_probability": p}, self.threshold)
+                 for c, f, p in self.scores.values()]
+        low = len(parts) - parts.count("competent")
+        if not low:
+            return f"none below {self.threshold:g}"
+        return (f"{low:,} below {self.threshold:g} (unsure {sum(p in ('unsure', 'both') for p in parts):,}, "
+                f"unfamiliar {sum(p in ('unfamiliar', 'both') for p in parts):,}, both {parts.count('both'):,}, "
+                f"neither part alone {parts.count('product'):,})")
 
     def arrays(self, paths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(competency, confidence, P(ID)) aligned with `paths`, float32, NaN where an image was not scored."""

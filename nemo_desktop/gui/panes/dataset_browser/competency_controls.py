@@ -130,6 +130,7 @@ class CompetencyControls(QObject):
         comp, conf, pid = self.column.arrays(data.paths)
         data.competency = comp
         data.competency_parts = np.stack([conf, pid], axis=1)
+        data.competency_threshold = self.column.threshold
 
     def set_column(self, column: CompetencyColumn | None) -> None:
         self.column = column
@@ -137,9 +138,8 @@ class CompetencyControls(QObject):
         if column is None:
             self.status.setText("")
         else:
-            low = int((self.pane.data.competency < THRESHOLD).sum()) if self.pane.data is not None else 0
             failed = f", {len(column.failed)} unreadable" if column.failed else ""
-            self.status.setText(f"{column.n:,} scored, {low:,} below {THRESHOLD}{failed}")
+            self.status.setText(f"{column.n:,} scored, {column.low_text()}{failed}")
         self._update_enabled()
         self.sig_column_changed.emit(column)
 

@@ -148,3 +148,38 @@ def test_prompt_templates_carry_the_seed_text():
     assert B4 in load_prompt("competency_without_counterfactual").text
     assert B5 in load_prompt("competency_with_counterfactual").text
     assert B3 in load_prompt("competency_with_counterfactual").text
+
+
+def test_both_halves_of_the_composite_show_the_classifiers_view(fitted, low_batch, rand_lpips, monkeypatch):
+    """A classifier that centre-crops: the image has a wide magenta frame the classifier never sees. The left half
+    must be the classifier's view of the original (no frame), like the counterfactual on the right, not the
+    uncropped image beside a stretched crop."""
+    from nemo_desktop.core.analyses.competency.counterfactual import to_pil
+    from nemo_desktop.core.analyses.competency.explain import upscale
+
+    _, est = fitted
+    plain = est.classifier.unit_tensor
+
+    def centre_crop(images):
+        out = []
+        for im in images:
+            w, h = im.size
+            out.append(im.crop(((w - 16) // 2, (h - 16) // 2, (w - 16) // 2 + 16, (h - 16) // 2 + 16)))
+        return plain(out)
+
+    monkeypatch.setattr(est.classifier, "unit_tensor", centre_crop)
+    digit = low_batch[0].convert("RGB")
+    framed = Image.new("RGB", (48, 32), (255, 0, 255))
+    framed.paste(digit, (16, 8))
+    mllm = RecordingMLLM()
+    pipe = CompetencyCounterfactual(est, mllm, CounterfactualConfig(methods=("reco",), explain_methods=("reco",)),
+                                    lpips=rand_lpips)
+    result = pipe(framed)
+    view = upscale(to_pil(est.unit([framed])[0]), 224)
+    canvas = np.asarray(mllm.calls[1]["messages"][0].content[0])
+    assert canvas.shape[:2] == (224 + 20, 224 + 224 + 30)  # two 224 x 224 halves: the same framing and size
+    assert np.array_equal(canvas[10:234, 10:234], np.asarray(view))
+    magenta = (canvas[..., 0] == 255) & (canvas[..., 1] == 0) & (canvas[..., 2] == 255)
+    assert not magenta.any()  # the frame the classifier never saw is not shown
+    assert np.asarray(mllm.calls[0]["messages"][0].content[0]).shape[:2] == (224, 224)  # B.4 alone: the same view
+    assert result.manifest["mllm_view"] == "classifier input"

@@ -180,3 +180,39 @@ def test_fit_from_a_folder_dataset_and_reload_from_the_store(world, tmp_path):
         assert back.score(world.nines[:4]) == fit.estimator.score(world.nines[:4])
         with pytest.raises(ConfigError, match="No competency estimator"):
             FittedEstimator.from_store(store, "0" * 64, world.classifier)
+
+
+def test_a_separate_calibration_set_calibrates_and_is_recorded(world, tmp_path):
+    """With a calibration set every fit image trains the autoencoder, the statistics come from the set's images
+    only, and the manifest and the key say which calibration was used."""
+    from fixtures_tiny.competency_world import CLASS_NAMES
+
+    images, labels = _small(world)
+    cal_images, cal_labels = world.fit_images[240:330], world.fit_labels[240:330]
+    split = CompetencyEstimatorFit(world.classifier, EstimatorConfig(**SMALL), work_dir=tmp_path / "a")
+    split_result = split(images, labels)
+    assert split_result.manifest["dataset"]["calibration"] == {"kind": "split", "fraction": SMALL.get(
+        "calibration_fraction", 0.2), "seed": 0}
+    given = CompetencyEstimatorFit(world.classifier, EstimatorConfig(**SMALL), work_dir=tmp_path / "b")
+    result = given(images, labels, calibration=(cal_images, cal_labels))
+    d = result.manifest["dataset"]
+    assert d["n_images"] == d["n_train"] == 240 and d["n_calibration"] == 90
+    assert d["calibration"]["kind"] == "set" and d["calibration"]["n_images"] == 90
+    assert len(d["calibration"]["fingerprint"]) == 64
+    counts = np.bincount(np.asarray(cal_labels), minlength=len(CLASS_NAMES))
+    assert result.statistics["count"] == counts.tolist()  # statistics from the calibration set's images
+    assert result.result_key != split_result.result_key
+
+    # The same set as a class-folder tree named in the settings: the same images calibrate, the path is recorded.
+    root = tmp_path / "cal"
+    for i, (im, y) in enumerate(zip(cal_images, cal_labels)):
+        (root / CLASS_NAMES[int(y)]).mkdir(parents=True, exist_ok=True)
+        im.save(root / CLASS_NAMES[int(y)] / f"{i:04d}.png")
+    by_path = CompetencyEstimatorFit(world.classifier, EstimatorConfig(**SMALL, calibration_set=str(root)),
+                                     work_dir=tmp_path / "c")
+    r2 = by_path(images, labels)
+    assert r2.manifest["dataset"]["calibration"]["path"] == str(root)
+    assert r2.manifest["dataset"]["calibration"]["n_images"] == 90
+    assert r2.statistics["count"] == counts.tolist()
+    with pytest.raises(ConfigError, match="at least 2"):
+        given(images, labels, calibration=(cal_images[:1], cal_labels[:1]))

@@ -40,6 +40,20 @@ def test_lgd_equals_reco_where_reco_passes_and_succeeds_at_least_as_often(output
     assert (rho["lgd"] >= CFG.threshold).sum() >= passes.sum()
 
 
+def test_lgd_scores_reco_first_by_default_and_after_one_step_in_compatibility_mode(fitted, outputs):
+    """The generators' docstring: by default LGD's first iteration scores h(g(X)) (Reco) itself, so where Reco
+    passes LGD takes no step; the reference (compatibility) scores X first and h(g(X)) only after one step, whose
+    cosine gradient at z' = z is zero, so it returns Reco too, one step later."""
+    _, est = fitted
+    x, out, rho, _ = outputs
+    passes = np.flatnonzero(rho["reco"] >= CFG.threshold)
+    assert len(passes)
+    assert [out["lgd"].iterations[i] for i in passes] == [0] * len(passes)
+    compat = generate("lgd", est, x[passes], CounterfactualConfig(compatibility=True), null_context())
+    assert compat.iterations == [1] * len(passes)
+    assert torch.allclose(compat.images, out["reco"].images[passes], atol=1e-6)
+
+
 def test_lnn_is_the_decoded_l1_nearest_neighbour_of_the_bank(fitted, outputs):
     _, est = fitted
     x, out, _, _ = outputs

@@ -102,7 +102,8 @@ def test_estimator_report_gives_each_class_its_n(world, store, stored_fit):
     doc = build_report(result.key, store)
     html = render_html(doc)
     cal_n = result.manifest["dataset"]["n_calibration"]
-    assert cal_n == 9 * 15 and f"Mean competency on the held-out images (n = {cal_n})" in html
+    assert cal_n == 9 * 15 and f"Mean competency on the calibration images (n = {cal_n})" in html
+    assert "held out of the fit set" in html
     stats = next(s for _, s in doc.iter_sections() if s.anchor == "statistics").blocks[0]
     assert isinstance(stats, Table) and stats.header[:2] == ["Class", "n"]
     assert [row[:2] for row in stats.rows] == [[name, "15"] for name in result.manifest["class_names"]]

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nemo_desktop.core.analyses.failure_modes.metrics import hard_sentences, lbee_scores, precision_at_k
+from nemo_desktop.core.analyses.failure_modes.metrics import (hard_sentences, lbee_scores, partition_precision,
+                                                              precision_at_k)
 
 # images x1..x6 -> rows 0..5; sentences night, day, street, fog
 OMEGA = np.array([1, 1, 1, 0, 0, 1], float)
@@ -52,3 +53,17 @@ def test_precision_at_k_hand_case():
     ranked = [np.array([0, 1, 9, 2]), np.array([6, 8, 7]), np.array([5, 2, 1])]
     # group 0: best top-2 overlap is partition 0 ({0,1}) -> 2; group 1: partitions 1 ({6}) or 2 ({5}) -> 1
     assert precision_at_k(groups, ranked, 2) == pytest.approx((2 / 2 + 1 / 2) / 2)
+
+
+def test_partition_precision_of_clusters_against_the_hard_sentences_images():
+    x = np.array([[1, 0], [1, 0.1], [0, 1], [0.1, 1]], float)
+    protos = [np.array([1.0, 0.0]), np.array([0.0, 1.0])]
+    rel = np.zeros((4, 3), bool)
+    rel[[0, 1], 0] = True  # sentence 0 holds for the images near prototype 0
+    rel[2, 1] = True  # sentence 1 for one image near prototype 1
+    rel[3, 2] = True  # sentence 2 is not in S*: not a ground-truth group
+    out = partition_precision(x, protos, rel, [0, 1], k=2)
+    # group {0,1}: top-2 of prototype 0 = {0,1} -> 2/2; group {2}: top-2 of prototype 1 = {2,3} -> 1/2
+    assert out == {"k": 2, "groups": 2, "partitions": 2, "value": pytest.approx(0.75)}
+    assert partition_precision(x, protos, rel, [], k=2)["value"] is None  # empty S*: undefined, not 0
+    assert partition_precision(x, [], rel, [0], k=2)["value"] is None

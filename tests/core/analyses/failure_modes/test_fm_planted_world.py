@@ -62,6 +62,8 @@ def test_contrastive_methods_name_the_planted_condition_and_tops_does_not(world)
         m = g.evaluation["methods"][method]
         assert m["tpr"] == 1.0 and m["ahr"] == 1.0 and m["ji"] == 1.0 and m["acr"] == 1.0
     assert g.evaluation["methods"]["tops"]["tpr"] == 0.0 and g.evaluation["methods"]["tops"]["ahr"] == 0.0
+    # P@K of the clusters: the night images are the ground-truth group, and a hard prototype's 10 nearest are night
+    assert g.evaluation["p_at_k"] == {"k": 10, "groups": 1, "partitions": 12, "value": 1.0}
 
 
 def test_documented_sensitivities(world):
@@ -70,7 +72,13 @@ def test_documented_sensitivities(world):
     strict = _run(world, night, clusters=6, k=1, tau=0.20)
     # a higher tau filters FPDiff's candidates by v_h: it loses the condition on some clusters ...
     assert _count(strict, "fpdiff") < _count(base, "fpdiff") == 6
-    assert any(cl.tau_fallback["fpdiff"] for cl in _run(world, night, clusters=6, k=1, tau=0.9).hard_clusters)
+    fell = _run(world, night, clusters=6, k=2, tau=0.9)
+    assert any(cl.tau_fallback["fpdiff"] for cl in fell.hard_clusters)
+    for cl in fell.hard_clusters:  # every padded pick is TopS's next one, marked, and counted per method
+        picks = cl.sentences["fpdiff"]
+        assert cl.tau_padded["fpdiff"] == sum(bool(p.get("padded")) for p in picks)
+        assert cl.tau_fallback["fpdiff"] == (cl.tau_padded["fpdiff"] > 0)
+    assert any(n.startswith("fpdiff: in ") and "TopS" in n for n in fell.notes)
     # ... while PDiff does not use tau at all
     assert _count(strict, "pdiff") == 6
     assert [cl.sentences["pdiff"] for cl in strict.hard_clusters] == [cl.sentences["pdiff"] for cl in base.hard_clusters]

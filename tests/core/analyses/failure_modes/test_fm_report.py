@@ -65,6 +65,75 @@ def test_evaluated_sentences_say_whether_their_images_are_harder():
     assert "\u201ca photo at night\u201d (not confirmed), \u201ca snowy road\u201d (confirmed)" in s
 
 
+def _fallen_result():
+    from nemo_desktop.core.analyses.failure_modes.result import FailureModesResult
+
+    c = _cluster(picks=(("a photo at night", 0.3, 0.1), ("a <i>snowy</i> road", 0.2, 0.2)))
+    c.sentences["fpdiff"][1]["padded"] = True
+    c.tau_fallback, c.tau_padded = {"fpdiff": True}, {"fpdiff": 1}
+    g = _group([c])
+    g.tau, g.tau_source = 0.312, "auto"
+    return FailureModesResult(config={"methods": ["fpdiff"], "k": 2, "relevance": "attributes", "p_at_k": 10},
+                              index={"rows": 200}, sentences=[], groups=[g],
+                              evaluation={"fpdiff": {"ahr": 0.5, "acr": 0.4, "tpr": 1.0, "ji": 0.5, "ahr_n": 1,
+                                                     "acr_n": 1, "tpr_n": 1, "ji_n": 1}},
+                              manifest={}, p_at_k={"k": 10, "value": 0.625, "n": 1})
+
+
+def test_a_tau_fallback_is_said_per_cluster_in_words_text_output_and_report():
+    from nemo_desktop.cli.commands.failure_modes import format_result
+
+    res = _fallen_result()
+    c, g = res.groups[0].hard_clusters[0], res.groups[0]
+    said = describe_cluster(c, g, 1, ["fpdiff"]).sentence
+    assert "“a <i>snowy</i> road” (TopS padding)" in said
+    assert "FPDiff fell back: 1 of its 2 sentences passed tau = 0.312 (automatic); the other 1 is TopS's" in said
+    assert "FPDiff fell back" in format_result(res)
+    doc = build_result_report(res, None)
+    mode = [s for s in doc.sections if s.title == "Whole dataset"][0].children[0]
+    assert any(isinstance(b, Paragraph) and b.style == "warning" and "FPDiff fell back" in b.text for b in mode.blocks)
+    table = [b for b in mode.blocks if hasattr(b, "rows")][-1]
+    assert [r[0] for r in table.rows] == ["FPDiff", "FPDiff (TopS padding)"]
+    html = render(doc, "html").decode("utf-8")
+    assert "FPDiff fell back" in html and "<i>snowy</i>" not in html
+
+
+def test_p_at_k_is_reported_with_the_other_metrics():
+    from nemo_desktop.cli.commands.failure_modes import format_result
+
+    res = _fallen_result()
+    assert "P@10 0.625 (macro over 1 set(s)" in format_result(res)
+    doc = build_result_report(res, None)
+    (ev,) = [s for s in doc.sections if s.anchor == "evaluation"]
+    html = render(doc, "html").decode("utf-8")
+    assert "P@10 of the clusters" in html and "0.625" in html
+    assert _roundtrip(res).p_at_k == res.p_at_k
+
+
+def test_the_vqa_questions_asked_are_shown_escaped():
+    res = _fallen_result()
+    res.config.update(relevance="vqa", vqa_question="per-sentence")
+    res.manifest["relevance"] = {"source": "vqa", "question": "per-sentence", "question_writer": {"id": "llm-x"},
+                                 "questions": {"a photo at night": "Was the <b>image</b> taken at night?"},
+                                 "question_fallbacks": ["a snowy road"]}
+    html = render(build_result_report(res, None), "html").decode("utf-8")
+    assert "Was the &lt;b&gt;image&lt;/b&gt; taken at night?" in html and "<b>image</b>" not in html
+    assert "written once by llm-x" in html and "asked with the fixed template instead" in html
+    assert "VQA question" in html
+    from nemo_desktop.cli.commands.failure_modes import format_result
+
+    text = format_result(res)
+    assert "VQA relevance asked each sentence its own question, written by llm-x:" in text
+    assert '"a photo at night" -> Was the <b>image</b> taken at night?' in text  # plain text: nothing to escape
+    assert 'no readable question for "a snowy road"' in text
+
+
+def _roundtrip(res):
+    from nemo_desktop.core.analyses.failure_modes.result import FailureModesResult
+
+    return FailureModesResult.from_dict(res.to_dict())
+
+
 @pytest.fixture
 def result(ink_world, ink_manifest, tmp_path):
     clf, index, embedder, store = ink_world

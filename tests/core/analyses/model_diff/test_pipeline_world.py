@@ -2,6 +2,8 @@
 the real pipeline, and LLM doubles that read only their prompts."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from fixtures_tiny import cmnist_world as world
@@ -100,3 +102,16 @@ def test_cancel_then_resume_ends_like_an_uninterrupted_run(run, paper_models, tm
     per_iteration = 1 + CONFIG.beam_size
     assert resumed_explainer.calls == (CONFIG.iterations - 2) * per_iteration
     assert first_calls >= 1 + CONFIG.beam_size + 2 * per_iteration
+
+
+def test_token_attribution_finds_the_words_the_rule_reader_needs(run):
+    _, result, _, _, _ = run
+    for e in result.explanations:
+        a = e.attribution
+        assert a is not None and len(a.units) <= 20 and a.conditions == 50
+        assert " ".join(a.units) == " ".join(e.text.split())  # the units cover the whole text, in order
+    opt = result.explanation("optimization").attribution
+    # removing any span that names digits breaks a rule the evaluator reads: the score drops
+    digit_units = [i for i, u in enumerate(opt.units) if re.search(r"\d", u)]
+    assert digit_units and all(opt.delta[i] > 0 for i in digit_units)
+    assert max(s for e in result.explanations for s in e.attribution.score) == 1.0  # one scale for the run

@@ -17,6 +17,8 @@ from PySide6.QtCore import QModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen, QPixmap, QStandardItemModel
 from PySide6.QtWidgets import QAbstractItemView, QListView, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
+from nemo_desktop.core.analyses.competency.results import LOW_PART_TEXT, low_part
+
 from ....thumbnails import SIDE, ThumbnailLoader, ThumbRequest
 from ..browse_data import BrowseData
 
@@ -90,8 +92,10 @@ class GridModel(QStandardItemModel):
                 lines.append(f"P(true class) = {d.prob_true[r]:.3f}")
             if d.competency is not None and not math.isnan(d.competency[r]):
                 conf, pid = d.competency_parts[r]
+                part = low_part({"competency": float(d.competency[r]), "confidence": float(conf),
+                                 "id_probability": float(pid)}, d.competency_threshold)
                 lines.append(f"Competency = {d.competency[r]:.3f} (confidence {conf:.3f} × P(in-distribution) "
-                             f"{pid:.3f})")
+                             f"{pid:.3f}): {LOW_PART_TEXT[part]} at {d.competency_threshold:g}")
             return "\n".join(lines)
         return None
 
