@@ -23,12 +23,13 @@ from ...jobs import JobContext, null_context
 from ...methods.intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
                                      classifier_part, image_hash, load_input, model_manifest, model_part,
                                      sample_info, sha_text, unit_key)
+from ...methods.edit_check import DEFAULT_FLAG_THRESHOLD, INVALID, describe_edit, judge_edits
 from ...methods.pipeline_steps import stored_result
 from ...records import Candidate
 from .result import HardCluster
 
 KIND = "failure-modes-cei"
-VERSION = "1"
+VERSION = "2"  # 2: edits that destroy the picture or change nothing are not counted (issue 27)
 
 
 @dataclass
@@ -122,8 +123,13 @@ class SentenceValidator:
             transient |= failed
             s.prob_true_before, s.prob_true_after, s.cei = cand.prob_true_before, cand.prob_true_after, cand.cei
             s.intervention, s.error = cand.intervention, cand.error
+            # SciTX's edit judgement (methods/edit_check.py): a destroyed picture or an edit that changed nothing
+            # does not test the sentence, so its CEI is shown but not counted in the mean
+            judge_edits([cand], DEFAULT_FLAG_THRESHOLD)
+            if s.error is None and cand.edit_verdict in INVALID:
+                s.error = f"Not counted: the edit does not test the sentence ({describe_edit(cand)})."
         ctx.progress("Validating the sentence with CEI", len(rows), len(rows))
-        ceis = [s.cei for s in samples if s.cei is not None]
+        ceis = [s.cei for s in samples if s.cei is not None and s.error is None]
         out = SentenceValidation(
             sentence, samples, float(np.mean(ceis)) if ceis else None, len(ceis),
             manifest={"version": VERSION, "app_version": __version__, "complete": not transient,
