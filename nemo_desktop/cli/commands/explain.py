@@ -124,8 +124,9 @@ def format_result(result) -> str:
             what = "edit" if c.intervention_kind == "image" else "prompt"
             lines.append(f"  {'':>2}  {'':>8}  {'':<24}  {what}: {_short(c.intervention, 90)}")
         if c.edit_distance is not None:
-            lines.append(f"  {'':>2}  {'':>8}  {'':<24}  distance from the original: "
-                         f"{describe(c.edit_distance, c.edit_distance_metric, c.edit_flagged)}")
+            moved = describe(c.edit_distance, c.edit_distance_metric, c.edit_flagged, structure=c.edit_structure,
+                             verdict=c.edit_verdict)
+            lines.append(f"  {'':>2}  {'':>8}  {'':<24}  distance from the original: {moved}")
         if c.top5_after:
             lines.append(f"  {'':>2}  {'':>8}  {'':<24}  top-1 after: '{c.top5_after[0].name}' "
                          f"({c.top5_after[0].prob:.3f})")

@@ -79,12 +79,21 @@ def edit_distance(original: Image.Image, edited: Image.Image, metric: str = "aut
     return ssim_distance(original, edited), SSIM
 
 
-def describe(distance: float | None, metric: str | None, flagged: bool = False) -> str:
-    """"1-ssim 0.97, whole image changed (flagged)" for tables and the CLI; "—" when not measured."""
+VERDICT_WORDS = {"global": "whole image changed, structure kept", "destroyed": "picture destroyed or replaced",
+                 "no change": "nothing changed", "local": None}
+
+
+def describe(distance: float | None, metric: str | None, flagged: bool = False, *, structure: float | None = None,
+             verdict: str | None = None) -> str:
+    """"1-ssim 0.97, structure 0.98, whole image changed, structure kept (flagged)" for tables and the CLI;
+    "—" when not measured. Without a verdict (results stored before issue 27) a flag meant "whole image"."""
     if distance is None:
         return "\u2014"
     text = f"{metric or 'distance'} {distance:.2f}"
-    return text + (", whole image changed (flagged)" if flagged else "")
+    if structure is not None:
+        text += f", structure {structure:.2f}"
+    words = VERDICT_WORDS.get(verdict) if verdict else ("whole image changed" if flagged else None)
+    return text + (f", {words}" if words else "") + (" (flagged)" if flagged else "")
 
 
 # -- 1 - SSIM -------------------------------------------------------------------------------------------------

@@ -244,8 +244,9 @@ class ResultColumn(QScrollArea):
             v.addLayout(pair)
         v.addWidget(_label(probs, name=f"probs{j}"))
         if c.edit_distance is not None:
-            dist = _label("Distance from the original: " + describe(c.edit_distance, c.edit_distance_metric,
-                                                                     c.edit_flagged), name=f"distance{j}")
+            moved = describe(c.edit_distance, c.edit_distance_metric, c.edit_flagged, structure=c.edit_structure,
+                             verdict=c.edit_verdict)
+            dist = _label("Distance from the original: " + moved, name=f"distance{j}")
             if c.edit_flagged:
                 dist.setText(dist.text() + " — its CEI may come from destroying the image, not from the hypothesis")
                 dist.setStyleSheet("color: #b45309; font-weight: bold")
