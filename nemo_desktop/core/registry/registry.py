@@ -13,7 +13,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "nemo_desktop.core.methods.cam_mllm", "nemo_desktop.core.methods.change_mllm",
     "nemo_desktop.core.analyses.global_explanation", "nemo_desktop.core.analyses.competency.analyses",
     "nemo_desktop.core.analyses.failure_modes.analysis",
-    "nemo_desktop.core.analyses.model_diff.analysis",
+    "nemo_desktop.core.analyses.model_diff.analysis", "nemo_desktop.core.analyses.fix.pipeline",
 )
 
 _SPECS: dict[str, AnalysisSpec] = {}
