@@ -91,7 +91,6 @@ def test_the_right_explanation_fixes_the_shortcut_and_the_control_does_not(world
     assert control.affected["overall"]["change"] <= a["change"] - 15, control.summary()
     # the same plan: the same images and count, only the treatment differs
     assert [(s["class"], s["count"]) for s in right.sources] == [(s["class"], s["count"]) for s in control.sources]
-    assert right.training["steps"] == control.training["steps"] or right.config["patience"] > 0
     assert {s["source"] for s in right.sources} == {"edit:remove", "edit:add"}
     assert sum(s["count"] for s in right.sources) == right.data["targeted"] == len(editor.calls)
 
@@ -111,7 +110,7 @@ def test_a_cancelled_fix_resumes_from_its_last_checkpoint(world, store):
     def on_progress(p):
         if p.stage == "Training":
             n_steps.append(p.done)
-            if len(n_steps) == 16:  # in the second epoch (the first has fewer steps)
+            if len(n_steps) == 30:  # in the second epoch (22 steps each)
                 token.cancel()
 
     with pytest.raises(JobCancelled):
