@@ -7,6 +7,11 @@ classes; --cue-instruction adds the cause to images of the affected classes), or
 (--data augment: the control). The copy of the model is trained (--mode head, last-block, lora or full) with early
 stopping, measured before and after with paired bootstrap intervals, and saved as a new catalog entry only when the
 regression guard keeps it. Ctrl-C keeps the last epoch's checkpoint: run the same command to resume.
+
+--from-result KEY takes the edit and the classes from a stored, validated explanation (e.g. SciTX's). For a
+zero-shot classifier (CLIP, SigLIP, open_clip) the fix is a prompt: --prompt CLASS=TEXT (or a prompt
+intervention from --from-result) is measured on affected/ and rest/ and, when the guard keeps it, saved as the
+next version of the prompt set --prompt-set NAME.
 """
 from __future__ import annotations
 
@@ -22,6 +27,12 @@ def register(subparsers) -> None:
     p.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier to fix (catalog id or "
                                                                           "<family>:<source>)")
     p.add_argument("--editor", "-e", metavar="ID", help="image editor that applies the edit (--data edit)")
+    p.add_argument("--from-result", metavar="KEY", help="take the finding from a stored validated explanation")
+    p.add_argument("--prompt", metavar="CLASS=TEXT", action="append",
+                   help="zero-shot classifiers: the class prompt to adopt (repeatable)")
+    p.add_argument("--prompt-set", metavar="NAME", default="adopted",
+                   help="zero-shot classifiers: the prompt set an adopted prompt is saved to (a new version each "
+                        "time; default 'adopted')")
     add_output_options(p, "the result")
     add_device_options(p)
     p.set_defaults(func=run)
@@ -70,7 +81,7 @@ def format_result(result) -> str:
 
 
 def run(args) -> int:
-    from ...core.errors import JobCancelled
+    from ...core.errors import ConfigError, JobCancelled
     from ...core.registry import Components, build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
@@ -80,12 +91,22 @@ def run(args) -> int:
     from ..progress import StageBars, cancellable_job
 
     spec = get_analysis("fix")
-    config = make_config(spec, given_options(args))
-    config.check_plan()
+    options = given_options(args)
     store = ResultsStore.open(get_paths().ensure())
     try:
+        finding = _finding(args, store)
+        options.update({k: v for k, v in finding.items() if k in spec.config.__dataclass_fields__
+                        and k not in options})
+        config = make_config(spec, options)
+        classifier = load(args.classifier, "classifier", args)
+        if getattr(classifier, "zero_shot", False):
+            return _adopt_prompt(args, classifier, finding, config)
+        if args.prompt:
+            raise ConfigError("--prompt adopts a class prompt of a zero-shot classifier; this one is trained.",
+                              hint="Fix it with targeted data (--instruction / --data) instead.")
+        config.check_plan()
         with cancellable_job(StageBars(), cancels_after="the current step") as ctx:
-            components = Components(store=store, classifier=load(args.classifier, "classifier", args))
+            components = Components(store=store, classifier=classifier)
             if config.data == "edit" and args.editor:
                 components.editor = load(args.editor, "editor", args)
             result = build_analysis(spec, components, config)(args.folder, ctx)
@@ -97,4 +118,57 @@ def run(args) -> int:
     write_outputs(args, result.to_dict(), ensure_ascii=False)
     if not args.json:
         print(format_result(result))
+    return 0
+
+
+def _finding(args, store) -> dict:
+    """The finding from --from-result, then --prompt (CLASS=TEXT) on top."""
+    from ...core.analyses.fix.finding import finding_from_explanation
+    from ...core.errors import ConfigError
+
+    finding: dict = {}
+    if args.from_result:
+        stored = store.get(args.from_result)
+        if stored is None:
+            raise ConfigError(f"No stored result with key {args.from_result}.",
+                              hint="`nemo explain ... --json` prints a result's key (result_key).")
+        finding = finding_from_explanation(stored.payload)
+    for item in args.prompt or ():
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip() or not text.strip():
+            raise ConfigError(f"--prompt {item}: write it as CLASS=TEXT.")
+        finding.setdefault("prompt", {})[name.strip()] = text.strip()
+    return finding
+
+
+def _adopt_prompt(args, classifier, finding: dict, config) -> int:
+    from ...core.analyses.fix.pipeline import load_fix_folder
+    from ...core.analyses.fix.prompts import measure_prompts, prompts_after, save_prompt_set
+    from ...core.errors import ConfigError
+    from ..output import write_outputs
+
+    if not finding.get("prompt"):
+        raise ConfigError(f"{classifier.info.model_id} is zero-shot: its fix is a class prompt.",
+                          hint="Give --prompt CLASS=TEXT, or --from-result KEY of a prompt intervention.")
+    data = load_fix_folder(args.folder, list(classifier.class_names), need_train=False)
+    out = measure_prompts(classifier, data, finding["prompt"], margin=config.margin, resamples=config.bootstrap,
+                          seed=config.seed)
+    out = {"analysis": "adopt-prompt", "classifier": {"id": classifier.info.model_id,
+                                                      "revision": classifier.info.revision}, **out, "saved": None}
+    if out["guard"]["keep"]:
+        entry = save_prompt_set(classifier, args.prompt_set, prompts_after(classifier, finding["prompt"]),
+                                {"changes": finding["prompt"], "affected": out["affected"]["overall"],
+                                 "rest": out["rest"]["overall"], "guard": out["guard"]["verdict"]})
+        out["saved"] = {"name": entry["name"], "version": entry["version"]}
+    write_outputs(args, out, ensure_ascii=False)
+    if not args.json:
+        a, r = out["affected"]["overall"], out["rest"]["overall"]
+        changes = "; ".join(f"{k}: {v!r}" for k, v in finding["prompt"].items())
+        print(f"Adopting the prompt(s) {changes}")
+        for name, o in (("The finding's images", a), ("Everything else", r)):
+            print(f"{name}: {_pct(o['before'])} -> {_pct(o['after'])}, {o['change']:+.1f} points "
+                  f"(95% CI {o['ci'][0]:+.1f} to {o['ci'][1]:+.1f}, n={o['n']}).")
+        print(f"Guard: {out['guard']['verdict']}: {out['guard']['why']}.")
+        if out["saved"]:
+            print(f"Saved as version {out['saved']['version']} of the prompt set '{out['saved']['name']}'.")
     return 0

@@ -45,10 +45,10 @@ class FixData:
         n = len(self.class_names)
         for name in ("train", "affected", "rest"):
             items = getattr(self, name)
-            if not items:
+            if not items and name != "train":  # a prompt adoption trains nothing; a trained fix checks it
                 raise ConfigError(f"The fix has no {name} images.",
-                                  hint="A fix needs training images, held-out images the finding covers and "
-                                       "other held-out images.")
+                                  hint="A fix needs held-out images the finding covers and other held-out images "
+                                       "(and, to train, training images).")
             bad = [y for _, y in items if not 0 <= int(y) < n]
             if bad:
                 raise ConfigError(f"{len(bad)} {name} label(s) are not classes of the classifier (e.g. {bad[0]}).")

@@ -36,19 +36,22 @@ from .training import finish, prepare, train
 SPLITS = ("train", "affected", "rest")
 
 
-def load_fix_folder(root: str | Path, class_names: list[str]) -> FixData:
+def load_fix_folder(root: str | Path, class_names: list[str], *, need_train: bool = True) -> FixData:
     """A folder with train/, affected/ and rest/, each with one sub-folder per class (named as the classifier's
     classes): the training data, the finding's held-out images, every other held-out image."""
     from ...images import load_image
 
     root = Path(root).expanduser()
-    missing = [s for s in SPLITS if not (root / s).is_dir()]
+    missing = [s for s in SPLITS if not (root / s).is_dir() and (s != "train" or need_train)]
     if missing:
         raise ConfigError(f"{root} has no {', '.join(missing)} folder(s).",
                           hint="A fix folder holds train/, affected/ and rest/, each with a sub-folder per class.")
     sets: dict[str, list] = {}
     for split in SPLITS:
         items = []
+        if not (root / split).is_dir():
+            sets[split] = items
+            continue
         for d in sorted(p for p in (root / split).iterdir() if p.is_dir()):
             if d.name not in class_names:
                 raise ConfigError(f"{d} is not named after a class of the classifier.",
@@ -103,6 +106,8 @@ class FixAnalysis:
         ctx = ctx or JobContext()
         if not isinstance(data, FixData):
             data = load_fix_folder(data, list(self.classifier.class_names))
+        if not data.train:
+            raise ConfigError("The fix has no training images.", hint="Put the training data in FOLDER/train/.")
         key = self.key(data)
         if self.store is not None:
             hit = self.store.get(key)

@@ -122,3 +122,17 @@ def test_a_cancelled_fix_resumes_from_its_last_checkpoint(world, store):
     assert uninterrupted.training["resumed_from_epoch"] is None
     assert resumed.training["history"] == uninterrupted.training["history"]
     assert resumed.affected == uninterrupted.affected and resumed.rest == uninterrupted.rest
+
+
+def test_the_report_section_shows_the_figures_and_the_verdict(world, store):
+    from nemo_desktop.core.reports import render
+    from nemo_desktop.core.reports.sections import stored_result_report
+
+    result, _ = _fix(world, store, mode="head", epochs=1, per_class=5)
+    doc = stored_result_report(store.get(result.key), store)
+    html = render(doc, "html").decode("utf-8")
+    a = result.affected["overall"]
+    assert "Before and after" in html and "Data plan" in html
+    assert f"{a['change']:+.1f} ({a['ci'][0]:+.1f} to {a['ci'][1]:+.1f})" in html and f">{a['n']}<" in html
+    assert result.guard["why"].split(";")[0].replace("'", "&#x27;") in html
+    assert render(doc, "pdf").startswith(b"%PDF")

@@ -106,3 +106,45 @@ def test_nemo_fix_refuses_a_folder_without_the_three_sets(timm_clf, tmp_path, ca
                  "--affected-classes", "cat", "--device", "cpu"])
     assert code != 0
     assert "affected, rest" in capsys.readouterr().err
+
+
+def _explanation(kind="image", cei=12.0):
+    from nemo_desktop.core.records import Candidate, ExplanationResult, SampleInfo
+
+    sample = SampleInfo("x.png", "0" * 64, 0, "cat", 1, "dog", 0.1, 0.8)
+    cands = [Candidate("the red carpet", kind, "Remove the red carpet" if kind == "image" else "a photo of a cat",
+                       cei=cei), Candidate("the light", kind, "Make it darker", cei=1.0)]
+    return ExplanationResult("scitx", sample, "the red carpet", 0, cei, cands).to_dict()
+
+
+def test_a_finding_comes_from_a_validated_explanation_only():
+    from nemo_desktop.core.analyses.fix.finding import finding_from_explanation
+
+    f = finding_from_explanation(_explanation())
+    assert f["instruction"] == "Remove the red carpet"
+    assert f["affected_classes"] == ("cat",) and f["predicted_classes"] == ("dog",)
+    assert finding_from_explanation(_explanation("prompt"))["prompt"] == {"cat": "a photo of a cat"}
+    with pytest.raises(ConfigError, match="not validated"):
+        finding_from_explanation(_explanation(cei=-3.0))
+
+
+def test_nemo_fix_takes_the_finding_from_a_stored_explanation(timm_clf, tmp_path, capsys):
+    from nemo_desktop.cli.main import main
+    from nemo_desktop.core.store import ResultsStore
+    from nemo_desktop.core.store.paths import get_paths
+
+    _, folder = timm_clf
+    with ResultsStore.open(get_paths().ensure()) as store:
+        store.put("k-explained", "explanation", _explanation())
+    data = tmp_path / "fixdata"
+    for split in ("train", "affected", "rest"):
+        for c, cls in enumerate(("cat", "dog")):
+            (data / split / cls).mkdir(parents=True)
+            for i, im in enumerate(_images(6, seed=c)):
+                im.save(data / split / cls / f"{i}.png")
+    assert main(["fix", str(data), "--classifier", f"timm:local-dir:{folder}", "--from-result", "k-explained",
+                 "--data", "augment", "--per-class", "2", "--epochs", "1", "--bootstrap", "100", "--device", "cpu",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["config"]["instruction"] == "Remove the red carpet"
+    assert [(s["direction"], s["class"], s["count"]) for s in out["sources"]] == [("remove", "dog", 2)]
