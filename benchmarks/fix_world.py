@@ -66,7 +66,8 @@ class FixWorld:
         """The fix settings from an explanation: this world's cause (the right one) or another one (wrong)."""
         c = W.CAUSES[cause_name or self.cause.name]
         return {"instruction": c.edit, "cue_instruction": ADD_EDITS[c.name],
-                "affected_classes": self.affected_classes, "predicted_classes": self.predicted_classes}
+                "affected_classes": ",".join(self.affected_classes),
+                "predicted_classes": ",".join(self.predicted_classes)}
 
     def data(self):
         from nemo_desktop.core.analyses.fix import FixData

@@ -17,6 +17,10 @@ def _meta(label: str, help: str, **kw: Any) -> dict[str, Any]:  # noqa: A002 - t
     return {"label": label, "help": help, **kw}
 
 
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(n.strip() for n in str(text).split(",") if n.strip()))
+
+
 @dataclass(frozen=True)
 class FixConfig:
     data: str = field(default="edit", metadata=_meta(
@@ -30,10 +34,12 @@ class FixConfig:
         "Edit that adds the cause", "Optional: the edit that puts the cause into an image (e.g. 'Make the "
         "background dark blue'). Applied to training images of the affected classes, keeping their true labels: "
         "the cause no longer predicts the wrong class."))
-    affected_classes: tuple[str, ...] = field(default=(), metadata=_meta(
-        "Affected classes", "The true classes of the images the finding covers (those the model gets wrong)."))
-    predicted_classes: tuple[str, ...] = field(default=(), metadata=_meta(
-        "Predicted classes", "The classes the finding's images are wrongly taken for (where the cause pulls)."))
+    affected_classes: str = field(default="", metadata=_meta(
+        "Affected classes", "The true classes of the images the finding covers (those the model gets wrong), "
+        "separated by commas."))
+    predicted_classes: str = field(default="", metadata=_meta(
+        "Predicted classes", "The classes the finding's images are wrongly taken for (where the cause pulls), "
+        "separated by commas."))
     augmentation: str = field(default="colour-jitter", metadata=_meta(
         "Plain augmentation", "The control's augmentation (data=augment).", choices=AUGMENTATIONS))
     per_class: int = field(default=200, metadata=_meta(
@@ -82,12 +88,20 @@ class FixConfig:
             raise ConfigError("Targeted data from an edit needs the edit.",
                               hint="Give the validated edit (--instruction) and/or the edit that adds the cause "
                                    "(--cue-instruction), or choose --data augment for the control.")
-        if self.data == "edit" and self.instruction.strip() and not self.predicted_classes:
+        if self.data == "edit" and self.instruction.strip() and not self.predicted:
             raise ConfigError("The edit that removes the cause is applied to training images of the predicted "
                               "classes; none were given.", hint="Give --predicted-classes.")
-        if self.data != "none" and not (self.affected_classes or self.predicted_classes):
+        if self.data != "none" and not (self.affected or self.predicted):
             raise ConfigError("Targeted data needs the classes the finding concerns.",
                               hint="Give --affected-classes (and --predicted-classes).")
+
+    @property
+    def affected(self) -> tuple[str, ...]:
+        return _names(self.affected_classes)
+
+    @property
+    def predicted(self) -> tuple[str, ...]:
+        return _names(self.predicted_classes)
 
     @property
     def early_stopping(self) -> bool:

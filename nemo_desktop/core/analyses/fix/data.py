@@ -87,11 +87,11 @@ def plan(data: FixData, config: FixConfig) -> list[dict[str, Any]]:
     # the edits given; without any edit, both class lists.
     none_given = not (config.instruction.strip() or config.cue_instruction.strip())
     if config.instruction.strip() or none_given:
-        for name in config.predicted_classes:
+        for name in config.predicted:
             groups.append({"direction": "remove", "class": name,
                            "rows": _pick(data, data.class_index(name), config.per_class, rng)})
     if config.cue_instruction.strip() or none_given:
-        for name in config.affected_classes:
+        for name in config.affected:
             groups.append({"direction": "add", "class": name,
                            "rows": _pick(data, data.class_index(name), config.per_class, rng)})
     return groups

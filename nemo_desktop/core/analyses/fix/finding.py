@@ -30,5 +30,5 @@ def finding_from_explanation(payload: Mapping[str, Any]) -> dict[str, Any]:
     s = result.sample
     if cand.intervention_kind == "prompt":
         return {"prompt": {s.true_name: cand.intervention}, "hypothesis": cand.hypothesis, "cei": cand.cei}
-    return {"instruction": cand.intervention, "affected_classes": (s.true_name,), "predicted_classes": (s.pred_name,),
+    return {"instruction": cand.intervention, "affected_classes": s.true_name, "predicted_classes": s.pred_name,
             "hypothesis": cand.hypothesis, "cei": cand.cei}

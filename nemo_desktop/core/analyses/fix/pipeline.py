@@ -1,8 +1,8 @@
 """The `fix` registry entry (kind "fit"): from an explanation to a better model (issue 29).
 
     analysis = build_analysis("fix", Components(classifier=clf, editor=ed, store=store),
-                              {"instruction": "Make the background white", "predicted_classes": ("seven",),
-                               "affected_classes": ("one", "two"), "mode": "lora"})
+                              {"instruction": "Make the background white", "predicted_classes": "seven",
+                               "affected_classes": "one,two", "mode": "lora"})
     result = analysis(data, ctx)       # data: a FixData, or a folder with train/, affected/ and rest/
 
 Stages: "Preparing targeted data" (one edit per unit; edits are stored, so a resumed fix edits nothing twice),
@@ -116,7 +116,7 @@ class FixAnalysis:
         cfg, t0 = self.config, time.perf_counter()
         timings: dict[str, float] = {}
         extra, sources = (targeted_data(data, cfg, self.editor, self.store, ctx) if cfg.data != "none" or
-                          cfg.affected_classes or cfg.predicted_classes else ([], []))
+                          cfg.affected or cfg.predicted else ([], []))
         timings["targeted_data"] = time.perf_counter() - t0
         base = self.classifier.model
         device = next(base.parameters()).device

@@ -34,7 +34,8 @@ class AnalysesPane(Pane):
     NAME = "analyses"
     TITLE = "Analyses"
     SUMMARY = "Dataset- and model-level analyses: failure modes, model differences, competency, global explanations."
-    _pending: tuple[str, str | None] | None = None  # (analysis, data) asked for before its page was shown
+    # (analysis, data, settings) asked for before its page was shown
+    _pending: tuple[str, str | None, dict | None] | None = None
 
     sig_result_shown = Signal(object)  # the analysis result now on screen
     sig_result_rerendered = Signal()  # the result on screen was rendered again after it changed
@@ -171,10 +172,11 @@ class AnalysesPane(Pane):
         elif specs:
             self.analysis_list.setCurrentRow(0)
 
-    def open_with(self, name: str, data: str | None = None) -> None:
-        """Show analysis `name`'s page with `data` (an image path, a folder) filled in: the dataset browser's
-        "Analyse with" menu sends an image here. The page comes from a job, so the data waits for it."""
-        self._pending = (name, data)
+    def open_with(self, name: str, data: str | None = None, settings: dict | None = None) -> None:
+        """Show analysis `name`'s page with `data` (an image path, a folder) and `settings` (form values by field
+        name) filled in: the dataset browser's "Analyse with" menu sends an image here, the workbench's "Try a
+        fix…" a finding. The page comes from a job, so the data waits for it."""
+        self._pending = (name, data, dict(settings or {}))
         if self.analysis_list.count():
             self.select_analysis(name)
             current = self.analysis_list.currentItem()
@@ -185,7 +187,11 @@ class AnalysesPane(Pane):
 
     def _apply_pending(self) -> None:
         if self._pending is not None and self.page is not None and self.page.spec.name == self._pending[0]:
-            data = self._pending[1]
+            data, settings = self._pending[1], self._pending[2] or {}
+            editors = self.form.editors
+            for field_name, value in settings.items():
+                if field_name in editors:
+                    self.form.set_value(field_name, value)
             if data is not None:
                 self.data_path.setText(data)
                 i = self.data_combo.findData(data)  # a stored run / reference index chosen by its id

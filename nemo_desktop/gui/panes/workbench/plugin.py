@@ -25,6 +25,7 @@ from .run_job import AUTO, SampleOutcome, StoredSummary, explain_samples, list_r
 from .widgets.batch_table import BatchPanel
 from .widgets.method_form import MethodForm
 from .widgets.past_results import PastResultsTable
+from .fix_link import fix_settings, try_fix
 from .widgets.result_view import ResultBundle, ResultView, load_bundles
 
 DEFAULT_METHOD = "scitx"
@@ -163,7 +164,11 @@ class WorkbenchPane(Pane):
         result_side = QWidget()
         rsv = QVBoxLayout(result_side)
         rsv.setContentsMargins(0, 0, 0, 0)
-        rsv.addLayout(self._hbox(self.export_button, self.export_status))
+        self.fix_button = QPushButton("Try a fix…")
+        self.fix_button.setObjectName("tryFixButton")
+        self.fix_button.setToolTip("Fine-tune the classifier from this finding, measure it and keep it only if it helps")
+        self.fix_button.clicked.connect(lambda: try_fix(self.host, self.result_view.results()))
+        rsv.addLayout(self._hbox(self.export_button, self.fix_button, self.export_status))
         rsv.addWidget(self.result_view, 1)
         # A run on several images lists them above the result view (hidden otherwise).
         from ...thumbnails import ThumbnailLoader
@@ -454,6 +459,8 @@ class WorkbenchPane(Pane):
     # -- export -----------------------------------------------------------------------------------------
     def _update_export(self) -> None:
         self.export_button.setEnabled(bool(self.result_view.columns) and self.result_view.built)
+        results = self.result_view.results() if self.export_button.isEnabled() else []
+        self.fix_button.setEnabled(bool(results) and fix_settings(results[0]) is not None)
 
     def export_shown(self, target: Path | None = None) -> JobHandle | None:
         """Export the result on screen (the first column: the result that was opened) as HTML or PDF, by the

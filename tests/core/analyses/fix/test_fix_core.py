@@ -31,12 +31,12 @@ def _fix(world, store=None, ctx=None, **options):
 def test_defaults_are_valid_and_a_plan_without_an_edit_is_refused():
     FixConfig()
     with pytest.raises(ConfigError, match="needs the edit"):
-        FixConfig(data="edit", affected_classes=("one",)).check_plan()
+        FixConfig(data="edit", affected_classes="one").check_plan()
     with pytest.raises(ConfigError, match="predicted classes"):
-        FixConfig(instruction="Remove it", affected_classes=("one",)).check_plan()
+        FixConfig(instruction="Remove it", affected_classes="one").check_plan()
     with pytest.raises(ConfigError, match="Unknown mode"):
         FixConfig(mode="everything")
-    FixConfig(data="augment", affected_classes=("one",)).check_plan()
+    FixConfig(data="augment", affected_classes="one").check_plan()
 
 
 def test_training_modes_move_what_they_say(world):

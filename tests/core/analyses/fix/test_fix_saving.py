@@ -122,7 +122,7 @@ def test_a_finding_comes_from_a_validated_explanation_only():
 
     f = finding_from_explanation(_explanation())
     assert f["instruction"] == "Remove the red carpet"
-    assert f["affected_classes"] == ("cat",) and f["predicted_classes"] == ("dog",)
+    assert f["affected_classes"] == "cat" and f["predicted_classes"] == "dog"
     assert finding_from_explanation(_explanation("prompt"))["prompt"] == {"cat": "a photo of a cat"}
     with pytest.raises(ConfigError, match="not validated"):
         finding_from_explanation(_explanation(cei=-3.0))
