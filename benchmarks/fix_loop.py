@@ -33,7 +33,7 @@ from nemo_desktop.core.jobs import JobContext  # noqa: E402
 from nemo_desktop.core.registry import Components, build_analysis  # noqa: E402
 
 WRONG_CAUSE = "background-texture"
-SETTINGS = {"per_class": 100, "epochs": 10, "patience": 3, "lr": 3e-3, "bootstrap": 2000, "save": False}
+SETTINGS = {"per_class": 30, "epochs": 10, "patience": 3, "lr": 3e-3, "bootstrap": 2000, "save": False}
 
 
 def run_fix(world, editor, options):

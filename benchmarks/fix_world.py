@@ -99,7 +99,7 @@ def _remember(scenes: dict, scene: W.Scene):
     return img
 
 
-def build_fix_world(cause_name: str = "background-colour", *, seed: int = 0, epochs: int = 12,
+def build_fix_world(cause_name: str = "background-colour", *, seed: int = 0, epochs: int = 25,
                     train_size: int = 1400, renderings: int = 2,
                     test_size: int | None = None) -> FixWorld:
     import time
