@@ -67,3 +67,35 @@ def test_try_a_fix_runs_from_the_analyses_page(qtbot, make_window, tmp_path):
     text = pane.result_view.toPlainText()
     assert "Before and after" in text and "Data plan" in text
     assert pane.result.guard["why"].split(";")[0] in text
+
+
+@pytest.mark.gui
+def test_use_the_fixed_model_loads_its_catalog_entry(qtbot, make_window, tmp_path):
+    import copy
+
+    from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_timm
+    from nemo_desktop.core.analyses.fix import FixResult
+    from nemo_desktop.core.analyses.fix.saving import save_fixed
+    from nemo_desktop.core.jobs import JobContext
+    from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+
+    folder = build_tiny_timm(tmp_path / "tiny", label_names=TINY_CLASSES, input_size=32)
+    clf = load_model(ModelSpec(kind="classifier", family="timm", source=f"local-dir:{folder}"),
+                     LoadOptions(device="cpu", dtype="float32"))
+    saved = save_fixed(clf, copy.deepcopy(clf.model), "tiny-fixed", {
+        "key": "f" * 64, "config": {"mode": "head", "data": "edit"}, "summary": ""}, JobContext())
+    result = FixResult(config={}, classifier={"id": clf.info.model_id}, data={}, sources=[], trainable={},
+                       training={}, affected={}, rest={}, guard={"verdict": "keep"}, saved=saved, manifest={})
+    window = make_window()
+    window.show()
+    qtbot.waitExposed(window)
+    pane = window.show_pane("analyses")
+    actions = pane.fix_actions
+    actions.set_result(result)
+    assert actions.isVisibleTo(pane) and actions.use_button.isVisibleTo(pane)
+    assert "tiny-fixed" in actions.label.text()
+    handle = actions.use_fixed_model()
+    qtbot.waitUntil(lambda: handle.state in ("done", "failed"), timeout=120000)
+    assert handle.state == "done" and window.session.get("classifier").info.model_id == "tiny-fixed"
+    actions.set_result(FixResult(**{**result.to_dict(), "saved": None}))
+    assert not actions.use_button.isVisibleTo(pane)

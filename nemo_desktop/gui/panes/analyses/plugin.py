@@ -23,6 +23,7 @@ from ...widgets.text_images import attach_zoom_to_text_browser
 from ..base import Pane, PaneHost
 from ..workbench.widgets.method_form import MethodForm
 from .failure_mode_actions import FailureModeActions
+from .fix_actions import FixActions
 from .model_diff_live import ModelDiffLivePanel
 from .run_job import (NONE, SESSION_KINDS, PageData, effective_need, export_result, list_page_analyses, page_data,
                       result_html, run_page_analysis, run_problem)
@@ -131,6 +132,7 @@ class AnalysesPane(Pane):
         # Under the result: what can be done with it in the other panes (a failure mode's images).
         self.failure_modes = FailureModeActions(host)
         self.failure_modes.sig_validated.connect(lambda _v: self.rerender())  # the check joins the result's page
+        self.fix_actions = FixActions(host)  # a kept fix: use the fixed model
         host.sig_models_changed.connect(self._inputs_changed)  # a model loaded elsewhere may be the one missing
         # Above the result while model-diff runs: its iterations and best-score curve, live.
         self.model_diff_live = ModelDiffLivePanel()
@@ -141,6 +143,7 @@ class AnalysesPane(Pane):
         rv.addWidget(self.model_diff_live)
         rv.addWidget(self.result_view, 1)
         rv.addWidget(self.failure_modes)
+        rv.addWidget(self.fix_actions)
 
         splitter = QSplitter()
         splitter.addWidget(self.analysis_list)
@@ -417,6 +420,7 @@ class AnalysesPane(Pane):
     def _show_html(self, html: str) -> None:
         self.result_view.setHtml(html)
         self.failure_modes.set_result(self.result)
+        self.fix_actions.set_result(self.result)
         if _is_model_diff(self.result):
             self.model_diff_live.show_records(self.result.iterations)
         self._update_buttons()
