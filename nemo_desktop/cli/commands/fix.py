@@ -81,6 +81,8 @@ def format_result(result) -> str:
 
 
 def run(args) -> int:
+    from pathlib import Path
+
     from ...core.errors import ConfigError, JobCancelled
     from ...core.registry import Components, build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
@@ -104,7 +106,7 @@ def run(args) -> int:
         if args.prompt:
             raise ConfigError("--prompt adopts a class prompt of a zero-shot classifier; this one is trained.",
                               hint="Fix it with targeted data (--instruction / --data) instead.")
-        config.check_plan()
+        config.check_plan(finding=(Path(args.folder).expanduser() / "finding").is_dir())
         with cancellable_job(StageBars(), cancels_after="the current step") as ctx:
             components = Components(store=store, classifier=classifier)
             if config.data == "edit" and args.editor:

@@ -82,16 +82,17 @@ class FixConfig:
             if (lo is not None and v < lo) or (hi is not None and v > hi):
                 raise ConfigError(f"{f.metadata['label']} = {v} is out of range [{lo}, {hi}].")
 
-    def check_plan(self) -> None:
-        """Refuse settings that cannot make targeted data (checked when the fix is built, not for the defaults)."""
-        if self.data == "edit" and not (self.instruction.strip() or self.cue_instruction.strip()):
+    def check_plan(self, finding: bool = False) -> None:
+        """Refuse settings that cannot make targeted data (checked when the fix is built, not for the defaults).
+        `finding`: a failure mode's own images are given (an edit fix may then have no edit)."""
+        if self.data == "edit" and not (self.instruction.strip() or self.cue_instruction.strip()) and not finding:
             raise ConfigError("Targeted data from an edit needs the edit.",
                               hint="Give the validated edit (--instruction) and/or the edit that adds the cause "
                                    "(--cue-instruction), or choose --data augment for the control.")
         if self.data == "edit" and self.instruction.strip() and not self.predicted:
             raise ConfigError("The edit that removes the cause is applied to training images of the predicted "
                               "classes; none were given.", hint="Give --predicted-classes.")
-        if self.data != "none" and not (self.affected or self.predicted):
+        if self.data != "none" and not (self.affected or self.predicted) and not finding:
             raise ConfigError("Targeted data needs the classes the finding concerns.",
                               hint="Give --affected-classes (and --predicted-classes).")
 

@@ -11,7 +11,8 @@ Targeted data, every source recorded with its count:
     training images of the predicted (shortcut) classes, labels kept; and, when given, the edit that adds the
     cause, applied to training images of the affected classes, their true labels kept;
   * augment (the control): the same images, the same count, under a plain augmentation instead of the edit;
-  * none (a same-steps control): the same images added unchanged.
+  * none (a same-steps control): the same images added unchanged;
+  * finding-images (edit fixes only, when given): a failure mode's own images with their true labels.
 
 Edited images are stored by a key of the image, instruction, editor and seed, so a resumed fix edits nothing
 twice (a real diffusion editor costs seconds per image).
@@ -40,12 +41,14 @@ class FixData:
     affected: list[tuple[Image.Image, int]]
     rest: list[tuple[Image.Image, int]]
     description: dict[str, Any] = field(default_factory=dict)  # where the data came from (folders, world)
+    # A failure mode's own images with their true labels (not held out): added to the targeted data of an edit fix
+    finding: list[tuple[Image.Image, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         n = len(self.class_names)
-        for name in ("train", "affected", "rest"):
+        for name in ("train", "affected", "rest", "finding"):
             items = getattr(self, name)
-            if not items and name != "train":  # a prompt adoption trains nothing; a trained fix checks it
+            if not items and name in ("affected", "rest"):  # a prompt adoption trains nothing; a trained fix checks it
                 raise ConfigError(f"The fix has no {name} images.",
                                   hint="A fix needs held-out images the finding covers and other held-out images "
                                        "(and, to train, training images).")
@@ -64,7 +67,7 @@ class FixData:
     def fingerprint(self) -> str:
         """Content hash of every image and label of the three sets (part of the result key)."""
         h = hashlib.sha256()
-        for name in ("train", "affected", "rest"):
+        for name in ("train", "affected", "rest", "finding"):
             h.update(name.encode())
             for img, y in getattr(self, name):
                 h.update(content_hash(img).encode())
@@ -85,7 +88,7 @@ def plan(data: FixData, config: FixConfig) -> list[dict[str, Any]]:
     groups = []
     # A control keeps the plan of the fix it controls (the same images, the same count): the directions follow
     # the edits given; without any edit, both class lists.
-    none_given = not (config.instruction.strip() or config.cue_instruction.strip())
+    none_given = not (config.instruction.strip() or config.cue_instruction.strip()) and config.data != "edit"
     if config.instruction.strip() or none_given:
         for name in config.predicted:
             groups.append({"direction": "remove", "class": name,
@@ -138,7 +141,7 @@ def targeted_data(data: FixData, config: FixConfig, editor: Any, store: Any, ctx
         -> tuple[list[tuple[Image.Image, int]], list[dict[str, Any]]]:
     """(extra training images with labels, the sources: one record per group with its count)."""
     groups = plan(data, config)
-    if config.data == "edit" and editor is None:
+    if config.data == "edit" and editor is None and groups:
         raise ConfigError("Targeted data from an edit needs an image editor.",
                           hint="Give one (--editor), or choose --data augment for the control.")
     total = sum(len(g["rows"]) for g in groups)
@@ -167,6 +170,11 @@ def targeted_data(data: FixData, config: FixConfig, editor: Any, store: Any, ctx
             done += 1
             ctx.progress("Preparing targeted data", done, total)
         sources.append({**source, "direction": g["direction"], "class": g["class"], "count": len(g["rows"])})
+    if config.data == "edit" and data.finding:
+        extra += [(im.convert("RGB"), int(y)) for im, y in data.finding]
+        for c in sorted({int(y) for _, y in data.finding}):
+            sources.append({"source": "finding-images", "direction": "true-label", "class": data.class_names[c],
+                            "count": sum(1 for _, y in data.finding if int(y) == c)})
     return extra, sources
 
 

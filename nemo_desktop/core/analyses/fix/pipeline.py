@@ -33,16 +33,17 @@ from .result import ANALYSIS, KIND, STORE_KIND, VERSION, FixResult
 from .saving import can_save, default_name, save_fixed
 from .training import finish, prepare, train
 
-SPLITS = ("train", "affected", "rest")
+SPLITS = ("train", "affected", "rest", "finding")
 
 
 def load_fix_folder(root: str | Path, class_names: list[str], *, need_train: bool = True) -> FixData:
     """A folder with train/, affected/ and rest/, each with one sub-folder per class (named as the classifier's
-    classes): the training data, the finding's held-out images, every other held-out image."""
+    classes): the training data, the finding's held-out images, every other held-out image; optionally finding/,
+    a failure mode's own images (not held out) added to an edit fix's training data with their true labels."""
     from ...images import load_image
 
     root = Path(root).expanduser()
-    missing = [s for s in SPLITS if not (root / s).is_dir() and (s != "train" or need_train)]
+    missing = [s for s in SPLITS[:3] if not (root / s).is_dir() and (s != "train" or need_train)]
     if missing:
         raise ConfigError(f"{root} has no {', '.join(missing)} folder(s).",
                           hint="A fix folder holds train/, affected/ and rest/, each with a sub-folder per class.")
@@ -61,7 +62,7 @@ def load_fix_folder(root: str | Path, class_names: list[str], *, need_train: boo
                       if f.suffix.lower() in (".png", ".jpg", ".jpeg", ".bmp", ".webp")]
         sets[split] = items
     return FixData(list(class_names), sets["train"], sets["affected"], sets["rest"],
-                   description={"folder": str(root)})
+                   description={"folder": str(root)}, finding=sets["finding"])
 
 
 def _identity(model: Any) -> dict[str, Any] | None:
@@ -78,7 +79,6 @@ class FixAnalysis:
     def __init__(self, classifier: Any = None, editor: Any = None, store: Any = None,
                  config: FixConfig | None = None, checkpoint_dir: str | Path | None = None) -> None:
         self.config = config or FixConfig()
-        self.config.check_plan()
         self.classifier, self.editor, self.store = classifier, editor, store
         if getattr(classifier, "zero_shot", False):
             raise ConfigError("A zero-shot classifier is fixed by adopting a prompt, not by training.",
@@ -86,7 +86,8 @@ class FixAnalysis:
         if not hasattr(classifier, "model") or not hasattr(classifier, "preprocess"):
             raise ConfigError(f"{type(classifier).__name__} exposes no torch model to fine-tune.",
                               hint="Fixes train timm classifiers (and other torch classifiers with .model).")
-        if self.config.data == "edit" and editor is None:
+        if self.config.data == "edit" and editor is None and (self.config.instruction.strip()
+                                                              or self.config.cue_instruction.strip()):
             raise ConfigError("Targeted data from an edit needs an image editor.",
                               hint="Give one (--editor), or choose --data augment for the control.")
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else self._default_checkpoints()
@@ -106,6 +107,7 @@ class FixAnalysis:
         ctx = ctx or JobContext()
         if not isinstance(data, FixData):
             data = load_fix_folder(data, list(self.classifier.class_names))
+        self.config.check_plan(finding=bool(data.finding))
         if not data.train:
             raise ConfigError("The fix has no training images.", hint="Put the training data in FOLDER/train/.")
         key = self.key(data)

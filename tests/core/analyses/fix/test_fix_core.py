@@ -136,3 +136,17 @@ def test_the_report_section_shows_the_figures_and_the_verdict(world, store):
     assert f"{a['change']:+.1f} ({a['ci'][0]:+.1f} to {a['ci'][1]:+.1f})" in html and f">{a['n']}<" in html
     assert result.guard["why"].split(";")[0].replace("'", "&#x27;") in html
     assert render(doc, "pdf").startswith(b"%PDF")
+
+
+def test_a_failure_modes_own_images_are_a_recorded_source(world):
+    data = world.data()
+    data.finding = list(world.affected[:12])  # the mode's images with their true labels
+    editor = fix_world_module().FixWorldEditor(world)
+    options = {**FAST, "mode": "head", "epochs": 1, "data": "edit", "affected_classes": "", "predicted_classes": ""}
+    result = build_analysis("fix", Components(classifier=world.classifier, editor=editor), options)(data, JobContext())
+    assert result.data["targeted"] == 12 and not editor.calls  # no edit asked for: only the mode's images
+    assert {s["source"] for s in result.sources} == {"finding-images"}
+    assert sum(s["count"] for s in result.sources) == 12
+    with pytest.raises(ConfigError, match="needs the edit"):
+        build_analysis("fix", Components(classifier=world.classifier, editor=editor), options)(world.data(),
+                                                                                              JobContext())
