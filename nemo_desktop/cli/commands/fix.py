@@ -1,7 +1,8 @@
 """`nemo fix FOLDER`: try a fix for a finding, measure it, keep it only if it helps (issue 29).
 
 FOLDER holds train/ (the classifier's training data), affected/ (held-out images the finding covers) and rest/
-(every other held-out image), each with one sub-folder per class named as the classifier's classes. Targeted data
+(every other held-out image), each with one sub-folder per class named as the classifier's classes; an optional
+finding/ holds a failure mode's own images, added to an edit fix's training data with their true labels. Targeted data
 comes from the finding's validated edit (--instruction, applied with --editor to training images of the predicted
 classes; --cue-instruction adds the cause to images of the affected classes), or from a plain augmentation
 (--data augment: the control). The copy of the model is trained (--mode head, last-block, lora or full) with early
