@@ -11,8 +11,8 @@ The right fix runs with early stopping; the three others train exactly as many e
 fix of a mode takes the same number of steps. Printed per fix: accuracy on the affected held-out images before
 (the issue requires below 65 %) and the change with its 95 % paired bootstrap interval and n, the change on
 every other held-out image (overall and the worst class), the guard's verdict, steps and seconds. Then the issue's
-checks: right gain >= 30 points with the clean change within 1 point overall and per class; wrong and controls each gain at most
-10 points and at least 15 less than the right fix.
+checks: right gain >= 30 points with the clean change within 1 point overall and per class; wrong and controls
+each gain at most 10 points and at least 15 less than the right fix.
 
     python benchmarks/fix_loop.py [--modes head,full] [--json out.json] [--threads 1]
 """
@@ -50,7 +50,8 @@ def row(name, r, seconds):
             "affected_ci": a["ci"], "affected_n": a["n"], "rest_change": o["change"], "rest_ci": o["ci"],
             "rest_n": o["n"], "worst_class": worst[0], "worst_class_change": worst[1]["change"],
             "worst_class_ci": worst[1]["ci"], "worst_class_n": worst[1]["n"],
-            "largest_class_change": max(abs(c["change"]) for c in r.rest["per_class"].values()), "verdict": r.guard["verdict"],
+            "largest_class_change": max(abs(c["change"]) for c in r.rest["per_class"].values()),
+            "verdict": r.guard["verdict"],
             "epochs": r.training["epochs"], "steps": r.training["steps"], "targeted": r.data["targeted"],
             "seconds": seconds}
 
@@ -108,7 +109,8 @@ def main(argv=None) -> int:
         print(f"  {'fix':8} {'affected change (95% CI)':>28} {'everything else (95% CI)':>28} "
               f"{'worst class':>24} {'verdict':>18} {'steps':>6} {'s':>6}")
         for r in rows:
-            print(f"  {r['fix']:8} {r['affected_change']:+7.1f} ({r['affected_ci'][0]:+6.1f}, {r['affected_ci'][1]:+6.1f})"
+            a_ci = r["affected_ci"]
+            print(f"  {r['fix']:8} {r['affected_change']:+7.1f} ({a_ci[0]:+6.1f}, {a_ci[1]:+6.1f})"
                   f"{'':5} {r['rest_change']:+7.1f} ({r['rest_ci'][0]:+6.1f}, {r['rest_ci'][1]:+6.1f}){'':5} "
                   f"{r['worst_class']:>6} {r['worst_class_change']:+6.1f} (n={r['worst_class_n']}) "
                   f"{r['verdict']:>18} {r['steps']:6d} {r['seconds']:6.1f}")

@@ -60,7 +60,8 @@ def format_result(result) -> str:
         lines.append(f"  - {s['count']} image(s) of '{s['class']}': {what} ({s['source']})")
     resumed = f", resumed after epoch {t['resumed_from_epoch']}" if t.get("resumed_from_epoch") else ""
     lines.append(f"Trained {t['epochs']} epoch(s), {t['steps']} steps, best epoch {t['best_epoch']}"
-                 f"{', stopped early' if t['stopped_early'] else ''}{resumed} in {result.timings.get('training', 0):.1f} s; {result.trainable['trainable']:,} of "
+                 f"{', stopped early' if t['stopped_early'] else ''}{resumed} in "
+                 f"{result.timings.get('training', 0):.1f} s; {result.trainable['trainable']:,} of "
                  f"{result.trainable['total']:,} weights trained.")
     for name, o in (("The finding's images", a), ("Everything else", r)):
         lines.append(f"{name}: {_pct(o['before'])} -> {_pct(o['after'])}, {o['change']:+.1f} points "

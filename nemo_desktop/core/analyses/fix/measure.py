@@ -29,7 +29,8 @@ def paired(before: np.ndarray, after: np.ndarray, *, resamples: int, seed: int) 
     q = (2.5, 97.5)
     return {"n": n, "before": float(b.mean()), "after": float(a.mean()), "change": float((a.mean() - b.mean()) * 100),
             "ci": [float(v) for v in np.percentile(diff, q)],
-            "before_ci": [float(v) for v in np.percentile(bs, q)], "after_ci": [float(v) for v in np.percentile(as_, q)]}
+            "before_ci": [float(v) for v in np.percentile(bs, q)],
+            "after_ci": [float(v) for v in np.percentile(as_, q)]}
 
 
 def per_class(labels: np.ndarray, before: np.ndarray, after: np.ndarray, names: Sequence[str], *,
