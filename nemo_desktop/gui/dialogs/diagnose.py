@@ -10,7 +10,6 @@ Nothing is shown that the models did not compute.
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QStringListModel, Qt, Signal
@@ -20,6 +19,7 @@ from PySide6.QtWidgets import (QCheckBox, QCompleter, QDialog, QDialogButtonBox,
 
 from nemo_desktop.core.batch import FAILED, SKIPPED_CORRECT, SKIPPED_NO_LABEL, BatchItem, true_class_from_folder
 from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.session_jobs import ImagePrediction, PredictionReport, predict_images  # noqa: F401
 
 from ..drops import describe_rejected
 from ..jobs import GPU, IO, JobHandle
@@ -30,38 +30,6 @@ from ..widgets.progress_bar import ProgressBar
 
 PREVIEW_SIDE = 256
 METHOD = "scitx"
-
-
-@dataclass
-class ImagePrediction:
-    path: str
-    top5: list = field(default_factory=list)  # ClassScore, most probable first
-    error: str | None = None
-
-
-@dataclass
-class PredictionReport:
-    classifier_id: str
-    class_names: list[str]
-    images: list[ImagePrediction]
-
-
-def predict_images(session, paths: list[str], ctx: JobContext) -> PredictionReport:
-    """Top-5 of each image with the current classifier (loading the default one if needed)."""
-    from nemo_desktop.core.errors import NemoError
-    from nemo_desktop.core.images import load_image
-    from nemo_desktop.core.metrics.cei import top_k
-
-    classifier = session.ensure("classifier", ctx)
-    names = list(classifier.class_names)
-    out = []
-    for p in ctx.track(paths, stage="Classifying"):
-        try:
-            probs = classifier.predict_proba([load_image(p)])[0]
-            out.append(ImagePrediction(p, top_k(probs, names, 5)))
-        except NemoError as exc:
-            out.append(ImagePrediction(p, error=exc.message))
-    return PredictionReport(classifier.info.model_id, names, out)
 
 
 def load_preview(path: str, ctx: JobContext) -> QImage | None:

@@ -1,0 +1,74 @@
+"""Job functions for the model worker's tests (tests/core/test_worker_process.py, tests/gui/test_gui_worker.py).
+
+They live in tests/, which conftest puts on the PYTHONPATH of child processes, so that the spawned worker can
+import them by name (`JobSpec("worker_test_jobs:...")`).
+"""
+from __future__ import annotations
+
+import os
+import time
+
+
+def pid(session, ctx) -> int:
+    return os.getpid()
+
+
+def steps(session, n: int, delay: float, ctx) -> int:
+    """n cooperative steps (checks cancel between them), each a partial result."""
+    for i in ctx.track(range(n), stage="Stepping"):
+        time.sleep(delay)
+        ctx.partial(i)
+    return n
+
+
+def native_sleep(session, seconds: float, ctx) -> str:
+    """One long native call that no cancel check reaches (time.sleep in C), as a model load is."""
+    ctx.progress("Models: Loading the image editor stuck-editor", 0, None)
+    time.sleep(seconds)
+    return "woke up"
+
+
+def fail(session, ctx) -> None:
+    from nemo_desktop.core.errors import ConfigError
+
+    raise ConfigError("No image editor is chosen.", hint="Load one in the Model manager.")
+
+
+def cuda_error(session, ctx) -> None:
+    raise RuntimeError("CUDA error: device-side assert triggered")
+
+
+def put_model(session, kind: str, ref: str, ctx) -> dict:
+    session.put(kind, ref, object())
+    return session.loaded()
+
+
+def put_models(session, models: dict, ctx) -> dict:
+    """Put already built models ({kind: (ref, model)}) into the worker's session."""
+    for kind, (ref, model) in models.items():
+        session.put(kind, ref, model)
+    return session.loaded()
+
+
+# A classifier family whose "weights" are `source` bytes of host memory: loading one bigger than the worker's
+# memory cap fails as a real large load does.
+from nemo_desktop.core.models.registry import register_family  # noqa: E402
+
+
+@register_family("classifier", "test-ballast")
+def _load_ballast(spec, options):
+    size = int(spec.source)
+    data = bytearray(size)  # committed, not lazily mapped
+    data[::4096] = b"\x01" * len(data[::4096])
+
+    class Ballast:
+        zero_shot = False
+
+        def __init__(self):
+            self.data = data
+
+    return Ballast()
+
+
+def load_ballast(session, size: int, ctx) -> str:
+    return session.load("classifier", f"test-ballast:{size}", ctx).ref
