@@ -150,3 +150,64 @@ def load_model(session, kind: str, ref: str, ctx: JobContext) -> str:
 def unload_model(session, kind: str, ctx: JobContext) -> bool:
     """Release the current model of `kind` (the Model manager's Unload); False when none was loaded."""
     return session.unload(kind)
+
+
+REMEMBERED_KINDS = ("classifier", "mllm", "editor")
+
+
+def why_not_restorable(session, kind: str, ref: str) -> str | None:
+    """None when `ref` can be loaded from the disk alone, else a short reason (Qt-free; no network)."""
+    from nemo_desktop.core.models.catalog import get_entry
+    from nemo_desktop.core.models.downloads import entry_status
+
+    from .session import ENDPOINT_PREFIX
+
+    if ref.startswith(ENDPOINT_PREFIX):
+        name = ref[len(ENDPOINT_PREFIX):]
+        return None if session.settings().endpoint(name) is not None else f"the endpoint '{name}' is not configured"
+    try:
+        entry = get_entry(ref)
+    except Exception:  # noqa: BLE001 - a <family>:<source> ref: restorable when its source is a path on disk
+        source = ref.partition(":")[2]
+        for prefix in ("local-dir:", "checkpoint:"):
+            if source.startswith(prefix):
+                source = source[len(prefix):].rpartition(":")[2] if prefix == "checkpoint:" else source[len(prefix):]
+        return None if source and Path(source).expanduser().exists() else "its weights are not on disk"
+    status = entry_status(entry).status
+    if status in ("downloaded", "local"):
+        return None
+    return {"not downloaded": "its weights are not downloaded", "partial": "its download is incomplete",
+            "missing": "its weights are no longer on disk"}.get(status, f"its weights are {status}")
+
+
+def restore_models(session, wanted: dict[str, str], ctx) -> dict[str, list]:
+    """Load each remembered model whose weights are on disk (never downloading); the others are skipped with a
+    reason. Runs on the GPU lane. {"restored": [(kind, ref)], "skipped": [(kind, ref, reason)]}."""
+    from nemo_desktop.core.errors import JobCancelled
+
+    out: dict[str, list] = {"restored": [], "skipped": []}
+    for kind in REMEMBERED_KINDS:
+        ref = wanted.get(kind)
+        if not ref:
+            continue
+        reason = why_not_restorable(session, kind, ref)
+        if reason is None:
+            try:
+                session.load(kind, ref, ctx, local_only=True)
+                out["restored"].append((kind, ref))
+                continue
+            except JobCancelled:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a start-up restore never fails loudly: it says why, quietly
+                reason = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        out["skipped"].append((kind, ref, reason))
+    return out
+
+
+def prepare_and_load_demo(session, paths, ctx):
+    """Build (or reuse) the demo, then load its classifier through the ordinary loader."""
+    from .demo import CLASSIFIER_ID, prepare_demo
+
+    setup = prepare_demo(paths, ctx)
+    session.load("classifier", CLASSIFIER_ID, ctx, local_only=True)
+    return setup

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QCheckBox, QCompleter, QDialog, QDialogButtonBox,
 from nemo_desktop.core.batch import FAILED, SKIPPED_CORRECT, SKIPPED_NO_LABEL, BatchItem, true_class_from_folder
 from nemo_desktop.core.jobs import JobContext
 from nemo_desktop.core.session_jobs import ImagePrediction, PredictionReport, predict_images  # noqa: F401
+from nemo_desktop.core.worker.protocol import JobSpec
 
 from ..drops import describe_rejected
 from ..jobs import GPU, IO, JobHandle
@@ -180,8 +181,8 @@ class DiagnoseDialog(QDialog):
 
     # -- prediction -------------------------------------------------------------------------------------
     def _start_prediction(self) -> JobHandle:
-        session, paths = self.host.session, list(self.images)
-        handle = self.host.jobs.submit(lambda ctx: predict_images(session, paths, ctx),
+        paths = list(self.images)
+        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.session_jobs:predict_images", (paths,)),
                                        title="Classifying the dropped images", lane=GPU)
         self._link(handle.sig_progress, self._predict_progress)
         self._link(handle.sig_done, self._predicted)
@@ -395,14 +396,9 @@ class DiagnoseDialog(QDialog):
         self._starting = False
         if not self.isVisible():  # closed in between
             return
-        from ..panes.workbench.run_job import AUTO, explain_samples
+        from nemo_desktop.core.session_jobs import AUTO
 
-        session = self.host.session
-
-        def job(ctx):
-            s = session.settings()
-            return explain_samples(session, METHOD, {"k": s.scitx.k, "m": s.scitx.m}, samples, AUTO, ctx)
-
+        job = JobSpec("nemo_desktop.core.session_jobs:diagnose_samples", (METHOD, samples, AUTO))
         n = len(samples)
         handle = self.host.jobs.submit(job, title=f"Diagnosing {n} image{'s' if n != 1 else ''}", lane=GPU)
         self._run = handle
