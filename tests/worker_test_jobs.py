@@ -72,3 +72,38 @@ def _load_ballast(spec, options):
 
 def load_ballast(session, size: int, ctx) -> str:
     return session.load("classifier", f"test-ballast:{size}", ctx).ref
+
+
+# The digits world (tests/core/methods/digits_world.py) as model families, so that the worker loads its models
+# by ref, as it loads real ones (and loads them again after a restart): the classifier's source is a state
+# dict saved by the test; the MLLM's source "slow:S" makes each of its answers take S seconds.
+@register_family("classifier", "test-digits")
+def _load_digits_cnn(spec, options):
+    import torch
+    from digits_world import DigitsCNN, DigitsCNNClassifier
+
+    model = DigitsCNN()
+    model.load_state_dict(torch.load(spec.source, weights_only=True))
+    model.eval()
+    return DigitsCNNClassifier(model)
+
+
+@register_family("mllm", "test-digits")
+def _load_digits_mllm(spec, options):
+    from digits_world import ScriptedDigitsMLLM
+
+    delay = float(spec.source.partition(":")[2] or 0) if spec.source.startswith("slow") else 0.0
+
+    class Slow(ScriptedDigitsMLLM):
+        def chat(self, messages, **kw):
+            time.sleep(delay)
+            return super().chat(messages, **kw)
+
+    return Slow()
+
+
+@register_family("editor", "test-digits")
+def _load_digits_editor(spec, options):
+    from digits_world import DigitsEditor
+
+    return DigitsEditor()

@@ -79,6 +79,8 @@ class ModelSession:
         self._settings_lock = threading.Lock()
         # The model worker's supervisor (core/worker) when the GPU lane runs in a separate process.
         self.remote = None
+        # Called after every load / unload (the model worker reports its models to the app at once).
+        self.on_change = None
 
     # -- settings -------------------------------------------------------------------------------------
     def settings(self):
@@ -147,6 +149,7 @@ class ModelSession:
         """Use an already built model (a script's own, or one loaded elsewhere) as the current `kind`."""
         self.unload(kind)
         self._models[kind] = LoadedModel(kind, ref, model)
+        self._changed()
 
     def load(self, kind: str, ref: str, ctx: JobContext | None = None, catalog_kind: str | None = None,
              local_only: bool = False) -> LoadedModel:
@@ -179,6 +182,7 @@ class ModelSession:
             raise
         ctx.check_cancelled()
         self._models[kind] = LoadedModel(kind, ref, model)
+        self._changed()
         log.info("loaded %s %s", kind, ref)
         return self._models[kind]
 
@@ -193,8 +197,13 @@ class ModelSession:
             from nemo_desktop.core.models.device import free_memory
 
             free_memory()
+        self._changed()
         log.info("unloaded %s %s", kind, m.ref)
         return True
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
 
     def classifier_is_zero_shot(self) -> bool:
         """Whether the classifier a method would use (in memory, else the default) is zero-shot, so that its

@@ -82,6 +82,10 @@ def main(conn, config: P.WorkerConfig) -> None:
     for p in config.extra_sys_path:
         if p not in sys.path:
             sys.path.insert(0, p)
+    import importlib
+
+    for name in config.preload:
+        importlib.import_module(name)
 
     send_lock = threading.Lock()
 
@@ -98,6 +102,7 @@ def main(conn, config: P.WorkerConfig) -> None:
     from nemo_desktop.core.session import ModelSession
 
     session = ModelSession(config.paths)
+    session.on_change = lambda: send((P.MODELS, session.loaded()))
     jobs: queue.Queue = queue.Queue()
     current: dict = {}  # job_id -> CancelToken of the running job
 

@@ -16,6 +16,9 @@ from .supervisor import WorkerSupervisor
 log = logging.getLogger(__name__)
 
 IN_PROCESS, WORKER = "in-process", "worker"
+# Modules every model worker imports at start (WorkerConfig.preload): model families registered by a plugin
+# (or a test) must be known to a restarted worker before its first job.
+WORKER_PRELOAD: list[str] = []
 
 
 class InProcessHost:
@@ -46,7 +49,8 @@ def make_model_host(session, on_models_changed: Callable[[dict], None] | None = 
         session.remote = None
         return InProcessHost(session)
     limit_gb = getattr(compute, "worker_memory_limit_gb", None)
-    config = WorkerConfig(paths=session.paths, memory_limit_bytes=int(limit_gb * 1024 ** 3) if limit_gb else None)
+    config = WorkerConfig(paths=session.paths, memory_limit_bytes=int(limit_gb * 1024 ** 3) if limit_gb else None,
+                          preload=tuple(WORKER_PRELOAD))
     host = WorkerSupervisor(config, grace_s=float(getattr(compute, "cancel_grace_s", 10.0)),
                             on_models_changed=on_models_changed)
     host.mode = WORKER

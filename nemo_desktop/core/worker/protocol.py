@@ -15,6 +15,7 @@ Messages are tuples whose first item names them:
                   ("progress", job_id, Progress)  throttled like the GUI's lane (about 20 a second)
                   ("partial", job_id, object)     what the job passed to ctx.partial()
                   ("log", levelno, logger, text)  a log record of the worker, re-logged in the app
+                  ("models", models)              after every load and unload, as it happens
                   ("end", job_id, status, result, error, models, restart)
                                                   status done | cancelled | failed; `error` is the
                                                   describe_exception dict; `restart` a reason (words) when the
@@ -29,6 +30,7 @@ from typing import Any, Callable
 
 RUN, CANCEL, STOP = "run", "cancel", "stop"
 READY, STARTED, PROGRESS, PARTIAL, LOG, END = "ready", "started", "progress", "partial", "log", "end"
+MODELS = "models"
 
 # Job functions whose end changes which models are in memory (the others may load defaults too: the worker
 # reports its models after every job anyway).
@@ -72,3 +74,6 @@ class WorkerConfig:
     restart_above_bytes: int = 512 * 1024 ** 2
     log_level: int = 20  # logging.INFO
     extra_sys_path: tuple[str, ...] = ()
+    # Modules the worker imports as it starts (model families that register themselves, a plugin's adapters),
+    # so that a restarted worker knows them before its first job.
+    preload: tuple[str, ...] = ()

@@ -262,6 +262,8 @@ class WorkerSupervisor:
                     self._set_models(msg[2])
                 elif kind == P.LOG:
                     logging.getLogger(msg[2]).log(msg[1], "[model process] %s", msg[3])
+                elif kind == P.MODELS:
+                    self._set_models(msg[1])
                 elif kind == P.STARTED:
                     pass
                 elif kind == P.PROGRESS and msg[1] == job_id:
