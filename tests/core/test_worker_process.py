@@ -95,6 +95,20 @@ def test_sigkill_mid_job_fails_it_with_the_cause_and_the_next_job_works(make_sup
     assert sup.restarts == 1
 
 
+def test_a_worker_killed_between_jobs_is_replaced_and_the_list_follows_at_once(make_supervisor):
+    changes = []
+    sup = make_supervisor(on_models_changed=changes.append)
+    sup.run(spec("put_model", "classifier", "digits-cnn"), JobContext())
+    first_pid = sup.pid
+    os.kill(first_pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while (sup.loaded() or sup.pid == first_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sup.loaded() == {} and changes[-1] == {} and sup.pid != first_pid
+    assert "killed (SIGKILL) while idle" in sup.last_exit.message
+    assert sup.run(spec("pid"), JobContext()) == sup.pid != first_pid
+
+
 def test_a_load_above_the_memory_cap_fails_with_an_out_of_memory_message(make_supervisor):
     # 5 GiB of address space: torch's libraries alone map about 3.3 GiB; the "model" wants 6 GiB more.
     sup = make_supervisor(memory_limit_bytes=5 * 1024 ** 3)

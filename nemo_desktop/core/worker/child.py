@@ -22,8 +22,10 @@ PROGRESS_INTERVAL_S = 0.05
 def _set_memory_limit(limit: int | None) -> None:
     if not limit:
         return
-    import resource
-
+    try:
+        import resource
+    except ImportError:  # Windows: no RLIMIT_AS (a job object would be needed); run without the cap
+        return
     resource.setrlimit(resource.RLIMIT_AS, (int(limit), int(limit)))
 
 
@@ -77,7 +79,7 @@ def main(conn, config: P.WorkerConfig) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the terminal is the app's to handle
     try:
         os.nice(max(0, config.nice))
-    except OSError:
+    except (OSError, AttributeError):  # AttributeError: Windows has no nice()
         pass
     for p in config.extra_sys_path:
         if p not in sys.path:

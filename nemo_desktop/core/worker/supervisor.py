@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 import multiprocessing
+import multiprocessing.connection
 import signal
 import threading
 import time
@@ -77,8 +78,13 @@ def _cgroup_oom_kills() -> int | None:
     return None
 
 
+_IDLE = "\0idle"  # describe_exit's title for a worker that died between jobs
+
+
 def _doing(stage: str | None, title: str) -> str:
     """'loading the image editor x' from the job's last progress stage ('Models: Loading the image editor x')."""
+    if title == _IDLE:
+        return "idle"
     if stage:
         last = stage.rsplit(": ", 1)[-1].strip()
         if last:
@@ -139,6 +145,7 @@ class WorkerSupervisor:
         self._ids = itertools.count(1)
         self.restarts = 0
         self.last_exit: NemoError | None = None
+        self._stopping = False
 
     # -- state ------------------------------------------------------------------------------------------
     def loaded(self) -> dict[str, str]:
@@ -174,7 +181,28 @@ class WorkerSupervisor:
             child_conn.close()
             self._proc, self._conn, self._ready = proc, parent_conn, False
             self._started_at = time.monotonic()
+            self._stopping = False
             log.info("model process started (pid %d)", proc.pid)
+            threading.Thread(target=self._watch, args=(proc,), name="nemo-worker-watch", daemon=True).start()
+
+    def _watch(self, proc) -> None:
+        """A worker that dies between jobs: its models are gone (the lists must say so now) and a new one starts.
+        While a job runs, `run` notices the death itself and fails the job with its cause."""
+        multiprocessing.connection.wait([proc.sentinel])
+        if not self._lock.acquire(blocking=False):
+            return  # a job is running (run() reports the death) or the worker is being replaced
+        try:
+            if self._proc is not proc or self._stopping:
+                return
+            proc.join(1)
+            err = describe_exit(proc.exitcode, None, _IDLE)
+            self.last_exit = err
+            log.error("the model process ended while idle (exit code %s): %s", proc.exitcode, err.message)
+            self._discard(kill=True)
+            self.restarts += 1
+            self.start()
+        finally:
+            self._lock.release()
 
     def _discard(self, kill: bool) -> None:
         proc, conn = self._proc, self._conn
@@ -193,10 +221,13 @@ class WorkerSupervisor:
             log.warning("restarting the model process: %s", reason)
             self._discard(kill=True)
             self.restarts += 1
-            self.start()
+            if not self._stopping:
+                self.start()
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Ask the worker to exit (it releases its models), kill it if it does not in time."""
+        self._stopping = True
+        self.on_models_changed = None  # the app is closing: nothing to tell it
         if not self._lock.acquire(timeout=timeout_s):
             proc = self._proc  # a job is still running: do not wait for it
             if proc is not None and proc.is_alive():
@@ -298,7 +329,8 @@ class WorkerSupervisor:
         log.error("%s (pid %s, exit code %s)", err.message, proc.pid, exitcode)
         self._discard(kill=True)
         self.restarts += 1
-        self.start()  # a new worker at once; its models load when a job asks for them
+        if not self._stopping:
+            self.start()  # a new worker at once; its models load when a job asks for them
         if state["cancel_at"] is not None:
             raise JobCancelled(f"Cancelled. {err.message}")
         raise err
