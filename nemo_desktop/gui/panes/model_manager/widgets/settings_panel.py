@@ -62,10 +62,11 @@ class SettingsPanel(QWidget):
         self.dtype_combo.activated.connect(lambda _i: self._save_compute())
         self.offload_check.toggled.connect(lambda _c: self._save_compute())
         # Where model jobs run (core/worker): applies at the next start of the app.
-        self.worker_check = QCheckBox("Run models in a separate process (a crash or out-of-memory kill there does "
-                                      "not close the window; applies at the next start)")
+        self.worker_check = QCheckBox("Run models in a separate process")
         self.worker_check.setObjectName("workerCheck")
-        self.worker_check.setToolTip("Off: models run inside the app's own process (simpler to debug).")
+        self.worker_check.setToolTip("On: a crash or an out-of-memory kill in model code fails the job, not the "
+                                     "window, and Cancel always ends a job. Off: models run inside the app's own "
+                                     "process (simpler to debug). Applies at the next start.")
         self.grace_spin = QDoubleSpinBox()
         self.grace_spin.setObjectName("cancelGraceSpin")
         self.grace_spin.setRange(1.0, 600.0)
