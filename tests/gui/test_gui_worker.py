@@ -147,3 +147,17 @@ def test_model_manager_load_and_unload_act_on_the_worker(qtbot, worker_window, d
     qtbot.waitUntil(lambda: not handle.active, timeout=30000)
     assert handle.state == "done" and handle.outcome.result is True
     assert window.session.loaded() == {}
+
+
+def test_indexing_a_dataset_runs_in_the_worker(qtbot, worker_window, digits_weights, digits_reference):
+    window = worker_window
+    pane = window.show_pane("dataset_browser")
+    with qtbot.waitSignal(pane.sig_opened, timeout=20000):
+        pane.open_path(digits_reference)
+    with qtbot.waitSignal(pane.sig_opened, timeout=120000) as opened:
+        handle = pane.index_dataset()
+    assert handle.state == "done", handle.outcome.error
+    data = opened.args[0]
+    assert data.indexed and len(data) == 50
+    assert window.session.loaded() == {"classifier": f"test-digits:{digits_weights}"}
+    assert window.session._models == {}  # the window's process loaded nothing
