@@ -228,8 +228,9 @@ class ModelSession:
         from nemo_desktop.core.models.downloads import entry_status
 
         problems = []
+        loaded = self.loaded()  # the model worker's, in worker mode
         for kind in kinds:
-            if kind in self._models:
+            if kind in loaded:
                 continue
             ref = self.default_ref(kind)
             if ref is None:
