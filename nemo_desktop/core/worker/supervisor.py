@@ -170,8 +170,11 @@ class WorkerSupervisor:
 
     # -- life cycle ---------------------------------------------------------------------------------------
     def start(self) -> None:
-        """Start the worker (returns at once; the first job waits until it is ready)."""
-        with self._lock:
+        """Start the worker (returns at once; the first job waits until it is ready). Never waits for a running
+        job (the GUI thread calls it): a job that holds the lock has a worker already."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
             if self._proc is not None and self._proc.is_alive():
                 return
             parent_conn, child_conn = self._mp.Pipe(duplex=True)
@@ -184,6 +187,8 @@ class WorkerSupervisor:
             self._stopping = False
             log.info("model process started (pid %d)", proc.pid)
             threading.Thread(target=self._watch, args=(proc,), name="nemo-worker-watch", daemon=True).start()
+        finally:
+            self._lock.release()
 
     def _watch(self, proc) -> None:
         """A worker that dies between jobs: its models are gone (the lists must say so now) and a new one starts.
