@@ -107,3 +107,16 @@ def _load_digits_editor(spec, options):
     from digits_world import DigitsEditor
 
     return DigitsEditor()
+
+
+def store_puts(session, n: int, ctx) -> int:
+    """n results with a 256 KiB artifact each into the session's store; each key is a partial once committed."""
+    import hashlib
+
+    store = session.store()
+    for i in range(n):
+        blob = os.urandom(256 * 1024)
+        key = f"worker-put-{i}"
+        store.put(key, "worker-test", {"i": i, "blob_sha256": hashlib.sha256(blob).hexdigest()}, {"blob": blob})
+        ctx.partial(key)
+    return n

@@ -109,6 +109,32 @@ def test_a_worker_killed_between_jobs_is_replaced_and_the_list_follows_at_once(m
     assert sup.run(spec("pid"), JobContext()) == sup.pid != first_pid
 
 
+def test_a_worker_killed_while_writing_the_store_leaves_nothing_half_written(make_supervisor):
+    import hashlib
+
+    from nemo_desktop.core.store import ResultsStore, maintenance
+
+    sup = make_supervisor()
+    committed: list[str] = []
+
+    def on_partial(key):
+        committed.append(key)
+        if len(committed) == 6:
+            os.kill(sup.pid, signal.SIGKILL)  # somewhere in the next put
+
+    outcome = run_job(lambda c: sup.run(spec("store_puts", 10_000), c), JobContext(on_partial=on_partial))
+    assert outcome.status == "failed" and "killed (SIGKILL)" in outcome.error["message"]
+    with ResultsStore.open() as store:  # the app's own view of the same store
+        rows = store.find("worker-test")
+        keys = {r.key for r in rows}
+        assert set(committed) <= keys  # every put the worker reported survived; none is half there (below)
+        for r in rows:
+            assert hashlib.sha256(r.artifact_bytes("blob")).hexdigest() == r.payload["blob_sha256"]
+        problems = store.check()
+        assert all(p.startswith((maintenance.PROBLEM_TMP, maintenance.PROBLEM_ORPHAN)) for p in problems), problems
+    assert sup.run(spec("store_puts", 2), JobContext()) == 2  # the new worker writes to it again
+
+
 def test_a_load_above_the_memory_cap_fails_with_an_out_of_memory_message(make_supervisor):
     # 5 GiB of address space: torch's libraries alone map about 3.3 GiB; the "model" wants 6 GiB more.
     sup = make_supervisor(memory_limit_bytes=5 * 1024 ** 3)
