@@ -63,6 +63,11 @@ def warm_up_imports(ctx: JobContext) -> None:
     list_methods()
 
 
+def _facts_of(model: Any) -> dict:
+    return {"model_id": getattr(getattr(model, "info", None), "model_id", None),
+            "zero_shot": bool(getattr(model, "zero_shot", False))}
+
+
 @dataclass
 class LoadedModel:
     kind: str
@@ -141,6 +146,17 @@ class ModelSession:
             return self.remote.loaded()
         return {kind: m.ref for kind, m in list(self._models.items())}
 
+    def facts(self, kind: str) -> dict | None:
+        """What the window may know of the current `kind` model without holding it: {"model_id", "zero_shot"};
+        None when none is loaded (in worker mode, as the worker last reported it)."""
+        if self.remote is not None:
+            return self.remote.facts().get(kind)
+        m = self._models.get(kind)
+        return None if m is None else _facts_of(m.model)
+
+    def model_facts(self) -> dict[str, dict]:
+        return {kind: _facts_of(m.model) for kind, m in list(self._models.items())}
+
     def get(self, kind: str) -> Any | None:
         m = self._models.get(kind)
         return m.model if m else None
@@ -208,9 +224,9 @@ class ModelSession:
     def classifier_is_zero_shot(self) -> bool:
         """Whether the classifier a method would use (in memory, else the default) is zero-shot, so that its
         interventions rewrite prompts and need no image editor."""
-        loaded = self.get("classifier")
+        loaded = self.facts("classifier")
         if loaded is not None:
-            return bool(getattr(loaded, "zero_shot", False))
+            return loaded["zero_shot"]
         ref = self.default_ref("classifier")
         try:
             from nemo_desktop.core.models.catalog import get_entry

@@ -143,10 +143,15 @@ def test_model_manager_load_and_unload_act_on_the_worker(qtbot, worker_window, d
     assert handle.state == "done", handle.outcome.error
     assert window.session.loaded() == {"classifier": ref}
     assert window.session._models == {}  # nothing was loaded in the window's process
+    # What the panes need to know of it comes from the worker too.
+    assert window.session.facts("classifier") == {"model_id": "test-double:digits-cnn", "zero_shot": False}
+    qtbot.waitUntil(lambda: manager.loaded_label.text().startswith("In memory"), timeout=5000)
+    manager._update_buttons()
+    assert manager.fit_competency_button.isEnabled()
     handle = manager.unload("classifier")
     qtbot.waitUntil(lambda: not handle.active, timeout=30000)
     assert handle.state == "done" and handle.outcome.result is True
-    assert window.session.loaded() == {}
+    assert window.session.loaded() == {} and window.session.facts("classifier") is None
 
 
 def test_indexing_a_dataset_runs_in_the_worker(qtbot, worker_window, digits_weights, digits_reference):

@@ -104,7 +104,7 @@ def main(conn, config: P.WorkerConfig) -> None:
     from nemo_desktop.core.session import ModelSession
 
     session = ModelSession(config.paths)
-    session.on_change = lambda: send((P.MODELS, session.loaded()))
+    session.on_change = lambda: send((P.MODELS, session.loaded(), session.model_facts()))
     jobs: queue.Queue = queue.Queue()
     current: dict = {}  # job_id -> CancelToken of the running job
 

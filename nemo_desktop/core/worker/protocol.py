@@ -15,7 +15,8 @@ Messages are tuples whose first item names them:
                   ("progress", job_id, Progress)  throttled like the GUI's lane (about 20 a second)
                   ("partial", job_id, object)     what the job passed to ctx.partial()
                   ("log", levelno, logger, text)  a log record of the worker, re-logged in the app
-                  ("models", models)              after every load and unload, as it happens
+                  ("models", models, facts)       after every load and unload, as it happens; `facts` is
+                                                  {kind: {"model_id", "zero_shot"}} (ModelSession.facts)
                   ("end", job_id, status, result, error, models, restart)
                                                   status done | cancelled | failed; `error` is the
                                                   describe_exception dict; `restart` a reason (words) when the

@@ -142,6 +142,7 @@ class WorkerSupervisor:
         self._ready = False
         self._started_at = 0.0
         self._models: dict[str, str] = {}
+        self._facts: dict[str, dict] = {}
         self._ids = itertools.count(1)
         self.restarts = 0
         self.last_exit: NemoError | None = None
@@ -150,6 +151,10 @@ class WorkerSupervisor:
     # -- state ------------------------------------------------------------------------------------------
     def loaded(self) -> dict[str, str]:
         return dict(self._models)
+
+    def facts(self) -> dict[str, dict]:
+        """{kind: {"model_id", "zero_shot"}} of the worker's models (ModelSession.facts)."""
+        return dict(self._facts)
 
     @property
     def pid(self) -> int | None:
@@ -218,6 +223,7 @@ class WorkerSupervisor:
             proc.join(5)
         if conn is not None:
             conn.close()
+        self._facts = {}
         self._set_models({})
 
     def restart(self, reason: str) -> None:
@@ -299,6 +305,7 @@ class WorkerSupervisor:
                 elif kind == P.LOG:
                     logging.getLogger(msg[2]).log(msg[1], "[model process] %s", msg[3])
                 elif kind == P.MODELS:
+                    self._facts = dict(msg[2])
                     self._set_models(msg[1])
                 elif kind == P.STARTED:
                     pass

@@ -306,7 +306,7 @@ class AnalysesPane(Pane):
         session = self.host.session
         live = session.loaded()  # a dict read: cheap on the GUI thread
         self.page.loaded = dict(live)
-        self.page.loaded_zero_shot = bool(getattr(session.get("classifier"), "zero_shot", False))
+        self.page.loaded_zero_shot = bool((session.facts("classifier") or {}).get("zero_shot"))
         for kind in SESSION_KINDS:
             if live.get(kind):
                 self.page.current[kind] = live[kind]

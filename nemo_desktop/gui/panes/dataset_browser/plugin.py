@@ -230,8 +230,7 @@ class DatasetBrowserPane(Pane):
 
     def _loaded_classifier_id(self) -> str | None:
         """The model id an index records for the loaded classifier (its ModelInfo.model_id)."""
-        model = self.host.session.get("classifier")
-        return getattr(getattr(model, "info", None), "model_id", None)
+        return (self.host.session.facts("classifier") or {}).get("model_id")  # the worker's, in worker mode
 
     def show_data(self, path: str, data: BrowseData) -> None:
         """Show `data` (already read, e.g. by a script) as if it had been opened from `path`."""

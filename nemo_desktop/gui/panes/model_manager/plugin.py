@@ -253,7 +253,7 @@ class ModelManagerPane(Pane):
         self.load_reason.setVisible(bool(why_not))
         self.unload_button.setEnabled(loaded)
         self.default_button.setEnabled(e is not None)
-        self.fit_competency_button.setEnabled(self.host.session.get("classifier") is not None)
+        self.fit_competency_button.setEnabled("classifier" in self.host.session.loaded())
 
     def fit_competency(self) -> None:
         """The competency-estimator page of the Analyses pane (its classifier picker says "current")."""

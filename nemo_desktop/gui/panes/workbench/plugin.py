@@ -258,9 +258,9 @@ class WorkbenchPane(Pane):
         self.reference_combo.blockSignals(True)
         while self.reference_combo.count() > 2:
             self.reference_combo.removeItem(2)
-        classifier = self.host.session.get("classifier")
+        classifier = self.host.session.facts("classifier")  # the model worker's, in worker mode
         if classifier is not None:  # only indexes that fit the loaded classifier (others would be refused)
-            refs = [r for r in refs if r["classifier_id"] == classifier.info.model_id]
+            refs = [r for r in refs if r["classifier_id"] == classifier["model_id"]]
         for r in refs:
             self.reference_combo.addItem(f"{Path(r['dataset_root']).name} — {r['classifier_id']} ({r['entries']} "
                                          f"images)", r["index_id"])
