@@ -261,6 +261,11 @@ class WorkerSupervisor:
     def run(self, spec: P.JobSpec, ctx, title: str = "") -> Any:
         """Run `spec` in the worker, reporting through `ctx`; returns its result or raises (see module doc)."""
         with self._lock:
+            if self._proc is not None and not self._proc.is_alive():  # died idle, before its watcher acted
+                log.error("the model process had ended while idle (exit code %s); starting a new one",
+                          self._proc.exitcode)
+                self._discard(kill=True)
+                self.restarts += 1
             self.start()
             job_id = next(self._ids)
             oom_before = _cgroup_oom_kills()
@@ -298,6 +303,11 @@ class WorkerSupervisor:
                     msg = self._conn.recv()
                 except (EOFError, OSError):
                     self._died(state, title, oom_before)
+                except Exception as exc:  # noqa: BLE001 - a message that cannot be unpickled here
+                    self.restart(f"a message of the model process could not be read: {exc!r}")
+                    raise NemoError("The model process sent something this window cannot read; the job was "
+                                    "stopped and the model process restarted.", hint=CRASH_HINT,
+                                    detail=repr(exc)) from exc
                 kind = msg[0]
                 if kind == P.READY:
                     self._ready = True
