@@ -61,8 +61,12 @@ def register_family(kind: str, name: str) -> Callable[[Loader], Loader]:
 
 
 def _ensure_builtin_families() -> None:
-    """Import the adapter modules (they register themselves); cheap after the first call."""
+    """Import the adapter modules (they register themselves), then the plugins' families (entry-point group
+    `nemo_desktop.model_families`, core/plugins.py); cheap after the first call."""
     from . import adapters  # noqa: F401  (adapters/__init__ imports every family module)
+    from ..plugins import FAMILIES_GROUP, load_plugins
+
+    load_plugins(FAMILIES_GROUP)
 
 
 def list_families(kind: str | None = None) -> list[tuple[str, str]]:

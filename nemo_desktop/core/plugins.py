@@ -1,0 +1,208 @@
+"""Plugins: model families and analyses from other installed distributions, through entry points.
+
+A distribution adds to NEMO Desktop by declaring entry points in its `pyproject.toml`:
+
+    [project.entry-points."nemo_desktop.model_families"]
+    my-family = "my_package.nemo_family"          # a module that calls @register_family(...) on import
+    [project.entry-points."nemo_desktop.analyses"]
+    my-method = "my_package.nemo_method:SPEC"      # an AnalysisSpec (or a list of them, or a function
+                                                   # returning them, or a module that registers on import)
+
+The registries load them on first use (`core.models.registry.list_families`/`get_loader`,
+`core.registry.list_analyses`/`get_analysis`), so every surface that reads a registry sees them: the CLI, the
+app, the MCP server, the Python API and the benchmark's Ray workers (which read the registries in their own
+process). A plugin that fails to load (an import error, a name already taken, an object of the wrong type) is
+logged with its name and skipped; `plugin_problems()` lists it for `nemo doctor`, `nemo models list` and the
+app. Nothing a plugin does can stop NEMO Desktop from starting.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any, Callable
+
+log = logging.getLogger(__name__)
+
+FAMILIES_GROUP = "nemo_desktop.model_families"
+ANALYSES_GROUP = "nemo_desktop.analyses"
+GROUPS = (FAMILIES_GROUP, ANALYSES_GROUP)
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """One entry point: its group, name, target ("module:attr") and the distribution that declared it."""
+
+    group: str
+    name: str
+    value: str
+    dist: str | None
+    error: str | None = None  # why it was skipped; None when it loaded
+    registered: tuple[str, ...] = ()  # what it added: family keys "kind:name" or analysis names
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"group": self.group, "name": self.name, "value": self.value, "distribution": self.dist,
+                "ok": self.ok, "error": self.error, "registered": list(self.registered)}
+
+    def describe(self) -> str:
+        where = f" (from {self.dist})" if self.dist else ""
+        return f"plugin '{self.name}'{where} in {self.group}"
+
+
+_lock = threading.RLock()
+_loaded: dict[str, list[Plugin]] = {}
+_loading: set[str] = set()
+
+
+def _entry_points(group: str) -> list[metadata.EntryPoint]:
+    try:
+        eps = list(metadata.entry_points(group=group))
+    except Exception as exc:  # noqa: BLE001 - a broken distribution's metadata must not stop the app
+        log.warning("Could not list the %s plugins: %r", group, exc)
+        return []
+    seen: dict[str, metadata.EntryPoint] = {}
+    for ep in eps:  # the same distribution found twice on sys.path: keep the first, as importlib does
+        seen.setdefault(ep.name, ep)
+    return sorted(seen.values(), key=lambda e: e.name)
+
+
+def _dist_name(ep: metadata.EntryPoint) -> str | None:
+    dist = getattr(ep, "dist", None)
+    try:
+        return dist.metadata["Name"] if dist is not None else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _load_family(obj: Any) -> None:
+    """A family plugin is a module (its import registered the family) or a function that registers it."""
+    import types
+
+    if isinstance(obj, types.ModuleType):
+        return
+    if callable(obj):
+        obj()
+        return
+    raise TypeError(f"expected a module or a function that registers a model family, got {type(obj).__name__}")
+
+
+def _load_analysis(obj: Any) -> None:
+    """An analysis plugin is an AnalysisSpec, a list of them, a function returning one or a list, or a module
+    whose import registered its analyses."""
+    import types
+
+    from .registry.registry import register_analysis
+    from .registry.spec import AnalysisSpec
+
+    if isinstance(obj, types.ModuleType):
+        return
+    if callable(obj) and not isinstance(obj, AnalysisSpec):
+        obj = obj()
+        if obj is None:  # the function registered its analyses itself
+            return
+    specs = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    for spec in specs:
+        if not isinstance(spec, AnalysisSpec):
+            raise TypeError(f"expected an AnalysisSpec, got {type(spec).__name__}")
+    for spec in specs:
+        register_analysis(spec)
+
+
+def _snapshot(group: str) -> set[str]:
+    if group == FAMILIES_GROUP:
+        from .models.registry import _FAMILIES
+
+        return {f"{k}:{n}" for k, n in _FAMILIES}
+    from .registry.registry import _SPECS
+
+    return set(_SPECS)
+
+
+def _restore(group: str, before: set[str]) -> None:
+    """Undo what a failing plugin registered before it failed (a half-registered plugin is not loaded)."""
+    if group == FAMILIES_GROUP:
+        from .models.registry import _FAMILIES
+
+        for key in [k for k in _FAMILIES if f"{k[0]}:{k[1]}" not in before]:
+            del _FAMILIES[key]
+        return
+    from .registry.registry import _SPECS
+
+    for name in [n for n in _SPECS if n not in before]:
+        del _SPECS[name]
+
+
+def load_plugins(group: str) -> list[Plugin]:
+    """Load the group's entry points once per process (later calls return what the first found)."""
+    if group not in GROUPS:
+        raise ValueError(f"unknown plugin group {group!r}")
+    with _lock:
+        if group in _loaded or group in _loading:  # loaded, or a plugin's import asked the registry again
+            return list(_loaded.get(group, []))
+        _loading.add(group)
+        try:
+            loader: Callable[[Any], None] = _load_family if group == FAMILIES_GROUP else _load_analysis
+            out = []
+            for ep in _entry_points(group):
+                before = _snapshot(group)
+                try:
+                    loader(ep.load())
+                    out.append(Plugin(group, ep.name, ep.value, _dist_name(ep),
+                                      registered=tuple(sorted(_snapshot(group) - before))))
+                except Exception as exc:  # noqa: BLE001 - a broken plugin is reported and skipped, never fatal
+                    _restore(group, before)
+                    plugin = Plugin(group, ep.name, ep.value, _dist_name(ep),
+                                    error=f"{type(exc).__name__}: {exc}")
+                    log.warning("Skipped %s: %s", plugin.describe(), plugin.error)
+                    out.append(plugin)
+            _loaded[group] = out
+            return list(out)
+        finally:
+            _loading.discard(group)
+
+
+def list_plugins() -> list[Plugin]:
+    """Every plugin of both groups, loaded or skipped (loads them if no registry has yet)."""
+    from .models.registry import list_families
+    from .registry import list_analyses
+
+    list_families()
+    list_analyses()
+    return [p for g in GROUPS for p in _loaded.get(g, [])]
+
+
+def plugin_problems() -> list[Plugin]:
+    """The plugins that were skipped, each with why."""
+    return [p for p in list_plugins() if not p.ok]
+
+
+def plugin_of(group: str, registered: str) -> Plugin | None:
+    """The plugin that registered `registered` ("kind:family" or an analysis name), or None (built in)."""
+    return next((p for p in _loaded.get(group, []) if registered in p.registered), None)
+
+
+def _reset_for_tests() -> None:
+    """Forget what was loaded (and unregister it), so a test can load a different set of plugins."""
+    with _lock:
+        for group, plugins in list(_loaded.items()):
+            names = {n for p in plugins for n in p.registered}
+            if group == FAMILIES_GROUP:
+                from .models.registry import _FAMILIES
+
+                for key in [k for k in _FAMILIES if f"{k[0]}:{k[1]}" in names]:
+                    del _FAMILIES[key]
+            else:
+                from .registry.registry import _SPECS
+
+                for name in names:
+                    _SPECS.pop(name, None)
+        _loaded.clear()
+
+
+__all__ = ["ANALYSES_GROUP", "FAMILIES_GROUP", "Plugin", "list_plugins", "load_plugins", "plugin_of",
+           "plugin_problems"]
