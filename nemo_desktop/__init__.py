@@ -1,3 +1,36 @@
-"""NEMO Desktop: explain and test why a vision classifier got an image wrong."""
+"""NEMO Desktop: explain and test why a vision classifier got an image wrong.
+
+As a library (`import nemo_desktop as nemo`): the functions of `nemo_desktop.api` are available here, imported
+on first use so that `import nemo_desktop` stays light: `nemo.load_model`, `nemo.predict`, `nemo.explain`,
+`nemo.run_analysis`, `nemo.get_result`, `nemo.export_report`, `nemo.list_models`, `nemo.methods`,
+`nemo.analyses`. See `help(nemo_desktop.api)`.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_API = ("ConfigError", "InputImageError", "JobCancelled", "NemoError", "Predictions", "Progress", "Result",
+        "analyses", "clear_models", "explain", "export_report", "get_result", "list_families", "list_models",
+        "list_plugins", "load_model", "methods", "predict", "run_analysis")
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
+    from .api import (ConfigError, InputImageError, JobCancelled, NemoError, Predictions, Progress,  # noqa: F401
+                      Result, analyses, clear_models, explain, export_report, get_result, list_families,
+                      list_models, list_plugins, load_model, methods, predict, run_analysis)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'nemo_desktop' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])
+
+
+__all__ = ["__version__", *_API]
