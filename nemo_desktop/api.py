@@ -71,8 +71,11 @@ def list_families(kind: str | None = None) -> list[dict[str, Any]]:
 
 def list_plugins() -> list[dict[str, Any]]:
     """Every plugin entry point found, loaded or skipped (with why)."""
+    from .core.models.registry import list_families as _families
     from .core.plugins import list_plugins as _plugins
+    from .core.registry import list_analyses
 
+    _families(), list_analyses()  # each registry loads its plugins on first use
     return [p.to_dict() for p in _plugins()]
 
 

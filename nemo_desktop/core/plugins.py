@@ -12,8 +12,9 @@ The registries load them on first use (`core.models.registry.list_families`/`get
 `core.registry.list_analyses`/`get_analysis`), so every surface that reads a registry sees them: the CLI, the
 app, the MCP server, the Python API and the benchmark's Ray workers (which read the registries in their own
 process). A plugin that fails to load (an import error, a name already taken, an object of the wrong type) is
-logged with its name and skipped; `plugin_problems()` lists it for `nemo doctor`, `nemo models list` and the
-app. Nothing a plugin does can stop NEMO Desktop from starting.
+logged with its name and skipped; `plugin_problems()` lists it (`nemo models list` warns about each, the MCP
+server's list_models and `nemo_desktop.api.list_plugins()` return them). Nothing a plugin does can stop NEMO
+Desktop from starting.
 """
 from __future__ import annotations
 
@@ -79,83 +80,41 @@ def _dist_name(ep: metadata.EntryPoint) -> str | None:
         return None
 
 
-def _load_family(obj: Any) -> None:
-    """A family plugin is a module (its import registered the family) or a function that registers it."""
-    import types
+@dataclass(frozen=True)
+class Registrar:
+    """How one registry takes its plugins: `load(obj)` registers what an entry point's object gives, `names()`
+    lists what the registry holds, `forget(names)` removes entries (a half-registered plugin, or tests). The
+    registries pass their own (core/models/registry.py, core/registry/registry.py): this module imports neither,
+    so it sits below both in the core's layers."""
 
-    if isinstance(obj, types.ModuleType):
-        return
-    if callable(obj):
-        obj()
-        return
-    raise TypeError(f"expected a module or a function that registers a model family, got {type(obj).__name__}")
-
-
-def _load_analysis(obj: Any) -> None:
-    """An analysis plugin is an AnalysisSpec, a list of them, a function returning one or a list, or a module
-    whose import registered its analyses."""
-    import types
-
-    from .registry.registry import register_analysis
-    from .registry.spec import AnalysisSpec
-
-    if isinstance(obj, types.ModuleType):
-        return
-    if callable(obj) and not isinstance(obj, AnalysisSpec):
-        obj = obj()
-        if obj is None:  # the function registered its analyses itself
-            return
-    specs = list(obj) if isinstance(obj, (list, tuple)) else [obj]
-    for spec in specs:
-        if not isinstance(spec, AnalysisSpec):
-            raise TypeError(f"expected an AnalysisSpec, got {type(spec).__name__}")
-    for spec in specs:
-        register_analysis(spec)
+    load: Callable[[Any], None]
+    names: Callable[[], set[str]]
+    forget: Callable[[set[str]], None]
 
 
-def _snapshot(group: str) -> set[str]:
-    if group == FAMILIES_GROUP:
-        from .models.registry import _FAMILIES
-
-        return {f"{k}:{n}" for k, n in _FAMILIES}
-    from .registry.registry import _SPECS
-
-    return set(_SPECS)
+_registrars: dict[str, Registrar] = {}
 
 
-def _restore(group: str, before: set[str]) -> None:
-    """Undo what a failing plugin registered before it failed (a half-registered plugin is not loaded)."""
-    if group == FAMILIES_GROUP:
-        from .models.registry import _FAMILIES
-
-        for key in [k for k in _FAMILIES if f"{k[0]}:{k[1]}" not in before]:
-            del _FAMILIES[key]
-        return
-    from .registry.registry import _SPECS
-
-    for name in [n for n in _SPECS if n not in before]:
-        del _SPECS[name]
-
-
-def load_plugins(group: str) -> list[Plugin]:
-    """Load the group's entry points once per process (later calls return what the first found)."""
+def load_plugins(group: str, registrar: Registrar) -> list[Plugin]:
+    """Load the group's entry points into a registry, once per process (later calls return what the first
+    found). Called by the registries on first use."""
     if group not in GROUPS:
         raise ValueError(f"unknown plugin group {group!r}")
     with _lock:
         if group in _loaded or group in _loading:  # loaded, or a plugin's import asked the registry again
             return list(_loaded.get(group, []))
+        _registrars[group] = registrar
         _loading.add(group)
         try:
-            loader: Callable[[Any], None] = _load_family if group == FAMILIES_GROUP else _load_analysis
             out = []
             for ep in _entry_points(group):
-                before = _snapshot(group)
+                before = registrar.names()
                 try:
-                    loader(ep.load())
+                    registrar.load(ep.load())
                     out.append(Plugin(group, ep.name, ep.value, _dist_name(ep),
-                                      registered=tuple(sorted(_snapshot(group) - before))))
+                                      registered=tuple(sorted(registrar.names() - before))))
                 except Exception as exc:  # noqa: BLE001 - a broken plugin is reported and skipped, never fatal
-                    _restore(group, before)
+                    registrar.forget(registrar.names() - before)  # a half-registered plugin is not loaded
                     plugin = Plugin(group, ep.name, ep.value, _dist_name(ep),
                                     error=f"{type(exc).__name__}: {exc}")
                     log.warning("Skipped %s: %s", plugin.describe(), plugin.error)
@@ -167,12 +126,9 @@ def load_plugins(group: str) -> list[Plugin]:
 
 
 def list_plugins() -> list[Plugin]:
-    """Every plugin of both groups, loaded or skipped (loads them if no registry has yet)."""
-    from .models.registry import list_families
-    from .registry import list_analyses
-
-    list_families()
-    list_analyses()
+    """Every plugin the registries have loaded so far, loaded or skipped. The registries load their group on
+    first use: call `list_families()` and `list_analyses()` first for the complete list (`nemo_desktop.api.
+    list_plugins` does)."""
     return [p for g in GROUPS for p in _loaded.get(g, [])]
 
 
@@ -190,19 +146,11 @@ def _reset_for_tests() -> None:
     """Forget what was loaded (and unregister it), so a test can load a different set of plugins."""
     with _lock:
         for group, plugins in list(_loaded.items()):
-            names = {n for p in plugins for n in p.registered}
-            if group == FAMILIES_GROUP:
-                from .models.registry import _FAMILIES
-
-                for key in [k for k in _FAMILIES if f"{k[0]}:{k[1]}" in names]:
-                    del _FAMILIES[key]
-            else:
-                from .registry.registry import _SPECS
-
-                for name in names:
-                    _SPECS.pop(name, None)
+            registrar = _registrars.get(group)
+            if registrar is not None:
+                registrar.forget({n for p in plugins for n in p.registered})
         _loaded.clear()
 
 
-__all__ = ["ANALYSES_GROUP", "FAMILIES_GROUP", "Plugin", "list_plugins", "load_plugins", "plugin_of",
+__all__ = ["ANALYSES_GROUP", "FAMILIES_GROUP", "Plugin", "Registrar", "list_plugins", "load_plugins", "plugin_of",
            "plugin_problems"]

@@ -337,13 +337,12 @@ def _check_args(tool: ToolDef, args: dict[str, Any]) -> None:
 # -- tools -----------------------------------------------------------------------------------------------------------
 def _list_models(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
     from .. import api
-    from ..core.plugins import plugin_problems
 
     keep = ("id", "kind", "family", "status", "disk_size_bytes", "vram_bf16_gb", "recommended_gpu", "license",
             "gated", "paper_default", "description", "origin")
     models = [{k: m.get(k) for k in keep} for m in api.list_models(args.get("kind"))]
     return ToolOutput({"models": models, "families": api.list_families(args.get("kind")),
-                       "skipped_plugins": [p.to_dict() for p in plugin_problems()]})
+                       "skipped_plugins": [p for p in api.list_plugins() if not p["ok"]]})
 
 
 def _list_analyses(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:

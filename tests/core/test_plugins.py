@@ -32,10 +32,11 @@ def test_plugin_family_and_method_are_registered_and_broken_ones_skipped(plugin)
     from nemo_desktop.core.methods.registry import list_methods
     from nemo_desktop.core.models.registry import list_families
     from nemo_desktop.core.plugins import list_plugins, plugin_problems
-    from nemo_desktop.core.registry import get_analysis
+    from nemo_desktop.core.registry import get_analysis, list_analyses
 
     assert ("classifier", FAMILY) in list_families("classifier")
     assert METHOD in list_methods() and get_analysis(METHOD).description.startswith("Names the image")
+    list_analyses()
     by_name = {p.name: p for p in list_plugins()}
     assert by_name["tiny-colour"].ok and by_name["tiny-colour"].registered == ("classifier:tiny-colour",)
     assert by_name["tiny-colour"].dist == DIST
@@ -82,6 +83,7 @@ def test_a_plugin_cannot_take_a_builtin_name(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(root))
     plugins._reset_for_tests()
     try:
+        get_analysis("scitx")  # the registry loads its plugins
         problems = plugins.plugin_problems()
         assert [p.name for p in problems] == ["scitx"] and "already registered" in problems[0].error
         assert get_analysis("scitx").version != "9"  # the built-in one is untouched

@@ -98,8 +98,11 @@ def family_rows(kind: str | None = None) -> list[dict]:
 
 def report_plugin_problems() -> list:
     """Warn on stderr about each plugin that was skipped (by name, with why); returns them."""
+    from ...core.models.registry import list_families
     from ...core.plugins import plugin_problems
+    from ...core.registry import list_analyses
 
+    list_families(), list_analyses()  # each registry loads its plugins on first use
     problems = plugin_problems()
     for p in problems:
         print(f"warning: skipped {p.describe()}: {p.error}", file=sys.stderr)

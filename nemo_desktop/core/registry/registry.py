@@ -40,7 +40,35 @@ def _ensure_builtin() -> None:
     # (a dictionary look-up after the first call): a broken one is logged by name and skipped.
     from ..plugins import ANALYSES_GROUP, load_plugins
 
-    load_plugins(ANALYSES_GROUP)
+    load_plugins(ANALYSES_GROUP, _plugin_registrar())
+
+
+def _plugin_registrar():
+    """How analysis plugins register: an AnalysisSpec, a list of them, a function returning one or a list (or
+    registering them itself and returning None), or a module whose import registered its analyses."""
+    import types
+
+    from ..plugins import Registrar
+
+    def load(obj) -> None:
+        if isinstance(obj, types.ModuleType):
+            return
+        if callable(obj) and not isinstance(obj, AnalysisSpec):
+            obj = obj()
+            if obj is None:
+                return
+        specs = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+        for spec in specs:
+            if not isinstance(spec, AnalysisSpec):
+                raise TypeError(f"expected an AnalysisSpec, got {type(spec).__name__}")
+        for spec in specs:
+            register_analysis(spec)
+
+    def forget(names: set[str]) -> None:
+        for name in names:
+            _SPECS.pop(name, None)
+
+    return Registrar(load, lambda: set(_SPECS), forget)
 
 
 def list_analyses(kind: str | None = None) -> list[str]:
