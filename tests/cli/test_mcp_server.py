@@ -244,3 +244,35 @@ async def test_streamable_http_on_loopback_with_a_token(world, tmp_path, free_tc
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+class _CauseWriter:
+    """The MLLM behind the loopback OpenAI-compatible endpoint: writes the JSON reply CamMLLM asks for."""
+
+    def chat(self, messages, **kw):
+        return json.dumps({"cause_of_error": "The striped background misleads the model."})
+
+
+async def test_explain_with_a_paper_method_on_tiny_models(world, tmp_path):
+    """cam-mllm (Grad-CAM of the tiny timm classifier + an MLLM on a loopback OpenAI-compatible endpoint)."""
+    from fixtures_tiny.model_diff_llms import serve_openai_compatible
+
+    endpoint = serve_openai_compatible(_CauseWriter())
+    try:
+        async with connected(world, tmp_path) as (s, _):
+            clf = f"timm:local-dir:{world['model']}"
+            top = _json(await s.call_tool("predict", {"images": world["images"][:1], "classifier": clf}))
+            wrong = top["results"][0]["top_k"][1]["name"]  # not the prediction: a misclassified image
+            res = await s.call_tool("explain", {
+                "image": world["images"][0], "true_label": wrong, "method": "cam-mllm", "reference": "none",
+                "classifier": f"timm:local-dir:{world['model']}", "include_images": True,
+                "mllm": f"openai-compatible:http://127.0.0.1:{endpoint.server_port}/v1"})
+            out = _json(res)
+            assert out["method"] == "cam-mllm" and out["explanation"] == "The striped background misleads the model."
+            assert out["cei"] is None  # not scored: no editor, and the classifier is not zero-shot
+            assert Path(out["evidence"]["Grad-CAM overlay"]).is_file()
+            assert "image: Grad-CAM overlay" in _text(res)  # each image follows a line naming it
+            assert {c.mime_type for c in res.content if c.type == "image"} == {"image/png"}
+            assert _json(await s.call_tool("get_result", {"key": out["result_key"]}))["data"]["method"] == "cam-mllm"
+    finally:
+        endpoint.shutdown()
