@@ -17,6 +17,10 @@ _API = ("ConfigError", "InputImageError", "JobCancelled", "NemoError", "Predicti
         "list_plugins", "load_model", "methods", "predict", "run_analysis")
 
 def __getattr__(name: str) -> Any:
+    if name == "api":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.api")
     if name in _API:
         import importlib
 
