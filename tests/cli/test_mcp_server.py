@@ -133,6 +133,9 @@ async def test_tools_predict_explain_results_reports_and_refusals(world, tmp_pat
         assert json.loads(resource.contents[0].text)["data"]["method"] == METHOD
         assert any(str(r.uri).endswith(key) for r in (await s.list_resources()).resources)
 
+        brightness = _json(await s.call_tool("analysis_tiny_brightness", {"data": world["green"]}))
+        assert brightness["data"]["brightness"] > 0 and brightness["result_key"] is None  # a plugin's analysis
+
         report = world["data"] / "report.html"
         written = _json(await s.call_tool("export_report", {"key": key, "path": str(report)}))
         assert written["path"] == str(report) and report.read_text().lstrip().lower().startswith("<!doctype html")
