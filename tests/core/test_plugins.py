@@ -144,3 +144,12 @@ def test_a_worker_process_finds_the_plugins_by_itself(plugin):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["True", "True"], out.stderr
     assert "Skipped plugin 'broken-family'" in out.stderr
+
+
+def test_doctor_lists_the_plugins(plugin, capsys):
+    from nemo_desktop.cli.main import main
+
+    main(["doctor"])
+    out = capsys.readouterr().out
+    assert "plugin tiny-colour from nemo-tiny-plugin (nemo_desktop.model_families): adds classifier:tiny-colour" in out
+    assert "plugin broken-family from nemo-tiny-plugin (nemo_desktop.model_families): SKIPPED: ImportError" in out
