@@ -12,10 +12,9 @@ The registries load them on first use (`core.models.registry.list_families`/`get
 `core.registry.list_analyses`/`get_analysis`), so every surface that reads a registry sees them: the CLI, the
 app, the MCP server, the Python API and the benchmark's Ray workers (which read the registries in their own
 process). A plugin that fails to load (an import error, a name already taken, an object of the wrong type) is
-logged with its name and skipped; `plugin_problems()` lists it (`nemo models list` warns about each, `nemo doctor`
-lists every plugin, the MCP
-server's list_models and `nemo_desktop.api.list_plugins()` return them). Nothing a plugin does can stop NEMO
-Desktop from starting.
+logged with its name and skipped; `plugin_problems()` lists it (`nemo models list` warns about each,
+`nemo doctor` lists every plugin, the MCP server's list_models and `nemo_desktop.api.list_plugins()` return
+them). Nothing a plugin does can stop NEMO Desktop from starting.
 """
 from __future__ import annotations
 
