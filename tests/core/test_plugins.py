@@ -153,3 +153,27 @@ def test_doctor_lists_the_plugins(plugin, capsys):
     out = capsys.readouterr().out
     assert "plugin tiny-colour from nemo-tiny-plugin (nemo_desktop.model_families): adds classifier:tiny-colour" in out
     assert "plugin broken-family from nemo-tiny-plugin (nemo_desktop.model_families): SKIPPED: ImportError" in out
+
+
+def test_a_plugin_installed_by_pip_into_a_temporary_environment(tmp_path):
+    """The distribution built and installed by pip (offline, into a --target folder: a temporary environment on
+    top of this one), then seen by `nemo models list` and `nemo explain --help` in a fresh process."""
+    from fixtures_tiny.plugin_dist import write_plugin_project
+
+    pytest.importorskip("setuptools")  # the test extra installs it (a Python 3.12+ venv has none)
+    project = write_plugin_project(tmp_path / "src")
+    target = tmp_path / "env"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                          "--no-index", "--target", str(target), str(project)],
+                         capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stderr
+    assert list(target.glob("nemo_tiny_plugin-0.1.dist-info/entry_points.txt"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), os.environ.get("PYTHONPATH", "")]),
+           "NEMO_HOME": str(tmp_path / "home")}
+    listed = subprocess.run([sys.executable, "-m", "nemo_desktop.cli", "models", "list", "--json"], env=env,
+                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert {"kind": "classifier", "family": FAMILY, "plugin": DIST} in json.loads(listed.stdout)["families"]
+    helped = subprocess.run([sys.executable, "-m", "nemo_desktop.cli", "explain", "--help"], env=env,
+                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert METHOD in helped.stdout and "--wait-s" in helped.stdout

@@ -196,3 +196,28 @@ def write_plugin_dist(root: str | Path) -> Path:
     (info / "entry_points.txt").write_text(_ENTRY_POINTS)
     (info / "top_level.txt").write_text("nemo_tiny_plugin\n")
     return root
+
+
+def write_plugin_project(root: str | Path) -> Path:
+    """The same plugin as a source project (pyproject.toml with its entry points), for `pip install`."""
+    root = Path(root)
+    write_plugin_dist(root)
+    for info in root.glob("*.dist-info"):  # pip writes its own
+        for f in info.iterdir():
+            f.unlink()
+        info.rmdir()
+    groups: dict[str, list[str]] = {}
+    group = None
+    for line in _ENTRY_POINTS.splitlines():
+        if line.startswith("["):
+            group = line.strip("[]")
+        elif line.strip() and group:
+            groups.setdefault(group, []).append(line)
+    toml = [f'[project]\nname = "{DIST}"\nversion = "0.1"\n',
+            '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n',
+            '[tool.setuptools]\npackages = ["nemo_tiny_plugin"]\n']
+    for g, lines in groups.items():
+        toml.append(f'[project.entry-points."{g}"]\n' + "".join(
+            f'{n.strip()} = "{v.strip()}"\n' for n, v in (ln.split("=", 1) for ln in lines)))
+    (root / "pyproject.toml").write_text("\n".join(toml))
+    return root
