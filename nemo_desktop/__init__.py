@@ -13,8 +13,8 @@ from typing import Any
 __version__ = "0.1.0"
 
 _API = ("ConfigError", "InputImageError", "JobCancelled", "NemoError", "Predictions", "Progress", "Result",
-        "analyses", "clear_models", "explain", "export_report", "get_result", "list_families", "list_models",
-        "list_plugins", "load_model", "methods", "predict", "run_analysis")
+        "analyses", "clear_models", "explain", "export_report", "get_result", "index_dataset", "list_families",
+        "list_indexes", "list_models", "list_plugins", "load_model", "methods", "predict", "run_analysis")
 
 def __getattr__(name: str) -> Any:
     if name == "api":

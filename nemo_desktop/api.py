@@ -37,8 +37,8 @@ PathType = Union[str, "PathLike[str]"]
 ProgressOption = Union[bool, Callable[[Progress], None]]
 
 __all__ = ["ConfigError", "InputImageError", "JobCancelled", "NemoError", "Predictions", "Progress", "Result",
-           "analyses", "clear_models", "explain", "export_report", "get_result", "list_models", "list_plugins",
-           "load_model", "methods", "predict", "run_analysis"]
+           "analyses", "clear_models", "explain", "export_report", "get_result", "index_dataset", "list_families",
+           "list_indexes", "list_models", "list_plugins", "load_model", "methods", "predict", "run_analysis"]
 
 
 # -- models -------------------------------------------------------------------------------------------------------
@@ -319,6 +319,35 @@ def export_report(key_or_run: str, path: PathType, format: str | None = None, *,
         return Path(_export(ident, s, fmt, out, image_format=image_format, ctx=jctx))
 
 
+# -- reference indexes -------------------------------------------------------------------------------------------
+def list_indexes(*, store: Any = None) -> list[dict[str, Any]]:
+    """The reference indexes in the results store (id, dataset folder, classifier, entries, correct), newest first:
+    what `explain(reference=...)` and the index-based analyses (failure modes) take."""
+    from .core.data.reference_index import ReferenceIndex
+
+    with _store(store) as s:
+        return ReferenceIndex.list(s)
+
+
+def index_dataset(dataset: PathType, classifier: Any, *, device: str = "auto", dtype: str = "auto",
+                  store: Any = None, progress: ProgressOption = True, ctx: JobContext | None = None
+                  ) -> dict[str, Any]:
+    """Index a dataset (a folder with one sub-folder per class, or a CSV manifest) with `classifier`: every
+    image's prediction and embedding, stored; incremental (a re-run indexes only new images). Returns the index'
+    summary, whose `index_id` the index-based analyses and `explain(reference=...)` take."""
+    from .core.data.datasets import open_dataset
+    from .core.data.reference_index import ReferenceIndex, align_to_classifier, build_index
+
+    path = Path(dataset).expanduser()
+    if not path.exists():
+        raise ConfigError(f"No dataset at {path}.", hint="Give a folder of class sub-folders or a CSV manifest.")
+    clf = load_model(classifier, "classifier", device=device, dtype=dtype)
+    with _store(store) as s, job(progress, ctx) as jctx:
+        index = build_index(align_to_classifier(open_dataset(path), clf, skip_unmatched=True), clf, s, jctx)
+        return next((r for r in ReferenceIndex.list(s) if r["index_id"] == index.index_id),
+                    {"index_id": index.index_id, "entries": len(index)})
+
+
 # -- running -------------------------------------------------------------------------------------------------------
 def predict(images: PathType | Sequence[PathType], classifier: Any, *, top_k: int = 5, device: str = "auto",
             dtype: str = "auto", progress: ProgressOption = True, ctx: JobContext | None = None) -> Predictions:
@@ -415,6 +444,10 @@ def run_analysis(name: str, data: Any = None, *, classifier: Any = None, classif
             setattr(components, role, load_model(ref, kind, device=device, dtype=dtype))
         if reference is not None and spec.inputs.reference != "none":
             components.reference = _reference(reference, components.classifier, s, jctx)
+        if spec.inputs.data == "index" and args and isinstance(args[0], (str, PathLike)):
+            from .core.data.reference_index import find_index
+
+            args = (find_index(s, str(args[0]), components.classifier), *args[1:])  # an index id -> the index
         analysis = build_analysis(spec, components, config)
         record = analysis(*args, jctx)
     return Result(record)

@@ -4,6 +4,8 @@ Tools (schemas derived from the catalog and the analysis registry, so a new conf
 appears without touching this file):
 
     list_models      catalog entries (shipped + user) with on-disk status, the model families, skipped plugins
+    index_dataset    index a dataset with a classifier (the reference of explain, the data of failure modes)
+    list_indexes     the reference indexes in the store
     list_analyses    every registered analysis with its components and settings
     predict          top-k classes of images
     explain          any explanation method (enum from the registry) on one image; settings from their configs
@@ -145,8 +147,9 @@ def settings_schema(config_classes: list[type | None], skip: tuple[str, ...] = (
             "description": "Analysis settings by name; leave one out for its default."}
 
 
-def _coerce_settings(spec_configs: list[type | None], settings: Any) -> dict[str, Any]:
-    """JSON values as the config fields want them (arrays -> tuples), with the CLI's messages for bad ones."""
+def _coerce_settings(spec_configs: list[type | None], settings: Any, roots: "Roots | None" = None) -> dict[str, Any]:
+    """JSON values as the config fields want them (arrays -> tuples), with the CLI's messages for bad ones; file
+    lists (a 'paths' setting without choices, e.g. extra sentence files) must lie inside the roots."""
     from ..core.errors import ConfigError
     from ..core.registry.params import config_params
 
@@ -166,6 +169,11 @@ def _coerce_settings(spec_configs: list[type | None], settings: Any) -> dict[str
             if not isinstance(value, (list, tuple)):
                 raise ConfigError(f"Setting '{name}' must be a list.")
             value = tuple(value)
+            if p.kind == "paths" and not p.choices and roots is not None:
+                value = tuple(str(roots.check(str(v), f"file of setting '{name}'")) for v in value)
+        elif p.kind == "str" and roots is not None and isinstance(value, str) and value and \
+                re.search(r"(manifest|file|dir|folder|path)$", name):  # a path in a text setting
+            value = str(roots.check(value, f"file of setting '{name}'"))
         elif want is not None:
             if p.kind == "int" and isinstance(value, float) and value.is_integer():
                 value = int(value)
@@ -270,6 +278,17 @@ class NemoMCP:
                           "settings": settings_schema([get_method(m).config for m in methods]),
                           "include_images": _IMAGES_FLAG, "device": _DEVICE},
                          ["image", "true_label", "classifier"]), _explain),
+            ToolDef("index_dataset", "Index a dataset (a folder of class sub-folders, or a CSV manifest, inside "
+                    "the server's roots) with a classifier: each image's prediction and embedding, stored. Returns "
+                    "the index id that explain's 'reference' and the index-based analyses (analysis_failure_modes) "
+                    "take. Incremental: a re-run indexes only new images. Cost: one classifier pass per image "
+                    "(milliseconds each on a GPU) plus decoding.",
+                    _obj({"dataset": {"type": "string", "description": "dataset folder or CSV manifest"},
+                          "classifier": {"type": "string", "description": _ROLE_HELP["classifier"]},
+                          "device": _DEVICE}, ["dataset", "classifier"]), _index_dataset),
+            ToolDef("list_indexes", "The reference indexes in the results store (id, dataset, classifier, "
+                    "entries, correctly classified), newest first.", _obj({}), _list_indexes, long=False,
+                    read_only=True),
             ToolDef("get_result", "A stored result by its key (or a unique prefix of at least 4 characters): "
                     "its full data and the paths of its stored images.",
                     _obj({"key": {"type": "string"}, "include_images": _IMAGES_FLAG}, ["key"]), _get_result,
@@ -362,6 +381,21 @@ def _predict(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
     return ToolOutput(preds.to_dict())
 
 
+def _index_dataset(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
+    from .. import api
+
+    dataset = server.roots.check(args["dataset"], "dataset")
+    classifier = server.model(args["classifier"], "classifier")
+    return ToolOutput(server.run_job(lambda: api.index_dataset(
+        dataset, classifier, device=args.get("device") or server.device, dtype=server.dtype, ctx=ctx), ctx))
+
+
+def _list_indexes(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
+    from .. import api
+
+    return ToolOutput({"indexes": api.list_indexes()})
+
+
 def _result_summary(result: Any, store_images: dict[str, Path]) -> dict[str, Any]:
     data = result.to_dict()
     out: dict[str, Any] = {"result_key": result.key, "resource": f"{RESULT_URI}{result.key}" if result.key else None}
@@ -403,7 +437,7 @@ def _explain(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
     if isinstance(reference, str) and reference.lower() != "none" and (
             reference.startswith(("/", "~", ".")) or os.sep in reference or Path(reference).exists()):
         reference = str(server.roots.check(reference, "reference dataset"))
-    settings = _coerce_settings([get_method(m).config for m in list_methods()], args.get("settings"))
+    settings = _coerce_settings([get_method(m).config for m in list_methods()], args.get("settings"), server.roots)
     label = args["true_label"]
     result = server.run_job(lambda: api.explain(
         image, label, classifier=classifier, mllm=mllm, editor=editor, reference=reference,
@@ -480,7 +514,7 @@ def _run_analysis(server: NemoMCP, name: str, args: dict[str, Any], ctx: Any) ->
     reference = args.get("reference")
     if isinstance(reference, str) and (reference.startswith(("/", "~", ".")) or Path(reference).exists()):
         reference = str(server.roots.check(reference, "reference dataset"))
-    settings = _coerce_settings([spec.config], args.get("settings"))
+    settings = _coerce_settings([spec.config], args.get("settings"), server.roots)
     result = server.run_job(lambda: api.run_analysis(
         name, data, **models, reference=reference, fitted=args.get("fitted"), settings=settings,
         device=args.get("device") or server.device, dtype=server.dtype, ctx=ctx), ctx)
