@@ -279,3 +279,12 @@ async def test_explain_with_a_paper_method_on_tiny_models(world, tmp_path):
             assert _json(await s.call_tool("get_result", {"key": out["result_key"]}))["data"]["method"] == "cam-mllm"
     finally:
         endpoint.shutdown()
+
+
+def test_without_the_sdk_the_command_says_what_to_install(monkeypatch, capsys):
+    from nemo_desktop.cli.main import main
+
+    monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` raises ImportError
+    assert main(["mcp"]) == 2
+    err = capsys.readouterr().err
+    assert "needs the MCP SDK" in err and "nemo-desktop[mcp]" in err
