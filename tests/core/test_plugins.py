@@ -177,3 +177,4 @@ def test_a_plugin_installed_by_pip_into_a_temporary_environment(tmp_path):
     helped = subprocess.run([sys.executable, "-m", "nemo_desktop.cli", "explain", "--help"], env=env,
                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert METHOD in helped.stdout and "--wait-s" in helped.stdout
+
