@@ -423,7 +423,9 @@ def run_analysis(name: str, data: Any = None, *, classifier: Any = None, classif
     """Run any registered analysis (`analyses()` lists them with their settings) on `data`: an image for a
     per-sample method (then give `call_args=(image, true_label)` or use `explain`), a run id, an index id or a
     dataset folder for the dataset analyses, nothing for those whose components say it all. Models are given by
-    reference or as loaded objects; `settings` are the analysis' options by name (unknown ones are refused)."""
+    reference or as loaded objects; `settings` are the analysis' options by name (unknown ones are refused).
+    `generator` (model differences) is a condition source: 'digits', 'digits-ink', 'dataset:FILE.csv' or
+    't2i:MODEL[@conditions.json]', or an object."""
     from .core.registry import Components, build_analysis, get_analysis, make_config
     from .core.registry.build import wanted_components
     from .core.registry.data_inputs import ROLE_CATALOG_KIND
@@ -437,9 +439,18 @@ def run_analysis(name: str, data: Any = None, *, classifier: Any = None, classif
     with _store(store) as s, job(progress, ctx) as jctx:
         components = Components(store=s, fitted=fitted)
         for role, ref in given.items():
-            if ref is not None:
-                setattr(components, role, load_model(ref, ROLE_CATALOG_KIND.get(role, "classifier"), device=device,
-                                                     dtype=dtype) if role != "generator" else ref)
+            if ref is None:
+                continue
+            if role == "generator":  # a condition source: digits, digits-ink, dataset:CSV, t2i:MODEL[@FILE]
+                if isinstance(ref, str):
+                    from .core.analyses.model_diff.sources import open_condition_source
+
+                    ref = open_condition_source(ref, lambda m: load_model(m, "generator", device=device,
+                                                                          dtype=dtype))
+                components.generator = ref
+                continue
+            setattr(components, role, load_model(ref, ROLE_CATALOG_KIND.get(role, "classifier"), device=device,
+                                                 dtype=dtype))
         for role, (ref, kind) in wanted_components(spec, config, components).items():
             setattr(components, role, load_model(ref, kind, device=device, dtype=dtype))
         if reference is not None and spec.inputs.reference != "none":

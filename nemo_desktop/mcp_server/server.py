@@ -49,7 +49,8 @@ _ROLE_HELP = {"classifier": "the classifier: a catalog id (list_models) or <fami
               "editor": "image editor: a catalog id or <family>:<source>",
               "embedder": "joint image-text embedder (a classifier id, e.g. a CLIP model)",
               "judge": "evaluator LLM: a catalog id or <family>:<source>",
-              "generator": "condition source (a generator model id or <family>:<source>)",
+              "generator": "condition source: digits, digits-ink (rendered digits), dataset:FILE.csv (an "
+                           "attribute dataset), or t2i:MODEL[@conditions.json] (a text-to-image model)",
               "reference": "reference index id (see the store), a dataset folder, or 'none'",
               "fitted": "store key of the fitted estimator this analysis uses"}
 
@@ -321,6 +322,18 @@ class NemoMCP:
             raise ToolError(f"'{what}' must be a model id or <family>:<source>.")
         return self.roots.check_model_ref(ref.strip(), f"{what} model path")
 
+    def condition_source(self, ref: str) -> str:
+        """A condition source's files (an attribute dataset, a conditions file) must lie inside the roots."""
+        kind, _, rest = ref.strip().partition(":")
+        if kind == "dataset" and rest:
+            self.roots.check(rest, "condition dataset")
+        elif kind == "t2i" and rest:
+            model, _, conditions = rest.partition("@")
+            self.model(model, "text-to-image")
+            if conditions:
+                self.roots.check(conditions, "conditions file")
+        return ref
+
     def run_job(self, fn: Callable[[], Any], ctx: Any) -> Any:
         """Run one job at a time (models share one GPU); a cancelled job waiting here gives up at once."""
         while not self._job_lock.acquire(timeout=0.2):
@@ -510,7 +523,9 @@ def _run_analysis(server: NemoMCP, name: str, args: dict[str, Any], ctx: Any) ->
     how = data_prompt(spec)[1]
     if data is not None and how in ("folder", "file"):
         data = str(server.roots.check(data, "data path"))
-    models = {role: server.model(args[role], role) for role in _MODEL_ROLES if args.get(role)}
+    models = {role: server.model(args[role], role) for role in _MODEL_ROLES if args.get(role) and role != "generator"}
+    if args.get("generator"):
+        models["generator"] = server.condition_source(str(args["generator"]))
     reference = args.get("reference")
     if isinstance(reference, str) and (reference.startswith(("/", "~", ".")) or Path(reference).exists()):
         reference = str(server.roots.check(reference, "reference dataset"))

@@ -288,3 +288,30 @@ def test_without_the_sdk_the_command_says_what_to_install(monkeypatch, capsys):
     assert main(["mcp"]) == 2
     err = capsys.readouterr().err
     assert "needs the MCP SDK" in err and "nemo-desktop[mcp]" in err
+
+
+async def test_compare_two_models(world, tmp_path):
+    """analysis_model_diff: two tiny timm classifiers on rendered digits, an LLM double on a loopback endpoint."""
+    from fixtures_tiny.model_diff_llms import DiffLLM, serve_openai_compatible
+
+    digits = [str(d) for d in range(10)]
+    a = build_tiny_timm(world["data"] / "digits-a", label_names=digits, input_size=32, seed=0)
+    b = build_tiny_timm(world["data"] / "digits-b", label_names=digits, input_size=32, seed=1)
+    endpoint = serve_openai_compatible(DiffLLM())
+    try:
+        async with connected(world, tmp_path) as (s, _):
+            settings = {"samples_per_condition": 2, "initial_conditions": 2, "iterations": 1, "explore_size": 2,
+                        "beam_size": 2, "test_conditions": 8}
+            out = _json(await s.call_tool("analysis_model_diff", {
+                "classifier": f"timm:local-dir:{a}", "classifier_b": f"timm:local-dir:{b}", "generator": "digits",
+                "mllm": f"openai-compatible:http://127.0.0.1:{endpoint.server_port}/v1", "settings": settings}))
+            d = out["data"]
+            assert d["analysis"] == "model-diff" and out["result_key"]
+            assert [e["method"] for e in d["explanations"]] == ["raw-differences", "summarization", "optimization"]
+            bad = await s.call_tool("analysis_model_diff", {
+                "classifier": f"timm:local-dir:{a}", "classifier_b": f"timm:local-dir:{b}",
+                "generator": f"dataset:{world['outside'] / 'attributes.csv'}", "settings": settings,
+                "mllm": f"openai-compatible:http://127.0.0.1:{endpoint.server_port}/v1"})
+            assert bad.is_error and "outside the folders" in _text(bad)
+    finally:
+        endpoint.shutdown()
