@@ -219,8 +219,8 @@ async def test_streamable_http_on_loopback_with_a_token(world, tmp_path, free_tc
     from mcp.client.streamable_http import streamable_http_client
 
     env = _env(world, tmp_path / "home") | {"NEMO_MCP_TOKEN": "s3cret-token-for-tests"}
-    proc = subprocess.Popen([sys.executable, "-m", "nemo_desktop.cli", "mcp", "--http", "--http-port", str(free_tcp_port),
-                             "--root", str(world["data"])], env=env, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-m", "nemo_desktop.cli", "mcp", "--http", "--http-port",
+                             str(free_tcp_port), "--root", str(world["data"])], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, cwd=tmp_path)
     url = f"http://127.0.0.1:{free_tcp_port}/mcp"
     try:

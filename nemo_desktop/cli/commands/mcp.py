@@ -1,5 +1,5 @@
-"""`nemo mcp [--root DIR]... [--http [--http-host H] [--http-port N] [--token T]]`: serve NEMO Desktop's engine to agents
-as Model Context Protocol tools (list models, predict, explain, every registered analysis, stored results,
+"""`nemo mcp [--root DIR]... [--http [--http-host H] [--http-port N] [--token T]]`: serve NEMO Desktop's engine to
+agents as Model Context Protocol tools (list models, predict, explain, every registered analysis, stored results,
 reports), over stdio (default: what MCP clients start) or streamable HTTP on loopback.
 
 Tools read and write files only inside the --root folders and the results store. HTTP binds 127.0.0.1 unless
