@@ -49,8 +49,9 @@ def leave_a_core_for_the_gui() -> None:
 _threads_set = False
 
 
-def warm_up_imports(ctx: JobContext) -> None:
-    """Import the core modules a diagnosis needs (methods, retrieval, reports) while the window is idle.
+def warm_up_imports(ctx: JobContext) -> list[str]:
+    """Import the core modules a diagnosis needs (methods, retrieval, reports) while the window is idle, and
+    load the plugins; returns the skipped plugins, each by name with why (the window says so).
 
     Importing (and, after an update, compiling) them holds Python's GIL for long stretches; done at the start
     of the first diagnosis it stalls the window. None of them imports torch or another heavy library.
@@ -59,8 +60,12 @@ def warm_up_imports(ctx: JobContext) -> None:
     from nemo_desktop.core.data import reference_index, retrieval  # noqa: F401
     from nemo_desktop.core.methods.registry import list_methods
     from nemo_desktop.core import reports  # noqa: F401
+    from nemo_desktop.core.models.registry import list_families
+    from nemo_desktop.core.plugins import plugin_problems
 
     list_methods()
+    list_families()  # both registries have loaded their plugins (core/plugins.py) now
+    return [p.describe() + f": {p.error}" for p in plugin_problems()]
 
 
 def _facts_of(model: Any) -> dict:

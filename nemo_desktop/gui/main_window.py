@@ -281,8 +281,15 @@ class MainWindow(QMainWindow):
     def _warm_up(self) -> None:
         from .session import warm_up_imports
 
-        self.jobs.submit(warm_up_imports, title="Preparing", lane=IO, ask_before_quit=False, visible=False,
-                         report_errors=False)
+        handle = self.jobs.submit(warm_up_imports, title="Preparing", lane=IO, ask_before_quit=False,
+                                  visible=False, report_errors=False)
+        handle.sig_done.connect(self._report_skipped_plugins)
+
+    def _report_skipped_plugins(self, skipped: object) -> None:
+        """A broken plugin is never fatal, but never silent either: the status bar names it (the log has more)."""
+        if skipped:
+            names = "; ".join(str(s) for s in skipped)  # type: ignore[union-attr]
+            self.show_status(f"Skipped {names}", 30000)
 
     def _report_job_failure(self, handle: JobHandle) -> None:
         """Never a silent failure: a failed job whose submitter did not take the error is shown here."""
