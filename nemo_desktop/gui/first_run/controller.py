@@ -11,20 +11,13 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
+from nemo_desktop.core.worker.protocol import JobSpec
+
 from ..jobs import GPU, JobHandle
 from . import memory
 from .guide import DatasetGuide, WorkbenchGuide
 
 log = logging.getLogger(__name__)
-
-
-def _prepare_and_load_demo(session, paths, ctx):
-    """GPU lane: build (or reuse) the demo, then load its classifier through the ordinary loader."""
-    from nemo_desktop.core.demo import CLASSIFIER_ID, prepare_demo
-
-    setup = prepare_demo(paths, ctx)
-    session.load("classifier", CLASSIFIER_ID, ctx, local_only=True)
-    return setup
 
 
 class FirstRun(QObject):
@@ -142,8 +135,7 @@ class FirstRun(QObject):
         if not wanted:
             self._record_models = True
             return None
-        session = self.window.session
-        handle = self.window.jobs.submit(lambda ctx: memory.restore_models(session, wanted, ctx),
+        handle = self.window.jobs.submit(JobSpec("nemo_desktop.core.session_jobs:restore_models", (wanted,)),
                                          title="Restoring the last models", lane=GPU, ask_before_quit=False)
         handle.sig_done.connect(self._restored)
         handle.sig_finished.connect(lambda _o: self._restore_finished())
@@ -167,8 +159,8 @@ class FirstRun(QObject):
     def try_demo(self) -> JobHandle:
         if self.demo_job is not None and self.demo_job.active:
             return self.demo_job
-        session, paths = self.window.session, self.window.paths
-        handle = self.window.jobs.submit(lambda ctx: _prepare_and_load_demo(session, paths, ctx),
+        handle = self.window.jobs.submit(JobSpec("nemo_desktop.core.session_jobs:prepare_and_load_demo",
+                                                 (self.window.paths,)),
                                          title="Preparing the demo (digits dataset and classifier)", lane=GPU)
         self.demo_job = handle
         self._demo_status("Preparing the demo…", busy=True)

@@ -15,6 +15,8 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, Q
                                QListWidget, QListWidgetItem, QPushButton, QScrollArea, QSplitter, QTextBrowser,
                                QVBoxLayout, QWidget)
 
+from nemo_desktop.core.worker.protocol import JobSpec
+
 from ...jobs import GPU, IO, JobHandle
 from ...widgets.progress_bar import ProgressBar
 from ...widgets.report_path import ask_report_path
@@ -26,7 +28,7 @@ from .failure_mode_actions import FailureModeActions
 from .fix_actions import FixActions
 from .model_diff_live import ModelDiffLivePanel
 from .run_job import (NONE, SESSION_KINDS, PageData, effective_need, export_result, list_page_analyses, page_data,
-                      result_html, run_page_analysis, run_problem)
+                      result_html, run_problem)
 
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -313,7 +315,7 @@ class AnalysesPane(Pane):
         session = self.host.session
         live = session.loaded()  # a dict read: cheap on the GUI thread
         self.page.loaded = dict(live)
-        self.page.loaded_zero_shot = bool(getattr(session.get("classifier"), "zero_shot", False))
+        self.page.loaded_zero_shot = bool((session.facts("classifier") or {}).get("zero_shot"))
         for kind in SESSION_KINDS:
             if live.get(kind):
                 self.page.current[kind] = live[kind]
@@ -368,8 +370,9 @@ class AnalysesPane(Pane):
             self._update_buttons()
             return None
         name, values = self.page.spec.name, self.form.values()
-        models, data, session = self.chosen_models(), self.chosen_data(), self.host.session
-        handle = self.host.jobs.submit(lambda ctx: run_page_analysis(session, name, values, models, data, ctx),
+        models, data = self.chosen_models(), self.chosen_data()
+        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app_jobs.analyses:run_page_analysis",
+                                               (name, values, models, data)),
                                        title=f"{name}", lane=GPU)
         self._run_job = handle
         self.progress.setRange(0, 0)
