@@ -8,10 +8,13 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
+from nemo_desktop.core.worker.protocol import JobSpec
+
 from ...jobs import GPU, JobHandle
 from ...widgets.buttons import action_button
 
 ANALYSIS = "fix"
+MODEL_JOBS = "nemo_desktop.core.session_jobs"  # the model jobs, run where the settings say (core/worker)
 
 
 class FixActions(QWidget):
@@ -45,8 +48,8 @@ class FixActions(QWidget):
     def use_fixed_model(self) -> JobHandle | None:
         if not self.saved:
             return None
-        session, ref = self.host.session, self.saved["id"]
-        handle = self.host.jobs.submit(lambda ctx: session.load("classifier", ref, ctx).ref,
+        ref = self.saved["id"]  # loaded as the model manager loads any catalog entry (in the worker, in worker mode)
+        handle = self.host.jobs.submit(JobSpec(f"{MODEL_JOBS}:load_model", ("classifier", ref)),
                                        title=f"Loading the fixed classifier {ref}", lane=GPU)
         handle.sig_finished.connect(lambda _o: self.host.sig_models_changed.emit())
         return handle
