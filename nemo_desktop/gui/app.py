@@ -64,7 +64,7 @@ def create_application(qt_args: list[str]):
     app.setApplicationDisplayName("NEMO Desktop")
     app.setOrganizationName("NEMO")
     app.setApplicationVersion(__version__)
-    app.setDesktopFileName("nemo-desktop")  # resources/desktop/nemo-desktop.desktop; its Icon= names the same icon
+    app.setDesktopFileName("nemo-desktop")  # packaging/desktop/nemo-desktop.desktop; its Icon= names the same icon
     app.setWindowIcon(application_icon())  # every window, the main one included, inherits it
     use_one_palette_when_inactive(app)
     return app
