@@ -1,32 +1,60 @@
 #!/usr/bin/env bash
-# CI step: build the wheel, install it NON-editable into a fresh virtual environment, and run the installed `nemo`
-# from outside the checkout: --version, doctor --json (shipped files present), models list --json (the catalog
-# ships), predict on a tiny local timm model, portable mode refusing to write into site-packages, and the
-# desktop entry it installs.
-# The fresh venv reuses the dependencies already in .venv (a path line, so .venv's editable install of this
-# checkout is NOT picked up: .pth files of a plain path entry are not executed), which keeps the step to ~1 min.
+# Release check (CI runs it after the test suite): build the wheel from a clean copy of the source, check that it
+# holds exactly the source's files, install it NON-editable into a FRESH virtual environment WITH its declared
+# dependencies (resolved by pip from the package index: the core install, no extras), and run the installed `nemo`
+# from outside the checkout: --version, doctor --json (shipped files present, extras reported missing), models list
+# --json (the catalog ships), predict on a tiny local timm model, a capability whose extra is missing refused
+# before any work (exit 2, naming the extra), portable mode refusing to write into site-packages, and the desktop
+# entry it installs. Then every extra is resolved as well (`pip install --dry-run 'WHEEL[all]'`, metadata only),
+# and the core install's size is printed.
+#
+# pip's downloads are cached in NEMO_CI_PIP_CACHE (default ~/.cache/nemo-ci/pip), so only the first run downloads
+# (torch with its CUDA libraries: ~3 GB); later runs install from the cache (~2-3 min, most of it unpacking torch).
+# NEMO_CI_PYTHON: the interpreter that builds the wheel and makes the venv (default .venv/bin/python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CHECKOUT=$PWD
-PY=${NEMO_CI_PYTHON:-$CHECKOUT/.venv/bin/python}  # the interpreter whose packages are reused
+PY=${NEMO_CI_PYTHON:-$CHECKOUT/.venv/bin/python}
+export PIP_CACHE_DIR=${NEMO_CI_PIP_CACHE:-$HOME/.cache/nemo-ci/pip}
+unset PIP_NO_CACHE_DIR
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-# Built from a copy without build/ and *.egg-info: setuptools reuses a checkout's build/lib and would ship modules
-# deleted or moved since (seen: a stale core/methods/global_explanation.py in a wheel of this checkout).
-"$PY" -c 'import shutil, sys; shutil.copytree(".", sys.argv[1], ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "models_cache"))' "$WORK/src"
+# Built from the files git knows (tracked, or new and not ignored): no build/, *.egg-info or models_cache/ contents;
+# setuptools reuses a checkout's build/lib and would ship modules deleted or moved since (seen: a stale
+# core/methods/global_explanation.py in a wheel of this checkout).
+mkdir -p "$WORK/src"
+git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+  [ -f "$f" ] && printf '%s\0' "$f"; done | tar -cf - --null -T - | tar -xf - -C "$WORK/src"
 "$PY" -m pip wheel -q --no-deps --no-build-isolation "$WORK/src" -w "$WORK/dist"
 WHEEL=$(ls "$WORK"/dist/nemo_desktop-*.whl)
+# Every file of the wheel comes from the source (setup.py maps resources/ and packaging/desktop|icons/ into
+# nemo_desktop/resources/), and every resource is in the wheel.
 "$PY" - "$WHEEL" <<'PY'
 import pathlib, sys, zipfile
-stale = [n for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.startswith("nemo_desktop/") and not pathlib.Path(n).exists()]
+names = [n for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.startswith("nemo_desktop/")]
+def source(n):
+    for prefix, folder in (("nemo_desktop/resources/desktop/", "packaging/desktop/"),
+                           ("nemo_desktop/resources/icons/", "packaging/icons/"),
+                           ("nemo_desktop/resources/", "resources/")):
+        if n.startswith(prefix):
+            return pathlib.Path(folder + n[len(prefix):])
+    return pathlib.Path(n)
+stale = [n for n in names if not source(n).exists()]
 assert not stale, f"the wheel holds files the source tree does not: {stale}"
+shipped = {source(n) for n in names}
+missing = [str(p) for d in ("resources", "packaging/desktop", "packaging/icons") for p in pathlib.Path(d).rglob("*")
+           if p.is_file() and "__pycache__" not in p.parts and p not in shipped]
+assert not missing, f"resources missing from the wheel: {missing}"
+print(f"wheel: {len(names)} files of the package, {len(shipped & {source(n) for n in names if '/resources/' in n})} "
+      "resources, nothing stale")
 PY
 "$PY" -m venv "$WORK/venv"
-DEPS=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 SITE=$("$WORK/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-echo "$DEPS" > "$SITE/_nemo_ci_reuse_deps.pth"
-"$WORK/venv/bin/python" -m pip install -q --no-deps --no-index "$WHEEL"
+start=$(date +%s)
+"$WORK/venv/bin/python" -m pip install -q "$WHEEL"  # the declared dependencies, resolved from the index
+echo "fresh install of the wheel and its dependencies: $(( $(date +%s) - start )) s (pip cache: $PIP_CACHE_DIR)"
+"$WORK/venv/bin/python" -m pip check
 
 cd "$WORK"  # nothing of the checkout is importable from here
 unset PYTHONPATH NEMO_RESOURCES NEMO_PORTABLE
@@ -43,6 +71,15 @@ PY
 "$NEMO" --version
 "$NEMO" doctor --json > doctor.json
 "$VPY" -c 'import json; f = json.load(open("doctor.json")); bad = [r for r in f["files"] if not r["ok"]]; assert f["files_ok"] and not bad, bad; print("doctor: %d shipped files OK" % len(f["files"]))'
+# The core install has no extra; doctor says so, and a capability that needs one is refused before any work.
+"$VPY" -c 'import json; e = {r["extra"]: r for r in json.load(open("doctor.json"))["extras"]}; assert {"editing", "competency", "pdf", "tokens"} <= set(e) and not any(r["installed"] for r in e.values()), e; print("doctor: extras not installed:", ", ".join(e))'
+"$NEMO" doctor | grep -q "extra pdf: NOT installed"
+set +e
+"$NEMO" report nothing-stored -o report.pdf --json > pdf.json
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || { echo "nemo report -o x.pdf without the pdf extra: expected exit 2, got $rc"; exit 1; }
+"$VPY" -c 'import json; e = json.load(open("pdf.json"))["error"]; assert "pdf" in e["message"] and "nemo-desktop[pdf]" in e["hint"], e; print("pdf report without the extra: refused (exit 2):", e["message"])'
 "$NEMO" models list --json > models.json
 "$VPY" -c 'import json; m = json.load(open("models.json"))["models"]; assert len(m) >= 5; print("models list: %d catalog entries" % len(m))'
 
@@ -80,4 +117,34 @@ assert f"Exec={sys.argv[1]}" in open(e["entry"]).read(), open(e["entry"]).read()
 print("desktop entry:", e["entry"])
 PY
 if command -v desktop-file-validate >/dev/null; then desktop-file-validate "$WORK/share/applications/nemo-desktop.desktop"; fi
+
+# Every extra resolves too (metadata only: nothing is installed), and the size of the core install.
+"$VPY" -m pip install -q --dry-run --ignore-installed --report "$WORK/all.json" "$WHEEL[all]"
+"$VPY" -c 'import json, sys; r = json.load(open(sys.argv[1]))["install"]; print("extras: nemo-desktop[all] resolves to %d distributions" % len(r))' "$WORK/all.json"
+"$VPY" - "$SITE" <<'PY'
+import importlib.metadata as md, os, re, sys
+from pip._vendor.packaging.requirements import Requirement
+norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
+dists = {norm(d.metadata["Name"]): d for d in md.distributions(path=[sys.argv[1]])}
+size = {n: sum(os.path.getsize(d.locate_file(f)) for f in d.files or [] if os.path.exists(d.locate_file(f)))
+        for n, d in dists.items()}
+def closure(roots):
+    """Every distribution the roots pull in, following requested extras (torch's cuda-toolkit[cufft,...])."""
+    seen, todo = set(), [(n, "") for n in roots]
+    while todo:
+        n, extra = todo.pop()
+        if (n, extra) in seen or n not in dists:
+            continue
+        seen.add((n, extra))
+        for r in map(Requirement, dists[n].requires or []):
+            if not r.marker or r.marker.evaluate({"extra": extra}):
+                todo += [(norm(r.name), e) for e in ("", *r.extras)]
+    return {n for n, _ in seen}
+torch = closure(["torch", "torchvision"])
+mib = lambda names: sum(size[n] for n in names) / 2**20
+rest = sorted(set(dists) - torch, key=lambda n: -size[n])
+print(f"core install: {len(dists)} distributions, {mib(dists):.0f} MiB of site-packages; without torch, torchvision "
+      f"and what only they pull in (CUDA libraries, triton, ...): {len(rest)} distributions, {mib(rest):.0f} MiB "
+      f"(largest: {', '.join(f'{n} {size[n] / 2**20:.0f}' for n in rest[:6])})")
+PY
 echo "wheel install check: OK"

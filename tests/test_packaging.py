@@ -4,6 +4,8 @@ metainfo are valid and name the icon the package ships, and the unpacked sdist r
 from __future__ import annotations
 
 import configparser
+import importlib.util
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +21,7 @@ RESOURCES = ROOT / "resources"  # shipped as nemo_desktop/resources/ (setup.py)
 PACKAGING = ROOT / "packaging"
 DESKTOP = PACKAGING / "desktop" / "nemo-desktop.desktop"
 METAINFO = PACKAGING / "org.nemo_desktop.NemoDesktop.metainfo.xml"
+README_BASE = "https://example.org/nemo-desktop/v0.1.0/"
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +43,9 @@ def built(tmp_path_factory):
     built = []
     for hook in ("build_wheel", "build_sdist"):  # one process each: setuptools keeps state between the two
         code = f"import sys; from setuptools import build_meta as b; print(b.{hook}(sys.argv[1]))"
+        env = dict(__import__("os").environ, NEMO_README_BASE_URL=README_BASE)  # a release build's setting
         r = subprocess.run([sys.executable, "-c", code, str(out)], cwd=src, capture_output=True, text=True,
-                           timeout=300)
+                           timeout=300, env=env)
         assert r.returncode == 0, r.stderr[-3000:]
         built.append(out / r.stdout.split()[-1])
     return tuple(built)
@@ -121,6 +125,25 @@ def test_the_unpacked_sdist_runs_its_own_tests(built, tmp_path):
     probe = subprocess.run([sys.executable, "-c", "import nemo_desktop; print(nemo_desktop.__file__)"], cwd=unpacked,
                            env=env, capture_output=True, text=True, timeout=60)
     assert probe.stdout.strip().startswith(str(unpacked)), probe.stdout + probe.stderr
+
+
+def test_readme_images_resolve_on_a_package_index_page(built):
+    """A release build (NEMO_README_BASE_URL, packaging/README.md) makes every relative link and image of the
+    long description absolute; every image the README shows exists in the checkout (and so under the base URL)."""
+    wheel, _ = built
+    names = zipfile.ZipFile(wheel).namelist()
+    meta = Parser().parsestr(zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode())
+    body = meta.get_payload()
+    assert meta["Description-Content-Type"] == "text/markdown" and "# NEMO Desktop" in body
+    images = re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", body)
+    assert len(images) >= 7 and all(i.startswith(README_BASE) for i in images), images
+    assert not re.findall(r"\]\((?!https?://|mailto:|#)[^)\s]+\)", body), "a relative link is left"
+    for image in images:
+        assert (ROOT / image[len(README_BASE):]).is_file(), image
+    spec = importlib.util.spec_from_file_location("nemo_setup", ROOT / "setup.py")
+    setup_py = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(setup_py)  # its setup() runs only as __main__
+    assert setup_py.long_description("") == (ROOT / "README.md").read_text(encoding="utf-8")  # a plain build
 
 
 def test_license_file_is_the_declared_license():

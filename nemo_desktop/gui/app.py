@@ -156,9 +156,10 @@ def build(argv: list[str] | None = None):
     check_qt_binding()  # ConfigError: shown by main() like any start-up failure
 
     from nemo_desktop.core.logging_setup import setup_logging
-    from nemo_desktop.core.store.paths import get_paths
+    from nemo_desktop.core.store.paths import get_paths, use_portable_caches
 
     paths = get_paths().ensure()  # StoreError with a clear message when the root is unusable
+    use_portable_caches(paths)  # portable mode: the torch hub cache in the portable folder too
     log_file = setup_logging(paths, args.log_level)
     _install_qt_message_handler()
     from nemo_desktop import __version__
