@@ -87,3 +87,14 @@ def test_compare_with_a_t2i_generator_without_the_extra_is_refused(without, no_m
     assert main(["compare", "run", "--model-a", "resnet50", "--model-b", "convnext-tiny", "--conditions",
                  "t2i:sd3.5-medium", "--llm", "qwen2.5-vl-7b", "--json"]) == 2
     assert "generator sd3.5-medium" in _error(capsys)["message"]
+
+
+def test_compare_says_before_the_run_that_token_lengths_are_approximate_without_the_extra(without, capsys,
+                                                                                          monkeypatch):
+    from nemo_desktop.core.store import ResultsStore
+
+    without("tokens")
+    monkeypatch.setattr(ResultsStore, "open", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+    main(["compare", "run", "--model-a", "resnet50", "--model-b", "convnext-tiny", "--llm", "qwen2.5-vl-7b",
+          "--json"])
+    assert "nemo-desktop[tokens]" in capsys.readouterr().err

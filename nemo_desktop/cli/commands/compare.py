@@ -149,6 +149,13 @@ def run(args) -> int:
         from ...core.extras import require_for_ref
 
         require_for_ref(conditions[4:].split("@", 1)[0], "generator")
+    from ...core.extras import available
+
+    if not available("tokens"):  # said before the run; the run goes on with the fallback counter
+        import sys
+
+        print("note: without the 'tokens' extra, Token Length uses tiktoken's cached vocabulary or else approximate "
+              "word counts (flagged in the result): pip install 'nemo-desktop[tokens]'", file=sys.stderr)
     store = ResultsStore.open(get_paths().ensure())
     try:
         with cancellable_job(StageBars()) as ctx:
