@@ -37,9 +37,14 @@ def built(tmp_path_factory):
             if name and (ROOT / name).is_file():
                 (src / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(ROOT / name, src / name)
-    else:  # an unpacked sdist
-        shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info",
-                                                                  "__pycache__", ".pytest_cache"))
+    else:  # an unpacked sdist, or a copy without .git
+        skip = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache")
+
+        def ignore(folder, names):  # models_cache/ may hold a portable install's weights: only its README
+            if Path(folder) == ROOT / "models_cache":
+                return {n for n in names if n != "README.md"}
+            return skip(folder, names)
+        shutil.copytree(ROOT, src, ignore=ignore)
     built = []
     for hook in ("build_wheel", "build_sdist"):  # one process each: setuptools keeps state between the two
         code = f"import sys; from setuptools import build_meta as b; print(b.{hook}(sys.argv[1]))"
@@ -71,7 +76,7 @@ def test_the_wheel_holds_every_resource_and_the_license(built):
     shipped = _in_wheel()
     missing = [f for f, name in shipped.items() if name not in names]
     assert not missing and len(shipped) > 25
-    assert "nemo_desktop/resources/icons/nemo-desktop.png" in names and "nemo_desktop/resources/prompts/README.md" in names
+    assert {"nemo_desktop/resources/icons/nemo-desktop.png", "nemo_desktop/resources/prompts/README.md"} <= names
     assert not [n for n in names if n.startswith(("resources/", "packaging/", "tests/")) or "__pycache__" in n]
     assert "nemo_desktop/core/reports/fonts/DejaVuSans.ttf" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)

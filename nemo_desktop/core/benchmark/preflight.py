@@ -7,8 +7,8 @@ instead of after every actor has started and loaded its models.
 What is checked: every dataset opens (its root exists in the layout of its kind, with images, and the splits
 exist), the ImageNet subset opens, every model reference names a catalog entry or a known `<family>:<source>`
 and the pip extra its family needs is installed (core/extras.py), every method is registered and takes the
-options given, and with judges every dataset has its LLM Match criterion. Not checked (it needs the classifier loaded): whether a non-zero-shot classifier's methods have an
-editor.
+options given, and with judges every dataset has its LLM Match criterion. Not checked (it needs the classifier
+loaded): whether a non-zero-shot classifier's methods have an editor.
 """
 from __future__ import annotations
 
