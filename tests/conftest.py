@@ -32,4 +32,8 @@ def _isolated_home(tmp_path, monkeypatch):
     """Every test gets its own NEMO_HOME so settings, store and logs never leak between tests."""
     monkeypatch.setenv("NEMO_HOME", str(tmp_path / "nemo_home"))
     monkeypatch.delenv("NEMO_PORTABLE", raising=False)
+    # Portable mode (a test running `main(["--portable-dir", ...])`) sets TORCH_HOME: recorded, undone after the test.
+    monkeypatch.setenv("TORCH_HOME", os.environ.get("TORCH_HOME", ""))
+    if not os.environ["TORCH_HOME"]:
+        monkeypatch.delenv("TORCH_HOME")
     yield

@@ -41,9 +41,21 @@ def _declared() -> set[str]:
     return {_norm(re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0]) for d in deps}
 
 
-def _extras() -> set[str]:
+def _names(deps) -> set[str]:
+    return {_norm(re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0]) for d in deps}
+
+
+def _extras(*names: str) -> set[str]:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    return {_norm(re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0]) for deps in extras.values() for d in deps}
+    return {n for name, deps in extras.items() if not names or name in names for n in _names(deps)}
+
+
+def _capabilities() -> dict[str, set[str]]:
+    """The capability extras (core/extras.py), each with its distributions."""
+    from nemo_desktop.core.extras import EXTRAS
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    return {name: _names(extras[name]) for name in EXTRAS}
 
 
 def _imported_distributions() -> set[str]:
@@ -59,10 +71,37 @@ def _imported_distributions() -> set[str]:
 
 
 def test_every_declared_dependency_is_imported_or_has_a_reason():
-    declared = _declared()
+    declared = _declared() | _extras(*_capabilities())
     unused = declared - _imported_distributions()
     assert unused - set(INDIRECT) == set(), "declared but never imported: remove them or say why in INDIRECT"
     assert set(INDIRECT) <= declared, "INDIRECT names a package that is no longer declared"
+
+
+def test_each_capability_extra_is_in_gui_and_all_and_not_in_the_core():
+    """A desktop user (`gui`) and `all` get every capability; the core install none of their packages."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    capabilities = _capabilities()
+    assert set(capabilities) <= set(extras), "core/extras.py names an extra pyproject.toml lacks"
+    wanted = set().union(*capabilities.values())
+    assert wanted <= _names(extras["gui"]) and wanted <= _names(extras["all"])
+    assert _names(extras["gui"]) <= _names(extras["all"]) and _names(extras["keyring"]) <= _names(extras["all"])
+    assert not wanted & _declared(), "a capability's package is also a core dependency"
+    pins = {d for deps in extras.values() for d in deps}  # one version range per package across the extras
+    by_name = {}
+    for d in pins:
+        by_name.setdefault(_names([d]).pop(), set()).add(d)
+    assert {n: v for n, v in by_name.items() if len(v) > 1} == {}
+
+
+def test_each_capability_extra_names_importable_modules_of_its_packages():
+    """core/extras.py checks modules with find_spec: each must belong to one of the extra's distributions."""
+    from nemo_desktop.core.extras import EXTRAS
+
+    owners = md.packages_distributions()
+    capabilities = _capabilities()
+    for name, extra in EXTRAS.items():
+        for module in extra.modules:
+            assert {_norm(d) for d in owners.get(module, ())} & capabilities[name], (name, module)
 
 
 def test_every_imported_distribution_is_declared():

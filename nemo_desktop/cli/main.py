@@ -149,10 +149,12 @@ def _main(argv: list[str] | None) -> int:
         parser.print_help()
         return exit_codes.SUCCESS
     from ..core.logging_setup import setup_logging
-    from ..core.store.paths import get_paths
+    from ..core.store.paths import get_paths, use_portable_caches
 
     try:
-        setup_logging(get_paths(), stderr_level="DEBUG" if args.verbose else "WARNING")
+        paths = get_paths()
+        use_portable_caches(paths)  # portable mode: the torch hub cache in the portable folder too
+        setup_logging(paths, stderr_level="DEBUG" if args.verbose else "WARNING")
         return int(args.func(args) or 0)
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside a cancellable job (e.g. a model loading)
         interrupted = JobCancelled("Interrupted. Completed results are kept in the store; a re-run resumes.")

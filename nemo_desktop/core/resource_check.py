@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .errors import ConfigError
-from .resources import resources_root
+from .resources import resource_file, resources_root, shipped_root
 
 FOLDER = "resources"
 
@@ -31,9 +31,7 @@ REQUIRED = (
 
 def shipped_prompts() -> list[str]:
     """The prompt templates the package itself ships (whatever folder NEMO_RESOURCES points to)."""
-    from importlib import resources
-
-    folder = resources.files("nemo_desktop") / "resources" / "prompts"
+    folder = shipped_root() / "prompts"
     return sorted(f.name for f in folder.iterdir() if f.name.endswith(".txt"))
 
 
@@ -49,7 +47,7 @@ def check_resources() -> list[dict]:
         return [{"resource": FOLDER, "path": None, "ok": False, "problem": exc.message}]
     rows = []
     for parts in required():
-        p = root.joinpath(*parts)
+        p = resource_file(*parts, root=root)
         row = {"resource": "/".join(parts), "path": str(p), "ok": False, "problem": None}
         try:
             if not p.is_file():

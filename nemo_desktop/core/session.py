@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 KIND_TEXT = {"classifier": "classifier", "mllm": "captioning model (multimodal LLM)", "editor": "image editor"}
 ENDPOINT_PREFIX = "endpoint:"
-ZERO_SHOT_FAMILIES = ("hf-clip", "hf-siglip", "open_clip")  # classifier families that classify by text prompts
+from nemo_desktop.core.models.catalog import ZERO_SHOT_FAMILIES  # noqa: E402 - re-exported for the panes
 
 
 def leave_a_core_for_the_gui() -> None:
@@ -259,6 +259,13 @@ class ModelSession:
                 continue
             if ref.startswith(ENDPOINT_PREFIX):
                 continue  # an endpoint: its own deadline (http_deadline) bounds the first request
+            from nemo_desktop.core.extras import extra_for_ref
+
+            extra = extra_for_ref(ref, kind)
+            if extra:  # e.g. a diffusers editor without the 'editing' extra: said before anything loads
+                problems.append(f"the {KIND_TEXT.get(kind, kind)} {ref} needs the '{extra}' extra "
+                                f"(pip install 'nemo-desktop[{extra}]')")
+                continue
             try:
                 entry = get_entry(ref)
             except Exception:  # noqa: BLE001 - not a catalog id (family:source): its loader checks it

@@ -64,7 +64,7 @@ def create_application(qt_args: list[str]):
     app.setApplicationDisplayName("NEMO Desktop")
     app.setOrganizationName("NEMO")
     app.setApplicationVersion(__version__)
-    app.setDesktopFileName("nemo-desktop")  # resources/desktop/nemo-desktop.desktop; its Icon= names the same icon
+    app.setDesktopFileName("nemo-desktop")  # packaging/desktop/nemo-desktop.desktop; its Icon= names the same icon
     app.setWindowIcon(application_icon())  # every window, the main one included, inherits it
     use_one_palette_when_inactive(app)
     return app
@@ -156,9 +156,10 @@ def build(argv: list[str] | None = None):
     check_qt_binding()  # ConfigError: shown by main() like any start-up failure
 
     from nemo_desktop.core.logging_setup import setup_logging
-    from nemo_desktop.core.store.paths import get_paths
+    from nemo_desktop.core.store.paths import get_paths, use_portable_caches
 
     paths = get_paths().ensure()  # StoreError with a clear message when the root is unusable
+    use_portable_caches(paths)  # portable mode: the torch hub cache in the portable folder too
     log_file = setup_logging(paths, args.log_level)
     _install_qt_message_handler()
     from nemo_desktop import __version__

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from nemo_desktop.core.errors import StoreError
-from nemo_desktop.core.store.paths import checkout_root, get_paths
+from nemo_desktop.core.store.paths import checkout_root, get_paths, use_portable_caches
 
 
 def test_nemo_home_overrides_everything(tmp_path, monkeypatch):
@@ -76,3 +76,39 @@ def test_cli_portable_dir_option(tmp_path, monkeypatch, capsys):
     assert main(["--portable-dir", str(tmp_path / "p"), "doctor", "--json"]) == 0
     facts = json.loads(capsys.readouterr().out)
     assert facts["paths"]["portable"] is True and facts["paths"]["weights"] == str(tmp_path / "p")
+
+
+def test_portable_mode_keeps_the_torch_hub_cache_in_its_folder(tmp_path, monkeypatch):
+    """LPIPS' AlexNet trunk and the FID Inception come from the torch hub cache: in portable mode it is
+    <folder>/torch, beside the Hugging Face weights; a TORCH_HOME the user set wins; other modes leave it alone."""
+    import torch
+
+    monkeypatch.delenv("NEMO_HOME")
+    use_portable_caches(get_paths())
+    assert "TORCH_HOME" not in __import__("os").environ  # not portable: nothing changes
+    monkeypatch.setenv("NEMO_PORTABLE", str(tmp_path / "stick"))
+    use_portable_caches(get_paths())
+    assert Path(torch.hub.get_dir()) == tmp_path / "stick" / "torch" / "hub"
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "mine"))
+    use_portable_caches(get_paths())
+    assert Path(torch.hub.get_dir()) == tmp_path / "mine" / "hub"
+
+
+def test_the_checkout_models_cache_is_the_portable_folder_and_git_ignores_its_contents():
+    root = checkout_root()
+    readme = (root / "models_cache" / "README.md").read_text()
+    assert "NEMO_PORTABLE" in readme and "huggingface" in readme and "torch" in readme and "nemo_home" in readme
+    ignore = (root / ".gitignore").read_text().splitlines()
+    assert "models_cache/*" in ignore and "!models_cache/README.md" in ignore
+
+
+def test_cli_portable_mode_puts_metric_weights_in_the_portable_folder(tmp_path, monkeypatch, capsys):
+    import json
+
+    from nemo_desktop.cli.main import main
+
+    monkeypatch.delenv("NEMO_HOME")
+    monkeypatch.setenv("NEMO_PORTABLE", "")
+    assert main(["--portable-dir", str(tmp_path / "p"), "doctor", "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert Path(facts["metric_weights"]["lpips-alex"]["path"]).is_relative_to(tmp_path / "p" / "torch")

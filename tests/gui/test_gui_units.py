@@ -128,7 +128,7 @@ def test_the_desktop_entry_starts_the_gui_entry_point():
     root = Path(__file__).resolve().parents[2]
     entry = configparser.ConfigParser(interpolation=None)
     entry.optionxform = str
-    entry.read(root / "nemo_desktop" / "resources" / "desktop" / "nemo-desktop.desktop")
+    entry.read(root / "packaging" / "desktop" / "nemo-desktop.desktop")
     desktop = entry["Desktop Entry"]
     scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["gui-scripts"]
     assert desktop["Type"] == "Application" and desktop["Exec"].split()[0] in scripts

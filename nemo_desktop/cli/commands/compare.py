@@ -144,6 +144,18 @@ def run(args) -> int:
         raise ConfigError("Scoring needs an evaluator LLM.", hint="Give one with --judge ID.")
     spec = get_analysis("model-diff")
     config = make_config(spec, given_options(args))
+    conditions = getattr(args, "conditions", "") or ""
+    if conditions.startswith("t2i:"):  # a text-to-image generator: the 'editing' extra, before any model loads
+        from ...core.extras import require_for_ref
+
+        require_for_ref(conditions[4:].split("@", 1)[0], "generator")
+    from ...core.extras import available
+
+    if not available("tokens"):  # said before the run; the run goes on with the fallback counter
+        import sys
+
+        print("note: without the 'tokens' extra, Token Length uses tiktoken's cached vocabulary or else approximate "
+              "word counts (flagged in the result): pip install 'nemo-desktop[tokens]'", file=sys.stderr)
     store = ResultsStore.open(get_paths().ensure())
     try:
         with cancellable_job(StageBars()) as ctx:

@@ -424,6 +424,9 @@ def run_bench(args) -> int:
     from ..progress import StageBars, cancellable_job
 
     spec = get_analysis(BENCH)
+    from ...core.extras import require_for_spec
+
+    require_for_spec(spec)  # FD/KD and LPIPS: the 'competency' extra, checked before any image is read
     config = make_config(spec, given_options(args))
     images = open_image_set(args.dataset)
     reference = open_image_set(args.reference) if args.reference else None
@@ -445,7 +448,10 @@ def run_bench(args) -> int:
 
 def run_lpips(args) -> int:
     from ...core.analyses.competency.lpips_distance import download_trunk, trunk_status
+    from ...core.extras import require
     from ..exit_codes import RUNTIME, SUCCESS
+
+    require("competency", "LPIPS")
 
     status = trunk_status("alex")
     if not status["present"] and args.download:

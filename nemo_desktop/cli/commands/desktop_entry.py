@@ -1,6 +1,7 @@
 """`nemo desktop-entry [--install] [--json]`: the Linux menu entry of this installation, with its icon.
 
-The entry and the icon ship inside the package (`resources/desktop/`, `resources/icons/`), so an installed copy
+The entry and the icon ship inside the package (`nemo_desktop/resources/desktop/` and `icons/`, from the checkout's
+`packaging/desktop/` and `packaging/icons/`), so an installed copy
 (pipx, uv tool, a wheel) can put itself in the desktop menu without a checkout. `Exec=` names this installation's
 own `nemo-desktop` launcher by its full path: a menu started by the desktop session does not see a PATH that a
 shell profile extends (pipx's ~/.local/bin often is not on it).

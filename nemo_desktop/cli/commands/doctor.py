@@ -1,7 +1,8 @@
 """`nemo doctor [--json]`: what this installation looks like, for users and for bug reports.
 
 It also checks that the files the program reads at run time (resources, report fonts, prompt templates) are
-present and readable; a missing one makes the exit code 3 (a broken installation) and is listed first."""
+present and readable; a missing one makes the exit code 3 (a broken installation) and is listed first. It lists
+the optional capabilities (pip extras, core/extras.py): which are installed, what each enables, how to add one."""
 from __future__ import annotations
 
 import importlib.metadata as md
@@ -61,7 +62,8 @@ def _disk(path) -> dict:
 
 
 def _files_check() -> list[dict]:
-    """Shipped resources (nemo_desktop/resources or NEMO_RESOURCES), each prompt template, the report fonts."""
+    """Shipped resources (the package's or checkout's resources/, or NEMO_RESOURCES), each prompt template, the
+    report fonts."""
     from ...core.resource_check import check_resources
 
     rows = check_resources()
@@ -102,6 +104,12 @@ def _metric_weights() -> dict:
             "fid-inception": {"metric": "fid-inception", "path": str(inception), "present": inception.is_file()}}
 
 
+def _extras() -> list[dict]:
+    from ...core.extras import status
+
+    return status()
+
+
 def path_note() -> str | None:
     """Which setting names the data root when several are set: NEMO_HOME wins over NEMO_PORTABLE."""
     from ...core.store.paths import _FALSE
@@ -132,6 +140,7 @@ def collect() -> dict:
         "files": _files_check(),
         "metric_weights": _metric_weights(),
         "plugins": _plugins(),
+        "extras": _extras(),
     }
     facts["files_ok"] = all(r["ok"] for r in facts["files"])
     facts["disk"]["hub_cache"] = _disk(__import__("pathlib").Path(facts["huggingface"]["hub_cache"]))
@@ -186,6 +195,12 @@ def print_human(f: dict) -> None:
         where = f" from {p['distribution']}" if p["distribution"] else ""
         state = f"adds {', '.join(p['registered']) or 'nothing'}" if p["ok"] else f"SKIPPED: {p['error']}"
         print(f"plugin {p['name']}{where} ({p['group']}): {state}")
+    for e in f["extras"]:
+        if e["installed"]:
+            print(f"extra {e['extra']}: installed ({e['enables']})")
+        else:
+            print(f"extra {e['extra']}: NOT installed: {e['enables']} need it; without it {e['without']}. "
+                  f"Add it: {e['install']}")
     for name, w in f["metric_weights"].items():
         if isinstance(w, dict) and "present" in w:
             print(f"metric weights {name}: " + ("present" if w["present"] else

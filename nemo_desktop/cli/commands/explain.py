@@ -179,6 +179,21 @@ def _options(args, spec) -> dict:
     return options
 
 
+def _check_extras(spec, args) -> None:
+    """Before any model loads: the editor this run would load needs the 'editing' extra (diffusers editors)."""
+    from ...core.extras import family_of, require_for_ref
+    from ...core.models.catalog import ZERO_SHOT_FAMILIES
+    from ..loading import default_editor_id
+
+    need = spec.inputs.editor
+    if family_of(args.classifier, "classifier") in ZERO_SHOT_FAMILIES:
+        return  # hypotheses are tested by rewriting prompts: no editor is loaded
+    if need in ("required", "interventions"):
+        require_for_ref(args.editor or default_editor_id(), "editor")
+    elif need == "optional" and args.editor:
+        require_for_ref(args.editor, "editor")
+
+
 def run(args) -> int:
     from ...core.errors import ConfigError, JobCancelled
     from ...core.methods.labels import resolve_label
@@ -204,6 +219,7 @@ def run(args) -> int:
                           hint="Give a reference dataset or index id" + (
                               ", or 'none' for no observations." if inputs.reference == "optional" else "."))
 
+    _check_extras(spec, args)
     store = ResultsStore.open(get_paths().ensure())
     try:
         with cancellable_job(StageBars()) as ctx:

@@ -32,6 +32,10 @@ def run_report(args) -> int:
     if args.format and args.output and Path(args.output).suffix.lower() not in ("", f".{fmt}"):
         raise ConfigError(f"--format {fmt} does not match the file name {args.output}.",
                           hint=f"Name the file *.{fmt}, or drop --format to go by the extension.")
+    if fmt == "pdf":
+        from ...core.extras import require
+
+        require("pdf", "PDF export")  # before the store is opened; HTML needs nothing extra
     store = ResultsStore.open(get_paths().ensure())
     try:
         kind, ident = resolve_target(store, args.target)

@@ -7,7 +7,7 @@ every sample.
     score = GlobalScorer(classifier, mllm, editor, store=store).score(g, locals_)  # -> GlobalScore (Table 6)
 
 Aggregation: one line per explanation, `- [true: <y>; predicted: <ŷ>] <explanation>`, in item order, into
-nemo_desktop/resources/prompts/global_explanation.v1.txt (written for NEMO Desktop; the paper does not print its
+resources/prompts/global_explanation.v1.txt (written for NEMO Desktop; the paper does not print its
 prompt), greedy decoding, JSON `global_explanation`, one repair turn if unreadable. A run larger than
 `chunk_size` explanations is summarised chunk by chunk and the summaries are summarised again with the
 same template (map-reduce), so any run fits a small model's context.

@@ -96,6 +96,11 @@ def run_problem(page: PageData | None, chosen: dict[str, str], data: str | None)
     if page is None:
         return "Choose an analysis in the list."
     spec = page.spec
+    from nemo_desktop.core.extras import available, extra_for_ref
+
+    for extra in spec.extras:
+        if not available(extra):
+            return f"This analysis needs the '{extra}' extra: pip install 'nemo-desktop[{extra}]', then restart."
     label, how = data_prompt(spec)
     if how == "store" and not data:
         what = label.lower()
@@ -119,6 +124,10 @@ def run_problem(page: PageData | None, chosen: dict[str, str], data: str | None)
             continue
         if ref == page.loaded.get(role):
             continue  # in memory
+        extra = extra_for_ref(ref, role) if role in ("editor", "generator") else None
+        if extra:
+            return (f"The {name} {ref} needs the '{extra}' extra: pip install 'nemo-desktop[{extra}]', then "
+                    "restart, or choose another.")
         status = page.weights.get(ref)
         if status in _NOT_ON_DISK:
             where = "missing on disk" if status == "missing" else f"{status}"
@@ -229,6 +238,9 @@ def run_page_analysis(session, name: str, values: dict, chosen: dict[str, str], 
     from nemo_desktop.core.registry.data_inputs import ROLE_CATALOG_KIND, call_args
 
     spec = get_analysis(name)
+    from nemo_desktop.core.extras import require_for_spec
+
+    require_for_spec(spec)  # a missing extra is named before anything loads
     args = call_args(spec, data)  # a missing folder fails before any model is loaded
     known = {p.name for p in config_params(spec.config)} if spec.config else set()
     config = make_config(spec, {k: v for k, v in values.items() if k in known})

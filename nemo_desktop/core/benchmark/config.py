@@ -1,6 +1,6 @@
 """Benchmark run configuration: datasets x classifiers x MLLMs x editors x methods, judges, selection.
 
-A JSON or TOML file (see nemo_desktop/resources/benchmarks/configs/ for the paper's Tables 1-5):
+A JSON or TOML file (see resources/benchmarks/configs/ for the paper's Tables 1-5):
 
     name = "table1"                    # the run id is <name>-<8 hex of the config's hash>
     seed = 0                           # selection (and the methods' seed unless their options set one)

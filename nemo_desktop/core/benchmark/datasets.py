@@ -4,8 +4,8 @@
     adapted = ds.adapt(classifier)           # the classifier as this benchmark evaluates it
     adapted.classifier, adapted.labels       # run it; labels[i] is sample i's class in its class space
 
-Layouts (the images are the user's; only class lists ship, see nemo_desktop/resources/vocab and
-nemo_desktop/resources/benchmarks):
+Layouts (the images are the user's; only class lists ship, see resources/vocab and
+resources/benchmarks):
   * ImageNet-R: `imagenet-r/<wnid>/<image>` (200 wnid folders).
   * ObjectNet: `objectnet-1.0/images/<folder>/<image>` (313 folders; the 113 that overlap ImageNet-1k are
     used, the other 200 are skipped). Give `objectnet-1.0` or its `images` folder.
@@ -107,7 +107,7 @@ class BenchmarkDataset:
 
     kind = "dataset"
     display_name = "Dataset"
-    criterion_key: str | None = None  # key in nemo_desktop/resources/benchmarks/criteria.json
+    criterion_key: str | None = None  # key in resources/benchmarks/criteria.json
 
     def __init__(self, root: Path, class_names: Sequence[str], samples: list[Sample],
                  notes: list[str] | None = None) -> None:

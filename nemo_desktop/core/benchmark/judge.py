@@ -3,12 +3,12 @@
 Each judge is any MultimodalLLM (the OpenAI-compatible adapter for hosted GPT / Claude / Gemini endpoints or
 a local vLLM, or a local transformers MLLM), asked text-only at temperature 0 (unless its request options say the model
 accepts only its default temperature, as OpenAI's reasoning models do) with the versioned prompt
-nemo_desktop/resources/prompts/llm_match_judge.v1.txt and the dataset's criterion
-(nemo_desktop/resources/benchmarks/criteria.json).
+resources/prompts/llm_match_judge.v1.txt and the dataset's criterion
+(resources/benchmarks/criteria.json).
 It answers 1.0 (full description), 0.5 (partial) or 0.0 (none); several judges are averaged.
 
 A reply that cannot be read as one of the three scores (no score, an ambiguous one, a value such as 0.75 or
-2) is answered with a repair turn (nemo_desktop/resources/prompts/json_repair.v1.txt), up to `max_attempts` replies in
+2) is answered with a repair turn (resources/prompts/json_repair.v1.txt), up to `max_attempts` replies in
 all; then the verdict is recorded as a failure with every raw reply, never given a score. A model that raises
 (endpoint down, out of memory) is not a verdict: the exception propagates and nothing is stored, so a re-run
 asks again. Verdicts are stored under a key of everything that determines them and reused.

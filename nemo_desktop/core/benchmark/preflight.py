@@ -5,10 +5,10 @@ instead of after every actor has started and loaded its models.
     check_config(config)   # ConfigError naming every problem found, else None
 
 What is checked: every dataset opens (its root exists in the layout of its kind, with images, and the splits
-exist), the ImageNet subset opens, every model reference names a catalog entry or a known `<family>:<source>`,
-every method is registered and takes the options given, and with judges every dataset has its LLM Match
-criterion. Not checked (it needs the classifier loaded): whether a non-zero-shot classifier's methods have an
-editor.
+exist), the ImageNet subset opens, every model reference names a catalog entry or a known `<family>:<source>`
+and the pip extra its family needs is installed (core/extras.py), every method is registered and takes the
+options given, and with judges every dataset has its LLM Match criterion. Not checked (it needs the classifier
+loaded): whether a non-zero-shot classifier's methods have an editor.
 """
 from __future__ import annotations
 
@@ -48,10 +48,18 @@ def problems(config: BenchConfig) -> list[str]:
         attempt("imagenet_subset", lambda: open_imagenet_subset(s.root, s.classes, s.per_class))
     refs = [*config.classifiers, *config.mllms, *config.editors, *(j.model for j in config.judges)]
     for ref in refs:
-        attempt(f"{ref.kind} '{ref.label}'", ref.spec)
+        attempt(f"{ref.kind} '{ref.label}'", lambda ref=ref: _check_model(ref))
     for m in config.methods:
         attempt(f"method '{m.label}' ({m.method})", lambda m=m: _check_method(m, config.seed))
     return found
+
+
+def _check_model(ref) -> None:
+    """The reference resolves, and the extra its family needs (e.g. 'editing' for a diffusers editor) is there."""
+    from ..extras import require_for_family
+
+    spec = ref.spec()
+    require_for_family(spec.family, f"The {ref.kind} {spec.model_id}")
 
 
 def _check_method(m, seed: int) -> None:

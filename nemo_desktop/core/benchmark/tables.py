@@ -8,7 +8,7 @@
   Table 5  retrieval ablation: CEI of one method with `class_relevance = false` vs `true`, per classifier.
 
 Tables 2-5 are built for every (dataset, classifier) whose run has their axis; a run made from the
-matching config in nemo_desktop/resources/benchmarks/configs/ reproduces the paper's setting.
+matching config in resources/benchmarks/configs/ reproduces the paper's setting.
 
   Candidates  the mean number of distinct candidates each method scored with CEI per sample (a method that
            validates M candidates should reach M; fewer means repeated or untestable draws), and the share of

@@ -6,7 +6,7 @@ interventions of CEI).
     pipe = ErrorRetrievalPipeline(classifier, mllm=None, embedder=clip, config=ErrorRetrievalConfig())
     result = pipe(image, true_label)   # e.g. "Object is viewed from below, causing extreme foreshortening."
 
-Corpus (`corpus`, nemo_desktop/resources/error_corpus/README.md):
+Corpus (`corpus`, resources/error_corpus/README.md):
   * "failure-statements" (default, and what the table configs use): class-agnostic failure statements in
     the style of the paper's printed examples (appendix C, Figs 10-12, whose 13 distinct statements it
     contains verbatim), plus statements written for NEMO Desktop in the same style;
@@ -34,7 +34,7 @@ when it is a zero-shot CLIP/SigLIP/open_clip model; otherwise the paper's CLIP V
 (`DEFAULT_RETRIEVAL_MODEL`), loaded on first use. `error-retrieval-validated` takes the M
 best-ranked sentences as candidates and keeps the one with the largest CEI (validation.py).
 
-The corpus ships in nemo_desktop/resources/error_corpus/ (see its README for where the sentences come from); files in
+The corpus ships in resources/error_corpus/ (see its README for where the sentences come from); files in
 `<config dir>/error_corpus/` (*.json, *.tsv) extend it.
 """
 from __future__ import annotations
@@ -60,7 +60,7 @@ from .validation import VALIDATED_SUFFIX, BaselineConfig, BaselinePipeline, Prop
 VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)
 METHOD = "error-retrieval"
 DEFAULT_RETRIEVAL_MODEL = "clip-vit-b32"  # catalog id of openai/clip-vit-base-patch32, the paper's CLIP
-# Shipped corpora by name (nemo_desktop/resources/error_corpus/README.md says where each comes from).
+# Shipped corpora by name (resources/error_corpus/README.md says where each comes from).
 CORPORA = {"failure-statements": "failure_statements.v1.json", "class-captions": "error_corpus.v1.json"}
 DEFAULT_CORPUS = "failure-statements"
 CORPUS_FILE = CORPORA[DEFAULT_CORPUS]
@@ -145,10 +145,10 @@ def _read_json(path: Path) -> dict:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"Cannot read the error-corpus file {path}: {exc}",
                           hint="It must be JSON with a 'sentences' list "
-                               "(see nemo_desktop/resources/error_corpus/README.md).") from exc
+                               "(see resources/error_corpus/README.md).") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("sentences"), list):
         raise ConfigError(f"The error-corpus file {path} has no 'sentences' list.",
-                          hint="See nemo_desktop/resources/error_corpus/README.md for the format.")
+                          hint="See resources/error_corpus/README.md for the format.")
     return doc
 
 

@@ -1,4 +1,4 @@
-"""Versioned prompt templates shipped in `nemo_desktop/resources/prompts/` (one file per prompt: `<name>.v<N>.txt`).
+"""Versioned prompt templates shipped in `resources/prompts/` (one file per prompt: `<name>.v<N>.txt`).
 
     tpl = load_prompt("scitx_hypothesis")          # highest version on disk
     tpl.version                                    # "scitx_hypothesis/v1+3f9a0c12" (name, file version, text hash)

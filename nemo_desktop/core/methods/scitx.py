@@ -14,7 +14,7 @@ the stored result reports only "Loaded from the results store". Partial results 
 
 1. Survey: classify the image, retrieve correctly classified references of the true class (Set A), of the
    predicted class (Set B) and random ones (Set C) from the reference index, caption each (appendix A of
-   the paper does not print the caption prompt; ours is nemo_desktop/resources/prompts/scitx_caption.v1.txt).
+   the paper does not print the caption prompt; ours is resources/prompts/scitx_caption.v1.txt).
 2. Hypothesis: the image plus the A.1 prompt with the captions -> JSON {"cause_of_error": ...}.
 3. Experiment: the MLLM, without the image or the captions (text only), gets the A.3 prompt filled with the
    hypothesis AND the true and predicted class names (A.3 names both, and tells the model not to imply the
@@ -40,7 +40,7 @@ keys and the manifest)
   neighbours (2k per set, k pooled) are taken from correct references of ANY class, and Set C is drawn as
   above. Neighbours of the true / predicted class go under Set A / Set B (their labels make that true); those
   of other classes go under their own heading "Set S (Similar Examples of Other Classes)", each with its
-  label (nemo_desktop/resources/prompts/scitx_hypothesis_similarity.v1.txt: the A.1 text plus that one block), never
+  label (resources/prompts/scitx_hypothesis_similarity.v1.txt: the A.1 text plus that one block), never
   under "Random Examples".
 
 The draws of stage 2 and the counterfactual test of stage 3 are shared code (`validation.draw_hypotheses`,
@@ -66,7 +66,7 @@ draws keep each candidate independently parseable, retryable and cacheable, and 
 Parsing: robust JSON extraction (`parsing.extract_field`). A reply cut short at the token limit is asked
 again ONCE with twice the budget, and if cut again the candidate is "Reply cut off", not tested, and counted
 in the manifest's "candidate_counts" and the notes (cut_off.py). If a reply cannot be read otherwise, ONE
-follow-up turn with nemo_desktop/resources/prompts/json_repair.v1.txt (temperature 0), then the candidate
+follow-up turn with resources/prompts/json_repair.v1.txt (temperature 0), then the candidate
 records the error and keeps the raw replies. Such parse outcomes are deterministic and cached; exceptions
 raised by a model (out of memory, endpoint down) are recorded on the candidate but not cached, and the result
 is then marked incomplete so that a re-run retries exactly those units.

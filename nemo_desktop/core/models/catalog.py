@@ -4,7 +4,7 @@
     get_entry("vit-b16-augreg2").spec()  # -> registry.ModelSpec with catalog_id set
     resolve_model_ref("timm:local-dir:/models/mine", "classifier")   # an id or "<family>:<source>"
 
-Shipped entries: `nemo_desktop/resources/catalog.json`. Users add or override entries (same id = replace) in
+Shipped entries: `resources/catalog.json`. Users add or override entries (same id = replace) in
 `<config dir>/catalog.json` (`get_paths().config_dir`; NEMO_HOME moves it), with the same format:
 
     {"entries": [{"id": "my-vit", "kind": "classifier", "family": "timm",
@@ -33,6 +33,7 @@ from ..resources import resource_path
 from .registry import KINDS, ModelSpec
 
 USER_CATALOG_NAME = "catalog.json"
+ZERO_SHOT_FAMILIES = ("hf-clip", "hf-siglip", "open_clip")  # classifier families that classify by text prompts
 
 
 @dataclass(frozen=True)

@@ -112,4 +112,8 @@ def load_model(spec_or_id: "ModelSpec | str", options: LoadOptions | None = None
         spec = get_entry(spec_or_id).spec()
     else:
         spec = spec_or_id
-    return get_loader(spec.kind, spec.family)(spec, options or LoadOptions())
+    loader = get_loader(spec.kind, spec.family)
+    from ..extras import require_for_family
+
+    require_for_family(spec.family, f"The {spec.kind} {spec.model_id}")  # e.g. a diffusers editor: 'editing'
+    return loader(spec, options or LoadOptions())

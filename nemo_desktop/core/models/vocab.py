@@ -5,7 +5,7 @@
     vocab.imagenet_mask()                       # the 1000-way logit columns this benchmark keeps
     names = read_class_file("my_classes.txt")   # one name per line
 
-The data files live in `nemo_desktop/resources/vocab/` (sources and licenses in its README). Light module: no torch.
+The data files live in `resources/vocab/` (sources and licenses in its README). Light module: no torch.
 """
 from __future__ import annotations
 

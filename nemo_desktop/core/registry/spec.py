@@ -105,6 +105,8 @@ class AnalysisSpec:
     # (config, components) -> {role: (model ref, catalog kind)} for components the analysis wants loaded when
     # not given (callers load them with the user's options); None = nothing beyond the declared inputs.
     default_components: Callable[[Any, Any], dict[str, tuple[str, str]]] | None = None
+    # pip extras the analysis needs (core/extras.py): the CLI and the app check them before anything loads.
+    extras: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

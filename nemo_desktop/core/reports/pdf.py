@@ -16,7 +16,6 @@ import logging
 import math
 import unicodedata
 
-from ..errors import NemoError
 from ..jobs import JobContext, null_context
 from .fonts import BOLD, REGULAR, plan_fonts
 from .model import (Figures, Highlighted, Histogram, Index, KeyValues, Paragraph, ReportDocument, ReportImage, Section,
@@ -62,11 +61,11 @@ def needs_shaping(s: str) -> bool:
 
 
 def _fpdf():
-    try:
-        import fpdf  # noqa: F401
-    except ImportError as exc:
-        raise NemoError("PDF export needs the fpdf2 package, which is not installed.",
-                        hint="Install it with `pip install fpdf2 uharfbuzz`, or export HTML instead.") from exc
+    from ..extras import require
+
+    require("pdf", "PDF export")  # or export HTML, which needs nothing extra
+    import fpdf
+
     return fpdf
 
 

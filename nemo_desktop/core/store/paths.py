@@ -4,9 +4,11 @@ Layout under the root (or the platform's standard places when no root is set):
     config/settings.json    logs/nemo.log    store/results.sqlite    store/artifacts/
     thumbnails/             weights/  (app-managed weights; by default the user's Hugging Face cache is used)
 
-Portable mode keeps everything, weights included, in one folder: data under `<folder>/nemo_home` and weights
-(HF_HOME) under `<folder>/huggingface`. `NEMO_PORTABLE=1` uses the checkout's `models_cache/` (only when run
-from a checkout); `NEMO_PORTABLE=/some/dir` uses that folder. An installed copy never writes into its own
+Portable mode keeps everything, weights included, in one folder: data under `<folder>/nemo_home`, the Hugging
+Face hub cache under `<folder>/huggingface`, the torch hub cache (LPIPS' AlexNet trunk, the FID Inception) under
+`<folder>/torch` (TORCH_HOME, set by `use_portable_caches` unless the user set it), the demo's classifier under
+`<folder>/demo`. `NEMO_PORTABLE=1` uses the checkout's `models_cache/` (only when run from a checkout; see its
+README); `NEMO_PORTABLE=/some/dir` uses that folder. An installed copy never writes into its own
 site-packages: without a checkout, portable mode needs a folder and says so.
 """
 from __future__ import annotations
@@ -109,6 +111,14 @@ def ensure_writable_dir(d: Path) -> Path:
                  "NEMO_HOME environment variable (e.g. NEMO_HOME=~/nemo-data).",
             detail=repr(exc)) from exc
     return d
+
+
+def use_portable_caches(paths: AppPaths) -> None:
+    """In portable mode, point the torch hub cache into the portable folder too (TORCH_HOME=<folder>/torch), unless
+    TORCH_HOME is already set: torch.hub reads it at each call, so LPIPS' and the FID Inception's weights then live
+    beside the Hugging Face weights. Called by the CLI and the app at start-up, before any model is loaded."""
+    if paths.portable and not os.environ.get("TORCH_HOME"):
+        os.environ["TORCH_HOME"] = str(paths.weights_dir / "torch")
 
 
 def _under(root: Path, portable: bool = False) -> AppPaths:

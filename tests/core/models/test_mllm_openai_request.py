@@ -18,7 +18,7 @@ from nemo_desktop.core.errors import ConfigError, ModelError
 from nemo_desktop.core.models.protocols import ChatMessage
 from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
 
-CONFIGS = Path(__file__).resolve().parents[3] / "nemo_desktop" / "resources" / "benchmarks" / "configs"
+CONFIGS = Path(__file__).resolve().parents[3] / "resources" / "benchmarks" / "configs"
 
 
 def _openai_400(param: str, message: str, code: str) -> dict:

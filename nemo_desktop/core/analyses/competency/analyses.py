@@ -126,7 +126,7 @@ register_analysis(AnalysisSpec(
     name=BENCH_ANALYSIS, kind="dataset", version=BENCH_VERSION,
     factory="nemo_desktop.core.analyses.competency.bench:CompetencyBenchAnalysis",
     config=CompetencyBenchConfig, result=CompetencyBenchResult,
-    inputs=Inputs(classifier="required", fitted=ESTIMATOR_ANALYSIS, data="dataset"),
+    inputs=Inputs(classifier="required", fitted=ESTIMATOR_ANALYSIS, data="dataset"), extras=("competency",),
     description="The competency paper's Tables 1/2 on your images: every counterfactual generator over the set's "
                 "low-competency images (success rate, LPIPS, feature/latent similarity, FD, KD, seconds)."))
 

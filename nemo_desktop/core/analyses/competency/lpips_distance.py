@@ -57,7 +57,13 @@ class LpipsDistance:
 
 
 def load_lpips(net: str = "alex", *, min_side: int = 64, allow_download: bool = False) -> LpipsDistance:
-    """The real LPIPS model; MetricUnavailable if its trunk weights are not cached and downloads are off."""
+    """The real LPIPS model; MetricUnavailable if the 'competency' extra (lpips) is not installed, or its trunk
+    weights are not cached and downloads are off."""
+    from ...extras import available, install_hint
+
+    if not available("competency"):
+        raise MetricUnavailable("LPIPS is unavailable: the 'competency' extra is not installed.",
+                                hint=install_hint("competency"))
     import lpips
 
     if net not in TRUNK_FILES:

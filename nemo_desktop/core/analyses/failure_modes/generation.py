@@ -1,5 +1,5 @@
 """LLM-generated sentence sets (paper App. C.1, "LLM-generated"): one call per topic with our versioned
-prompt (nemo_desktop/resources/prompts/failure_modes_sentences.v1.txt; the paper prints none), greedy decoding, JSON
+prompt (resources/prompts/failure_modes_sentences.v1.txt; the paper prints none), greedy decoding, JSON
 `sentences`, one repair turn when the reply is unreadable. Replies are cleaned (lower case, no final full
 stop, at most `max_words` words) and de-duplicated across topics (case and spacing ignored); each topic's
 reply is cached in the results store (kind "failure-modes-sentences") under the prompt version, the

@@ -1,6 +1,6 @@
 """The sentence set S: shipped sets, per-class sentences from the vocabulary, and the user's own files.
 
-Specs (FailureModesConfig.sentence_sets): a shipped set's name ("general": nemo_desktop/resources/failure_modes/
+Specs (FailureModesConfig.sentence_sets): a shipped set's name ("general": resources/failure_modes/
 sentences/general.v1.json), "classes" ("an image of a <class>." for every class of the classifier, as the
 paper's ImageNet set), or a path to a .json file in the shipped format or a .txt file (one sentence per
 line, '#' comments). Texts may hold "{class}", filled with the analysed class (or "object" for a whole-set

@@ -1,7 +1,7 @@
 """The paper's per-sentence VQA question (App. C.3): each sentence becomes its own yes/no question, e.g. "an image
 taken at night" -> "Was the image taken at night?", written once by an LLM and cached.
 
-The writer gets nemo_desktop/resources/prompts/failure_modes_vqa_question.v1.txt (JSON `question`, greedy
+The writer gets resources/prompts/failure_modes_vqa_question.v1.txt (JSON `question`, greedy
 decoding, one repair turn when the reply is unreadable or is not a question). Each question is cached in the
 results store (kind "failure-modes-vqa-question") under the sentence, the writer's id and revision, the prompt
 version and the seed, so a re-run, and every image, uses the same question and makes no call. A sentence whose

@@ -179,7 +179,7 @@ def _canonical_value(v: Any) -> str:
 
 
 def load_grid(name: str = "cmnist", version: int = 1) -> ConditionSpace:
-    """A condition grid shipped in `nemo_desktop/resources/model_diff/` (`<name>_grid.v<version>.json`)."""
+    """A condition grid shipped in `resources/model_diff/` (`<name>_grid.v<version>.json`)."""
     data = json.loads(resource_path("model_diff", f"{name}_grid.v{version}.json").read_text(encoding="utf-8"))
     return grid_from_dict(data)
 
@@ -217,7 +217,7 @@ def _aliases(data: Any) -> dict[str, tuple[str, ...]]:
 
 
 def load_open_conditions(name: str = "gender", version: int = 1) -> ConditionSpace:
-    """Open (caption, label) conditions shipped in `nemo_desktop/resources/model_diff/` (`<name>_captions.v<N>.json`)."""
+    """Open (caption, label) conditions shipped in `resources/model_diff/` (`<name>_captions.v<N>.json`)."""
     data = json.loads(resource_path("model_diff", f"{name}_captions.v{version}.json").read_text(encoding="utf-8"))
     conds = tuple(Condition.open(c["text"], c["label"]) for c in data["conditions"])
     return ConditionSpace(name=f"{data['name']}/v{version}", task_description=data["task_description"],

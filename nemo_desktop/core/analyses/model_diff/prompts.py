@@ -1,6 +1,6 @@
-"""The seed's five prompts (nemo_desktop/resources/prompts/model_diff_*.v1.txt) and the parts it does not print.
+"""The seed's five prompts (resources/prompts/model_diff_*.v1.txt) and the parts it does not print.
 
-Parts written for NEMO Desktop (flagged in nemo_desktop/resources/prompts/README.md): the evaluator's question and
+Parts written for NEMO Desktop (flagged in resources/prompts/README.md): the evaluator's question and
 in-context example, the metric definitions, the result-line format (differences.py) and the condition
 description (conditions.py). Every version string goes into cache keys and the result's manifest.
 """

@@ -1,6 +1,6 @@
 """A synthetic renderer of coloured, rotated handwritten digits (the seed's CMNIST setting).
 
-Glyphs are the 1,797 real 8x8 handwritten digits shipped in `nemo_desktop/resources/model_diff/digits_8x8.npz` (UCI, via
+Glyphs are the 1,797 real 8x8 handwritten digits shipped in `resources/model_diff/digits_8x8.npz` (UCI, via
 scikit-learn). A glyph is upsampled to `size` px, optionally thickened, rotated by `angle` degrees and
 coloured as ReBias does: coloured background and white strokes (`colour_target="background"`, the seed's
 A.3) or coloured strokes on black (`"ink"`). The glyphs are split deterministically: `index % 5 == 0` is the

@@ -99,6 +99,12 @@ class ReportExporterPane(Pane):
         self.html_radio = QRadioButton("HTML")
         self.html_radio.setToolTip("One self-contained file, images included")
         self.pdf_radio = QRadioButton("PDF")
+        from nemo_desktop.core.extras import available
+
+        if not available("pdf"):  # said before anything runs: the choice is off, its tooltip names the extra
+            self.pdf_radio.setEnabled(False)
+            self.pdf_radio.setToolTip("PDF reports need the 'pdf' extra: pip install 'nemo-desktop[pdf]', then "
+                                      "restart. HTML needs nothing extra.")
         self.html_radio.setChecked(True)
         group = QButtonGroup(self)
         group.addButton(self.html_radio)
@@ -232,7 +238,7 @@ class ReportExporterPane(Pane):
         settings.setValue("format", self.fmt)
 
     def restore_state(self, settings: QSettings) -> None:
-        if settings.value("format") == "pdf":
+        if settings.value("format") == "pdf" and self.pdf_radio.isEnabled():
             self.pdf_radio.setChecked(True)
 
 

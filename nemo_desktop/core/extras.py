@@ -1,0 +1,123 @@
+"""Optional capabilities and the pip extras that enable them (pyproject.toml's [project.optional-dependencies]).
+
+The core install predicts, explains with methods that need no image editor, indexes, judges and runs the benchmark;
+what only one capability needs is an extra named by what it enables. `nemo doctor` lists them (`status()`), and
+every command, the desktop app's method start and its report exporter check theirs before anything runs
+(`require()`), naming the extra to install. Only `importlib.util.find_spec` is used: nothing is imported here.
+
+The `gui` extra holds all of them (a desktop user gets every capability); `all` is `gui` plus keyring and ray.
+"""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Extra:
+    name: str
+    enables: str  # what it enables, in words (after "the '<name>' extra enables ...")
+    modules: tuple[str, ...]  # import names checked with find_spec
+    without: str  # what happens without it
+
+
+EXTRAS: dict[str, Extra] = {e.name: e for e in (
+    Extra("editing", "local image editors and text-to-image generators (diffusers): SciTX's and the other "
+          "methods' counterfactual image edits, the generated conditions of model differences", ("diffusers",),
+          "methods that edit images work only with a zero-shot classifier (they rewrite prompts instead)"),
+    Extra("competency", "competency's FD/KD (torchmetrics, torch-fidelity) and LPIPS distances (lpips)",
+          ("torchmetrics", "torch_fidelity", "lpips"),
+          "`nemo competency bench` and `lpips` refuse to start; edit distances use 1 - SSIM instead of LPIPS"),
+    Extra("pdf", "PDF reports (fpdf2, fonttools, uharfbuzz)", ("fpdf", "fontTools", "uharfbuzz"),
+          "reports export as HTML only"),
+    Extra("tokens", "exact o200k token lengths of model differences, offline (bpe-openai)", ("bpe_openai",),
+          "token lengths use tiktoken if its vocabulary is cached, else approximate word counts"),
+)}
+
+# Model families whose loaders need an extra (the family name's prefix).
+FAMILY_PREFIXES = {"diffusers": "editing"}
+
+
+class MissingExtraError(ConfigError):
+    """A capability was asked for whose extra is not installed (refused before any work: exit 2)."""
+
+
+def missing_modules(name: str) -> list[str]:
+    out = []
+    for module in EXTRAS[name].modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            out.append(module)
+    return out
+
+
+def available(name: str) -> bool:
+    return not missing_modules(name)
+
+
+def install_hint(name: str) -> str:
+    return (f"Install it with `pip install 'nemo-desktop[{name}]'` (pipx: `pipx inject nemo-desktop "
+            f"'nemo-desktop[{name}]'`; a checkout: `pip install -e '.[{name}]'`). `nemo doctor` lists every extra.")
+
+
+def require(name: str, what: str) -> None:
+    """Raise MissingExtraError ('<what> needs the '<name>' extra ...') unless the extra is installed."""
+    missing = missing_modules(name)
+    if missing:
+        raise MissingExtraError(f"{what} needs the '{name}' extra, which is not installed (missing: "
+                                f"{', '.join(missing)}).", hint=install_hint(name))
+
+
+def extra_for_family(family: str) -> str | None:
+    return next((extra for prefix, extra in FAMILY_PREFIXES.items() if family.startswith(prefix)), None)
+
+
+def require_for_family(family: str, what: str) -> None:
+    extra = extra_for_family(family)
+    if extra:
+        require(extra, what)
+
+
+def family_of(ref: str, kind: str) -> str | None:
+    """The model family a reference names (catalog id or <family>:<source>), from the catalog alone; None when it
+    cannot be told without loading (the loader then checks)."""
+    try:
+        from .models.catalog import resolve_model_ref
+
+        return resolve_model_ref(ref, kind).family
+    except Exception:  # noqa: BLE001 - an unknown reference is reported by whoever loads it
+        return None
+
+
+def extra_for_ref(ref: str | None, kind: str) -> str | None:
+    """The extra a model reference needs that is not installed, else None."""
+    family = family_of(ref, kind) if ref else None
+    extra = extra_for_family(family) if family else None
+    return extra if extra and not available(extra) else None
+
+
+def require_for_ref(ref: str | None, kind: str) -> None:
+    extra = extra_for_ref(ref, kind)
+    if extra:
+        require(extra, f"The {kind} {ref}")
+
+
+def require_for_spec(spec) -> None:
+    """The extras an analysis declares (AnalysisSpec.extras)."""
+    for name in getattr(spec, "extras", ()):
+        require(name, f"The analysis {spec.name}")
+
+
+def status() -> list[dict]:
+    """One row per extra, for `nemo doctor` and the app."""
+    rows = []
+    for e in EXTRAS.values():
+        missing = missing_modules(e.name)
+        rows.append({"extra": e.name, "installed": not missing, "missing": missing, "enables": e.enables,
+                     "without": e.without, "install": f"pip install 'nemo-desktop[{e.name}]'"})
+    return rows

@@ -1,0 +1,100 @@
+"""The CLI names the extra a capability needs before anything runs (exit 2, the JSON error shape under --json),
+and `nemo doctor` lists the extras."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nemo_desktop.cli.main import main
+from nemo_desktop.core import extras
+from nemo_desktop.core.extras import EXTRAS
+
+
+@pytest.fixture
+def without(monkeypatch):
+    def hide(*names):
+        real = extras.missing_modules
+        monkeypatch.setattr(extras, "missing_modules",
+                            lambda name: list(EXTRAS[name].modules) if name in names else real(name))
+    return hide
+
+
+@pytest.fixture
+def no_model_loads(monkeypatch):
+    from nemo_desktop.core.models import registry
+
+    monkeypatch.setattr(registry, "load_model", lambda *a, **k: pytest.fail("a model was loaded"))
+
+
+def _error(capsys) -> dict:
+    return json.loads(capsys.readouterr().out)["error"]
+
+
+def test_doctor_lists_every_extra(without, capsys):
+    without("tokens")
+    assert main(["doctor", "--json"]) == 0
+    rows = {r["extra"]: r for r in json.loads(capsys.readouterr().out)["extras"]}
+    assert set(rows) == set(EXTRAS) and not rows["tokens"]["installed"] and rows["pdf"]["installed"]
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "extra tokens: NOT installed" in out and "pip install 'nemo-desktop[tokens]'" in out
+    assert "extra pdf: installed" in out
+
+
+def test_a_pdf_report_without_the_extra_is_refused_before_the_store_opens(without, tmp_path, capsys, monkeypatch):
+    from nemo_desktop.core.store import ResultsStore
+
+    without("pdf")
+    monkeypatch.setattr(ResultsStore, "open", lambda *a, **k: pytest.fail("the store was opened"))
+    target = tmp_path / "report.pdf"
+    assert main(["report", "some-key", "-o", str(target), "--json"]) == 2
+    error = _error(capsys)
+    assert "'pdf' extra" in error["message"] and "nemo-desktop[pdf]" in error["hint"] and not target.exists()
+
+
+def test_explain_with_an_editor_without_the_extra_is_refused_before_any_model_loads(without, no_model_loads,
+                                                                                     tmp_path, capsys):
+    from PIL import Image
+
+    image = tmp_path / "x.png"
+    Image.new("RGB", (8, 8)).save(image)
+    without("editing")
+    args = ["explain", str(image), "-y", "cat", "-c", "timm:local-dir:/nowhere", "--mllm", "qwen2.5-vl-7b",
+            "--reference", "none", "--json"]
+    assert main(args) == 2
+    error = _error(capsys)
+    assert "editor flux-kontext-dev" in error["message"] and "'editing' extra" in error["message"]
+    # A zero-shot classifier tests hypotheses by rewriting prompts: no editor, so no extra is needed.
+    from nemo_desktop.cli.commands.explain import _check_extras
+    from nemo_desktop.core.methods.registry import get_method
+
+    zero_shot = type("Args", (), {"classifier": "clip-vit-b32", "editor": None})()
+    _check_extras(get_method("scitx"), zero_shot)
+
+
+def test_competency_bench_without_the_extra_is_refused_before_reading_images(without, tmp_path, capsys):
+    without("competency")
+    assert main(["competency", "bench", str(tmp_path / "no-such-folder"), "-c", "resnet50", "-E", "key",
+                 "--json"]) == 2
+    error = _error(capsys)
+    assert "'competency' extra" in error["message"] and "nemo-desktop[competency]" in error["hint"]
+    assert main(["competency", "lpips", "--json"]) == 2
+
+
+def test_compare_with_a_t2i_generator_without_the_extra_is_refused(without, no_model_loads, capsys):
+    without("editing")
+    assert main(["compare", "run", "--model-a", "resnet50", "--model-b", "convnext-tiny", "--conditions",
+                 "t2i:sd3.5-medium", "--llm", "qwen2.5-vl-7b", "--json"]) == 2
+    assert "generator sd3.5-medium" in _error(capsys)["message"]
+
+
+def test_compare_says_before_the_run_that_token_lengths_are_approximate_without_the_extra(without, capsys,
+                                                                                          monkeypatch):
+    from nemo_desktop.core.store import ResultsStore
+
+    without("tokens")
+    monkeypatch.setattr(ResultsStore, "open", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+    main(["compare", "run", "--model-a", "resnet50", "--model-b", "convnext-tiny", "--llm", "qwen2.5-vl-7b",
+          "--json"])
+    assert "nemo-desktop[tokens]" in capsys.readouterr().err

@@ -1,0 +1,81 @@
+"""Optional capabilities (issue 31, "complete and lean"): what only one capability needs is a pip extra named by
+what it enables; a capability whose extra is missing is refused before anything runs, naming the extra."""
+from __future__ import annotations
+
+import pytest
+
+from nemo_desktop.core import extras
+from nemo_desktop.core.extras import EXTRAS, MissingExtraError
+
+
+@pytest.fixture
+def without(monkeypatch):
+    """without("pdf", ...) makes those extras look uninstalled (their modules not found)."""
+    def hide(*names):
+        real = extras.missing_modules
+        monkeypatch.setattr(extras, "missing_modules",
+                            lambda name: list(EXTRAS[name].modules) if name in names else real(name))
+    return hide
+
+
+def test_the_development_environment_has_every_extra():
+    """`.[gui,test]` (CI, scripts/_env.sh) is complete: the suite exercises every capability."""
+    assert [row["extra"] for row in extras.status() if not row["installed"]] == []
+
+
+def test_a_missing_extra_is_a_usage_error_naming_the_pip_install(without):
+    without("pdf")
+    assert not extras.available("pdf") and extras.available("competency")
+    with pytest.raises(MissingExtraError) as err:
+        extras.require("pdf", "PDF export")
+    assert "'pdf' extra" in err.value.message and "fpdf" in err.value.message
+    assert "pip install 'nemo-desktop[pdf]'" in err.value.hint
+    from nemo_desktop.cli.main import exit_code_for
+
+    assert exit_code_for(err.value) == 2
+    row = next(r for r in extras.status() if r["extra"] == "pdf")
+    assert not row["installed"] and row["enables"] and row["without"] and row["install"].endswith("[pdf]'")
+
+
+def test_diffusers_models_need_the_editing_extra_before_their_loader_runs(without, monkeypatch):
+    from nemo_desktop.core.models import registry
+
+    assert extras.extra_for_family("diffusers-flux-kontext") == "editing" and extras.extra_for_family("timm") is None
+    without("editing")
+    called = []
+    monkeypatch.setattr(registry, "get_loader", lambda kind, family: lambda *a: called.append(a))
+    with pytest.raises(MissingExtraError, match="'editing' extra"):
+        registry.load_model(registry.ModelSpec(kind="editor", family="diffusers-flux-kontext", source="x/y"))
+    assert called == []
+    assert extras.extra_for_ref("flux-kontext-dev", "editor") == "editing"
+    assert extras.extra_for_ref("qwen2.5-vl-7b", "mllm") is None and extras.extra_for_ref(None, "editor") is None
+
+
+def test_an_analysis_declares_its_extras(without):
+    from nemo_desktop.core.registry import get_analysis
+
+    bench = get_analysis("competency-bench")
+    assert bench.extras == ("competency",)
+    extras.require_for_spec(get_analysis("competency-score"))  # needs none
+    without("competency")
+    with pytest.raises(MissingExtraError, match="competency-bench needs the 'competency' extra"):
+        extras.require_for_spec(bench)
+
+
+def test_lpips_without_the_extra_is_unavailable_not_a_crash(without):
+    from nemo_desktop.core.analyses.competency.lpips_distance import MetricUnavailable, load_lpips
+
+    without("competency")
+    with pytest.raises(MetricUnavailable) as err:
+        load_lpips("alex")
+    assert "nemo-desktop[competency]" in err.value.hint
+
+
+def test_a_benchmark_config_with_a_diffusers_editor_fails_preflight_without_the_extra(without):
+    from nemo_desktop.core.benchmark.config import ModelRef
+    from nemo_desktop.core.benchmark.preflight import _check_model
+
+    _check_model(ModelRef("Kontext", "editor", "flux-kontext-dev"))  # installed here: fine
+    without("editing")
+    with pytest.raises(MissingExtraError, match="'editing' extra"):
+        _check_model(ModelRef("Kontext", "editor", "flux-kontext-dev"))

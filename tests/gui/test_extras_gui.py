@@ -1,0 +1,59 @@
+"""The app names the extra a capability needs before anything runs: the report exporter's PDF choice is off with
+the extra in its tooltip, the Analyses page's Run says it, and a method's preflight lists it with the models."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from nemo_desktop.core import extras
+from nemo_desktop.core.extras import EXTRAS
+
+
+@pytest.fixture
+def without(monkeypatch):
+    def hide(*names):
+        real = extras.missing_modules
+        monkeypatch.setattr(extras, "missing_modules",
+                            lambda name: list(EXTRAS[name].modules) if name in names else real(name))
+    return hide
+
+
+def test_the_pdf_choice_is_off_and_names_the_extra(qtbot, without):
+    from nemo_desktop.gui.panes.report_exporter.plugin import ReportExporterPane
+
+    host = SimpleNamespace(session=None)
+    try:
+        pane = ReportExporterPane(host)
+    except Exception as exc:  # noqa: BLE001 - the pane's constructor wants more of its host
+        pytest.skip(f"pane needs a main window: {exc}")
+    qtbot.addWidget(pane)
+    assert pane.pdf_radio.isEnabled()
+    without("pdf")
+    pane = ReportExporterPane(host)
+    qtbot.addWidget(pane)
+    assert not pane.pdf_radio.isEnabled() and "nemo-desktop[pdf]" in pane.pdf_radio.toolTip()
+    assert pane.fmt == "html"
+
+
+def test_run_says_which_extra_an_analysis_needs(without):
+    from nemo_desktop.core.registry import get_analysis
+    from nemo_desktop.gui.panes.analyses.run_job import run_problem
+
+    without("competency")
+    problem = run_problem(SimpleNamespace(spec=get_analysis("competency-bench")), {}, "data")
+    assert "'competency' extra" in problem and "nemo-desktop[competency]" in problem
+
+
+def test_preflight_names_the_extra_of_the_editor(without, tmp_path, monkeypatch):
+    from nemo_desktop.core.errors import WeightsNotFoundError
+    from nemo_desktop.gui.session import ModelSession
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    without("editing")
+    session = ModelSession()
+    monkeypatch.setattr(session, "default_ref", lambda kind: {"editor": "flux-kontext-dev"}.get(kind))
+    with pytest.raises(WeightsNotFoundError) as err:
+        session.preflight(["editor"])
+    assert "flux-kontext-dev needs the 'editing' extra" in err.value.message
