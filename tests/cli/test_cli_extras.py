@@ -98,3 +98,32 @@ def test_compare_says_before_the_run_that_token_lengths_are_approximate_without_
     main(["compare", "run", "--model-a", "resnet50", "--model-b", "convnext-tiny", "--llm", "qwen2.5-vl-7b",
           "--json"])
     assert "nemo-desktop[tokens]" in capsys.readouterr().err
+
+
+def test_a_local_bench_run_without_the_editing_extra_is_refused_before_anything_runs(without, no_model_loads,
+                                                                                      tmp_path, capsys, monkeypatch):
+    """Local (not Ray) runs check the whole config on the spot too: a diffusers editor needs the 'editing' extra."""
+    from nemo_desktop.core.store import ResultsStore
+
+    (tmp_path / "data").mkdir()
+    config = tmp_path / "run.toml"
+    config.write_text(f'''
+name = "extras"
+[[datasets]]
+kind = "folder"
+root = "{(tmp_path / "data").as_posix()}"
+[classifiers]
+ViT = "timm:local-dir:/nowhere"
+[editors]
+Kontext = "flux-kontext-dev"
+[mllms]
+Qwen = "qwen2.5-vl-7b"
+[[methods]]
+label = "SciTX"
+method = "scitx"
+''', encoding="utf-8")
+    without("editing")
+    monkeypatch.setattr(ResultsStore, "open", lambda *a, **k: pytest.fail("the store was opened"))
+    assert main(["bench", "run", str(config), "--json"]) == 2
+    error = _error(capsys)
+    assert "'editing' extra" in error["message"] and "Nothing was started" in error["hint"]

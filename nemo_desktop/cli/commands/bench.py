@@ -149,6 +149,10 @@ def run_bench(args) -> int:
                           hint="Give --ray-workers N for the number of shards.")
     if getattr(args, "ray_workers", None) is not None and not use_ray:
         raise ConfigError("--ray-workers needs --ray.")
+    if not use_ray:  # the whole config (datasets, model refs, their extras, methods) before anything runs
+        from ...core.benchmark.preflight import check_config
+
+        check_config(config)
     store = open_store(args.store)
     try:
         with cancellable_job(_RunProgress()) as ctx:
