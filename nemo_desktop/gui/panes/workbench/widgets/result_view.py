@@ -179,9 +179,10 @@ class ResultColumn(QScrollArea):
         elif r.explanation:
             v.addWidget(_label(f"<b>Explanation</b> (CEI {_cei(r.cei)})", rich=True, name="explanationTitle"))
             v.addWidget(_label(r.explanation, name="explanationText"))
-        else:
-            v.addWidget(_label("No explanation could be validated; see the candidates below.",
-                               name="explanationText"))
+        else:  # tested but none selected, or nothing could be tested: the outcome and its reason
+            outcome, why = r.outcome()
+            head = ("Tested, no cause found" if outcome == "no cause found" else "Nothing could be tested")
+            v.addWidget(_label(f"<b>{head}.</b> {html.escape(why or '')}", rich=True, name="explanationText"))
         self.body.addWidget(box)
 
     def _observation_set(self, r, set_name: str) -> None:
