@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScroll
 
 from nemo_desktop.core.jobs import Progress
 
-from ..jobs import CANCELLED, DONE, FAILED, JobHandle, JobRunner
+from ..jobs import CANCELLED, DONE, FAILED, JobHandle, JobRunner, describe_seconds_left
 from ..turns import TurnQueue
 from .progress_bar import ProgressBar
 
@@ -30,6 +30,9 @@ def progress_text(p: Progress | None) -> str:
         text += f" ({p.done} of {p.total})"
     if p.message:
         text += f": {p.message}"
+    left = describe_seconds_left(p.seconds_left)
+    if left:
+        text += f" · {left}"
     return text
 
 

@@ -58,7 +58,12 @@ class ProgressBar(QProgressBar):
 def job_progress_state(p) -> tuple[str, tuple[int, int, int]]:
     """A job's Progress as (the status line, (minimum, maximum, value) of a bar): the whole job's fraction when
     it is known, else busy."""
+    from ..jobs import describe_seconds_left
+
     text = p.stage + (f" ({p.done} of {p.total})" if p.total else "")
+    left = describe_seconds_left(getattr(p, "seconds_left", None))
+    if left:
+        text += f" · {left}"
     fraction = p.overall_fraction
     if fraction is None:
         return text, (0, 0, 0)

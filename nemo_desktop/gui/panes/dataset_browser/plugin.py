@@ -439,12 +439,17 @@ class DatasetBrowserPane(Pane):
             self._index_job.cancel()
 
     def _index_progress(self, p) -> None:
-        if p.total:
-            self.index_progress.setRange(0, p.total)
-            self.index_progress.setValue(p.done)
+        from ...jobs import describe_seconds_left
+
+        fraction = p.overall_fraction  # the job's, which never goes back
+        if fraction is not None:
+            self.index_progress.setRange(0, 1000)
+            self.index_progress.setValue(int(1000 * fraction))
         else:
             self.index_progress.setRange(0, 0)
-        self.index_progress.setFormat(f"{p.stage}: %v / %m" if p.total else p.stage)
+        left = describe_seconds_left(p.seconds_left)
+        count = f": {p.done} / {p.total}" if p.total else ""
+        self.index_progress.setFormat(f"{p.stage}{count}" + (f" · {left}" if left else ""))
 
     def _index_finished(self, _outcome) -> None:
         self.index_progress.hide()

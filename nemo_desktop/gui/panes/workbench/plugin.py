@@ -347,12 +347,7 @@ class WorkbenchPane(Pane):
             self.stage_label.setText("Cancelling after the current step…")
 
     def _on_progress(self, p) -> None:
-        self.stage_label.setText(p.stage + (f" ({p.done} of {p.total})" if p.total else ""))
-        if p.total:
-            self.progress.setRange(0, 1000)
-            self.progress.setValue(int(1000 * (p.overall_fraction or 0)))
-        else:
-            self.progress.setRange(0, 0)
+        self.progress.show_job_progress(p, self.stage_label)  # the job's one monotone bar, and the time left
 
     def _log(self, text: str) -> None:
         self.live_log.addItem(text)
