@@ -145,6 +145,9 @@ class MainWindow(QMainWindow):
         self.jobs_summary.setObjectName("jobsSummary")
         self.statusBar().addPermanentWidget(self.jobs_summary)
         self.jobs_panel.sig_summary_changed.connect(self.jobs_summary.setText)
+        # Idle, the dock is one line; when jobs come, it takes room for them again.
+        self.jobs_panel.sig_height_wanted.connect(
+            lambda h: self.resizeDocks([self.jobs_dock], [h], Qt.Orientation.Vertical))
 
     def _action(self, text: str, slot, shortcut: QKeySequence | str | None = None, tip: str = "") -> QAction:
         action = QAction(text, self)

@@ -22,7 +22,7 @@ from ...widgets.report_path import ask_report_path
 from ...widgets.table_columns import keep_words_whole
 from ...widgets.text_images import attach_zoom_to_text_browser
 from ..base import Pane, PaneHost
-from ..workbench.widgets.method_form import MethodForm
+from ..workbench.widgets.method_form import MIN_FIELD_WIDTH, MethodForm
 from .failure_mode_actions import FailureModeActions
 from .model_diff_live import ModelDiffLivePanel
 from .run_job import (NONE, SESSION_KINDS, PageData, effective_need, export_result, list_page_analyses, page_data,
@@ -83,6 +83,10 @@ class AnalysesPane(Pane):
             data_row.addWidget(w)
         self.models_box = QGroupBox("Models")
         self.models_form = QFormLayout(self.models_box)
+        self.models_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        self.models_form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.data_combo.setMinimumWidth(MIN_FIELD_WIDTH)
+        self.data_path.setMinimumWidth(MIN_FIELD_WIDTH)
         self.form = MethodForm()
         settings_box = QGroupBox("Settings")
         QVBoxLayout(settings_box).addWidget(self.form)
@@ -134,6 +138,7 @@ class AnalysesPane(Pane):
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(left)
+        scroll.setMinimumWidth(300)  # the settings column: its fields stay readable (a narrower one scrolls)
 
         self.result_view = QTextBrowser()
         self.result_view.setObjectName("analysisResult")
@@ -160,7 +165,7 @@ class AnalysesPane(Pane):
         splitter.addWidget(self.analysis_list)
         splitter.addWidget(scroll)
         splitter.addWidget(right)
-        splitter.setSizes([220, 420, 560])
+        splitter.setSizes([190, 450, 560])
         self.splitter = splitter
         QVBoxLayout(self).addWidget(splitter)
 
@@ -301,6 +306,9 @@ class AnalysesPane(Pane):
         for role in spec.inputs.used():
             box = QComboBox()
             box.setObjectName(f"model_{role}")
+            box.setMinimumWidth(MIN_FIELD_WIDTH)
+            box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            box.setMinimumContentsLength(12)
             need = spec.inputs.need(role)
             if role == "fitted":
                 for key, text in page.fitted_choices:
