@@ -25,7 +25,7 @@ from ..base import Pane, PaneHost
 from ..workbench.widgets.method_form import MIN_FIELD_WIDTH, MethodForm
 from .failure_mode_actions import FailureModeActions
 from .model_diff_live import ModelDiffLivePanel
-from .run_job import (NONE, SESSION_KINDS, PageData, effective_need, export_result, list_page_analyses, page_data,
+from .run_job import (_NOT_ON_DISK as NOT_ON_DISK, NONE, SESSION_KINDS, PageData, effective_need, export_result, list_page_analyses, page_data,
                       result_html, run_page_analysis, run_problem)
 
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -334,8 +334,9 @@ class AnalysesPane(Pane):
                     box.addItem(f"default ({default})", NONE)
                 else:
                     box.addItem("(none)", NONE)
-                for ref in page.model_choices.get(role, []):
-                    box.addItem(ref, ref)
+                for ref in page.model_choices.get(role, []):  # marked when its weights are not on this computer
+                    status = page.weights.get(ref)
+                    box.addItem(f"{ref} ({status})" if status in NOT_ON_DISK else ref, ref)
                 box.setEditable(True)  # a local path or hf: spec works too
                 box.currentIndexChanged.connect(lambda _i: self._inputs_changed())
                 box.editTextChanged.connect(lambda _t: self._inputs_changed())

@@ -118,7 +118,14 @@ class ModelManagerPane(Pane):
         lv.addWidget(self.table, 1)
         lv.addLayout(files_row)
         lv.addLayout(memory_row)
-        lv.addWidget(self.load_reason)
+        # The hint's room is kept when it is empty: Load / Unload do not move when it appears.
+        reason_box = QWidget()
+        reason_box.setObjectName("loadReasonBox")
+        rbl = QVBoxLayout(reason_box)
+        rbl.setContentsMargins(0, 0, 0, 0)
+        rbl.addWidget(self.load_reason)
+        reason_box.setFixedHeight(2 * self.load_reason.fontMetrics().lineSpacing() + 4)
+        lv.addWidget(reason_box)
         lv.addWidget(self.loaded_label)
         lv.addWidget(self.status_label)
 
