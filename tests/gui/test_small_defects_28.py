@@ -2,6 +2,7 @@
 when the hint line under them appears; the import dialog drops "'' cannot be a model name" once the name is fixed."""
 from __future__ import annotations
 
+from test_competency_gui import comp_window, comp_world  # noqa: F401 - fixtures
 from test_model_manager_pane import _manager, tiny_checkpoint  # noqa: F401 - fixture
 
 
@@ -64,3 +65,25 @@ def test_the_import_dialog_drops_a_fixed_names_error(qtbot, tiny_checkpoint):  #
     dialog.name_edit.setText("my-model")
     qtbot.waitUntil(lambda: "cannot be a model name" not in dialog.error_label.text(), timeout=5000)
     assert not dialog.error_label.isVisible()
+
+
+def test_the_grid_selection_survives_score_competency(qtbot, comp_window):  # noqa: F811
+    from PySide6.QtCore import QItemSelectionModel
+
+    window, folder, fitted = comp_window
+    browser = window.show_pane("dataset_browser")
+    with qtbot.waitSignal(browser.sig_opened, timeout=20000):
+        browser.open_path(folder)
+    controls = browser.competency
+    qtbot.waitUntil(lambda: controls.estimator_key == fitted.key, timeout=20000)
+    model, selection = browser.grid_model, browser.grid.selectionModel()
+    for r in (1, 5, 9):
+        selection.select(model.index(r, 0), QItemSelectionModel.SelectionFlag.Select)
+    chosen = browser.selected_rows()
+    assert len(chosen) == 3
+    with qtbot.waitSignal(controls.sig_column_changed, timeout=60000):
+        controls.score()
+    assert browser.selected_rows() == chosen  # "Score competency" re-filters: the selection stays
+    controls.least_first.setChecked(True)
+    browser.apply_filters()  # reordered: the same images stay selected
+    assert browser.selected_rows() == chosen
