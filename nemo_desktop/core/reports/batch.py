@@ -16,7 +16,7 @@ from ..jobs import JobContext, null_context
 from .document import DASH, THUMB_PX, Block, Cell, Paragraph, ReportDocument, Section, Table
 from .format import _now, clip, fmt_cei
 from .images import ImageCache
-from .runs import _run_manifest, _summary, build_sample_sections, cei_histogram
+from .runs import MANIFEST_TITLE, _run_manifest, _summary, build_sample_sections, cei_histogram
 from .sections.sample import CEI_IN_WORDS, _doc_meta, _load_stored, _Loaded
 
 EXPLANATION_CHARS = 160  # the images table shows the start of each explanation; the sample section has it all
@@ -110,11 +110,11 @@ def build_batch_report(items: list[BatchItem], store, *, title: str | None = Non
                                                                for it in untested], widths=[2.5, 9],
                   caption=f"n = {len(untested)} images: the method ran, but no hypothesis could be tested, so "
                           "these say nothing about the cause.")]))
-    manifest = _run_manifest(loaded)
-    if manifest:
-        sections.append(Section("Reproducibility manifest (all results)", "manifest", manifest))
     _index_rows, sample_sections, methods = build_sample_sections(loaded, cache, ctx)
     sections += sample_sections
+    manifest = _run_manifest(loaded)
+    if manifest:  # an appendix: what a reader needs to reproduce the results, after the results
+        sections.append(Section(MANIFEST_TITLE, "manifest", manifest))
     return ReportDocument(
         kind="run", title=title or f"Batch diagnosis of {len(items)} images",
         subtitle=describe_counts(items) + (f"; method {', '.join(methods)}" if methods else ""),
