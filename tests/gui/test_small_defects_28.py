@@ -2,6 +2,8 @@
 when the hint line under them appears; the import dialog drops "'' cannot be a model name" once the name is fixed."""
 from __future__ import annotations
 
+from PySide6.QtWidgets import QLabel
+
 from test_competency_gui import comp_window, comp_world  # noqa: F401 - fixtures
 from test_model_manager_pane import _manager, tiny_checkpoint  # noqa: F401 - fixture
 
@@ -87,3 +89,18 @@ def test_the_grid_selection_survives_score_competency(qtbot, comp_window):  # no
     controls.least_first.setChecked(True)
     browser.apply_filters()  # reordered: the same images stay selected
     assert browser.selected_rows() == chosen
+
+
+def test_a_caption_without_spaces_wraps_inside_its_column(qtbot):
+    from test_result_view import result, show
+
+    from nemo_desktop.gui.panes.workbench.widgets.result_view import ZWSP, breakable
+
+    word = "Nonsense" * 30  # 240 letters and no space: what a tiny random MLLM writes
+    r = result([12.0, -3.0], 0)
+    r.candidates[0].hypothesis = word
+    column = show(qtbot, r)
+    label = column.findChild(QLabel, "hypothesis0")
+    assert label.text().replace(ZWSP, "") == word  # the same text, with break opportunities
+    assert label.minimumSizeHint().width() < 200  # it no longer forces its column wider than the window
+    assert breakable("a short caption") == "a short caption"
