@@ -69,3 +69,16 @@ def test_each_page_keeps_its_own_result_status_progress_and_cancel(qtbot, make_w
     qtbot.waitUntil(lambda: pane.stage_label.text().startswith("Failed"), timeout=20000)
     _show(qtbot, pane, folder_count)
     assert pane.stage_label.text() == "Done." and "cat: 3 images" in pane.result_view.toPlainText()
+
+
+def test_a_pages_folder_is_its_own(qtbot, make_window, folder_count, second_analysis, class_folders):  # noqa: F811
+    """The folder typed on one page is not carried to another page (a folder is not an image, issue 28 walkthrough)."""
+    window, pane = _pane(qtbot, make_window, folder_count)
+    pane.data_path.setText(str(class_folders))
+    _show(qtbot, pane, second_analysis)
+    assert pane.data_path.text() == ""
+    pane.data_path.setText(str(class_folders / "cat"))
+    _show(qtbot, pane, folder_count)
+    assert pane.data_path.text() == str(class_folders)
+    _show(qtbot, pane, second_analysis)
+    assert pane.data_path.text() == str(class_folders / "cat")

@@ -262,6 +262,7 @@ class FirstRun(QObject):
 
     def _show_next_step(self, setup, needs) -> None:
         html = next_step_html(setup, needs)
+        self._demo_status("", busy=False)  # "Indexing…" is over: the next step says what the demo made
         self.next_step.set_text(html)
         self.welcome.set_next_step(html)
         self.workbench_guide.set_note(html)

@@ -42,6 +42,7 @@ class PageState:
     job: JobHandle | None = None
     stage: str = IDLE_STAGE
     progress: tuple[int, int, int] = (0, 1, 0)  # minimum, maximum, value of the bar
+    data_text: str = ""  # the folder / image typed or chosen on this page (another page's is not carried over)
     extra: dict = field(default_factory=dict)
 
 
@@ -75,6 +76,7 @@ class AnalysesPane(Pane):
         self.data_path = QLineEdit()
         self.data_path.setObjectName("analysisDataPath")
         self.data_path.textChanged.connect(lambda _t: self._inputs_changed())
+        self.data_path.textChanged.connect(self._data_text_changed)
         self.data_combo.currentIndexChanged.connect(lambda _i: self._inputs_changed())
         self.browse_button = QPushButton("Browse…")
         self.browse_button.clicked.connect(self._browse)
@@ -177,6 +179,12 @@ class AnalysesPane(Pane):
                 return self._no_page
             name = self.page.spec.name
         return self._states.setdefault(name, PageState())
+
+    _switching = False
+
+    def _data_text_changed(self, text: str) -> None:
+        if not self._switching and self.page is not None:
+            self.state().data_text = text
 
     def shown_name(self) -> str | None:
         return self.page.spec.name if self.page is not None else None
@@ -347,6 +355,9 @@ class AnalysesPane(Pane):
         self._relabel_models()
         self.models_box.setVisible(bool(self._model_boxes))
         self.form.set_config(spec.config)
+        self._switching = True
+        self.data_path.setText(self.state().data_text)  # this page's own folder / image, not the last page's
+        self._switching = False
         self._apply_pending()
         self._show_state()
 
