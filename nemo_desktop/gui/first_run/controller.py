@@ -262,7 +262,8 @@ class FirstRun(QObject):
 
     def _show_next_step(self, setup, needs) -> None:
         html = next_step_html(setup, needs)
-        self._demo_status("", busy=False)  # "Indexing…" is over: the next step says what the demo made
+        self._demo_status(f"Demo ready: {setup.images} digits, classifier {setup.classifier_id}.",
+                          busy=False)  # the next step (below) says what to do; no stale "Indexing…"
         self.next_step.set_text(html)
         self.welcome.set_next_step(html)
         self.workbench_guide.set_note(html)

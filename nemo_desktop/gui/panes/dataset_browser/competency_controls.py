@@ -36,7 +36,7 @@ class CompetencyControls(QObject):
         self.estimator_combo = QComboBox()
         # Long estimator labels must not widen the pane (its minimum width is the widest row's): elide them.
         self.estimator_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.estimator_combo.setMinimumContentsLength(30)  # "(none stored for the loaded classifier)" whole
+        self.estimator_combo.setMinimumContentsLength(12)
         self.estimator_combo.setObjectName("competencyEstimator")
         self.estimator_combo.setToolTip("Competency estimators stored for the loaded classifier (fit one under "
                                         "Analyses ▸ competency-estimator)")
@@ -83,7 +83,7 @@ class CompetencyControls(QObject):
         for key, label in choices:
             self.estimator_combo.addItem(label, key)
         if not choices:
-            self.estimator_combo.addItem("(none stored for the loaded classifier)", None)
+            self.estimator_combo.addItem("(none stored)", None)  # the tooltip says for which classifier
         i = self.estimator_combo.findData(current) if current else -1
         self.estimator_combo.setCurrentIndex(max(i, 0))
         self.estimator_combo.blockSignals(False)
