@@ -78,3 +78,21 @@ def test_running_jobs_come_first_and_clear_finished(qtbot, make_window):
     qtbot.waitUntil(lambda: not panel.rows, timeout=20000)
     qtbot.wait(100)
     assert window.jobs_dock.height() <= 60
+
+
+def test_the_empty_browser_has_no_large_gaps(qtbot, make_window):
+    window = _window(qtbot, make_window)
+    browser = window.show_pane("dataset_browser")
+    qtbot.wait(200)
+    guide = window.first_run.dataset_guide
+    assert guide.isVisible() and not browser.splitter.isVisible()
+
+    def top(w):
+        return w.mapTo(browser, w.rect().topLeft()).y()
+
+    def bottom(w):
+        return w.mapTo(browser, w.rect().bottomLeft()).y()
+
+    rows = [browser.correctness_combo, browser.conf_min, browser.competency.estimator_combo]
+    assert top(rows[0]) - bottom(guide) < 30
+    assert all(top(b) - bottom(a) < 30 for a, b in zip(rows, rows[1:])), [(top(w), bottom(w)) for w in rows]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 
 from ..jobs import GPU, IO, JobHandle
 from . import memory
@@ -111,6 +111,13 @@ class FirstRun(QObject):
         self.next_step = NextStepBar()
         self.next_step.sig_show_pane.connect(window.show_pane)
         self.browser.layout().insertWidget(2, self.next_step)
+        # Without a dataset the grid is hidden: this takes its room, so the rows above keep their places
+        # instead of spreading down the pane with large gaps between them.
+        self.browser_filler = QWidget()
+        self.browser_filler.setObjectName("browserEmptyFiller")
+        self.browser_filler.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
+        layout = self.browser.layout()
+        layout.insertWidget(layout.indexOf(self.browser.splitter) + 1, self.browser_filler, 1)
         self._build_menu()
 
         window.sig_models_changed.connect(self._models_changed)
@@ -184,6 +191,7 @@ class FirstRun(QObject):
         empty = self.browser.data is None
         self.dataset_guide.setVisible(empty)
         self.browser.splitter.setVisible(not empty)  # the guide takes the empty grid's place (and height)
+        self.browser_filler.setVisible(empty)
         self.sig_steps_changed.emit(steps)
         return steps
 
