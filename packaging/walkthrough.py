@@ -176,6 +176,11 @@ def main() -> int:
             check(pane.run_problem_label.isVisible() and not pane.run_button.isEnabled(),
                   f"{name}: Run disabled with the reason shown")
         settle(app, 1.0)
+        settings = pane.run_button.parentWidget().parentWidget().parentWidget()  # the settings column's scroll area
+        bar = settings.horizontalScrollBar() if hasattr(settings, "horizontalScrollBar") else None
+        check(bar is None or not bar.isVisible(), f"analyses/{name}: the settings column fits (no sideways scrolling)")
+        run_right = pane.run_button.mapTo(window, pane.run_button.rect().topRight()).x()
+        check(pane.run_button.isVisible() and run_right < window.width(), f"analyses/{name}: Run is visible")
         geometry(window, f"analyses/{name}")
         save(window, args.out / f"05_analyses_{name}.png")
 

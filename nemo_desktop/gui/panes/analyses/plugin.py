@@ -80,9 +80,15 @@ class AnalysesPane(Pane):
         self.data_combo.currentIndexChanged.connect(lambda _i: self._inputs_changed())
         self.browse_button = QPushButton("Browse…")
         self.browse_button.clicked.connect(self._browse)
-        data_row = QHBoxLayout()
-        for w in (self.data_label, self.data_combo, self.data_path, self.browse_button):
-            data_row.addWidget(w)
+        # The prompt on its own line: "Dataset folder (one sub-folder per class):" beside the field left the
+        # field and Browse no room in a 1200-px window.
+        self.data_label.setWordWrap(True)
+        data_row = QVBoxLayout()
+        data_row.addWidget(self.data_label)
+        field_row = QHBoxLayout()
+        for w in (self.data_combo, self.data_path, self.browse_button):
+            field_row.addWidget(w)
+        data_row.addLayout(field_row)
         self.models_box = QGroupBox("Models")
         self.models_form = QFormLayout(self.models_box)
         self.models_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
