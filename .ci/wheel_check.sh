@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI step: build the wheel, install it NON-editable into a fresh virtual environment, and run the installed `nemo`
 # from outside the checkout: --version, doctor --json (shipped files present), models list --json (the catalog
-# ships), predict on a tiny local timm model, portable mode refusing to write into site-packages, and the
+# ships), predict on a tiny local timm model (the CLI and the Python API), `nemo mcp --help`, portable mode refusing to write into site-packages, and the
 # desktop entry it installs.
 # The fresh venv reuses the dependencies already in .venv (a path line, so .venv's editable install of this
 # checkout is NOT picked up: .pth files of a plain path entry are not executed), which keeps the step to ~1 min.
@@ -60,6 +60,17 @@ PY
 "$NEMO" predict img0.png img1.png -c "timm:local-dir:$WORK/tiny-model" --device cpu -k 2 --json > predict.json
 "$VPY" -c 'import json; r = json.load(open("predict.json"))["results"]; assert len(r) == 2 and all(len(x["top_k"]) == 2 for x in r); print("predict:", [x["top_k"][0]["name"] for x in r])'
 "$VPY" -m nemo_desktop.cli --version >/dev/null
+# The Python API of the installed copy (typed: py.typed and the package stub ship), and the MCP server's command.
+"$VPY" - "$SITE" "$WORK/tiny-model" <<'PY'
+import pathlib, sys
+import nemo_desktop as nemo
+site = pathlib.Path(sys.argv[1]) / "nemo_desktop"
+assert (site / "py.typed").is_file() and (site / "__init__.pyi").is_file(), "py.typed / __init__.pyi not shipped"
+preds = nemo.predict(["img0.png"], f"timm:local-dir:{sys.argv[2]}", top_k=2, device="cpu", progress=False)
+assert len(preds[0]["top_k"]) == 2, preds
+print("python api: predict", preds[0]["top_k"][0]["name"])
+PY
+"$NEMO" mcp --help > /dev/null
 
 # Portable mode of an installed copy: a clear error (exit 3), and nothing written into site-packages.
 set +e

@@ -1,6 +1,7 @@
 """Longest event-loop stall of the real main window while an indexing job and a diagnosis run.
 
     .venv/bin/python benchmarks/gui_event_loop.py [--per-class 40] [--k 2] [--m 2] [--edit-steps 8] [--quick] [--json]
+        [--model-process in-process|worker]
 
 Models: a tiny random timm classifier, Qwen2-VL and InstructPix2Pix built here (benchmarks/_tiny_models.py),
 saved, and loaded by the application's Model manager through the real loaders. The window is driven as a
@@ -95,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="a small run for tests: 4 images per class, 3 s baseline, 2 edit steps, k = m = 1")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object at the end")
+    parser.add_argument("--model-process", choices=("in-process", "worker"), default="in-process",
+                        help="where the model jobs run (the setting compute.model_process): the window's own "
+                             "process, or the supervised model worker process")
     args = parser.parse_args(argv)
     if args.quick:
         args.per_class, args.baseline, args.edit_steps, args.k, args.m = 4, 3.0, 2, 1, 1
@@ -118,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = load_settings()
     settings.compute.device = "cpu"
     settings.scitx.k, settings.scitx.m = args.k, args.m
+    settings.compute.model_process = args.model_process
     save_settings(settings)
+    print(f"model jobs run {'in the model worker process' if args.model_process == 'worker' else 'in the window process'}")
     print(f"setup: models and {10 * args.per_class} images built in {time.perf_counter() - t:.1f} s (not timed)")
 
     from nemo_desktop.gui.app import build
@@ -291,10 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     diagnosis.sig_finished.connect(lambda _o: ends.setdefault("diagnosis", time.perf_counter()))
     window.panes["workbench"].sig_results_shown.connect(lambda _r: timeline.append((time.perf_counter(),
                                                                                     "result view built")))
-    edit_job = window.jobs.submit(lambda ctx: window.session.get("editor").edit(
-        __import__("PIL.Image", fromlist=["Image"]).open(query).convert("RGB"), "make the background snow",
-        steps=args.edit_steps, on_step=lambda i, n: ctx.progress("Editing", i, n) or not ctx.cancelled),
-        title="One edit", lane="gpu")
+    from nemo_desktop.core.worker import JobSpec
+
+    edit_job = window.jobs.submit(JobSpec("_bench_jobs:edit_once", (str(query), "make the background snow",
+                                                                     args.edit_steps)), title="One edit", lane="gpu")
     run_until(lambda: not index_job.active and not diagnosis.active and not edit_job.active, 1800)
     t_end = time.perf_counter()
     scroll.stop()
@@ -366,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     window.jobs.shutdown(10000)
     shutil.rmtree(work, ignore_errors=True)  # models, images and the store built for this run
     if args.json:
-        print(json.dumps({"phases": phases, "jobs": states, "indexed": len(browser.data or []),
+        print(json.dumps({"model_process": args.model_process, "phases": phases, "jobs": states, "indexed": len(browser.data or []),
                           "diagnosis_opened": bool(explained), "load_max_ms": load["max_ms"],
                           "whole_max_ms": measured["max_ms"], "target_ms": 50}))
     return 0 if all(s == "done" for s in states.values()) else 1

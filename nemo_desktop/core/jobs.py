@@ -136,6 +136,12 @@ class JobContext:
         if self._on_progress is not None:
             self._on_progress(p)
 
+    def report(self, p: Progress) -> None:
+        """Pass on a report computed elsewhere (the model worker process's job) as it is."""
+        self.last_progress = p
+        if self._on_progress is not None:
+            self._on_progress(p)
+
     def partial(self, result: Any) -> None:
         self.partial_results.append(result)
         if self._on_partial is not None:

@@ -26,6 +26,7 @@ from PySide6.QtCore import QEventLoop, QObject, QRunnable, QThread, QThreadPool,
 
 from nemo_desktop.core.errors import JobCancelled
 from nemo_desktop.core.jobs import CancelToken, JobContext, JobOutcome, Progress, run_job
+from nemo_desktop.core.worker.protocol import JobSpec
 
 from .turns import TurnQueue
 
@@ -250,8 +251,10 @@ class JobRunner(QObject):
         self._ids = itertools.count(1)
         self._active: dict[int, JobHandle] = {}
         self._endings = TurnQueue(lambda ending: ending[0]._on_finished(ending[1]), self)
+        # Where `JobSpec` jobs run (core/worker/hosts.py): the app's process, or the model worker process.
+        self.model_host = None
 
-    def submit(self, fn: Callable[[JobContext], Any], *, title: str, lane: str = GPU,
+    def submit(self, fn: "Callable[[JobContext], Any] | JobSpec", *, title: str, lane: str = GPU,
                report_errors: bool = True, ask_before_quit: bool = True, visible: bool = True) -> JobHandle:
         """Queue `fn(ctx)` on `lane`.
 
@@ -259,9 +262,13 @@ class JobRunner(QObject):
         `ask_before_quit=False`: housekeeping (reading the catalog, a thumbnail) that closing the window
         may cancel without asking the user.
         `visible=False`: not listed in the status area (thumbnail batches: many, short, shown in place).
+        A `JobSpec` (a model job described as data) runs through `model_host`: in the app's process or in the
+        model worker process, as the settings say; the handle behaves the same either way.
         """
         if lane not in self._pools:
             raise ValueError(f"unknown lane {lane!r}; expected one of {LANES}")
+        if isinstance(fn, JobSpec):
+            fn = self._spec_job(fn, title)
         handle = JobHandle(next(self._ids), title, lane, fn, report_errors, ask_before_quit,
                            on_end=self._on_job_finished, parent=self, visible=visible, endings=self._endings)
         self._active[handle.job_id] = handle
@@ -271,6 +278,12 @@ class JobRunner(QObject):
         self.sig_job_added.emit(handle)
         self._pools[lane].start(handle.runnable)
         return handle
+
+    def _spec_job(self, spec: JobSpec, title: str) -> Callable[[JobContext], Any]:
+        host = self.model_host
+        if host is None:
+            raise RuntimeError("JobRunner.model_host is not set: a JobSpec needs somewhere to run")
+        return lambda ctx: host.run(spec, ctx, title)
 
     def active_jobs(self) -> list[JobHandle]:
         return list(self._active.values())

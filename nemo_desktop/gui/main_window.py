@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, Q
 
 from nemo_desktop import __version__
 from nemo_desktop.core.store.paths import AppPaths, get_paths
+from nemo_desktop.core.worker.hosts import make_model_host
 
 from .dialogs.diagnose import DiagnoseDialog
 from .drops import DropScan, describe_rejected, scan_dropped
@@ -46,6 +47,13 @@ class _FirstPaint(QObject):
         return False
 
 
+class _ModelsRelay(QObject):
+    """The model worker's supervisor reports its models from the GPU lane's thread; this queues the report to
+    the GUI thread (a worker that died took its models with it: the lists must say so at once)."""
+
+    changed = Signal(object)
+
+
 class MainWindow(QMainWindow):
     # Closing with running jobs: cancel them, then wait at most this long for them to stop.
     CLOSE_WAIT_MS = 15_000
@@ -61,6 +69,11 @@ class MainWindow(QMainWindow):
         self.settings = settings or gui_settings(self.paths)
         self.jobs = runner or JobRunner(parent=self)
         self.session = session or ModelSession(self.paths)
+        # Where model jobs (JobSpecs) run: this process, or the supervised model worker process (settings).
+        self._models_relay = _ModelsRelay(self)
+        self._models_relay.changed.connect(lambda _models: self.sig_models_changed.emit())
+        self.model_host = make_model_host(self.session, on_models_changed=self._models_relay.changed.emit)
+        self.jobs.model_host = self.model_host
         self._closing = False
         self._first_paint = _FirstPaint(self, self._after_first_paint)
         self.pane_actions: list[QAction] = []
@@ -294,8 +307,15 @@ class MainWindow(QMainWindow):
     def _warm_up(self) -> None:
         from .session import warm_up_imports
 
-        self.jobs.submit(warm_up_imports, title="Preparing", lane=IO, ask_before_quit=False, visible=False,
-                         report_errors=False)
+        handle = self.jobs.submit(warm_up_imports, title="Preparing", lane=IO, ask_before_quit=False,
+                                  visible=False, report_errors=False)
+        handle.sig_done.connect(self._report_skipped_plugins)
+
+    def _report_skipped_plugins(self, skipped: object) -> None:
+        """A broken plugin is never fatal, but never silent either: the status bar names it (the log has more)."""
+        if skipped:
+            names = "; ".join(str(s) for s in skipped)  # type: ignore[union-attr]
+            self.show_status(f"Skipped {names}", 30000)
 
     def _report_job_failure(self, handle: JobHandle) -> None:
         """Never a silent failure: a failed job whose submitter did not take the error is shown here."""
@@ -320,6 +340,7 @@ class MainWindow(QMainWindow):
         # Whatever the visible pane loads must not delay the window appearing (behind the welcome page: nothing).
         if not self.showing_welcome():
             QTimer.singleShot(0, self, lambda: self.current_pane().ensure_shown_once())
+        QTimer.singleShot(0, self, self.model_host.start)  # the model worker process, in worker mode
         QTimer.singleShot(0, self, self.first_run.restore_last_models)  # only what is on disk: never a download
         QTimer.singleShot(WARM_UP_DELAY_MS, self, self._warm_up)
 
@@ -378,6 +399,8 @@ class MainWindow(QMainWindow):
                             self.CLOSE_WAIT_MS, [h.title for h in self.jobs.active_jobs()])
             self._closing = False
         self.save_layout()
+        # The model worker releases its models and exits (killed when a job is stuck in native code in it).
+        self.model_host.stop()
         if not self.jobs.busy:  # a job stuck in native code may still use the models and the store
             self.session.close()
         event.accept()

@@ -265,7 +265,7 @@ def _assert_cancelled_json(out: str) -> dict:
 def test_ctrl_c_under_json_is_one_cancelled_object(name, monkeypatch, capsys):
     """A Ctrl-C that reaches the command line (a second one, or one while a model loads) in every command."""
     if not _takes_json(name):
-        pytest.skip("no --json (the completion script generator)")
+        pytest.skip("no --json (the completion script generator; the MCP server, whose stdout is the protocol)")
     args = build_parser().parse_args(_argv(name) + ["--json"])
 
     def interrupted(_args):

@@ -21,7 +21,7 @@ def _diagnosis(store, i: int, cei: float | None) -> ExplanationResult:
 def _batch(store):
     """A batch of three images as the workbench runs it (run_job._explain_each), with a method double."""
     from nemo_desktop.core.jobs import JobContext
-    from nemo_desktop.gui.panes.workbench.run_job import _end_batch_run, _explain_each, _start_batch_run
+    from nemo_desktop.core.session_jobs import _end_batch_run, _explain_each, _start_batch_run
     from nemo_desktop.gui.samples import Sample
 
     results = {f"/data/three/img{i}.png": _diagnosis(store, i, cei) for i, cei in ((1, 12.0), (2, -4.0), (3, None))}

@@ -131,10 +131,21 @@ def collect() -> dict:
         "packages": {name: _version(name) for name in KEY_PACKAGES},
         "files": _files_check(),
         "metric_weights": _metric_weights(),
+        "plugins": _plugins(),
     }
     facts["files_ok"] = all(r["ok"] for r in facts["files"])
     facts["disk"]["hub_cache"] = _disk(__import__("pathlib").Path(facts["huggingface"]["hub_cache"]))
     return facts
+
+
+def _plugins() -> list[dict]:
+    """Every plugin entry point (core/plugins.py), loaded or skipped with why; the registries load them."""
+    from ...core.models.registry import list_families
+    from ...core.plugins import list_plugins
+    from ...core.registry import list_analyses
+
+    list_families(), list_analyses()
+    return [p.to_dict() for p in list_plugins()]
 
 
 def _gib(n: int) -> str:
@@ -171,6 +182,10 @@ def print_human(f: dict) -> None:
     print(f"Hugging Face: token {'configured' if h['token_configured'] else 'not configured'}; offline mode "
           f"{'ON' if h['offline_mode'] else 'off'}; hub cache {h['hub_cache']}")
     print("packages: " + ", ".join(f"{k} {v}" for k, v in f["packages"].items() if v))
+    for p in f.get("plugins", []):
+        where = f" from {p['distribution']}" if p["distribution"] else ""
+        state = f"adds {', '.join(p['registered']) or 'nothing'}" if p["ok"] else f"SKIPPED: {p['error']}"
+        print(f"plugin {p['name']}{where} ({p['group']}): {state}")
     for name, w in f["metric_weights"].items():
         if isinstance(w, dict) and "present" in w:
             print(f"metric weights {name}: " + ("present" if w["present"] else

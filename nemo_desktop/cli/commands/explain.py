@@ -69,6 +69,10 @@ def _method_options(p) -> None:
 
     add_config_options(p, [get_method(n).config for n in list_methods()],
                        skip=("validate", "class_relevance", "corpus_files", "edit_size"))
+    # --method names every registered method, plugins' included (core/plugins.py)
+    for action in p._actions:
+        if action.dest == "method":
+            action.help = f"one of {', '.join(list_methods())} (default: scitx)"
 
 
 # -- the method -----------------------------------------------------------------------------------------------

@@ -59,10 +59,13 @@ def run_list(args) -> int:
 
     cache = resolve_cache_dir()
     rows = [(e, entry_status(e, cache)) for e in sorted(list_catalog(args.kind), key=lambda e: (e.kind, e.id))]
+    families = family_rows(args.kind)
+    problems = report_plugin_problems()
     if args.json:
         print(json.dumps({"cache_dir": cache,
                           "models": [{**e.to_dict(), **st.to_dict(), "license_url": e.license_url}
-                                     for e, st in rows]},
+                                     for e, st in rows],
+                          "families": families, "plugin_errors": [p.to_dict() for p in problems]},
                          indent=2))
         return 0
     header = ("ID", "KIND", "STATUS", "SIZE", "VRAM bf16", "LICENSE", "GATED")
@@ -73,7 +76,37 @@ def run_list(args) -> int:
     for r in table:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
     print(f"\n* the paper's default. Weights cache: {cache}")
+    by_kind: dict[str, list[str]] = {}
+    for f in families:
+        by_kind.setdefault(f["kind"], []).append(f["family"] + (f" (plugin {f['plugin']})" if f["plugin"] else ""))
+    print("Families (any model as <family>:<source>): " + "; ".join(
+        f"{kind}: {', '.join(names)}" for kind, names in by_kind.items()))
     return 0
+
+
+def family_rows(kind: str | None = None) -> list[dict]:
+    """The registered model families, each with the plugin distribution it came from (None: built in)."""
+    from ...core.models.registry import list_families
+    from ...core.plugins import FAMILIES_GROUP, plugin_of
+
+    out = []
+    for k, name in list_families(kind):
+        plugin = plugin_of(FAMILIES_GROUP, f"{k}:{name}")
+        out.append({"kind": k, "family": name, "plugin": (plugin.dist or plugin.name) if plugin else None})
+    return out
+
+
+def report_plugin_problems() -> list:
+    """Warn on stderr about each plugin that was skipped (by name, with why); returns them."""
+    from ...core.models.registry import list_families
+    from ...core.plugins import plugin_problems
+    from ...core.registry import list_analyses
+
+    list_families(), list_analyses()  # each registry loads its plugins on first use
+    problems = plugin_problems()
+    for p in problems:
+        print(f"warning: skipped {p.describe()}: {p.error}", file=sys.stderr)
+    return problems
 
 
 def run_download(args) -> int:

@@ -29,9 +29,11 @@ nothing: the next launch chooses its count afresh. A worker that dies mid-run (n
 replaced by a new actor on the same shard store, up to `max_restarts` times per shard; the item that was in
 flight is finished from the units its method had stored.
 
-Plug-ins (model families or methods registered at run time) must be registered in the driver, which checks
-the config with them, and in the workers too: start Ray with
-`runtime_env={"worker_process_setup_hook": "my_module.register"}` (ray.init, or a job's runtime env).
+Plug-ins: model families and methods from installed distributions (entry-point groups
+`nemo_desktop.model_families` and `nemo_desktop.analyses`, core/plugins.py) are loaded by the registries in the
+driver and in every worker process alike, with no set-up hook: install the plugin distribution wherever a worker
+runs (or ship it with the job's runtime_env). Only something registered by hand at run time (outside any entry
+point) still needs `runtime_env={"worker_process_setup_hook": "my_module.register"}`.
 
 Cluster: workers must see the run's store folder at the same path (one machine, or a shared filesystem such
 as NFS on every node): the driver writes a token into launch.json and every worker checks it, so a worker on

@@ -76,7 +76,11 @@ def is_oom(exc: BaseException) -> bool:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(exc, torch.cuda.OutOfMemoryError):
         return True
-    return isinstance(exc, (RuntimeError, MemoryError)) and "out of memory" in str(exc).lower()
+    if isinstance(exc, MemoryError):  # host memory (or the model process's address-space cap) exhausted
+        return True
+    text = str(exc).lower()
+    # torch's CPU allocator says "DefaultCPUAllocator: can't allocate memory: you tried to allocate ..."
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
 
 
 def translate_oom(exc: BaseException, what: str = "The model") -> OutOfMemoryError | None:
@@ -84,7 +88,8 @@ def translate_oom(exc: BaseException, what: str = "The model") -> OutOfMemoryErr
     if not is_oom(exc):
         return None
     free_memory()
-    where = "host (CPU) memory" if isinstance(exc, MemoryError) else "GPU memory"
+    text = str(exc).lower()
+    where = "host (CPU) memory" if isinstance(exc, MemoryError) or "cpuallocator" in text else "GPU memory"
     return OutOfMemoryError(f"{what} ran out of {where}.", hint=OOM_SUGGESTIONS, detail=str(exc))
 
 

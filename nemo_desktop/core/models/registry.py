@@ -61,8 +61,33 @@ def register_family(kind: str, name: str) -> Callable[[Loader], Loader]:
 
 
 def _ensure_builtin_families() -> None:
-    """Import the adapter modules (they register themselves); cheap after the first call."""
+    """Import the adapter modules (they register themselves), then the plugins' families (entry-point group
+    `nemo_desktop.model_families`, core/plugins.py); cheap after the first call."""
     from . import adapters  # noqa: F401  (adapters/__init__ imports every family module)
+    from ..plugins import FAMILIES_GROUP, load_plugins
+
+    load_plugins(FAMILIES_GROUP, _plugin_registrar())
+
+
+def _plugin_registrar():
+    """How family plugins register: a module (its import ran @register_family) or a function that registers."""
+    import types
+
+    from ..plugins import Registrar
+
+    def load(obj: Any) -> None:
+        if isinstance(obj, types.ModuleType):
+            return
+        if callable(obj):
+            obj()
+            return
+        raise TypeError(f"expected a module or a function that registers a model family, got {type(obj).__name__}")
+
+    def forget(names: set[str]) -> None:
+        for key in [k for k in _FAMILIES if f"{k[0]}:{k[1]}" in names]:
+            del _FAMILIES[key]
+
+    return Registrar(load, lambda: {f"{k}:{n}" for k, n in _FAMILIES}, forget)
 
 
 def list_families(kind: str | None = None) -> list[tuple[str, str]]:

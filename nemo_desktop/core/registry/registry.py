@@ -1,6 +1,7 @@
 """Analyses by name, timm-style: `register_analysis(spec)` in the analysis' module, `get_analysis(name)`,
 `list_analyses(kind=...)`. The built-in modules are imported on first use; a new analysis adds its module to
-BUILTIN_MODULES and one `register_analysis(...)` line (or `@register_method` for a per-sample method)."""
+BUILTIN_MODULES and one `register_analysis(...)` line (or `@register_method` for a per-sample method). Analyses
+of other distributions come through the `nemo_desktop.analyses` entry-point group (core/plugins.py)."""
 from __future__ import annotations
 
 import importlib
@@ -13,7 +14,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "nemo_desktop.core.methods.cam_mllm", "nemo_desktop.core.methods.change_mllm",
     "nemo_desktop.core.analyses.global_explanation", "nemo_desktop.core.analyses.competency.analyses",
     "nemo_desktop.core.analyses.failure_modes.analysis",
-    "nemo_desktop.core.analyses.model_diff.analysis",
+    "nemo_desktop.core.analyses.model_diff.analysis", "nemo_desktop.core.analyses.fix.pipeline",
 )
 
 _SPECS: dict[str, AnalysisSpec] = {}
@@ -31,11 +32,43 @@ def register_analysis(spec: AnalysisSpec) -> AnalysisSpec:
 
 def _ensure_builtin() -> None:
     global _loaded
-    if _loaded:
-        return
-    for mod in BUILTIN_MODULES:
-        importlib.import_module(mod)
-    _loaded = True
+    if not _loaded:
+        for mod in BUILTIN_MODULES:
+            importlib.import_module(mod)
+        _loaded = True
+    # Then the plugins' analyses (entry-point group `nemo_desktop.analyses`, core/plugins.py), once per process
+    # (a dictionary look-up after the first call): a broken one is logged by name and skipped.
+    from ..plugins import ANALYSES_GROUP, load_plugins
+
+    load_plugins(ANALYSES_GROUP, _plugin_registrar())
+
+
+def _plugin_registrar():
+    """How analysis plugins register: an AnalysisSpec, a list of them, a function returning one or a list (or
+    registering them itself and returning None), or a module whose import registered its analyses."""
+    import types
+
+    from ..plugins import Registrar
+
+    def load(obj) -> None:
+        if isinstance(obj, types.ModuleType):
+            return
+        if callable(obj) and not isinstance(obj, AnalysisSpec):
+            obj = obj()
+            if obj is None:
+                return
+        specs = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+        for spec in specs:
+            if not isinstance(spec, AnalysisSpec):
+                raise TypeError(f"expected an AnalysisSpec, got {type(spec).__name__}")
+        for spec in specs:
+            register_analysis(spec)
+
+    def forget(names: set[str]) -> None:
+        for name in names:
+            _SPECS.pop(name, None)
+
+    return Registrar(load, lambda: set(_SPECS), forget)
 
 
 def list_analyses(kind: str | None = None) -> list[str]:

@@ -36,6 +36,7 @@ SETTINGS_SCHEMA_VERSION = 2
 DEVICES_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 HF_CACHE_CHOICES = ("huggingface-default", "app")
+MODEL_PROCESS_CHOICES = ("in-process", "worker")
 
 
 def _bad(where: str, problem: str) -> ConfigError:
@@ -94,12 +95,26 @@ class ComputeSettings(_Section):
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
     dtype: str = "auto"  # auto | float32 | float16 | bfloat16
     cpu_offload: bool = False  # let accelerate/diffusers offload layers when the GPU is too small
+    # Where the GUI's model jobs run: "in-process" (a thread of the app, for debugging) or "worker" (a supervised
+    # child process: a crash or an out-of-memory kill there fails the job, not the app). See core/worker.
+    model_process: str = "in-process"
+    cancel_grace_s: float = 10.0  # worker mode: seconds a cancelled job may take before its process is restarted
+    worker_memory_limit_gb: float | None = None  # worker mode: address-space cap of the model process (RLIMIT_AS)
 
     def validate(self, where: str) -> None:
         _check(f"{where}.device", isinstance(self.device, str) and bool(DEVICES_RE.match(self.device)),
                "must be auto, cpu, cuda, cuda:N or mps")
         _check(f"{where}.dtype", self.dtype in DTYPES, f"must be one of {', '.join(DTYPES)}")
         _check(f"{where}.cpu_offload", isinstance(self.cpu_offload, bool), "must be true or false")
+        _check(f"{where}.model_process", self.model_process in MODEL_PROCESS_CHOICES,
+               f"must be one of {', '.join(MODEL_PROCESS_CHOICES)}")
+        g = self.cancel_grace_s
+        _check(f"{where}.cancel_grace_s", isinstance(g, (int, float)) and not isinstance(g, bool) and 0 < g <= 600,
+               "must be a number of seconds between 0 and 600")
+        m = self.worker_memory_limit_gb
+        _check(f"{where}.worker_memory_limit_gb",
+               m is None or (isinstance(m, (int, float)) and not isinstance(m, bool) and m >= 1),
+               "must be null or a number of gigabytes of at least 1")
 
 
 @dataclass

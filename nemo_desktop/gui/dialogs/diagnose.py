@@ -10,7 +10,6 @@ Nothing is shown that the models did not compute.
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QStringListModel, Qt, Signal
@@ -20,6 +19,8 @@ from PySide6.QtWidgets import (QCheckBox, QCompleter, QDialog, QDialogButtonBox,
 
 from nemo_desktop.core.batch import FAILED, SKIPPED_CORRECT, SKIPPED_NO_LABEL, BatchItem, true_class_from_folder
 from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.session_jobs import ImagePrediction, PredictionReport, predict_images  # noqa: F401
+from nemo_desktop.core.worker.protocol import JobSpec
 
 from ..drops import describe_rejected
 from ..jobs import GPU, IO, JobHandle
@@ -30,38 +31,6 @@ from ..widgets.progress_bar import ProgressBar
 
 PREVIEW_SIDE = 256
 METHOD = "scitx"
-
-
-@dataclass
-class ImagePrediction:
-    path: str
-    top5: list = field(default_factory=list)  # ClassScore, most probable first
-    error: str | None = None
-
-
-@dataclass
-class PredictionReport:
-    classifier_id: str
-    class_names: list[str]
-    images: list[ImagePrediction]
-
-
-def predict_images(session, paths: list[str], ctx: JobContext) -> PredictionReport:
-    """Top-5 of each image with the current classifier (loading the default one if needed)."""
-    from nemo_desktop.core.errors import NemoError
-    from nemo_desktop.core.images import load_image
-    from nemo_desktop.core.metrics.cei import top_k
-
-    classifier = session.ensure("classifier", ctx)
-    names = list(classifier.class_names)
-    out = []
-    for p in ctx.track(paths, stage="Classifying"):
-        try:
-            probs = classifier.predict_proba([load_image(p)])[0]
-            out.append(ImagePrediction(p, top_k(probs, names, 5)))
-        except NemoError as exc:
-            out.append(ImagePrediction(p, error=exc.message))
-    return PredictionReport(classifier.info.model_id, names, out)
 
 
 def load_preview(path: str, ctx: JobContext) -> QImage | None:
@@ -212,8 +181,8 @@ class DiagnoseDialog(QDialog):
 
     # -- prediction -------------------------------------------------------------------------------------
     def _start_prediction(self) -> JobHandle:
-        session, paths = self.host.session, list(self.images)
-        handle = self.host.jobs.submit(lambda ctx: predict_images(session, paths, ctx),
+        paths = list(self.images)
+        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.session_jobs:predict_images", (paths,)),
                                        title="Classifying the dropped images", lane=GPU)
         self._link(handle.sig_progress, self._predict_progress)
         self._link(handle.sig_done, self._predicted)
@@ -427,14 +396,9 @@ class DiagnoseDialog(QDialog):
         self._starting = False
         if not self.isVisible():  # closed in between
             return
-        from ..panes.workbench.run_job import AUTO, explain_samples
+        from nemo_desktop.core.session_jobs import AUTO
 
-        session = self.host.session
-
-        def job(ctx):
-            s = session.settings()
-            return explain_samples(session, METHOD, {"k": s.scitx.k, "m": s.scitx.m}, samples, AUTO, ctx)
-
+        job = JobSpec("nemo_desktop.core.session_jobs:diagnose_samples", (METHOD, samples, AUTO))
         n = len(samples)
         handle = self.host.jobs.submit(job, title=f"Diagnosing {n} image{'s' if n != 1 else ''}", lane=GPU)
         self._run = handle

@@ -11,6 +11,8 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 
+from nemo_desktop.core.worker.protocol import JobSpec
+
 from ..jobs import GPU, IO, JobHandle
 from . import memory
 from .guide import DatasetGuide, NextStepBar, WelcomePage, WorkbenchGuide, next_step_html
@@ -55,23 +57,6 @@ def demo_progress_text(p) -> str:
         text += f" — {100 * p.overall_fraction:.0f} %"
     left = describe_seconds_left(p.seconds_left)
     return text + (f" · {left}" if left else "…")
-
-
-def _prepare_and_load_demo(session, paths, ctx):
-    """GPU lane: build (or reuse) the demo, then load its classifier through the ordinary loader."""
-    from nemo_desktop.core.demo import CLASSIFIER_ID, prepare_demo
-
-    # One bar for the whole job: each stage fills its share, so it neither refills nor sits at 100 % while the
-    # held-out digits are measured and the classifier is loaded.
-    setup = prepare_demo(paths, ctx.stages("", 0.0, 0.9, DEMO_STAGE_WEIGHTS))
-    session.load("classifier", CLASSIFIER_ID, ctx.sub("Loading the classifier", 0.9, 1.0), local_only=True)
-    ctx.progress("Demo ready", 1, 1)
-    return setup
-
-
-# Relative cost of the demo's stages (seconds on a laptop CPU: writing ~1, rendering ~2, training ~20, measuring ~1).
-DEMO_STAGE_WEIGHTS = {"Writing the demo images": 1, "Rendering the training digits": 2,
-                      "Training the demo classifier": 20, "Measuring on held-out digits": 1}
 
 
 class FirstRun(QObject):
@@ -207,8 +192,7 @@ class FirstRun(QObject):
         if not wanted:
             self._record_models = True
             return None
-        session = self.window.session
-        handle = self.window.jobs.submit(lambda ctx: memory.restore_models(session, wanted, ctx),
+        handle = self.window.jobs.submit(JobSpec("nemo_desktop.core.session_jobs:restore_models", (wanted,)),
                                          title="Restoring the last models", lane=GPU, ask_before_quit=False)
         handle.sig_done.connect(self._restored)
         handle.sig_finished.connect(lambda _o: self._restore_finished())
@@ -232,8 +216,8 @@ class FirstRun(QObject):
     def try_demo(self) -> JobHandle:
         if self.demo_job is not None and self.demo_job.active:
             return self.demo_job
-        session, paths = self.window.session, self.window.paths
-        handle = self.window.jobs.submit(lambda ctx: _prepare_and_load_demo(session, paths, ctx),
+        handle = self.window.jobs.submit(JobSpec("nemo_desktop.core.session_jobs:prepare_and_load_demo",
+                                                 (self.window.paths,)),
                                          title="Preparing the demo (digits dataset and classifier)", lane=GPU)
         self.demo_job = handle
         self._demo_status("Preparing the demo…", busy=True)

@@ -36,7 +36,8 @@ def test_full_run_on_tiny_models(bench_data, tiny_models, registered, store):
         bench_data, datasets=[datasets[0], datasets[2]], samples_per_dataset=1, device="cpu",
         classifiers={"ViT": f"timm:local-dir:{tiny_models['timm']}", "CLIP": f"hf-clip:{tiny_models['clip']}"},
         editors={"IP2P": f"diffusers-instruct-pix2pix:{tiny_models['editor']}"},
-        methods=[{"label": "SciTX", "method": "scitx", "options": {"k": 1, "m": 2, "edit_steps": 1}}],
+        methods=[{"label": "SciTX", "method": "scitx",
+                  "options": {"k": 1, "m": 2, "edit_steps": 1, "selection": "cei"}}],  # the paper's rule, as the table configs
         judges={"GPT": "test-double:judge-gpt-fenced", "Claude": "test-double:judge-claude-fraction",
                 "Qwen": {"model": f"transformers-mllm:{tiny_models['qwen']}", "max_attempts": 2,
                          "max_new_tokens": 4}})

@@ -262,6 +262,27 @@ def _competency_score_case(world) -> Case:
                 {"threshold": 0.8}, calls=lambda: len(clf.calls))
 
 
+def _fix_case(world) -> Case:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyses" / "fix"))
+    from fix_tiny_world import fix_world_module, tiny_world
+
+    fw = tiny_world(train_size=300, epochs=4, test_size=40)
+    FW = fix_world_module()
+    editor = FW.FixWorldEditor(fw)
+    other = FW.W.CAUSES["background-texture"]
+    options = {**fw.finding(), "per_class": 2, "epochs": 1, "bootstrap": 100, "save": False}
+    variations = {"data": "augment", "instruction": other.edit, "cue_instruction": FW.ADD_EDITS[other.name],
+                  "affected_classes": "one", "predicted_classes": "seven,one", "augmentation": "grayscale",
+                  "per_class": 3, "mode": "last-block", "lora_rank": 2, "lr": 1e-2, "epochs": 2, "patience": 0,
+                  "batch_size": 16, "val_fraction": 0.3, "margin": 2.0, "bootstrap": 200, "seed": 1, "save": True,
+                  "name": "my-fix"}
+    return Case(Components(classifier=fw.classifier, editor=editor, store=world["store"]), (fw.data(),), options,
+                variations, calls=lambda: len(editor.calls))
+
+
 CASES: dict[str, Callable[[dict], Case]] = {
     **{n: (lambda world, n=n: _sample_case(n, world)) for n in (
         "scitx", "error-retrieval", "error-retrieval-validated", "cam-mllm", "cam-mllm-validated", "change-mllm",
@@ -273,6 +294,7 @@ CASES: dict[str, Callable[[dict], Case]] = {
     "failure-modes": _failure_modes_case,
     "model-diff": _model_diff_case,
     "competency-score": _competency_score_case,
+    "fix": _fix_case,
 }
 
 
@@ -366,7 +388,7 @@ def test_cancel_stops_within_one_unit(name, world):
 COMMANDS = {"sample": ["explain"], "global-explanation": ["global"], "competency-estimator": ["competency", "fit"],
             "competency-cf": ["competency", "explain"], "competency-bench": ["competency", "bench"],
             "failure-modes": ["failure-modes"], "model-diff": ["compare", "run"],
-            "competency-score": ["competency", "score"]}
+            "competency-score": ["competency", "score"], "fix": ["fix"]}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

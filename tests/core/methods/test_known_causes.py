@@ -100,3 +100,26 @@ def test_structure_measure_tells_a_global_change_from_destruction():
     assert structure_kept(seven, seven) == 1.0
     blank = Image.new("RGB", (64, 64), "white")
     assert structure_kept(seven, blank) == 0.0
+
+
+def test_a_flagged_selection_names_its_runner_up_in_the_result_the_report_and_json(worlds, store, tmp_path):
+    """The background edit changes every pixel (flagged "global"): the result says why it won over the runner-up."""
+    import json
+
+    from nemo_desktop.core.methods.scitx import SciTXPipeline
+    from nemo_desktop.core.reports import export_report
+
+    world = worlds["background-colour"]
+    sample = world.samples[0]
+    mllm = W.ScriptedWorldMLLM()
+    mllm.set_sample(sample)
+    result = SciTXPipeline(world.classifier, mllm, W.WorldEditor(world), store=store)(sample.image, sample.label)
+    chosen = result.candidates[result.selected_index]
+    assert chosen.hypothesis == world.cause.hypothesis and chosen.edit_verdict == "global" and chosen.edit_flagged
+    check = result.manifest["edit_check"]
+    assert check["runner_up"] is not None and check["runner_up"] != result.selected_index
+    assert "Runner-up" in check["reason"] and "structure kept" in check["reason"]
+    assert any("Runner-up: #" in n and "won on evidence" in n for n in result.notes)
+    assert "Runner-up" in json.dumps(result.to_dict())  # what --json prints
+    html = export_report(result.result_key, store, "html", tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "Runner-up: #" in html and "whole image changed, structure kept" in html

@@ -21,7 +21,8 @@ BUILTIN_SECTION_MODULES = ("nemo_desktop.core.reports.sections.sample",
                            "nemo_desktop.core.reports.sections.global_explanation",
                            "nemo_desktop.core.reports.sections.competency",
                            "nemo_desktop.core.reports.sections.failure_modes",
-                           "nemo_desktop.core.reports.sections.model_diff")
+                           "nemo_desktop.core.reports.sections.model_diff",
+                           "nemo_desktop.core.reports.sections.fix")
 
 _REPORTS: dict[tuple[str, str | None], Callable[..., Any]] = {}
 _RUN_SECTIONS: list[tuple[str, str, Callable[[dict, Any], Any]]] = []

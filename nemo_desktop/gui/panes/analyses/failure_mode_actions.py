@@ -10,6 +10,8 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
+from nemo_desktop.core.worker.protocol import JobSpec
+
 from ...jobs import GPU, IO, JobHandle
 from ...samples import Sample
 from ...widgets.buttons import action_button
@@ -158,13 +160,11 @@ class FailureModeActions(QWidget):
     def rank_images(self) -> JobHandle | None:
         """Rank every image of the analysed index by the sentence (GPU lane: the joint space embeds it), then
         show them in that order in the dataset browser."""
-        from .failure_mode_jobs import rank_images
-
         sentence = self._typed() if self.result is not None else None
         if sentence is None:
             return None
-        session, result = self.host.session, self.result
-        handle = self.host.jobs.submit(lambda ctx: rank_images(session, result, sentence, ctx),
+        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app_jobs.failure_modes:rank_images",
+                                               (self.result, sentence)),
                                        title="Ranking the images by a sentence", lane=GPU)
         handle.sig_done.connect(self._show_ranking)
         return handle
@@ -182,7 +182,7 @@ class FailureModeActions(QWidget):
         session lacks a model it needs."""
         from nemo_desktop.core.errors import NemoError
 
-        from .failure_mode_jobs import cei_models, validate_with_cei
+        from .failure_mode_jobs import cei_models
 
         mode = self.current()
         sentence = self._typed() if mode is not None else None
@@ -195,7 +195,8 @@ class FailureModeActions(QWidget):
             self.cei_label.setText(f"Not validated: {exc.message} {exc.hint or ''}".strip())
             return None
         self.cei_label.setText("Validating with CEI\u2026")
-        handle = self.host.jobs.submit(lambda ctx: validate_with_cei(session, result, mode, sentence, ctx),
+        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app_jobs.failure_modes:validate_with_cei",
+                                               (result, mode, sentence)),
                                        title="Validating a sentence with CEI", lane=GPU)
         handle.sig_done.connect(self._show_validation)
         handle.sig_failed.connect(lambda err: self.cei_label.setText(f"Not validated: {err.get('message', '')}"))

@@ -16,6 +16,8 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, Q
                                QListWidget, QListWidgetItem, QPushButton, QScrollArea, QSplitter, QTextBrowser,
                                QVBoxLayout, QWidget)
 
+from nemo_desktop.core.worker.protocol import JobSpec
+
 from ...jobs import GPU, IO, JobHandle
 from ...widgets.progress_bar import ProgressBar
 from ...widgets.report_path import ask_report_path
@@ -24,9 +26,11 @@ from ...widgets.text_images import attach_zoom_to_text_browser
 from ..base import Pane, PaneHost
 from ..workbench.widgets.method_form import MIN_FIELD_WIDTH, MethodForm
 from .failure_mode_actions import FailureModeActions
+from .fix_actions import FixActions
 from .model_diff_live import ModelDiffLivePanel
-from .run_job import (_NOT_ON_DISK as NOT_ON_DISK, NONE, SESSION_KINDS, PageData, effective_need, export_result, list_page_analyses, page_data,
-                      result_html, run_page_analysis, run_problem)
+from .run_job import _NOT_ON_DISK as NOT_ON_DISK
+from .run_job import (NONE, SESSION_KINDS, PageData, effective_need, export_result, list_page_analyses, page_data,
+                      result_html, run_problem)
 
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
 IDLE_STAGE = ""
@@ -50,7 +54,8 @@ class AnalysesPane(Pane):
     NAME = "analyses"
     TITLE = "Analyses"
     SUMMARY = "Dataset- and model-level analyses: failure modes, model differences, competency, global explanations."
-    _pending: tuple[str, str | None] | None = None  # (analysis, data) asked for before its page was shown
+    # (analysis, data, settings) asked for before its page was shown
+    _pending: tuple[str, str | None, dict | None] | None = None
 
     sig_result_shown = Signal(object)  # the analysis result now on screen
     sig_result_rerendered = Signal()  # the result on screen was rendered again after it changed
@@ -158,6 +163,7 @@ class AnalysesPane(Pane):
         # Under the result: what can be done with it in the other panes (a failure mode's images).
         self.failure_modes = FailureModeActions(host)
         self.failure_modes.sig_validated.connect(lambda _v: self.rerender())  # the check joins the result's page
+        self.fix_actions = FixActions(host)  # a kept fix: use the fixed model
         host.sig_models_changed.connect(self._inputs_changed)  # a model loaded elsewhere may be the one missing
         # Above the result while model-diff runs: its iterations and best-score curve, live.
         self.model_diff_live = ModelDiffLivePanel()
@@ -168,6 +174,7 @@ class AnalysesPane(Pane):
         rv.addWidget(self.model_diff_live)
         rv.addWidget(self.result_view, 1)
         rv.addWidget(self.failure_modes)
+        rv.addWidget(self.fix_actions)
 
         splitter = QSplitter()
         splitter.addWidget(self.analysis_list)
@@ -216,6 +223,7 @@ class AnalysesPane(Pane):
         else:
             self.result_view.clear()
         self.failure_modes.set_result(state.result)
+        self.fix_actions.set_result(state.result)
         self.model_diff_live.setVisible(name == "model-diff" and (state.job is not None or state.result is not None))
         if name == "model-diff" and state.job is None and _is_model_diff(state.result):
             self.model_diff_live.show_records(state.result.iterations)
@@ -257,10 +265,11 @@ class AnalysesPane(Pane):
         elif specs:
             self.analysis_list.setCurrentRow(0)
 
-    def open_with(self, name: str, data: str | None = None) -> None:
-        """Show analysis `name`'s page with `data` (an image path, a folder) filled in: the dataset browser's
-        "Analyse with" menu sends an image here. The page comes from a job, so the data waits for it."""
-        self._pending = (name, data)
+    def open_with(self, name: str, data: str | None = None, settings: dict | None = None) -> None:
+        """Show analysis `name`'s page with `data` (an image path, a folder) and `settings` (form values by field
+        name) filled in: the dataset browser's "Analyse with" menu sends an image here, the workbench's "Try a
+        fix…" a finding. The page comes from a job, so the data waits for it."""
+        self._pending = (name, data, dict(settings or {}))
         if self.analysis_list.count():
             self.select_analysis(name)
             current = self.analysis_list.currentItem()
@@ -271,7 +280,11 @@ class AnalysesPane(Pane):
 
     def _apply_pending(self) -> None:
         if self._pending is not None and self.page is not None and self.page.spec.name == self._pending[0]:
-            data = self._pending[1]
+            data, settings = self._pending[1], self._pending[2] or {}
+            editors = self.form.editors
+            for field_name, value in settings.items():
+                if field_name in editors:
+                    self.form.set_value(field_name, value)
             if data is not None:
                 self.data_path.setText(data)
                 i = self.data_combo.findData(data)  # a stored run / reference index chosen by its id
@@ -397,7 +410,7 @@ class AnalysesPane(Pane):
         session = self.host.session
         live = session.loaded()  # a dict read: cheap on the GUI thread
         self.page.loaded = dict(live)
-        self.page.loaded_zero_shot = bool(getattr(session.get("classifier"), "zero_shot", False))
+        self.page.loaded_zero_shot = bool((session.facts("classifier") or {}).get("zero_shot"))
         for kind in SESSION_KINDS:
             if live.get(kind):
                 self.page.current[kind] = live[kind]
@@ -452,8 +465,9 @@ class AnalysesPane(Pane):
             self._update_buttons()
             return None
         name, values = self.page.spec.name, self.form.values()
-        models, data, session = self.chosen_models(), self.chosen_data(), self.host.session
-        handle = self.host.jobs.submit(lambda ctx: run_page_analysis(session, name, values, models, data, ctx),
+        models, data = self.chosen_models(), self.chosen_data()
+        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app_jobs.analyses:run_page_analysis",
+                                               (name, values, models, data)),
                                        title=f"{name}", lane=GPU)
         state = self.state(name)
         state.job = handle
@@ -526,6 +540,7 @@ class AnalysesPane(Pane):
             return  # shown when its page is
         self.result_view.setHtml(html)
         self.failure_modes.set_result(result)
+        self.fix_actions.set_result(result)
         if _is_model_diff(result):
             self.model_diff_live.show_records(result.iterations)
         self._update_buttons()

@@ -12,10 +12,12 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QWidget
 
+from nemo_desktop.core.worker.protocol import JobSpec
+
 from ...jobs import GPU, IO, JobHandle
 from ...widgets.buttons import action_button
 from .browse_data import BrowseData
-from .competency_column import CompetencyColumn, find_estimators, score_column, stored_column
+from .competency_column import CompetencyColumn, find_estimators, stored_column
 
 if TYPE_CHECKING:
     from .plugin import DatasetBrowserPane
@@ -159,10 +161,11 @@ class CompetencyControls(QObject):
         return handle
 
     def score(self) -> JobHandle | None:
-        paths, key, session = self._paths(), self.estimator_key, self.pane.host.session
+        paths, key = self._paths(), self.estimator_key
         if paths is None or key is None:
             return None
-        handle = self.pane.host.jobs.submit(lambda ctx: score_column(session, key, paths, THRESHOLD, ctx),
+        handle = self.pane.host.jobs.submit(JobSpec("nemo_desktop.core.app_jobs.competency_column:score_column",
+                                                    (key, list(paths), THRESHOLD)),
                                             title="Scoring competency", lane=GPU)
         self._score_job = handle
         self.status.setText("Scoring…")

@@ -19,6 +19,8 @@ from PySide6.QtCore import QItemSelection, QItemSelectionModel, QSettings, Qt, Q
 from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QMenu, QPushButton, QSizePolicy, QSplitter,
                                QToolButton, QVBoxLayout)
 
+from nemo_desktop.core.worker.protocol import JobSpec
+
 from ...jobs import GPU, IO, JobHandle
 from ...samples import Sample
 from ...thumbnails import ThumbnailLoader
@@ -26,7 +28,7 @@ from ...widgets.progress_bar import ProgressBar
 from ..base import Pane, PaneHost
 from .filter_controls import build_filter_rows, build_side_panel
 from .analysis_links import failure_modes_button, grid_menu, send_to_analysis
-from .browse_data import BrowseData, count_new_images, index_dataset, open_browse_data, open_index, open_indexed
+from .browse_data import BrowseData, count_new_images, open_browse_data, open_index, open_indexed
 from .competency_controls import CompetencyControls
 from .filters import (ALL, CONFIDENCE_DESC, DATASET_ORDER, MISCLASSIFIED, FilterSpec,
                       class_accuracy, filter_rows)
@@ -228,8 +230,7 @@ class DatasetBrowserPane(Pane):
 
     def _loaded_classifier_id(self) -> str | None:
         """The model id an index records for the loaded classifier (its ModelInfo.model_id)."""
-        model = self.host.session.get("classifier")
-        return getattr(getattr(model, "info", None), "model_id", None)
+        return (self.host.session.facts("classifier") or {}).get("model_id")  # the worker's, in worker mode
 
     def show_data(self, path: str, data: BrowseData) -> None:
         """Show `data` (already read, e.g. by a script) as if it had been opened from `path`."""
@@ -423,8 +424,8 @@ class DatasetBrowserPane(Pane):
             return None
         if self._index_job is not None and self._index_job.active:
             return self._index_job
-        path, session, batch = self.dataset_path, self.host.session, self.index_batch_size
-        handle = self.host.jobs.submit(lambda ctx: index_dataset(path, session, ctx, batch_size=batch),
+        path, batch = self.dataset_path, self.index_batch_size
+        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.browse_data:index_dataset_job", (path, batch)),
                                        title=f"Indexing {Path(path).name}", lane=GPU)
         self._index_job = handle
         self.index_button.setEnabled(False)

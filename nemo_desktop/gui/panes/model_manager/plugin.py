@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QSplitter, QTableView, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.models.user_catalog import remove_user_entry
+from nemo_desktop.core.worker.protocol import JobSpec
 
 from ...jobs import GPU, IO, JobHandle
 from ...session import KIND_TEXT
@@ -26,6 +27,8 @@ from .widgets.catalog_table import CatalogTableModel
 from .widgets.disk_panel import DiskPanel
 from .widgets.import_dialog import ImportCheckpointDialog
 from .widgets.settings_panel import SettingsPanel
+
+MODEL_JOBS = "nemo_desktop.core.session_jobs"  # the model jobs, run where the settings say (core/worker)
 
 MAX_COLUMN_WIDTH = 240
 
@@ -259,7 +262,7 @@ class ModelManagerPane(Pane):
         self.load_reason.setVisible(bool(why_not))
         self.unload_button.setEnabled(loaded)
         self.default_button.setEnabled(e is not None)
-        self.fit_competency_button.setEnabled(self.host.session.get("classifier") is not None)
+        self.fit_competency_button.setEnabled("classifier" in self.host.session.loaded())
 
     def fit_competency(self) -> None:
         """The competency-estimator page of the Analyses pane (its classifier picker says "current")."""
@@ -339,8 +342,7 @@ class ModelManagerPane(Pane):
         return self.load(e.kind, e.id)
 
     def load(self, kind: str, ref: str) -> JobHandle:
-        session = self.host.session
-        handle = self.host.jobs.submit(lambda ctx: session.load(kind, ref, ctx).ref,
+        handle = self.host.jobs.submit(JobSpec(f"{MODEL_JOBS}:load_model", (kind, ref)),
                                        title=f"Loading the {KIND_TEXT.get(kind, kind)} {ref}", lane=GPU)
         # The row says so while the load waits behind another GPU job and while it runs.
         self.model.set_loading(ref, "queued" if self._gpu_busy(handle) else "loading…")
@@ -361,8 +363,7 @@ class ModelManagerPane(Pane):
         return self.unload(kind)
 
     def unload(self, kind: str) -> JobHandle:
-        session = self.host.session
-        handle = self.host.jobs.submit(lambda ctx: session.unload(kind), title=f"Unloading the {KIND_TEXT[kind]}",
+        handle = self.host.jobs.submit(JobSpec(f"{MODEL_JOBS}:unload_model", (kind,)), title=f"Unloading the {KIND_TEXT[kind]}",
                                        lane=GPU, ask_before_quit=False)
         handle.sig_finished.connect(lambda _o: self.host.sig_models_changed.emit())
         return handle

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroup
                                QLabel, QListWidget, QListWidgetItem, QPushButton, QScrollArea,
                                QSplitter, QVBoxLayout, QWidget)
 
+from nemo_desktop.core.worker.protocol import JobSpec
 from nemo_desktop.core.batch import BatchItem
 
 from ...jobs import GPU, IO, JobHandle
@@ -21,10 +22,11 @@ from ...samples import Sample
 from ...widgets.progress_bar import ProgressBar
 from ...widgets.report_path import ask_report_path, report_format
 from ..base import Pane, PaneHost
-from .run_job import AUTO, SampleOutcome, StoredSummary, explain_samples, list_references, list_results
+from .run_job import AUTO, SampleOutcome, StoredSummary, list_references, list_results
 from .widgets.batch_table import BatchPanel
 from .widgets.method_form import MethodForm
 from .widgets.past_results import PastResultsTable
+from .fix_link import fix_settings, try_fix
 from .widgets.result_view import ResultBundle, ResultView, load_bundles
 
 DEFAULT_METHOD = "scitx"
@@ -170,7 +172,11 @@ class WorkbenchPane(Pane):
         result_side = QWidget()
         rsv = QVBoxLayout(result_side)
         rsv.setContentsMargins(0, 0, 0, 0)
-        rsv.addLayout(self._hbox(self.export_button, self.export_status))
+        self.fix_button = QPushButton("Try a fix…")
+        self.fix_button.setObjectName("tryFixButton")
+        self.fix_button.setToolTip("Fine-tune the classifier from this finding, measure it and keep it only if it helps")
+        self.fix_button.clicked.connect(lambda: try_fix(self.host, self.result_view.results()))
+        rsv.addLayout(self._hbox(self.export_button, self.fix_button, self.export_status))
         rsv.addWidget(self.result_view, 1)
         # A run on several images lists them above the result view (hidden otherwise).
         from ...thumbnails import ThumbnailLoader
@@ -264,9 +270,9 @@ class WorkbenchPane(Pane):
         self.reference_combo.blockSignals(True)
         while self.reference_combo.count() > 2:
             self.reference_combo.removeItem(2)
-        classifier = self.host.session.get("classifier")
+        classifier = self.host.session.facts("classifier")  # the model worker's, in worker mode
         if classifier is not None:  # only indexes that fit the loaded classifier (others would be refused)
-            refs = [r for r in refs if r["classifier_id"] == classifier.info.model_id]
+            refs = [r for r in refs if r["classifier_id"] == classifier["model_id"]]
         for r in refs:
             self.reference_combo.addItem(f"{Path(r['dataset_root']).name} — {r['classifier_id']} ({r['entries']} "
                                          f"images)", r["index_id"])
@@ -322,10 +328,9 @@ class WorkbenchPane(Pane):
             return None
         values = self.form.values() if self.methods else {}
         reference = self.reference_combo.currentData()
-        session = self.host.session
         n = len(samples)
         handle = self.host.jobs.submit(
-            lambda ctx: explain_samples(session, method, values, samples, reference, ctx),
+            JobSpec("nemo_desktop.core.session_jobs:explain_samples", (method, values, samples, reference)),
             title=f"{method}: explaining {n} image{'s' if n != 1 else ''}", lane=GPU)
         batch = [BatchItem(s.path, s.true_label, s.pred_label, s.confidence) for s in samples] if n > 1 else None
         self.start_watching(handle, batch)
@@ -456,6 +461,8 @@ class WorkbenchPane(Pane):
     # -- export -----------------------------------------------------------------------------------------
     def _update_export(self) -> None:
         self.export_button.setEnabled(bool(self.result_view.columns) and self.result_view.built)
+        results = self.result_view.results() if self.export_button.isEnabled() else []
+        self.fix_button.setEnabled(bool(results) and fix_settings(results[0]) is not None)
 
     def export_shown(self, target: Path | None = None) -> JobHandle | None:
         """Export the result on screen (the first column: the result that was opened) as HTML or PDF, by the

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QFormLayout, QGroupBox, QHBoxLayout,
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QPushButton, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
@@ -61,11 +61,28 @@ class SettingsPanel(QWidget):
         self.device_combo.lineEdit().editingFinished.connect(self._save_compute)
         self.dtype_combo.activated.connect(lambda _i: self._save_compute())
         self.offload_check.toggled.connect(lambda _c: self._save_compute())
+        # Where model jobs run (core/worker): applies at the next start of the app.
+        self.worker_check = QCheckBox("Run models in a separate process")
+        self.worker_check.setObjectName("workerCheck")
+        self.worker_check.setToolTip("On: a crash or an out-of-memory kill in model code fails the job, not the "
+                                     "window, and Cancel always ends a job. Off: models run inside the app's own "
+                                     "process (simpler to debug). Applies at the next start.")
+        self.grace_spin = QDoubleSpinBox()
+        self.grace_spin.setObjectName("cancelGraceSpin")
+        self.grace_spin.setRange(1.0, 600.0)
+        self.grace_spin.setDecimals(0)
+        self.grace_spin.setSuffix(" s")
+        self.grace_spin.setToolTip("After Cancel, how long a job may take to stop before its model process is "
+                                   "restarted (separate process only)")
+        self.worker_check.toggled.connect(lambda _c: self._save_compute())
+        self.grace_spin.editingFinished.connect(self._save_compute)
         compute = QGroupBox("Compute")
         form = QFormLayout(compute)
         form.addRow("Device:", self.device_combo)
         form.addRow("Precision:", self.dtype_combo)
         form.addRow(self.offload_check)
+        form.addRow(self.worker_check)
+        form.addRow("Cancel waits at most:", self.grace_spin)
 
         # -- Hugging Face token --
         self.token_ref_edit = QLineEdit()
@@ -143,6 +160,8 @@ class SettingsPanel(QWidget):
             self.device_combo.setCurrentText(settings.compute.device)
             self.dtype_combo.setCurrentText(settings.compute.dtype)
             self.offload_check.setChecked(settings.compute.cpu_offload)
+            self.worker_check.setChecked(settings.compute.model_process == "worker")
+            self.grace_spin.setValue(float(settings.compute.cancel_grace_s))
             ref = settings.hub.token_ref
             self.token_ref_edit.setText(ref or "")
             self.token_status.setText(token_status(ref))
@@ -173,12 +192,16 @@ class SettingsPanel(QWidget):
         device = self.device_combo.currentText().strip() or "auto"
         dtype = self.dtype_combo.currentText()
         offload = self.offload_check.isChecked()
+        process = "worker" if self.worker_check.isChecked() else "in-process"
+        grace = float(self.grace_spin.value())
         c = self.settings.compute
-        if (c.device, c.dtype, c.cpu_offload) == (device, dtype, offload):
+        if (c.device, c.dtype, c.cpu_offload, c.model_process, float(c.cancel_grace_s)) == \
+                (device, dtype, offload, process, grace):
             return None
 
         def change(s):
             s.compute.device, s.compute.dtype, s.compute.cpu_offload = device, dtype, offload
+            s.compute.model_process, s.compute.cancel_grace_s = process, grace
 
         return self._update(change, "Saving the device settings")
 

@@ -1,0 +1,116 @@
+"""Settings of the fix loop (issue 29): which targeted data, which training mode, how it is stopped and judged.
+Field metadata (label, help, min, max, choices) drives the CLI flags and the GUI form; `to_dict()` is what result
+keys and the fixed model's lineage record."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from ...errors import ConfigError
+
+MODES = ("head", "last-block", "lora", "full")
+DATA = ("edit", "augment", "none")
+AUGMENTATIONS = ("colour-jitter", "grayscale", "blur", "flip")
+
+
+def _meta(label: str, help: str, **kw: Any) -> dict[str, Any]:  # noqa: A002 - the metadata key is "help"
+    return {"label": label, "help": help, **kw}
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(n.strip() for n in str(text).split(",") if n.strip()))
+
+
+@dataclass(frozen=True)
+class FixConfig:
+    data: str = field(default="edit", metadata=_meta(
+        "Targeted data", "edit: the finding's validated edit applied with the editor to training images "
+        "(counterfactual augmentation); augment: a plain augmentation of the same images instead (the control); "
+        "none: the original training data only (a same-steps control).", choices=DATA))
+    instruction: str = field(default="", metadata=_meta(
+        "Edit that removes the cause", "The validated edit (e.g. SciTX's intervention). Applied to training images "
+        "of the predicted (shortcut) classes: the same label, without the cause."))
+    cue_instruction: str = field(default="", metadata=_meta(
+        "Edit that adds the cause", "Optional: the edit that puts the cause into an image (e.g. 'Make the "
+        "background dark blue'). Applied to training images of the affected classes, keeping their true labels: "
+        "the cause no longer predicts the wrong class."))
+    affected_classes: str = field(default="", metadata=_meta(
+        "Affected classes", "The true classes of the images the finding covers (those the model gets wrong), "
+        "separated by commas."))
+    predicted_classes: str = field(default="", metadata=_meta(
+        "Predicted classes", "The classes the finding's images are wrongly taken for (where the cause pulls), "
+        "separated by commas."))
+    augmentation: str = field(default="colour-jitter", metadata=_meta(
+        "Plain augmentation", "The control's augmentation (data=augment).", choices=AUGMENTATIONS))
+    per_class: int = field(default=200, metadata=_meta(
+        "Targeted images per class", "Training images edited (or augmented) per affected or predicted class.",
+        min=1, max=100000))
+    mode: str = field(default="head", metadata=_meta(
+        "Training mode", "head: the classifier head alone; last-block: the head and the backbone's last block; "
+        "lora: LoRA adapters on the backbone plus the head (peft); full: every weight.", choices=MODES))
+    lora_rank: int = field(default=4, metadata=_meta("LoRA rank", "Rank of the LoRA adapters.", min=1, max=256))
+    lr: float = field(default=1e-3, metadata=_meta("Learning rate", "Adam's learning rate.", min=1e-7, max=1.0))
+    epochs: int = field(default=10, metadata=_meta("Epochs", "The most epochs trained.", min=1, max=1000))
+    patience: int = field(default=2, metadata=_meta(
+        "Early-stopping patience", "Epochs without a better held-out loss before training stops (0: never stop "
+        "early, every epoch is trained).", min=0, max=1000))
+    batch_size: int = field(default=64, metadata=_meta("Batch size", "Images per step.", min=1, max=4096))
+    val_fraction: float = field(default=0.15, metadata=_meta(
+        "Held-out split", "Share of the training data (original and targeted) kept out of training for early "
+        "stopping.", min=0.02, max=0.5))
+    margin: float = field(default=1.0, metadata=_meta(
+        "Regression margin (points)", "The guard rejects a fix when accuracy on everything else drops by more "
+        "than this many points.", min=0.0, max=100.0))
+    bootstrap: int = field(default=1000, metadata=_meta(
+        "Bootstrap resamples", "Paired bootstrap resamples of the confidence intervals.", min=100, max=100000))
+    seed: int = field(default=0, metadata=_meta("Seed", "Seeds the split, the edits, the order of training.",
+                                                min=0, max=2**31 - 1))
+    save: bool = field(default=True, metadata=_meta(
+        "Save the fixed model", "Save the fixed model as a new user-catalog entry when the guard keeps it."))
+    name: str = field(default="", metadata=_meta(
+        "Name of the fixed model", "Catalog id of the fixed model (default: <base id>-fix-<key>)."))
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("data", DATA), ("mode", MODES), ("augmentation", AUGMENTATIONS)):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"Unknown {name} '{getattr(self, name)}'.", hint=f"Use one of: {', '.join(allowed)}.")
+        for f in fields(self):
+            lo, hi = f.metadata.get("min"), f.metadata.get("max")
+            v = getattr(self, f.name)
+            if v is None or isinstance(v, (tuple, str, bool)):
+                continue
+            if (lo is not None and v < lo) or (hi is not None and v > hi):
+                raise ConfigError(f"{f.metadata['label']} = {v} is out of range [{lo}, {hi}].")
+
+    def check_plan(self, finding: bool = False) -> None:
+        """Refuse settings that cannot make targeted data (checked when the fix is built, not for the defaults).
+        `finding`: a failure mode's own images are given (an edit fix may then have no edit)."""
+        if self.data == "edit" and not (self.instruction.strip() or self.cue_instruction.strip()) and not finding:
+            raise ConfigError("Targeted data from an edit needs the edit.",
+                              hint="Give the validated edit (--instruction) and/or the edit that adds the cause "
+                                   "(--cue-instruction), or choose --data augment for the control.")
+        if self.data == "edit" and self.instruction.strip() and not self.predicted:
+            raise ConfigError("The edit that removes the cause is applied to training images of the predicted "
+                              "classes; none were given.", hint="Give --predicted-classes.")
+        if self.data != "none" and not (self.affected or self.predicted) and not finding:
+            raise ConfigError("Targeted data needs the classes the finding concerns.",
+                              hint="Give --affected-classes (and --predicted-classes).")
+
+    @property
+    def affected(self) -> tuple[str, ...]:
+        return _names(self.affected_classes)
+
+    @property
+    def predicted(self) -> tuple[str, ...]:
+        return _names(self.predicted_classes)
+
+    @property
+    def early_stopping(self) -> bool:
+        return self.patience > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "FixConfig":
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in cls.__dataclass_fields__})

@@ -1,0 +1,90 @@
+"""Before/after figures of a fix on held-out data, with paired bootstrap confidence intervals and n.
+
+Both models see the same images, so the change in accuracy is measured per image (correct after - correct
+before) and its interval comes from resampling images, not from two independent intervals. The guard compares
+the change on everything else (the `rest`) with a margin in points: a fix that costs more than the margin there,
+overall or on a class whose drop is beyond the margin with an interval that excludes zero, is rejected however
+much it helps the finding's images.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Sequence
+
+import numpy as np
+
+
+def paired(before: np.ndarray, after: np.ndarray, *, resamples: int, seed: int) -> dict[str, Any]:
+    """Accuracy before and after (fractions) and the change in points with its 95% paired bootstrap interval."""
+    b = np.asarray(before, dtype=np.float64)
+    a = np.asarray(after, dtype=np.float64)
+    n = len(b)
+    if n == 0:
+        return {"n": 0, "before": None, "after": None, "change": None, "ci": None,
+                "before_ci": None, "after_ci": None}
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(resamples, n))
+    diff = (a[idx] - b[idx]).mean(axis=1) * 100
+    bs, as_ = b[idx].mean(axis=1) * 100, a[idx].mean(axis=1) * 100
+    q = (2.5, 97.5)
+    return {"n": n, "before": float(b.mean()), "after": float(a.mean()), "change": float((a.mean() - b.mean()) * 100),
+            "ci": [float(v) for v in np.percentile(diff, q)],
+            "before_ci": [float(v) for v in np.percentile(bs, q)],
+            "after_ci": [float(v) for v in np.percentile(as_, q)]}
+
+
+def per_class(labels: np.ndarray, before: np.ndarray, after: np.ndarray, names: Sequence[str], *,
+              resamples: int, seed: int) -> dict[str, dict[str, Any]]:
+    out = {}
+    for c in sorted(set(int(v) for v in labels)):
+        m = labels == c
+        out[names[c]] = paired(before[m], after[m], resamples=resamples, seed=seed + c)
+    return out
+
+
+def confusions_moved(labels: np.ndarray, pred_before: np.ndarray, pred_after: np.ndarray, names: Sequence[str],
+                     top: int = 10) -> list[dict[str, Any]]:
+    """The (true -> predicted) errors whose counts changed most, with both counts."""
+    def count(pred: np.ndarray) -> Counter:
+        return Counter((int(t), int(p)) for t, p in zip(labels, pred) if t != p)
+
+    cb, ca = count(pred_before), count(pred_after)
+    moved = [(k, cb.get(k, 0), ca.get(k, 0)) for k in set(cb) | set(ca)]
+    moved.sort(key=lambda r: (-abs(r[2] - r[1]), r[0]))
+    return [{"true": names[t], "pred": names[p], "before": b, "after": a} for (t, p), b, a in moved[:top]
+            if a != b]
+
+
+def measure_set(labels: np.ndarray, pred_before: np.ndarray, pred_after: np.ndarray, names: Sequence[str], *,
+                resamples: int, seed: int) -> dict[str, Any]:
+    before, after = pred_before == labels, pred_after == labels
+    return {"overall": paired(before, after, resamples=resamples, seed=seed),
+            "per_class": per_class(labels, before, after, names, resamples=resamples, seed=seed + 1000),
+            "confusions": confusions_moved(labels, pred_before, pred_after, names)}
+
+
+def guard(affected: dict[str, Any], rest: dict[str, Any], margin: float) -> dict[str, Any]:
+    """The verdict: keep (the finding's images gain, nothing else drops beyond the margin) or why not."""
+    o = rest["overall"]
+    regressions = []
+    if o["change"] is not None and o["change"] < -margin:
+        regressions.append({"set": "everything else", "change": o["change"], "ci": o["ci"], "n": o["n"]})
+    for name, c in rest["per_class"].items():
+        if c["change"] is not None and c["change"] < -margin and c["ci"][1] < 0:
+            regressions.append({"set": f"class {name}", "change": c["change"], "ci": c["ci"], "n": c["n"]})
+    a = affected["overall"]
+    gained = a["change"] is not None and a["ci"][0] > 0
+    if regressions:
+        verdict = "reject-regression"
+        why = "; ".join(f"{r['set']} {r['change']:+.1f} points (95% CI {r['ci'][0]:+.1f} to {r['ci'][1]:+.1f}, "
+                        f"n={r['n']})" for r in regressions) + f", beyond the {margin:g}-point margin"
+    elif not gained:
+        verdict = "reject-no-gain"
+        why = (f"the finding's images changed by {a['change']:+.1f} points (95% CI {a['ci'][0]:+.1f} to "
+               f"{a['ci'][1]:+.1f}, n={a['n']}): no clear gain")
+    else:
+        verdict = "keep"
+        why = (f"the finding's images gained {a['change']:+.1f} points (95% CI {a['ci'][0]:+.1f} to "
+               f"{a['ci'][1]:+.1f}, n={a['n']}); everything else changed by {o['change']:+.1f} points "
+               f"(n={o['n']}), within the {margin:g}-point margin")
+    return {"verdict": verdict, "keep": verdict == "keep", "margin": margin, "why": why, "regressions": regressions}

@@ -1,0 +1,206 @@
+"""The `fix` registry entry (kind "fit"): from an explanation to a better model (issue 29).
+
+    analysis = build_analysis("fix", Components(classifier=clf, editor=ed, store=store),
+                              {"instruction": "Make the background white", "predicted_classes": "seven",
+                               "affected_classes": "one,two", "mode": "lora"})
+    result = analysis(data, ctx)       # data: a FixData, or a folder with train/, affected/ and rest/
+
+Stages: "Preparing targeted data" (one edit per unit; edits are stored, so a resumed fix edits nothing twice),
+"Training" (one step per unit; a checkpoint after every epoch: a killed or cancelled fix resumes from it),
+"Measuring", "Saving". The classifier is copied before training and never changed. The fixed model becomes a new
+user-catalog entry only when the guard keeps it (and `save` is on). The result is keyed by the analysis version,
+the classifier, the editor (for edit data), the data's content and every setting; a re-run is answered from the
+store.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .... import __version__
+from ...errors import ConfigError
+from ...jobs import JobContext
+from ...registry import AnalysisSpec, Inputs, register_analysis
+from ...store.keys import result_key
+from . import measure
+from .config import FixConfig
+from .data import FixData, image_label_lists, targeted_data
+from .result import ANALYSIS, KIND, STORE_KIND, VERSION, FixResult
+from .saving import can_save, default_name, save_fixed
+from .training import finish, prepare, train
+
+SPLITS = ("train", "affected", "rest", "finding")
+
+
+def load_fix_folder(root: str | Path, class_names: list[str], *, need_train: bool = True) -> FixData:
+    """A folder with train/, affected/ and rest/, each with one sub-folder per class (named as the classifier's
+    classes): the training data, the finding's held-out images, every other held-out image; optionally finding/,
+    a failure mode's own images (not held out) added to an edit fix's training data with their true labels."""
+    from ...images import load_image
+
+    root = Path(root).expanduser()
+    missing = [s for s in SPLITS[:3] if not (root / s).is_dir() and (s != "train" or need_train)]
+    if missing:
+        raise ConfigError(f"{root} has no {', '.join(missing)} folder(s).",
+                          hint="A fix folder holds train/, affected/ and rest/, each with a sub-folder per class.")
+    sets: dict[str, list] = {}
+    for split in SPLITS:
+        items = []
+        if not (root / split).is_dir():
+            sets[split] = items
+            continue
+        for d in sorted(p for p in (root / split).iterdir() if p.is_dir()):
+            if d.name not in class_names:
+                raise ConfigError(f"{d} is not named after a class of the classifier.",
+                                  hint=f"Classes: {', '.join(class_names[:20])}.")
+            y = class_names.index(d.name)
+            items += [(load_image(f), y) for f in sorted(d.iterdir())
+                      if f.suffix.lower() in (".png", ".jpg", ".jpeg", ".bmp", ".webp")]
+        sets[split] = items
+    return FixData(list(class_names), sets["train"], sets["affected"], sets["rest"],
+                   description={"folder": str(root)}, finding=sets["finding"])
+
+
+def _identity(model: Any) -> dict[str, Any] | None:
+    info = getattr(model, "info", None)
+    if model is None:
+        return None
+    return {"id": getattr(info, "model_id", type(model).__name__), "revision": getattr(info, "revision", None),
+            "family": getattr(info, "family", None)}
+
+
+class FixAnalysis:
+    """`fix`: targeted fine-tuning of a trained classifier from a finding, measured, kept only if it helps."""
+
+    def __init__(self, classifier: Any = None, editor: Any = None, store: Any = None,
+                 config: FixConfig | None = None, checkpoint_dir: str | Path | None = None) -> None:
+        self.config = config or FixConfig()
+        self.classifier, self.editor, self.store = classifier, editor, store
+        if getattr(classifier, "zero_shot", False):
+            raise ConfigError("A zero-shot classifier is fixed by adopting a prompt, not by training.",
+                              hint="Use adopt-prompt (nemo fix --prompt ...) for CLIP/SigLIP/open_clip classifiers.")
+        if not hasattr(classifier, "model") or not hasattr(classifier, "preprocess"):
+            raise ConfigError(f"{type(classifier).__name__} exposes no torch model to fine-tune.",
+                              hint="Fixes train timm classifiers (and other torch classifiers with .model).")
+        if self.config.data == "edit" and editor is None and (self.config.instruction.strip()
+                                                              or self.config.cue_instruction.strip()):
+            raise ConfigError("Targeted data from an edit needs an image editor.",
+                              hint="Give one (--editor), or choose --data augment for the control.")
+        self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else self._default_checkpoints()
+
+    def _default_checkpoints(self) -> Path | None:
+        art = getattr(self.store, "artifacts_dir", None)
+        return Path(art).parent / "fix-checkpoints" if art else None
+
+    def key(self, data: FixData) -> str:
+        return result_key(STORE_KIND, version=VERSION, classifier=_identity(self.classifier),
+                          editor=_identity(self.editor) if self.config.data == "edit" else None,
+                          data=data.fingerprint(), config=self.config.to_dict())
+
+    def __call__(self, data: FixData | str | Path, ctx: JobContext | None = None) -> FixResult:
+        import torch
+
+        ctx = ctx or JobContext()
+        if not isinstance(data, FixData):
+            data = load_fix_folder(data, list(self.classifier.class_names))
+        self.config.check_plan(finding=bool(data.finding))
+        if not data.train:
+            raise ConfigError("The fix has no training images.", hint="Put the training data in FOLDER/train/.")
+        key = self.key(data)
+        if self.store is not None:
+            hit = self.store.get(key)
+            if hit is not None:
+                return FixResult.from_dict(hit.payload)
+        cfg, t0 = self.config, time.perf_counter()
+        timings: dict[str, float] = {}
+        extra, sources = (targeted_data(data, cfg, self.editor, self.store, ctx) if cfg.data != "none" or
+                          cfg.affected or cfg.predicted else ([], []))
+        timings["targeted_data"] = time.perf_counter() - t0
+        base = self.classifier.model
+        device = next(base.parameters()).device
+        images, labels = image_label_lists(data.train + extra)
+        x = self._pixels(images, ctx, "Preparing training images")
+        y = torch.as_tensor(labels, device=x.device)
+        torch.manual_seed(cfg.seed)
+        module, trainable = prepare(copy.deepcopy(base).to(device), cfg.mode, cfg.lora_rank)
+        ckpt = self.checkpoint_dir / f"{key}.pt" if self.checkpoint_dir else None
+        t1 = time.perf_counter()
+        record = train(module, x, y, cfg, checkpoint=ckpt, key=key, ctx=ctx)
+        timings["training"] = time.perf_counter() - t1
+        fixed = finish(module, cfg.mode)
+        t2 = time.perf_counter()
+        figures = {}
+        for name, items in (("affected", data.affected), ("rest", data.rest)):
+            imgs, lab = image_label_lists(items)
+            xs = self._pixels(imgs, ctx, f"Measuring ({name})")
+            before, after = self._predict(base, xs), self._predict(fixed, xs)
+            figures[name] = measure.measure_set(lab, before, after, data.class_names, resamples=cfg.bootstrap,
+                                                seed=cfg.seed + (0 if name == "affected" else 7))
+        verdict = measure.guard(figures["affected"], figures["rest"], cfg.margin)
+        timings["measuring"] = time.perf_counter() - t2
+        result = FixResult(
+            config=cfg.to_dict(), classifier=_identity(self.classifier),
+            data={"fingerprint": data.fingerprint(), "train": len(data.train), "targeted": len(extra),
+                  "affected": len(data.affected), "rest": len(data.rest), "description": data.description},
+            sources=sources, trainable=trainable, training=record.to_dict(), affected=figures["affected"],
+            rest=figures["rest"], guard=verdict, saved=None,
+            manifest={"analysis": ANALYSIS, "analysis_version": VERSION, "nemo_version": __version__,
+                      "created_at": time.time(), "torch": torch.__version__, "device": str(device),
+                      "classifier": _identity(self.classifier), "editor": _identity(self.editor)},
+            result_key=key)
+        unsavable = can_save(self.classifier) if cfg.save else None
+        if unsavable:
+            result.notes.append(f"The fixed model was not saved: {unsavable}.")
+        elif cfg.save and verdict["keep"]:
+            ctx.progress("Saving the fixed model", 0, 1)
+            lineage = {"key": key, "base": _identity(self.classifier), "sources": sources,
+                       "counts": result.data, "config": cfg.to_dict(), "summary": result.summary(),
+                       "figures": {"affected": figures["affected"]["overall"], "rest": figures["rest"]["overall"],
+                                   "guard": verdict["verdict"]}, "training": record.to_dict()}
+            result.saved = save_fixed(self.classifier, fixed, cfg.name or default_name(
+                str(self.classifier.info.model_id), key), lineage, ctx)
+            ctx.progress("Saving the fixed model", 1, 1)
+        elif cfg.save:
+            result.notes.append("The guard did not keep the fix, so no catalog entry was written.")
+        timings["total"] = time.perf_counter() - t0
+        result.timings = timings
+        if self.store is not None:
+            self.store.put(key, STORE_KIND, result.to_dict())
+        if ckpt is not None and ckpt.is_file():
+            ckpt.unlink()  # the result is stored: a re-run is answered from the store
+        return result
+
+    def _pixels(self, images: list, ctx: JobContext, stage: str):
+        import torch
+
+        parts, bs = [], 64
+        for s in range(0, len(images), bs):
+            ctx.check_cancelled()
+            parts.append(self.classifier.preprocess(images[s:s + bs]))
+            ctx.progress(stage, min(s + bs, len(images)), len(images))
+        return torch.cat(parts)
+
+    @staticmethod
+    def _predict(module: Any, x: Any) -> np.ndarray:
+        import torch
+
+        was = module.training
+        module.eval()
+        with torch.no_grad():
+            out = np.concatenate([module(x[s:s + 256]).float().argmax(1).cpu().numpy() for s in range(0, len(x), 256)])
+        module.train(was)
+        return out
+
+
+register_analysis(AnalysisSpec(
+    name=ANALYSIS, kind=KIND, version=VERSION, factory=FixAnalysis, config=FixConfig, result=FixResult,
+    inputs=Inputs(classifier="required", editor="optional", data="dataset"),
+    description="Tries a fix for a finding: targeted data from the validated edit (or a plain augmentation as the "
+                "control), fine-tuning of the head, the last block, LoRA adapters or every weight with early "
+                "stopping, then accuracy before and after on the finding's held-out images and on everything "
+                "else with paired bootstrap intervals; a regression guard decides whether the fixed model is "
+                "kept and saved as a new catalog entry."))

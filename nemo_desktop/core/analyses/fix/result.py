@@ -1,0 +1,51 @@
+"""The fix result: JSON-ready, with a lossless to_dict()/from_dict() round-trip."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+KIND = "fit"
+ANALYSIS = "fix"
+VERSION = "1"
+STORE_KIND = "fix"
+
+
+@dataclass
+class FixResult:
+    config: dict[str, Any]
+    classifier: dict[str, Any]  # id, revision, family of the base model
+    data: dict[str, Any]  # fingerprint, counts, description
+    sources: list[dict[str, Any]]  # the targeted data: source, direction, class, count, instruction, editor
+    trainable: dict[str, Any]  # mode, head, block, lora targets, trainable / total parameters
+    training: dict[str, Any]  # TrainingRecord: epochs, steps, best epoch, early stop, resume, history, seconds
+    affected: dict[str, Any]  # before/after on the finding's held-out images: overall, per class, confusions
+    rest: dict[str, Any]  # the same on everything else
+    guard: dict[str, Any]  # verdict, keep, margin, why, regressions
+    saved: dict[str, Any] | None  # the new catalog entry (id, folder, weights, bytes) when kept and saved
+    manifest: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    result_key: str | None = None
+    kind: str = KIND
+    analysis: str = ANALYSIS
+    version: str = VERSION
+
+    @property
+    def key(self) -> str | None:
+        return self.result_key
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "FixResult":
+        if d.get("analysis", ANALYSIS) != ANALYSIS:
+            raise ValueError(f"not a fix result: {d.get('analysis')!r}")
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def summary(self) -> str:
+        a, r = self.affected["overall"], self.rest["overall"]
+        return (f"finding's images {100 * a['before']:.1f}% -> {100 * a['after']:.1f}% ({a['change']:+.1f} points, "
+                f"n={a['n']}); everything else {100 * r['before']:.1f}% -> {100 * r['after']:.1f}% "
+                f"({r['change']:+.1f} points, n={r['n']}); {self.guard['verdict']}")

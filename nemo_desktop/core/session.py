@@ -1,0 +1,315 @@
+"""The application's working state outside Qt: the models in memory, the results store, the reference index.
+
+Qt-free on purpose: the app holds one, and so does the model worker process (`core/worker`), which runs the
+GPU lane's jobs when the settings ask for it. Every method that loads or runs a model is called from a job on
+the GPU lane (one thread), so loads, unloads and runs never overlap; the GUI thread only reads `loaded()`,
+which in worker mode is the worker's state as it last reported it (`remote`).
+
+A model is named by a *ref*: a catalog id, `<family>:<source>` (see `catalog.resolve_model_ref`), or
+`endpoint:<name>` for an OpenAI-compatible endpoint configured in the settings.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from nemo_desktop.core.errors import ConfigError, JobCancelled
+from nemo_desktop.core.jobs import JobContext, null_context
+from nemo_desktop.core.store.paths import AppPaths, get_paths
+
+log = logging.getLogger(__name__)
+
+KIND_TEXT = {"classifier": "classifier", "mllm": "captioning model (multimodal LLM)", "editor": "image editor"}
+ENDPOINT_PREFIX = "endpoint:"
+ZERO_SHOT_FAMILIES = ("hf-clip", "hf-siglip", "open_clip")  # classifier families that classify by text prompts
+
+
+def leave_a_core_for_the_gui() -> None:
+    """Let torch's CPU kernels use every core but one (once per process).
+
+    By default torch runs each CPU operation on all cores; the window's thread then waits for a core and the
+    interface stutters (measured: 100-200 ms pauses on 2 cores while a model generates). On a GPU the
+    kernels run there and the CPU threads barely matter.
+    """
+    global _threads_set
+    if _threads_set:
+        return
+    _threads_set = True
+    import torch
+
+    cores = os.cpu_count() or 1
+    if cores > 1 and torch.get_num_threads() >= cores:
+        torch.set_num_threads(cores - 1)
+        log.info("torch CPU threads: %d of %d cores (one left for the window)", cores - 1, cores)
+
+
+_threads_set = False
+
+
+def warm_up_imports(ctx: JobContext) -> list[str]:
+    """Import the core modules a diagnosis needs (methods, retrieval, reports) while the window is idle, and
+    load the plugins; returns the skipped plugins, each by name with why (the window says so).
+
+    Importing (and, after an update, compiling) them holds Python's GIL for long stretches; done at the start
+    of the first diagnosis it stalls the window. None of them imports torch or another heavy library.
+    """
+    ctx.progress("Preparing", 0, None)
+    from nemo_desktop.core.data import reference_index, retrieval  # noqa: F401
+    from nemo_desktop.core.methods.registry import list_methods
+    from nemo_desktop.core import reports  # noqa: F401
+    from nemo_desktop.core.models.registry import list_families
+    from nemo_desktop.core.plugins import plugin_problems
+
+    list_methods()
+    list_families()  # both registries have loaded their plugins (core/plugins.py) now
+    return [p.describe() + f": {p.error}" for p in plugin_problems()]
+
+
+def _facts_of(model: Any) -> dict:
+    return {"model_id": getattr(getattr(model, "info", None), "model_id", None),
+            "zero_shot": bool(getattr(model, "zero_shot", False))}
+
+
+@dataclass
+class LoadedModel:
+    kind: str
+    ref: str
+    model: Any
+
+
+class ModelSession:
+    def __init__(self, paths: AppPaths | None = None):
+        self.paths = paths or get_paths()
+        self._models: dict[str, LoadedModel] = {}
+        self._store = None
+        self._store_lock = threading.Lock()
+        self._settings_lock = threading.Lock()
+        # The model worker's supervisor (core/worker) when the GPU lane runs in a separate process.
+        self.remote = None
+        # Called after every load / unload (the model worker reports its models to the app at once).
+        self.on_change = None
+
+    # -- settings -------------------------------------------------------------------------------------
+    def settings(self):
+        from nemo_desktop.core.store.settings import load_settings
+
+        return load_settings(self.paths)
+
+    def update_settings(self, change) -> Any:
+        """Load, apply `change(settings)`, validate and save atomically; serialised across threads."""
+        from nemo_desktop.core.store.settings import save_settings
+
+        with self._settings_lock:
+            settings = self.settings()
+            change(settings)
+            save_settings(settings, self.paths)
+            return settings
+
+    def load_options(self):
+        from nemo_desktop.core.models.registry import LoadOptions
+
+        s = self.settings()
+        return LoadOptions(device=s.compute.device, dtype=s.compute.dtype, cpu_offload=s.compute.cpu_offload,
+                           trust_remote_code=s.models.trust_remote_code)
+
+    def default_ref(self, kind: str) -> str | None:
+        """The model used when none is loaded: the settings' default, else the catalog's paper default."""
+        chosen = getattr(self.settings().models, kind, None)
+        if chosen:
+            return chosen
+        from nemo_desktop.core.models.catalog import list_catalog
+
+        return next((e.id for e in list_catalog(kind) if e.paper_default), None)
+
+    def spec_for(self, kind: str, ref: str):
+        from nemo_desktop.core.models.catalog import resolve_model_ref
+        from nemo_desktop.core.models.registry import ModelSpec
+
+        if ref.startswith(ENDPOINT_PREFIX):
+            if kind != "mllm":
+                raise ConfigError(f"An OpenAI-compatible endpoint can only be the captioning model, not the {kind}.")
+            name = ref[len(ENDPOINT_PREFIX):]
+            endpoint = self.settings().endpoint(name)
+            if endpoint is None:
+                raise ConfigError(f"No endpoint named '{name}' in the settings.",
+                                  hint="Add it in the Model manager under 'OpenAI-compatible endpoints'.")
+            options = {"model": endpoint.model}
+            if endpoint.api_key_ref:
+                options["api_key"] = endpoint.api_key_ref
+            return ModelSpec(kind="mllm", family="openai-compatible", source=endpoint.base_url, options=options,
+                             catalog_id=ref)
+        return resolve_model_ref(ref, kind)
+
+    # -- models ---------------------------------------------------------------------------------------
+    def loaded(self) -> dict[str, str]:
+        """kind -> ref of every model in memory (read from the GUI thread): the worker process's models when
+        the GPU lane runs there (`remote`), as it last reported them."""
+        if self.remote is not None:
+            return self.remote.loaded()
+        return {kind: m.ref for kind, m in list(self._models.items())}
+
+    def facts(self, kind: str) -> dict | None:
+        """What the window may know of the current `kind` model without holding it: {"model_id", "zero_shot"};
+        None when none is loaded (in worker mode, as the worker last reported it)."""
+        if self.remote is not None:
+            return self.remote.facts().get(kind)
+        m = self._models.get(kind)
+        return None if m is None else _facts_of(m.model)
+
+    def model_facts(self) -> dict[str, dict]:
+        return {kind: _facts_of(m.model) for kind, m in list(self._models.items())}
+
+    def get(self, kind: str) -> Any | None:
+        m = self._models.get(kind)
+        return m.model if m else None
+
+    def put(self, kind: str, ref: str, model: Any) -> None:
+        """Use an already built model (a script's own, or one loaded elsewhere) as the current `kind`."""
+        self.unload(kind)
+        self._models[kind] = LoadedModel(kind, ref, model)
+        self._changed()
+
+    def load(self, kind: str, ref: str, ctx: JobContext | None = None, catalog_kind: str | None = None,
+             local_only: bool = False) -> LoadedModel:
+        """Load `ref` as the current model of `kind` (the previous one is released first). GPU lane only.
+        `catalog_kind` names the catalog kind when the slot is a role (an 'embedder' is a classifier model);
+        `local_only` never touches the network (restoring the last models at start must not download)."""
+        from nemo_desktop.core.models.registry import load_model
+
+        ctx = ctx or null_context()
+        leave_a_core_for_the_gui()
+        current = self._models.get(kind)
+        if current is not None and current.ref == ref:
+            return current
+        spec = self.spec_for(catalog_kind or kind, ref)  # a bad ref fails before the old model is dropped
+        self.unload(kind)  # free its memory before the next one claims it
+        ctx.progress(f"Loading the {KIND_TEXT.get(kind, kind)} {ref}", 0, None)
+        try:
+            options = self.load_options()
+            if local_only:
+                options.local_files_only = True
+            model = load_model(spec, options)
+        except Exception as exc:
+            if ctx.cancelled:  # whatever the interrupted load raised, the user asked to stop: not an error
+                raise JobCancelled(f"Loading the {KIND_TEXT.get(kind, kind)} {ref} was cancelled.") from None
+            from nemo_desktop.core.models.device import translate_oom
+
+            oom = translate_oom(exc, what=f"Loading the {KIND_TEXT.get(kind, kind)} {ref}")
+            if oom is not None:  # say which load did not fit
+                raise oom from exc
+            raise
+        ctx.check_cancelled()
+        self._models[kind] = LoadedModel(kind, ref, model)
+        self._changed()
+        log.info("loaded %s %s", kind, ref)
+        return self._models[kind]
+
+    def unload(self, kind: str) -> bool:
+        m = self._models.pop(kind, None)
+        if m is None:
+            return False
+        release = getattr(m.model, "unload", None)
+        if callable(release):
+            release()
+        else:
+            from nemo_desktop.core.models.device import free_memory
+
+            free_memory()
+        self._changed()
+        log.info("unloaded %s %s", kind, m.ref)
+        return True
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
+    def classifier_is_zero_shot(self) -> bool:
+        """Whether the classifier a method would use (in memory, else the default) is zero-shot, so that its
+        interventions rewrite prompts and need no image editor."""
+        loaded = self.facts("classifier")
+        if loaded is not None:
+            return loaded["zero_shot"]
+        ref = self.default_ref("classifier")
+        try:
+            from nemo_desktop.core.models.catalog import get_entry
+
+            return ref is not None and get_entry(ref).family in ZERO_SHOT_FAMILIES
+        except Exception:  # noqa: BLE001 - not a catalog id: assume an editor is needed
+            return False
+
+    def preflight(self, kinds) -> None:
+        """Before a method starts: every model of `kinds` that is not in memory must be chosen and have its
+        weights on disk. All problems are reported at once, from the cache alone (no network, well under a
+        second), instead of the first one after loading the others or after a download's retries."""
+        from nemo_desktop.core.errors import WeightsNotFoundError
+        from nemo_desktop.core.models.catalog import get_entry
+        from nemo_desktop.core.models.downloads import entry_status
+
+        problems = []
+        loaded = self.loaded()  # the model worker's, in worker mode
+        for kind in kinds:
+            if kind in loaded:
+                continue
+            ref = self.default_ref(kind)
+            if ref is None:
+                problems.append(f"no {KIND_TEXT.get(kind, kind)} is chosen")
+                continue
+            if ref.startswith(ENDPOINT_PREFIX):
+                continue  # an endpoint: its own deadline (http_deadline) bounds the first request
+            try:
+                entry = get_entry(ref)
+            except Exception:  # noqa: BLE001 - not a catalog id (family:source): its loader checks it
+                continue
+            status = entry_status(entry).status
+            if status in ("not downloaded", "partial", "missing"):
+                where = "missing on disk" if status == "missing" else status
+                problems.append(f"the {KIND_TEXT.get(kind, kind)} {ref} is {where}")
+        if problems:
+            raise WeightsNotFoundError("This method cannot start: " + "; ".join(problems) + ".",
+                                       hint="Download the models in the Model manager (or choose others there), "
+                                            "then run again.")
+
+    def ensure(self, kind: str, ctx: JobContext | None = None) -> Any:
+        """The current model of `kind`, loading the default one if none is in memory. GPU lane only."""
+        if kind in self._models:
+            return self._models[kind].model
+        ref = self.default_ref(kind)
+        if ref is None:
+            raise ConfigError(f"No {KIND_TEXT.get(kind, kind)} is chosen.",
+                              hint="Load one in the Model manager (select it, then Load).")
+        return self.load(kind, ref, ctx).model
+
+    # -- results store --------------------------------------------------------------------------------
+    def store(self):
+        """The results store, opened on first use (from any thread; the store serialises access)."""
+        with self._store_lock:
+            if self._store is None:
+                from nemo_desktop.core.store import ResultsStore
+
+                self._store = ResultsStore.open(self.paths)
+            return self._store
+
+    def reference_index(self, index_id: str | None, classifier: Any):
+        """The reference index to retrieve from: `index_id`, or None for no observations."""
+        if not index_id:
+            return None
+        from nemo_desktop.core.data.reference_index import ReferenceIndex
+
+        index = ReferenceIndex.load(self.store(), index_id)
+        if index.classifier_id != classifier.info.model_id:
+            raise ConfigError(f"The reference index {index_id} was built with {index.classifier_id}, not with the "
+                              f"current classifier {classifier.info.model_id}.",
+                              hint="Index the dataset again with the current classifier (Dataset browser), or "
+                                   "choose 'No observations'.")
+        return index
+
+    def close(self) -> None:
+        for kind in list(self._models):
+            self.unload(kind)
+        with self._store_lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None

@@ -1,0 +1,358 @@
+"""The app's side of the model worker process: start it, run jobs in it, cancel them, survive its death.
+
+`WorkerSupervisor.run(spec, ctx)` is called on the GPU lane's thread (one job at a time) and behaves like
+calling the job function there: progress and partial results arrive through `ctx`, the result is returned,
+a failure raises a `NemoError` with the worker's message, hint and traceback, a cancel raises `JobCancelled`.
+What a thread cannot do, it can:
+
+- the worker dies (any signal, the out-of-memory killer, a native crash, `os._exit`): the job fails with a
+  message that names the cause in words and what it was doing ("... was stopped by the system because the
+  computer ran out of memory while loading the image editor flux-kontext-dev"), a new worker is started at
+  once, and models are loaded again on demand (the next job's `ensure`);
+- Cancel asks the job to stop at its next check; when it has not stopped after `grace_s` (one native call,
+  a model load, one `generate`), the worker is killed and replaced and the job reported cancelled;
+- a CUDA error (the process's GPU context is unusable until it exits) or GPU memory an unload could not return
+  makes the worker be replaced after the job ends.
+
+`loaded()` is the worker's models as it last reported them ({} once it died): the window's model list.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import multiprocessing
+import multiprocessing.connection
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from nemo_desktop.core.errors import JobCancelled, NemoError, OutOfMemoryError
+
+from . import protocol as P
+from .child import main as child_main
+
+log = logging.getLogger(__name__)
+
+DEFAULT_GRACE_S = 10.0
+POLL_S = 0.05
+
+MEMORY_HINT = ("Try CPU offload (Model manager > Settings), a smaller model, or closing other programs. A new "
+               "model process has been started: models are loaded again when a job needs them.")
+CRASH_HINT = ("A new model process has been started: models are loaded again when a job needs them, so you can "
+              "run the job again. If it happens again, the log (Help > Open log folder) has the details; "
+              "setting 'Model process' to in-process shows the error where it happens.")
+
+
+class WorkerDied(NemoError):
+    """The model worker process ended while it ran a job."""
+
+
+class RemoteJobError(NemoError):
+    """A job failed in the worker: its own error dict (type, message, hint, traceback) as the worker said it."""
+
+    def __init__(self, error: dict):
+        super().__init__(error.get("message") or "The job failed in the model process.", hint=error.get("hint"),
+                         detail=error.get("detail"))
+        self.remote_type = error.get("type") or "Error"
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        d["type"] = self.remote_type
+        return d
+
+
+def _cgroup_oom_kills() -> int | None:
+    """The kernel's count of out-of-memory kills in this process's cgroup (v2), None when unreadable."""
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            if line.startswith("0::"):
+                events = Path("/sys/fs/cgroup") / line[3:].lstrip("/") / "memory.events"
+                for ev in events.read_text().splitlines():
+                    key, _, value = ev.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+_IDLE = "\0idle"  # describe_exit's title for a worker that died between jobs
+
+
+def _doing(stage: str | None, title: str) -> str:
+    """'loading the image editor x' from the job's last progress stage ('Models: Loading the image editor x')."""
+    if title == _IDLE:
+        return "idle"
+    if stage:
+        last = stage.rsplit(": ", 1)[-1].strip()
+        if last:
+            return last[0].lower() + last[1:]
+    return f"running '{title}'" if title else "running a job"
+
+
+def describe_exit(exitcode: int | None, stage: str | None, title: str = "",
+                  oom_killed: bool = False) -> NemoError:
+    """The error a job reports when the worker process ended under it, its cause in words."""
+    doing = _doing(stage, title)
+    loading = doing.startswith("loading")
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        if -exitcode == signal.SIGKILL:
+            if oom_killed:
+                return OutOfMemoryError(f"The model process was stopped by the system because the computer ran "
+                                        f"out of memory while {doing}.", hint=MEMORY_HINT,
+                                        detail=f"exit: {name}; the cgroup's oom_kill count went up")
+            return WorkerDied(f"The model process was killed (SIGKILL) while {doing}: the system stops a process "
+                              f"this way when the computer runs out of memory{' (likely during a load)' if loading else ''}"
+                              ", or another program stopped it.", hint=MEMORY_HINT, detail=f"exit: {name}")
+        cause = {
+            signal.SIGSEGV: "crashed in native code (segmentation fault, SIGSEGV)",
+            signal.SIGABRT: "was aborted (SIGABRT) by a native library, often after a CUDA error",
+            signal.SIGBUS: "crashed in native code (bus error, SIGBUS)",
+            signal.SIGFPE: "crashed in native code (arithmetic error, SIGFPE)",
+            signal.SIGILL: "crashed in native code (illegal instruction, SIGILL)",
+            signal.SIGTERM: "was terminated (SIGTERM) by another program",
+        }.get(-exitcode, f"was stopped by {name}")
+        return WorkerDied(f"The model process {cause} while {doing}.", hint=CRASH_HINT, detail=f"exit: {name}")
+    if exitcode is None:
+        return WorkerDied(f"The model process stopped answering while {doing}.", hint=CRASH_HINT)
+    return WorkerDied(f"The model process exited unexpectedly (exit status {exitcode}) while {doing}.",
+                      hint=CRASH_HINT, detail=f"exit status {exitcode}")
+
+
+class WorkerSupervisor:
+    """Owns one model worker process at a time; thread-safe, one job at a time."""
+
+    def __init__(self, config: P.WorkerConfig | None = None, grace_s: float = DEFAULT_GRACE_S,
+                 on_models_changed: Callable[[dict], None] | None = None,
+                 start_timeout_s: float = 120.0):
+        self.config = config or P.WorkerConfig()
+        self.grace_s = grace_s
+        self.start_timeout_s = start_timeout_s
+        self.on_models_changed = on_models_changed
+        self._mp = multiprocessing.get_context("spawn")
+        self._lock = threading.RLock()
+        self._proc = None
+        self._conn = None
+        self._ready = False
+        self._started_at = 0.0
+        self._models: dict[str, str] = {}
+        self._facts: dict[str, dict] = {}
+        self._ids = itertools.count(1)
+        self.restarts = 0
+        self.last_exit: NemoError | None = None
+        self._stopping = False
+
+    # -- state ------------------------------------------------------------------------------------------
+    def loaded(self) -> dict[str, str]:
+        return dict(self._models)
+
+    def facts(self) -> dict[str, dict]:
+        """{kind: {"model_id", "zero_shot"}} of the worker's models (ModelSession.facts)."""
+        return dict(self._facts)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    def _set_models(self, models: dict) -> None:
+        if models != self._models:
+            self._models = dict(models)
+            if self.on_models_changed is not None:
+                try:
+                    self.on_models_changed(dict(models))
+                except Exception:  # noqa: BLE001 - a listener's bug must not fail the job
+                    log.exception("on_models_changed failed")
+
+    # -- life cycle ---------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the worker (returns at once; the first job waits until it is ready). Never waits for a running
+        job (the GUI thread calls it): a job that holds the lock has a worker already."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            if self._proc is not None and self._proc.is_alive():
+                return
+            parent_conn, child_conn = self._mp.Pipe(duplex=True)
+            proc = self._mp.Process(target=child_main, args=(child_conn, self.config), name="nemo-model-worker",
+                                    daemon=True)
+            proc.start()
+            child_conn.close()
+            self._proc, self._conn, self._ready = proc, parent_conn, False
+            self._started_at = time.monotonic()
+            self._stopping = False
+            log.info("model process started (pid %d)", proc.pid)
+            threading.Thread(target=self._watch, args=(proc,), name="nemo-worker-watch", daemon=True).start()
+        finally:
+            self._lock.release()
+
+    def _watch(self, proc) -> None:
+        """A worker that dies between jobs: its models are gone (the lists must say so now) and a new one starts.
+        While a job runs, `run` notices the death itself and fails the job with its cause."""
+        multiprocessing.connection.wait([proc.sentinel])
+        if not self._lock.acquire(blocking=False):
+            return  # a job is running (run() reports the death) or the worker is being replaced
+        try:
+            if self._proc is not proc or self._stopping:
+                return
+            proc.join(1)
+            err = describe_exit(proc.exitcode, None, _IDLE)
+            self.last_exit = err
+            log.error("the model process ended while idle (exit code %s): %s", proc.exitcode, err.message)
+            self._discard(kill=True)
+            self.restarts += 1
+            self.start()
+        finally:
+            self._lock.release()
+
+    def _discard(self, kill: bool) -> None:
+        proc, conn = self._proc, self._conn
+        self._proc, self._conn, self._ready = None, None, False
+        if proc is not None:
+            if kill and proc.is_alive():
+                proc.kill()
+            proc.join(5)
+        if conn is not None:
+            conn.close()
+        self._facts = {}
+        self._set_models({})
+
+    def restart(self, reason: str) -> None:
+        """Replace the worker (its models are gone; the next job loads what it needs)."""
+        with self._lock:
+            log.warning("restarting the model process: %s", reason)
+            self._discard(kill=True)
+            self.restarts += 1
+            if not self._stopping:
+                self.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Ask the worker to exit (it releases its models), kill it if it does not in time."""
+        self._stopping = True
+        self.on_models_changed = None  # the app is closing: nothing to tell it
+        if not self._lock.acquire(timeout=timeout_s):
+            proc = self._proc  # a job is still running: do not wait for it
+            if proc is not None and proc.is_alive():
+                proc.kill()
+            return
+        try:
+            proc, conn = self._proc, self._conn
+            if proc is None:
+                return
+            try:
+                conn.send((P.STOP,))
+            except (OSError, ValueError):
+                pass
+            proc.join(timeout_s)
+            self._discard(kill=True)
+        finally:
+            self._lock.release()
+
+    # -- running jobs -------------------------------------------------------------------------------------
+    def run(self, spec: P.JobSpec, ctx, title: str = "") -> Any:
+        """Run `spec` in the worker, reporting through `ctx`; returns its result or raises (see module doc)."""
+        with self._lock:
+            if self._proc is not None and not self._proc.is_alive():  # died idle, before its watcher acted
+                log.error("the model process had ended while idle (exit code %s); starting a new one",
+                          self._proc.exitcode)
+                self._discard(kill=True)
+                self.restarts += 1
+            self.start()
+            job_id = next(self._ids)
+            oom_before = _cgroup_oom_kills()
+            state = {"stage": None, "cancel_at": None}
+            try:
+                self._conn.send((P.RUN, job_id, spec))
+            except (OSError, ValueError, EOFError):
+                self._died(state, title, oom_before)
+            except Exception as exc:  # noqa: BLE001 - an argument that cannot be pickled
+                raise NemoError(f"This job cannot be sent to the model process: {exc}",
+                                hint="This is a bug in NEMO Desktop; set 'Model process' to in-process to "
+                                     "work on.", detail=repr(exc)) from exc
+            while True:
+                if ctx.cancelled and state["cancel_at"] is None:
+                    state["cancel_at"] = time.monotonic()
+                    try:
+                        self._conn.send((P.CANCEL, job_id))
+                    except (OSError, ValueError):
+                        pass
+                if state["cancel_at"] is not None and time.monotonic() - state["cancel_at"] > self.grace_s:
+                    doing = _doing(state["stage"], title)
+                    self.restart(f"the job did not stop within {self.grace_s:g} s of Cancel")
+                    raise JobCancelled(f"Cancelled: the job did not stop by itself within {self.grace_s:g} s "
+                                       f"(it was {doing}), so the model process was restarted. Finished steps "
+                                       "are stored; models are loaded again when a job needs them.")
+                try:
+                    if not self._conn.poll(POLL_S):
+                        if not self._proc.is_alive() and not self._conn.poll(0):
+                            self._died(state, title, oom_before)
+                        if not self._ready and time.monotonic() - self._started_at > self.start_timeout_s:
+                            self.restart("it did not start in time")
+                            raise WorkerDied(f"The model process did not start within {self.start_timeout_s:g} "
+                                             "s.", hint=CRASH_HINT)
+                        continue
+                    msg = self._conn.recv()
+                except (EOFError, OSError):
+                    self._died(state, title, oom_before)
+                except Exception as exc:  # noqa: BLE001 - a message that cannot be unpickled here
+                    self.restart(f"a message of the model process could not be read: {exc!r}")
+                    raise NemoError("The model process sent something this window cannot read; the job was "
+                                    "stopped and the model process restarted.", hint=CRASH_HINT,
+                                    detail=repr(exc)) from exc
+                kind = msg[0]
+                if kind == P.READY:
+                    self._ready = True
+                    self._set_models(msg[2])
+                elif kind == P.LOG:
+                    logging.getLogger(msg[2]).log(msg[1], "[model process] %s", msg[3])
+                elif kind == P.MODELS:
+                    self._facts = dict(msg[2])
+                    self._set_models(msg[1])
+                elif kind == P.STARTED:
+                    pass
+                elif kind == P.PROGRESS and msg[1] == job_id:
+                    state["stage"] = msg[2].stage
+                    ctx.report(msg[2])
+                elif kind == P.PARTIAL and msg[1] == job_id:
+                    ctx.partial(msg[2])
+                elif kind == P.END and msg[1] == job_id:
+                    _, _, status, result, error, models, restart = msg
+                    self._set_models(models)
+                    if restart:
+                        self.restart(restart)
+                    if status == "done":
+                        return result
+                    if status == "cancelled":
+                        raise JobCancelled((error or {}).get("message") or "Cancelled by the user.")
+                    err = RemoteJobError(error or {})
+                    if restart and "CUDA" in restart:
+                        err.hint = ((err.hint + " ") if err.hint else "") + (
+                            "The model process was restarted, since a CUDA error leaves the GPU unusable for "
+                            "it; models are loaded again when a job needs them.")
+                    raise err
+
+    def _died(self, state: dict, title: str, oom_before: int | None) -> None:
+        proc = self._proc
+        proc.join(5)
+        exitcode = proc.exitcode
+        oom_after = _cgroup_oom_kills()
+        oom = oom_before is not None and oom_after is not None and oom_after > oom_before
+        err = describe_exit(exitcode, state["stage"], title, oom_killed=oom)
+        self.last_exit = err
+        log.error("%s (pid %s, exit code %s)", err.message, proc.pid, exitcode)
+        self._discard(kill=True)
+        self.restarts += 1
+        if not self._stopping:
+            self.start()  # a new worker at once; its models load when a job asks for them
+        if state["cancel_at"] is not None:
+            raise JobCancelled(f"Cancelled. {err.message}")
+        raise err

@@ -1,0 +1,152 @@
+"""Issue 29, the fix loop's core: training modes, paired figures and the guard, the planted-shortcut world (right
+explanation vs control), resume after a cancel, and the original model left untouched."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fix_tiny_world import fix_world_module, tiny_world
+from nemo_desktop.core.analyses.fix import FixConfig
+from nemo_desktop.core.analyses.fix import measure
+from nemo_desktop.core.analyses.fix.training import finish, prepare
+from nemo_desktop.core.errors import ConfigError, JobCancelled
+from nemo_desktop.core.jobs import CancelToken, JobContext
+from nemo_desktop.core.registry import Components, build_analysis
+
+FAST = {"per_class": 100, "epochs": 10, "patience": 3, "lr": 3e-3, "bootstrap": 200, "save": False}
+
+
+@pytest.fixture(scope="module")
+def world():
+    return tiny_world()
+
+
+def _fix(world, store=None, ctx=None, **options):
+    editor = fix_world_module().FixWorldEditor(world)
+    analysis = build_analysis("fix", Components(classifier=world.classifier, editor=editor, store=store),
+                              {**FAST, **world.finding(), **options})
+    return analysis(world.data(), ctx or JobContext()), editor
+
+
+def test_defaults_are_valid_and_a_plan_without_an_edit_is_refused():
+    FixConfig()
+    with pytest.raises(ConfigError, match="needs the edit"):
+        FixConfig(data="edit", affected_classes="one").check_plan()
+    with pytest.raises(ConfigError, match="predicted classes"):
+        FixConfig(instruction="Remove it", affected_classes="one").check_plan()
+    with pytest.raises(ConfigError, match="Unknown mode"):
+        FixConfig(mode="everything")
+    FixConfig(data="augment", affected_classes="one").check_plan()
+
+
+def test_training_modes_move_what_they_say(world):
+    import copy
+
+    base = world.classifier.model
+    total = sum(p.numel() for p in base.parameters())
+    head = sum(p.numel() for p in base.head.parameters())
+    block = sum(p.numel() for p in base.features[10].parameters())
+    m, info = prepare(copy.deepcopy(base), "head")
+    assert info["trainable"] == head and info["head"] == "head"
+    m, info = prepare(copy.deepcopy(base), "last-block")
+    assert info["block"] == "features.10" and info["trainable"] == head + block
+    m, info = prepare(copy.deepcopy(base), "full")
+    assert info["trainable"] == total
+    m, info = prepare(copy.deepcopy(base), "lora", lora_rank=2)
+    assert head < info["trainable"] < total and info["lora_targets"] == 4  # 3 convs + the 288->64 linear
+    merged = finish(m, "lora")
+    assert set(merged.state_dict()) == set(base.state_dict())  # LoRA merged: the base architecture again
+
+
+def test_paired_bootstrap_and_the_guard():
+    before = np.zeros(50, bool)
+    after = np.ones(50, bool)
+    p = measure.paired(before, after, resamples=200, seed=0)
+    assert p["n"] == 50 and p["change"] == 100.0 and p["ci"] == [100.0, 100.0]
+    labels = np.array([0] * 100 + [1] * 100)
+    same = labels.copy()
+    hurt = labels.copy()
+    hurt[100:110] = 0  # class 1 loses 10 of its 100 images: -5 points overall
+    affected = measure.measure_set(np.zeros(40, int), np.ones(40, int), np.zeros(40, int), ["a", "b"],
+                                   resamples=200, seed=0)
+    keep = measure.guard(affected, measure.measure_set(labels, same, same, ["a", "b"], resamples=200, seed=0), 1.0)
+    assert keep["verdict"] == "keep"
+    bad = measure.guard(affected, measure.measure_set(labels, same, hurt, ["a", "b"], resamples=200, seed=0), 1.0)
+    assert bad["verdict"] == "reject-regression" and {r["set"] for r in bad["regressions"]} == {
+        "everything else", "class b"}
+    assert measure.guard(affected, measure.measure_set(labels, same, hurt, ["a", "b"], resamples=200, seed=0),
+                         6.0)["verdict"] == "reject-regression"  # class b: -10 points, beyond 6
+    none = measure.measure_set(np.zeros(40, int), np.ones(40, int), np.ones(40, int), ["a", "b"], resamples=200,
+                               seed=0)
+    assert measure.guard(none, measure.measure_set(labels, same, same, ["a", "b"], resamples=200, seed=0),
+                         1.0)["verdict"] == "reject-no-gain"
+
+
+def test_the_right_explanation_fixes_the_shortcut_and_the_control_does_not(world):
+    right, editor = _fix(world, mode="full")
+    control, _ = _fix(world, mode="full", data="augment")
+    a = right.affected["overall"]
+    assert a["before"] < 0.65 and a["n"] == len(world.affected)
+    assert a["change"] >= 30, right.summary()
+    assert control.affected["overall"]["change"] <= a["change"] - 15, control.summary()
+    # the same plan: the same images and count, only the treatment differs
+    assert [(s["class"], s["count"]) for s in right.sources] == [(s["class"], s["count"]) for s in control.sources]
+    assert {s["source"] for s in right.sources} == {"edit:remove", "edit:add"}
+    assert sum(s["count"] for s in right.sources) == right.data["targeted"] == len(editor.calls)
+
+
+def test_the_original_model_is_not_changed(world):
+    before = {k: v.clone() for k, v in world.classifier.model.state_dict().items()}
+    _fix(world, mode="full", epochs=1)
+    after = world.classifier.model.state_dict()
+    assert all(np.array_equal(before[k].numpy(), after[k].numpy()) for k in before)
+
+
+def test_a_cancelled_fix_resumes_from_its_last_checkpoint(world, store):
+    options = {"mode": "last-block", "epochs": 3, "patience": 0, "per_class": 20}
+    token = CancelToken()
+    n_steps = []
+
+    def on_progress(p):
+        if p.stage == "Training":
+            n_steps.append(p.done)
+            if len(n_steps) == 30:  # in the second epoch (22 steps each)
+                token.cancel()
+
+    with pytest.raises(JobCancelled):
+        _fix(world, store, JobContext(on_progress=on_progress, cancel=token), **options)
+    resumed, editor = _fix(world, store, **options)
+    assert resumed.training["resumed_from_epoch"] == 1
+    assert len(editor.calls) == 0  # the edits were stored by the first run
+    uninterrupted, _ = _fix(world, None, **options)
+    assert uninterrupted.training["resumed_from_epoch"] is None
+    assert resumed.training["history"] == uninterrupted.training["history"]
+    assert resumed.affected == uninterrupted.affected and resumed.rest == uninterrupted.rest
+
+
+def test_the_report_section_shows_the_figures_and_the_verdict(world, store):
+    from nemo_desktop.core.reports import render
+    from nemo_desktop.core.reports.sections import stored_result_report
+
+    result, _ = _fix(world, store, mode="head", epochs=1, per_class=5)
+    doc = stored_result_report(store.get(result.key), store)
+    html = render(doc, "html").decode("utf-8")
+    a = result.affected["overall"]
+    assert "Before and after" in html and "Data plan" in html
+    assert f"{a['change']:+.1f} ({a['ci'][0]:+.1f} to {a['ci'][1]:+.1f})" in html and f">{a['n']}<" in html
+    assert result.guard["why"].split(";")[0].replace("'", "&#x27;") in html
+    assert render(doc, "pdf").startswith(b"%PDF")
+
+
+def test_a_failure_modes_own_images_are_a_recorded_source(world):
+    data = world.data()
+    data.finding = list(world.affected[:12])  # the mode's images with their true labels
+    editor = fix_world_module().FixWorldEditor(world)
+    options = {**FAST, "mode": "head", "epochs": 1, "data": "edit", "affected_classes": "", "predicted_classes": ""}
+    result = build_analysis("fix", Components(classifier=world.classifier, editor=editor), options)(data, JobContext())
+    assert result.data["targeted"] == 12 and not editor.calls  # no edit asked for: only the mode's images
+    assert {s["source"] for s in result.sources} == {"finding-images"}
+    assert sum(s["count"] for s in result.sources) == 12
+    with pytest.raises(ConfigError, match="needs the edit"):
+        build_analysis("fix", Components(classifier=world.classifier, editor=editor), options)(world.data(),
+                                                                                              JobContext())

@@ -1,0 +1,143 @@
+"""The Python API (`import nemo_desktop as nemo`, nemo_desktop/api.py) on tiny local models, and the example
+notebook docs/python-api.ipynb executed with nbclient on the same models."""
+from __future__ import annotations
+
+import _thread
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import nemo_desktop as nemo
+from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_timm
+from fixtures_tiny.plugin_dist import METHOD, write_plugin_dist
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("api")
+    model = build_tiny_timm(root / "timm", label_names=TINY_CLASSES, input_size=32)
+    rng = np.random.default_rng(0)
+    images = []
+    for i in range(2):
+        p = root / f"img{i}.png"
+        Image.fromarray(rng.integers(0, 255, (40, 40, 3), dtype=np.uint8)).save(p)
+        images.append(str(p))
+    return {"root": root, "classifier": f"timm:local-dir:{model}", "images": images,
+            "site": write_plugin_dist(root / "site")}
+
+
+@pytest.fixture
+def plugin(tiny, monkeypatch):
+    from nemo_desktop.core import plugins
+
+    monkeypatch.syspath_prepend(str(tiny["site"]))
+    plugins._reset_for_tests()
+    yield
+    plugins._reset_for_tests()
+    for mod in [m for m in sys.modules if m.startswith("nemo_tiny_plugin")]:
+        del sys.modules[mod]
+
+
+def test_the_package_names_the_api_lazily_and_documents_it():
+    import subprocess
+
+    code = "import sys, nemo_desktop; print('nemo_desktop.api' in sys.modules, 'torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["False", "False"], out.stderr  # `import nemo_desktop` stays light
+    for name in nemo.__all__:
+        obj = getattr(nemo, name)
+        assert name == "__version__" or (obj.__doc__ or "").strip(), f"{name} has no docstring"
+    assert (ROOT / "nemo_desktop" / "py.typed").is_file()
+    assert set(nemo.__all__) - {"__version__"} <= set(dir(nemo))
+
+
+def test_predict_models_and_analyses(tiny):
+    preds = nemo.predict(tiny["images"], tiny["classifier"], top_k=3, device="cpu", progress=False)
+    assert [r["image"] for r in preds] == tiny["images"] and len(preds[0]["top_k"]) == 3
+    assert preds.classifier["family"] == "timm" and preds.to_dict()["results"] == list(preds)
+    frame = preds.to_pandas()
+    assert len(frame) == 6 and list(frame.columns[:3]) == ["image", "rank", "index"]
+    assert nemo.load_model(tiny["classifier"], device="cpu") is nemo.load_model(tiny["classifier"], device="cpu")
+    assert any(m["id"] == "vit-b16-augreg2" for m in nemo.list_models("classifier"))
+    assert "scitx" in nemo.methods()
+    fm = next(a for a in nemo.analyses("dataset") if a["name"] == "failure-modes")
+    assert "classifier" in fm["components"] and fm["data"] == "index" and fm["settings"]
+    with pytest.raises(nemo.ConfigError, match="top_k"):
+        nemo.predict(tiny["images"], tiny["classifier"], top_k=0)
+
+
+def test_explain_result_pandas_report_and_get_result(tiny, plugin, tmp_path):
+    seen = []
+    exp = nemo.explain(tiny["images"][0], "cat", classifier=tiny["classifier"], method=METHOD,
+                       settings={"wait_s": 0.3}, device="cpu", progress=seen.append)
+    assert exp.explanation.startswith("The image is mostly") and exp.key and exp.analysis == METHOD
+    assert seen and {p.stage for p in seen} >= {"Waiting"}
+    assert exp.to_dict()["sample"]["true_name"] == "cat"
+    frame = exp.to_pandas()
+    assert list(frame["hypothesis"]) == [exp.explanation] and bool(frame["selected"][0])
+    assert exp.images()["image"].is_file()
+    report = exp.report(tmp_path / "exp.html")
+    assert report.read_text().lstrip().lower().startswith("<!doctype html")
+    again = nemo.get_result(exp.key[:10])
+    assert again.key == exp.key and again.explanation == exp.explanation and "tiny-caption" in repr(again)
+    with pytest.raises(nemo.ConfigError, match="no option"):
+        nemo.explain(tiny["images"][0], "cat", classifier=tiny["classifier"], method=METHOD, settings={"x": 1})
+    assert any(p["name"] == "broken-family" and not p["ok"] for p in nemo.list_plugins())
+
+
+def test_keyboard_interrupt_cancels_the_job(tiny, plugin):
+    """Ctrl-C (a notebook's interrupt: KeyboardInterrupt in the main thread) stops the call at once and cancels
+    its job's token, which work in other threads checks."""
+    tokens = []
+
+    def progress(p):
+        from nemo_desktop.core.jobs import current_cancel_token
+
+        if not tokens:
+            tokens.append(current_cancel_token())
+
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        nemo.explain(tiny["images"][0], "cat", classifier=tiny["classifier"], method=METHOD,
+                     settings={"wait_s": 60}, device="cpu", progress=progress)
+    assert time.monotonic() - t0 < 10
+    assert tokens and tokens[0].cancelled
+
+
+def test_the_example_notebook_runs_on_tiny_models(tiny, tmp_path):
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(ROOT / "docs" / "python-api.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    cell.source = (f"CLASSIFIER = {tiny['classifier']!r}\nMLLM = None\nIMAGE = {tiny['images'][0]!r}\n"
+                   f"TRUE_LABEL = 'dog'\nMETHOD = {METHOD!r}\nREFERENCE = 'none'\nSETTINGS = {{}}\n"
+                   "DEVICE = 'cpu'\n")
+    env_before = dict(os.environ)
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(tiny["site"]), str(ROOT), os.environ.get("PYTHONPATH", "")])
+    os.environ["NEMO_HOME"] = str(tmp_path / "home")
+    try:
+        client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                                         resources={"metadata": {"path": str(tmp_path)}})
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(env_before)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    last = nb.cells[-1].outputs[-1]["data"]["text/plain"]
+    assert "explanation.html" in last and last.rstrip().endswith("True)")
+    assert (tmp_path / "explanation.html").is_file()
+    shown = json.dumps([o.get("data", {}) for o in outputs])
+    assert "top_k" not in shown and "probability" in shown  # predictions shown as a table
