@@ -2,8 +2,10 @@
 
 Qt-free: the desktop app's batch table and the combined batch report (reports/batch.py) read the same rows.
 An image that was correctly classified is skipped by design and says so in a neutral style; only a real
-failure (an unreadable image, a method that raised) is a failure; a result whose best CEI is not positive
-is "no cause found", not a finding.
+failure (an unreadable image, a method that raised) is a failure. A method that ran to the end has one of three
+outcomes (ExplanationResult.outcome): explained; "no cause found" (hypotheses were tested and none raised P(true),
+or none could be selected), not a finding; "nothing could be tested" (no candidate got a CEI: unreadable replies,
+failed edits), with the reason: it says nothing about the cause either way.
 """
 from __future__ import annotations
 
@@ -13,15 +15,16 @@ from pathlib import Path
 WAITING = "waiting"
 EXPLAINED = "explained"
 NO_CAUSE = "no cause found"
+NOT_TESTED = "nothing could be tested"
 SKIPPED_CORRECT = "skipped (correctly classified)"
 SKIPPED_NO_LABEL = "skipped (no true class)"
 FAILED = "failed"
 CANCELLED = "cancelled"
 
 # Display order of the statuses (summaries list them in this order).
-STATUSES = (EXPLAINED, NO_CAUSE, SKIPPED_CORRECT, SKIPPED_NO_LABEL, FAILED, CANCELLED, WAITING)
+STATUSES = (EXPLAINED, NO_CAUSE, NOT_TESTED, SKIPPED_CORRECT, SKIPPED_NO_LABEL, FAILED, CANCELLED, WAITING)
 # How a status is presented: a finding, neutral (nothing went wrong), a failure, or not finished yet.
-TONE = {EXPLAINED: "finding", NO_CAUSE: "neutral", SKIPPED_CORRECT: "neutral", SKIPPED_NO_LABEL: "neutral",
+TONE = {EXPLAINED: "finding", NO_CAUSE: "neutral", NOT_TESTED: "untested", SKIPPED_CORRECT: "neutral", SKIPPED_NO_LABEL: "neutral",
         FAILED: "failure", CANCELLED: "neutral", WAITING: "pending"}
 
 
@@ -36,7 +39,7 @@ class BatchItem:
     method: str | None = None
     cei: float | None = None
     explanation: str | None = None
-    no_cause: str | None = None  # the sentence that says no hypothesis raised P(true), when so
+    no_cause: str | None = None  # why no cause was found, or why nothing could be tested (its status says which)
     error: str | None = None
     hint: str | None = None
     label_note: str | None = None  # where the true class came from, or why there is none
@@ -58,10 +61,7 @@ class BatchItem:
         self.pred_name = result.sample.pred_name
         self.prob_pred = result.sample.prob_pred
         self.true_name = result.sample.true_name
-        self.no_cause = result.no_cause_found()
-        self.status = NO_CAUSE if (self.no_cause or not result.explanation) else EXPLAINED
-        if not result.explanation and not self.no_cause:
-            self.no_cause = "No explanation could be validated"
+        self.status, self.no_cause = result.outcome()
 
     def fail(self, error: dict | None) -> None:
         error = error or {}
@@ -75,6 +75,8 @@ class BatchItem:
             return self.explanation or ""
         if self.status == NO_CAUSE:
             return self.no_cause or "No hypothesis raised P(true)"
+        if self.status == NOT_TESTED:
+            return self.no_cause or "No candidate could be tested."
         if self.status == FAILED:
             return self.error or ""
         if self.status == SKIPPED_CORRECT:
@@ -98,8 +100,22 @@ def count_statuses(items: list[BatchItem]) -> list[tuple[str, int]]:
 
 
 def describe_counts(items: list[BatchItem]) -> str:
-    parts = ", ".join(f"{n} {s}" for s, n in count_statuses(items))
+    parts = "; ".join(f"{n} {_COUNT_WORDS.get(s, s)}" for s, n in count_statuses(items))
     return f"{len(items)} image{'s' if len(items) != 1 else ''}" + (f": {parts}" if parts else "")
+
+
+# How a count reads in a summary line ("2 tested, no cause found" is not "2 nothing could be tested").
+_COUNT_WORDS = {NO_CAUSE: "tested, no cause found", NOT_TESTED: "with nothing that could be tested"}
+
+
+def to_json(item: BatchItem) -> dict:
+    """One row as `--json` and exports give it: the outcome and its reason apart from the explanation."""
+    return {"image": item.image_path, "true": item.true_name, "predicted": item.pred_name, "status": item.status,
+            "explained": item.status == EXPLAINED,
+            "tested": item.status == NO_CAUSE or (item.status == EXPLAINED and item.cei is not None),
+            "reason": item.no_cause if item.status in (NO_CAUSE, NOT_TESTED) else (item.error or None),
+            "explanation": item.explanation if item.status == EXPLAINED else None, "cei": item.cei,
+            "result_key": item.result_key, "method": item.method}
 
 
 def true_class_from_folder(image_path: str, mapping) -> tuple[str | None, str]:

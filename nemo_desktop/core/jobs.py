@@ -83,6 +83,9 @@ class Progress:
     # Fraction of the WHOLE job done (0..1) when the job is split into weighted sub-steps (`JobContext.sub`);
     # None when this report's own done/total is all there is to know.
     overall: float | None = None
+    # Seconds the whole job still needs, estimated from its progress so far (set by the app's job runner; None
+    # when it cannot be estimated yet).
+    seconds_left: float | None = None
 
     @property
     def overall_fraction(self) -> float | None:
@@ -172,7 +175,7 @@ class JobContext:
         span = (lo + (hi - lo) * start, lo + (hi - lo) * end)
 
         def forward(p: Progress) -> None:
-            stage = f"{prefix}: {p.stage}" if p.stage else prefix
+            stage = f"{prefix}: {p.stage}" if prefix and p.stage else (p.stage or prefix)
             out = Progress(stage, p.done, p.total, p.message, p.rate, p.overall)
             self.last_progress = out
             if self._on_progress is not None:

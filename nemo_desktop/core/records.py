@@ -74,6 +74,10 @@ class Candidate:
     edit_verdict: str | None = None
 
 
+# The three outcomes of an explanation (ExplanationResult.outcome): kept apart in every table, summary and report.
+OUTCOME_EXPLAINED, OUTCOME_NO_CAUSE, OUTCOME_NOT_TESTED = "explained", "no cause found", "nothing could be tested"
+
+
 @dataclass
 class ExplanationResult:
     method: str  # registry name: "scitx", "error-retrieval", "cam-mllm", "change-mllm", ...
@@ -108,6 +112,38 @@ class ExplanationResult:
             return (f"No hypothesis whose edit kept the image raised P(true) (best CEI {self.cei:+.1f}); only "
                     "flagged whole-image edits did")
         return f"No hypothesis raised P(true) (best CEI {self.cei:+.1f})"
+
+    def outcome(self) -> tuple[str, str | None]:
+        """Which of the three outcomes this result is, with the reason for the last two: ("explained", None);
+        ("no cause found", why): hypotheses were tested and none is a cause (best CEI <= 0, or no candidate could
+        be selected, e.g. every edit destroyed the picture); ("nothing could be tested", why): no candidate got a
+        CEI (unreadable replies, failed edits). A method that does not score its explanation is "explained"."""
+        no_cause = self.no_cause_found()
+        if self.explanation is not None and not no_cause:
+            return OUTCOME_EXPLAINED, None
+        if no_cause:
+            return OUTCOME_NO_CAUSE, no_cause
+        tested = [c for c in self.candidates if c.cei is not None and c.error is None]
+        notes = [n for n in self.notes if n and not n.startswith("Some steps failed with an error")]
+        if tested:
+            return OUTCOME_NO_CAUSE, " ".join(notes) or (
+                f"{len(tested)} hypothes{'is was' if len(tested) == 1 else 'es were'} tested; none was selected.")
+        errors: dict[str, int] = {}
+        for c in self.candidates:
+            if c.error:
+                errors[c.error] = errors.get(c.error, 0) + 1
+        if errors:
+            common = max(errors, key=errors.get)
+            n = len(self.candidates)
+            why = (f"All {n} candidates failed" if sum(errors.values()) == n else
+                   f"{sum(errors.values())} of {n} candidates failed") + f"; the most common error: {common}"
+            if len(errors) > 1:
+                why += f" (and {len(errors) - 1} other error{'s' if len(errors) > 2 else ''})"
+            return OUTCOME_NOT_TESTED, why
+        if notes:
+            return OUTCOME_NOT_TESTED, " ".join(notes)
+        return OUTCOME_NOT_TESTED, ("The method produced no candidate to test." if not self.candidates else
+                                    "No candidate could be tested.")
 
     def candidate_order(self) -> list[int]:
         """Indices of the candidates as shown: the selected one first, then by CEI (largest first; unscored

@@ -169,7 +169,7 @@ def build(argv: list[str] | None = None):
 
     from .main_window import MainWindow
 
-    return app, MainWindow(paths)
+    return app, MainWindow(paths, welcome=None)  # a first launch opens on the welcome page
 
 
 def _show_startup_error(exc: BaseException) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from dataclasses import replace
 import os
 import threading
 import time
@@ -127,6 +128,10 @@ class JobHandle(QObject):
         self.report_errors = report_errors
         self.state = QUEUED
         self.progress: Progress | None = None
+        # The whole job's fraction as shown: it never goes back (a stage that restarts its count keeps the bar
+        # where it was); with the time it took, the time left is estimated.
+        self.fraction: float | None = None
+        self._first_fraction: tuple[float, float] | None = None  # (monotonic time, fraction) of the first report
         self.outcome: JobOutcome | None = None
         self.token = CancelToken()
         self._relay = _Relay(self)
@@ -166,8 +171,22 @@ class JobHandle(QObject):
     @Slot(object)
     def _on_progress(self, p: Progress) -> None:
         if self.active:
+            p = self._monotone(p, time.monotonic())
             self.progress = p
             self.sig_progress.emit(p)
+
+    def _monotone(self, p: Progress, now: float) -> Progress:
+        """`p` with the job's overall fraction never below one shown before, and the time left estimated."""
+        f = p.overall_fraction
+        if f is None:
+            if self.fraction is None:
+                return p  # nothing measured yet: busy
+            f = self.fraction  # a stage without a count, after counted ones: the bar stays where it was
+        f = max(self.fraction or 0.0, min(1.0, f))
+        self.fraction = f
+        if self._first_fraction is None:
+            self._first_fraction = (now, f)
+        return replace(p, overall=f, seconds_left=estimate_seconds_left(self._first_fraction, (now, f)))
 
     @Slot(object)
     def _ended(self, outcome: JobOutcome) -> None:
@@ -187,6 +206,32 @@ class JobHandle(QObject):
         self.sig_finished.emit(outcome)
         if self._on_end is not None:
             self._on_end(self)
+
+
+MIN_ESTIMATE_S = 3.0  # no time left is guessed from less than this much measured progress
+MIN_ESTIMATE_FRACTION = 0.02
+
+
+def estimate_seconds_left(first: tuple[float, float], now: tuple[float, float]) -> float | None:
+    """Seconds left at the rate measured since the first report ((time, fraction) pairs); None when too little
+    has been measured to say."""
+    (t0, f0), (t1, f1) = first, now
+    if f1 >= 1.0:
+        return 0.0
+    if t1 - t0 < MIN_ESTIMATE_S or f1 - f0 < MIN_ESTIMATE_FRACTION:
+        return None
+    return (1.0 - f1) * (t1 - t0) / (f1 - f0)
+
+
+def describe_seconds_left(seconds: float | None) -> str:
+    """'about 3 min left', or '' when unknown or done."""
+    if seconds is None or seconds <= 0:
+        return ""
+    if seconds < 60:
+        return "less than a minute left"
+    if seconds < 90 * 60:
+        return f"about {max(1, round(seconds / 60))} min left"
+    return f"about {seconds / 3600:.1f} h left"
 
 
 class JobRunner(QObject):

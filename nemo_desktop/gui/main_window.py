@@ -7,8 +7,8 @@ import os
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (QAction, QActionGroup, QCloseEvent, QDesktopServices, QDragEnterEvent, QDropEvent,
                            QKeySequence)
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget,
-                               QWidget)
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
+                               QStackedWidget, QTabWidget, QWidget)
 
 from nemo_desktop import __version__
 from nemo_desktop.core.store.paths import AppPaths, get_paths
@@ -61,7 +61,9 @@ class MainWindow(QMainWindow):
     sig_models_changed = Signal()  # a model was loaded or unloaded (panes refresh what they show)
 
     def __init__(self, paths: AppPaths | None = None, runner: JobRunner | None = None,
-                 settings: QSettings | None = None, session: ModelSession | None = None):
+                 settings: QSettings | None = None, session: ModelSession | None = None,
+                 welcome: bool | None = False):
+        """`welcome`: open on the welcome page (None: when this is a first launch, as the app does)."""
         super().__init__()
         self.paths = paths or get_paths()
         self.settings = settings or gui_settings(self.paths)
@@ -90,7 +92,10 @@ class MainWindow(QMainWindow):
             index = self.tabs.addTab(pane, cls.TITLE)
             self.tabs.setTabToolTip(index, cls.SUMMARY)
         self.tabs.currentChanged.connect(self._on_pane_changed)
-        self.setCentralWidget(self.tabs)
+        self.stack = QStackedWidget()  # the welcome page (first launch) in front of the panes
+        self.stack.setObjectName("centralStack")
+        self.stack.addWidget(self.tabs)
+        self.setCentralWidget(self.stack)
 
         self._build_jobs_area()
         self._build_menus()
@@ -98,7 +103,14 @@ class MainWindow(QMainWindow):
         from .first_run import FirstRun
 
         self.first_run = FirstRun(self)  # guides in the empty panes, the demo, recent datasets, last models
+        self.stack.addWidget(self.first_run.welcome)
+        if welcome is None:
+            from .first_run.controller import is_first_launch
+
+            welcome = is_first_launch(self.settings)
         self.restore_layout()
+        if welcome:
+            self.show_welcome()
         skip_activation_repaints(self)  # every item view exists by now (opening a dialog repainted them all)
 
     # -- services offered to panes (PaneHost) --------------------------------------------------
@@ -116,8 +128,16 @@ class MainWindow(QMainWindow):
     def show_status(self, text: str, ms: int = 8000) -> None:
         self.statusBar().showMessage(text, ms)
 
+    def show_welcome(self) -> None:
+        """The welcome page: the checklist to a first diagnosis and "Try the demo" (View ▸ Welcome)."""
+        self.stack.setCurrentWidget(self.first_run.welcome)
+
+    def showing_welcome(self) -> bool:
+        return self.stack.currentWidget() is self.first_run.welcome
+
     def show_pane(self, name: str) -> Pane:
         pane = self.panes[name]
+        self.stack.setCurrentWidget(self.tabs)
         self.tabs.setCurrentWidget(pane)
         if self.isVisible():
             pane.ensure_shown_once(paint_first=True)
@@ -138,6 +158,9 @@ class MainWindow(QMainWindow):
         self.jobs_summary.setObjectName("jobsSummary")
         self.statusBar().addPermanentWidget(self.jobs_summary)
         self.jobs_panel.sig_summary_changed.connect(self.jobs_summary.setText)
+        # Idle, the dock is one line; when jobs come, it takes room for them again.
+        self.jobs_panel.sig_height_wanted.connect(
+            lambda h: self.resizeDocks([self.jobs_dock], [h], Qt.Orientation.Vertical))
 
     def _action(self, text: str, slot, shortcut: QKeySequence | str | None = None, tip: str = "") -> QAction:
         action = QAction(text, self)
@@ -177,6 +200,9 @@ class MainWindow(QMainWindow):
             self.pane_actions.append(action)
         self.pane_actions[self.tabs.currentIndex()].setChecked(True)
         view_menu.addSeparator()
+        self.action_welcome = self._action("&Welcome", lambda: self.show_welcome(), "Ctrl+0",
+                                           "The welcome page: the steps to a first diagnosis and the demo")
+        view_menu.addAction(self.action_welcome)
         jobs_action = self.jobs_dock.toggleViewAction()
         jobs_action.setShortcut(QKeySequence("Ctrl+J"))
         view_menu.addAction(jobs_action)
@@ -311,8 +337,9 @@ class MainWindow(QMainWindow):
             on_next_turn(pane, lambda: pane.ensure_shown_once(paint_first=True))
 
     def _after_first_paint(self) -> None:
-        # Whatever the visible pane loads must not delay the window appearing.
-        QTimer.singleShot(0, self, lambda: self.current_pane().ensure_shown_once())
+        # Whatever the visible pane loads must not delay the window appearing (behind the welcome page: nothing).
+        if not self.showing_welcome():
+            QTimer.singleShot(0, self, lambda: self.current_pane().ensure_shown_once())
         QTimer.singleShot(0, self, self.model_host.start)  # the model worker process, in worker mode
         QTimer.singleShot(0, self, self.first_run.restore_last_models)  # only what is on disk: never a download
         QTimer.singleShot(WARM_UP_DELAY_MS, self, self._warm_up)

@@ -32,10 +32,10 @@ def make_window(qtbot):
     pytest-qt, whose deletion could run inside the wait for the jobs)."""
     windows = []
 
-    def make():
+    def make(**kwargs):
         from nemo_desktop.gui.main_window import MainWindow
 
-        window = MainWindow()
+        window = MainWindow(**kwargs)
         windows.append(window)
         return window
 

@@ -92,8 +92,8 @@ def test_folder_drop_fills_the_batch_table_opens_results_and_exports_one_report(
     assert "blue ink" in rows["blue_three.png"].explanation and rows["blue_three.png"].cei > 0
     assert rows["broken.png"].error.startswith("The image cannot be read") and rows["broken.png"].hint
     assert "'misc' is not a class" in rows["unknown.png"].summary_text()
-    assert panel.summary.text() == ("Batch: 4 images: 1 explained, 1 skipped (correctly classified), "
-                                    "1 skipped (no true class), 1 failed")
+    assert panel.summary.text() == ("Batch: 4 images: 1 explained; 1 skipped (correctly classified); "
+                                    "1 skipped (no true class); 1 failed")
     from nemo_desktop.gui.widgets.error_dialog import ErrorDialog
     assert not any(d.isVisible() for d in window.findChildren(ErrorDialog))  # the table says it all
 
@@ -184,7 +184,7 @@ def test_a_workbench_run_on_several_samples_lists_failures_and_cancellations(qtb
     qtbot.waitUntil(lambda: panel.export_button.isEnabled(), timeout=5000)
     assert [it.status for it in panel.items] == [EXPLAINED, FAILED]
     assert "gone.png" in panel.items[1].error or "does not exist" in panel.items[1].error
-    assert panel.summary.text() == "Batch: 2 images: 1 explained, 1 failed"
+    assert panel.summary.text() == "Batch: 2 images: 1 explained; 1 failed"
 
     # A run on one sample has no batch table.
     handle = pane.run(samples[:1], "scitx")

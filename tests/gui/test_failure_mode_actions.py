@@ -37,8 +37,11 @@ def _shown(qtbot, window, result):
     window.show()
     qtbot.waitExposed(window)
     pane = window.show_pane("analyses")
+    qtbot.waitUntil(lambda: pane.analysis_list.count() > 0, timeout=30000)
+    pane.select_analysis("failure-modes")
+    qtbot.waitUntil(lambda: pane.shown_name() == "failure-modes", timeout=30000)
     with qtbot.waitSignal(pane.sig_result_shown, timeout=30000):
-        pane._on_done(result)  # as a finished run hands it over
+        pane._on_done("failure-modes", result)  # as a finished run of its page hands it over
     return pane
 
 

@@ -113,8 +113,10 @@ def format_result(result) -> str:
     elif result.explanation is not None:
         score = f"CEI {result.cei:+.2f}" if result.cei is not None else "not scored with CEI"
         lines += [f"Explanation ({score}):", f"  {result.explanation}", ""]
-    else:
-        lines += ["No explanation could be validated (see the candidates below).", ""]
+    else:  # tested but none selected, or nothing could be tested: which, and why
+        outcome, why = result.outcome()
+        head = "Tested, no cause found" if outcome == "no cause found" else "Nothing could be tested"
+        lines += [f"{head}: {why}", ""]
     lines.append("Candidates (CEI: how many percentage points the counterfactual raised P(true)):")
     lines.append(f"  {'#':>2}  {'CEI':>8}  {'P(true) before -> after':<24}  hypothesis")
     for i in result.candidate_order():
@@ -239,8 +241,15 @@ def run(args) -> int:
     finally:
         store.close()
 
-    emit(args, result.to_dict(), lambda: format_result(result), ensure_ascii=False)
+    emit(args, result_json(result), lambda: format_result(result), ensure_ascii=False)
     return exit_code(result)
+
+
+def result_json(result) -> dict:
+    """The full result, with its outcome said apart: explained, "no cause found" (tested) or "nothing could be
+    tested", and the reason for the last two."""
+    outcome, why = result.outcome()
+    return {**result.to_dict(), "outcome": {"status": outcome, "reason": why}}
 
 
 def exit_code(result) -> int:

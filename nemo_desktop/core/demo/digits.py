@@ -222,6 +222,7 @@ def _train(ctx: JobContext, epochs: int, seed: int, started: float):
             step += 1
             ctx.progress("Training the demo classifier", step, steps)
     model.eval()
+    ctx.progress("Measuring on held-out digits", 0, 1)
     eval_glyphs, eval_labels = glyph_pool("eval")
     with torch.inference_mode():
         pred = model(_tensors(eval_glyphs, transform)).argmax(1).numpy()

@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..batch import FAILED, BatchItem, count_statuses, describe_counts
+from ..batch import FAILED, NOT_TESTED, BatchItem, count_statuses, describe_counts
 from ..errors import ConfigError
 from ..jobs import JobContext, null_context
 from .document import DASH, THUMB_PX, Block, Cell, Paragraph, ReportDocument, Section, Table
 from .format import _now, clip, fmt_cei
 from .images import ImageCache
-from .runs import _run_manifest, _summary, build_sample_sections, cei_histogram
+from .runs import MANIFEST_TITLE, _run_manifest, _summary, build_sample_sections, cei_histogram
 from .sections.sample import CEI_IN_WORDS, _doc_meta, _load_stored, _Loaded
 
 EXPLANATION_CHARS = 160  # the images table shows the start of each explanation; the sample section has it all
@@ -59,8 +59,10 @@ def _images_table(items: list[BatchItem], cache: ImageCache, loaded: dict[int, _
                      it.status])
     return Table(["#", "Image", "File", "True \u2192 predicted", "Best CEI", "Explanation", "Status"], rows,
                  align=["r", "c", "l", "l", "r", "l", "l"], widths=[0.6, 2.0, 2.4, 2.4, 1.3, 5.5, 2.2],
-                 caption=f"n = {len(items)} images. A best CEI that is not positive means no hypothesis raised "
-                         "P(true); correctly classified images are skipped by design, not failures.")
+                 caption=f"n = {len(items)} images. \"No cause found\": hypotheses were tested and none raised "
+                         "P(true) (a best CEI that is not positive, or no edit that tested one); \"nothing could be "
+                         "tested\": no hypothesis got a CEI, for the reason given. Correctly classified images are "
+                         "skipped by design, not failures.")
 
 
 def build_batch_report(items: list[BatchItem], store, *, title: str | None = None, image_format: str = "jpeg",
@@ -77,8 +79,10 @@ def build_batch_report(items: list[BatchItem], store, *, title: str | None = Non
     status_rows = [[status, str(n)] for status, n in count_statuses(items)] + [["Total", str(len(items))]]
     summary_blocks: list[Block] = [
         Table(["Status", "Images"], status_rows, align=["l", "r"], widths=[4, 1.5],
-              caption="Each image once. Skipped images were correctly classified (nothing to explain) or had "
-                      "no true class; failed ones are listed below with their error."),
+              caption="Each image once. Explained: a hypothesis raised P(true). No cause found: hypotheses were "
+                      "tested and none did. Nothing could be tested: no hypothesis got a CEI (the reasons are "
+                      "listed below). Skipped images were correctly classified (nothing to explain) or had no true "
+                      "class; failed ones are listed below with their error."),
     ]
     if loaded:
         summary, _methods = _summary(loaded, {})
@@ -99,11 +103,18 @@ def build_batch_report(items: list[BatchItem], store, *, title: str | None = Non
             Table(["Image", "Error", "What to do"], [[clip(it.name, 60), it.error or DASH, it.hint or DASH]
                                                      for it in failed], widths=[2.5, 5, 4],
                   caption=f"n = {len(failed)} failed images.")]))
-    manifest = _run_manifest(loaded)
-    if manifest:
-        sections.append(Section("Reproducibility manifest (all results)", "manifest", manifest))
+    untested = [it for it in items if it.status == NOT_TESTED]
+    if untested:
+        sections.append(Section("Nothing could be tested", "not-tested", [
+            Table(["Image", "Why nothing could be tested"], [[clip(it.name, 60), it.no_cause or DASH]
+                                                               for it in untested], widths=[2.5, 9],
+                  caption=f"n = {len(untested)} images: the method ran, but no hypothesis could be tested, so "
+                          "these say nothing about the cause.")]))
     _index_rows, sample_sections, methods = build_sample_sections(loaded, cache, ctx)
     sections += sample_sections
+    manifest = _run_manifest(loaded)
+    if manifest:  # an appendix: what a reader needs to reproduce the results, after the results
+        sections.append(Section(MANIFEST_TITLE, "manifest", manifest))
     return ReportDocument(
         kind="run", title=title or f"Batch diagnosis of {len(items)} images",
         subtitle=describe_counts(items) + (f"; method {', '.join(methods)}" if methods else ""),
@@ -116,3 +127,23 @@ def export_batch_report(items: list[BatchItem], store, fmt: str, out_path, *, ti
     from . import write_report
 
     return write_report(lambda: build_batch_report(items, store, title=title, ctx=ctx), fmt, out_path, ctx=ctx)
+
+
+def batch_json(items: list[BatchItem]) -> dict:
+    """The batch as JSON: n per status and one row per image with its outcome and reason (core/batch.to_json)."""
+    from ..batch import to_json
+
+    return {"images": len(items), "counts": dict(count_statuses(items)), "summary": describe_counts(items),
+            "rows": [to_json(it) for it in items]}
+
+
+def export_batch_json(items: list[BatchItem], out_path) -> Path:
+    import json
+
+    from ..store import atomic_write_text
+
+    if not items:
+        raise ConfigError("The batch has no images to report.", hint="Run a diagnosis on several images first.")
+    path = Path(out_path)
+    atomic_write_text(path, json.dumps(batch_json(items), indent=2, ensure_ascii=False))
+    return path

@@ -40,7 +40,8 @@ p.muted { color: #5d6873; font-size: 0.92em; }
 p.warning { background: #fff5e6; border-left: 4px solid #d9822b; padding: 6px 12px; }
 table { border-collapse: collapse; width: 100%; margin: 8px 0 14px; table-layout: fixed; }
 th, td { border: 1px solid #d5dbe1; padding: 4px 8px; vertical-align: top; text-align: left; }
-thead th { background: #f1f4f7; overflow-wrap: break-word; word-break: normal; hyphens: auto; }
+thead th { background: #f1f4f7; overflow-wrap: normal; word-break: keep-all; hyphens: manual; }
+table.words { table-layout: auto; }
 caption { caption-side: bottom; text-align: left; color: #5d6873; font-size: 0.85em; padding-top: 4px; }
 table.kv th { width: 26%; background: #f7f9fa; font-weight: 600; }
 td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; }
@@ -122,7 +123,9 @@ def _table(b: Table) -> str:
                 cells.append(f'<td{cls(i)}><span class="t" dir="auto">{_e(c)}</span></td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     cap = f'<caption dir="auto">{_e(b.caption)}</caption>' if b.caption else ""
-    return f"<table>{cap}{_colgroup(b.widths)}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    # Columns are at least as wide as their header's longest word (a header never breaks mid-word); the
+    # widths are the proportions of the rest. Cells still wrap anywhere (long paths, hashes).
+    return f"<table class=\"words\">{cap}{_colgroup(b.widths)}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _figures(b: Figures) -> str:

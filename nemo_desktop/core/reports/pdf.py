@@ -114,6 +114,7 @@ class _Renderer:
         self._font_state: tuple | None = None
         self._clean_cache: dict[str, str] = {}
         self._measuring = False  # a throwaway renderer that measures a keep-together section
+        self._inline_toc: tuple[int, float] | None = None  # (page, y) of contents drawn after the sections
         pdf.set_title(self.t(doc.title)[:200])
         pdf.set_creator("NEMO Desktop")
         # Links for every anchor an index points at; aimed at page 1 until the section is drawn.
@@ -302,7 +303,14 @@ class _Renderer:
             # allow_extra_pages) would shift every page number already printed in the footers.
             entries = len(doc.sections)  # one outline entry of level 0 per top-level section
             first, later = self._toc_capacity(pdf.get_y())
-            pages = 1 if entries <= first else 1 + math.ceil((entries - first) / later)
+            if entries <= first:
+                # Contents that fit on the first page take only their own lines there (a reserved page would
+                # leave the first page nearly empty): the room is kept now and filled in once the section
+                # pages are known (render()).
+                self._inline_toc = (pdf.page_no(), pdf.get_y())
+                pdf.set_y(pdf.get_y() + TOC_HEAD + 1 + entries * TOC_LINE + 4)
+                return
+            pages = 1 + math.ceil((entries - first) / later)
             pdf.insert_toc_placeholder(self.toc, pages=pages)
 
     def _toc_capacity(self, y0: float) -> tuple[int, int]:
@@ -379,10 +387,17 @@ class _Renderer:
             self.text(b.text)
         self.pdf.ln(1.8)
 
+    def _note_height(self, note: str, w: float) -> float:
+        """The size note under an enlarged image ("32×32 px, shown ×2"), wrapped to the cell: all of it shows."""
+        if not note:
+            return 0.0
+        self.font(TABLE_PT - 2, gray=95)
+        return self.text_height(note, w - 2 * PAD, NOTE_LINE - 0.5) + 0.5
+
     def _cell_height(self, cell, w: float, bold: bool) -> float:
         if isinstance(cell, ReportImage):
             iw = min(w - 2 * PAD, CELL_IMAGE_MM)
-            return iw * cell.height / cell.width + 2 * PAD + (NOTE_LINE if cell.size_note else 0)
+            return iw * cell.height / cell.width + 2 * PAD + self._note_height(cell.size_note, w)
         self.font(TABLE_PT, "B" if bold else "")
         return self.text_height(cell, w - 2 * PAD, TABLE_LINE) + 2 * PAD
 
@@ -423,7 +438,9 @@ class _Renderer:
             if header:
                 self._row(header, col_w, aligns, pdf.get_y(), head_h, fill=(241, 244, 247))
 
-        self.ensure(head_h + 10)
+        first_h = max((self._cell_height(c, w, bold_first and i == 0) for i, (c, w) in
+                       enumerate(zip(rows[0], col_w))), default=0) if rows else 0
+        self.ensure(head_h + min(max(10, first_h), page_room))  # the header never ends a page without a row
         draw_header()
         for r, cells in enumerate(rows):
             h = max(self._cell_height(c, w, bold_first and i == 0) for i, (c, w) in enumerate(zip(cells, col_w)))
@@ -568,11 +585,45 @@ class _Renderer:
             h = self._measure(s, depth)
             if h is not None and h > self.space_left():
                 self.pdf.add_page()
+        elif not s.new_page and s.blocks:
+            # A heading never ends a page alone: it goes with the start of its first block (estimated here:
+            # a throwaway renderer per section would cost ~0.4 s each).
+            need = self._heading_height(s, depth) + self._lead_height(s.blocks[0])
+            page = self.pdf.page_break_trigger - self.pdf.t_margin
+            if self.space_left() < need < page:
+                self.pdf.add_page()
         self.heading(s, depth)
         for b in s.blocks:
             self.block(b)
         for c in s.children:
             self.section(c, depth + 1)
+
+    def _heading_height(self, s: Section, depth: int) -> float:
+        size = HEADING_PT[min(depth, 3)]
+        self.font(size, "B")
+        return self.text_height(s.title, self.pdf.epw, size * 0.48) + (6.5 if depth == 0 else 1.0)
+
+    def _lead_height(self, b) -> float:
+        """The height of the start of `b` that must share a page with its heading: a table's header and first
+        row, the first lines of a paragraph; a chart or figure row whole (estimated)."""
+        pdf = self.pdf
+        if isinstance(b, (Table, KeyValues)):
+            if isinstance(b, Table):
+                header, rows, widths = b.header, b.rows[:1], b.widths or [1] * len(b.header)
+                bold_first = False
+            else:
+                header, rows, widths, bold_first = [], [[k, v] for k, v in b.rows[:2]], [2.6, 7.4], True
+            col_w = [pdf.epw * w / sum(widths) for w in widths]
+            head = max((self._cell_height(h, w, True) for h, w in zip(header, col_w)), default=0)
+            body = sum(max((self._cell_height(c, w, bold_first and i == 0) for i, (c, w) in
+                            enumerate(zip(cells, col_w))), default=0) for cells in rows)
+            return head + body + 2
+        if isinstance(b, Paragraph):
+            self.font(BODY_PT)
+            return min(self.text_height(b.text, pdf.epw - 6, LINE), 3 * LINE) + 6
+        if isinstance(b, Index):
+            return 2 * TOC_LINE + 6
+        return 45.0
 
     def _measure(self, s: Section, depth: int) -> float | None:
         """Height of `s` drawn at the top of a fresh page by a throwaway renderer; None when it takes more than
@@ -593,6 +644,14 @@ class _Renderer:
             ctx.progress("Rendering PDF", i, n)
             self.section(s, 0)
         ctx.progress("Rendering PDF", n, n)
+        if self._inline_toc is not None:
+            pdf = self.pdf
+            last_page, last_y = pdf.page, pdf.get_y()
+            pdf.page, y = self._inline_toc
+            pdf.set_y(y)
+            self.toc(pdf, list(pdf._outline))  # the reserved lines hold it: no page break happens
+            pdf.page = last_page
+            pdf.set_y(last_y)
         return bytes(self.pdf.output())
 
 

@@ -67,6 +67,9 @@ def _summary(loaded: list[_Loaded], config: dict) -> tuple[Table, list[str]]:
                  ), [m for (_, _, m) in groups]
 
 
+MANIFEST_TITLE = "Appendix: reproducibility manifest (all results)"
+
+
 def _run_manifest(loaded: list[_Loaded]) -> list[Block]:
     values: dict[str, list[str]] = {}
     for ld in loaded:
@@ -145,10 +148,10 @@ def build_run_report(run_id: str, store, *, image_format: str = "jpeg",
     if failures:
         sections.append(Section("Failed or missing items", "failures", [
             Table(["Item", "Status", "Error"], failures, widths=[3, 1.5, 6])]))
-    manifest = _run_manifest(loaded)
-    if manifest:
-        sections.append(Section("Reproducibility manifest (all results)", "manifest", manifest))
     sections += sample_sections
+    manifest = _run_manifest(loaded)
+    if manifest:  # an appendix: what a reader needs to reproduce the results, after the results
+        sections.append(Section(MANIFEST_TITLE, "manifest", manifest))
     ds_clf = ", ".join(x for x in (_name_of(config.get("dataset")), _name_of(config.get("classifier"))) if x)
     return ReportDocument(
         kind="run", title=f"Run report: {run_id}",

@@ -9,15 +9,54 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 
 from nemo_desktop.core.worker.protocol import JobSpec
 
-from ..jobs import GPU, JobHandle
+from ..jobs import GPU, IO, JobHandle
 from . import memory
-from .guide import DatasetGuide, WorkbenchGuide
+from .guide import DatasetGuide, NextStepBar, WelcomePage, WorkbenchGuide, next_step_html
 
 log = logging.getLogger(__name__)
+
+
+def is_first_launch(settings) -> bool:
+    """No window was ever closed with these settings, no dataset was opened and no model remembered: the app
+    opens on its welcome page."""
+    return (settings.value("window/pane") is None and not memory.recent_datasets(settings)
+            and not memory.remembered_models(settings))
+
+
+def real_diagnosis_needs(session) -> list[tuple[str, str | None, str]]:
+    """(kind, catalog id, status on this computer) of the multimodal LLM and the editor a real diagnosis uses by
+    default (I/O lane: reads the weights' folders)."""
+    from nemo_desktop.core.models.catalog import get_entry
+    from nemo_desktop.core.models.downloads import entry_status
+
+    out = []
+    loaded = session.loaded()
+    for kind in ("mllm", "editor"):
+        if loaded.get(kind):
+            out.append((kind, loaded[kind], "in memory"))
+            continue
+        ref = session.default_ref(kind)
+        try:
+            status = entry_status(get_entry(ref)).status if ref else "none"
+        except Exception:  # noqa: BLE001 - not a catalog id (a path, an endpoint): its loader checks it
+            status = "not checked"
+        out.append((kind, ref, status))
+    return out
+
+
+def demo_progress_text(p) -> str:
+    """'Training the demo classifier — 42 % · less than a minute left': the job's one overall figure."""
+    from ..jobs import describe_seconds_left
+
+    text = p.stage or "Preparing the demo"
+    if p.overall_fraction is not None:
+        text += f" — {100 * p.overall_fraction:.0f} %"
+    left = describe_seconds_left(p.seconds_left)
+    return text + (f" · {left}" if left else "…")
 
 
 class FirstRun(QObject):
@@ -48,6 +87,22 @@ class FirstRun(QObject):
         self.dataset_guide.sig_open_folder.connect(self.browser.choose_folder)
         self.dataset_guide.sig_open_csv.connect(self.browser.choose_csv)
         self.dataset_guide.sig_open_recent.connect(self.open_recent)
+        # The first launch's page (main_window puts it in front of the tabs) and, after the demo, the next step.
+        self.welcome = WelcomePage()
+        self.welcome.sig_try_demo.connect(self.try_demo)
+        self.welcome.sig_show_pane.connect(window.show_pane)
+        self.welcome.sig_open_dataset.connect(window.open_dataset)
+        self.welcome.sig_continue.connect(lambda: window.show_pane(window.current_pane().NAME))
+        self.next_step = NextStepBar()
+        self.next_step.sig_show_pane.connect(window.show_pane)
+        self.browser.layout().insertWidget(2, self.next_step)
+        # Without a dataset the grid is hidden: this takes its room, so the rows above keep their places
+        # instead of spreading down the pane with large gaps between them.
+        self.browser_filler = QWidget()
+        self.browser_filler.setObjectName("browserEmptyFiller")
+        self.browser_filler.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
+        layout = self.browser.layout()
+        layout.insertWidget(layout.indexOf(self.browser.splitter) + 1, self.browser_filler, 1)
         self._build_menu()
 
         window.sig_models_changed.connect(self._models_changed)
@@ -116,10 +171,12 @@ class FirstRun(QObject):
     def refresh(self) -> dict[str, bool]:
         steps = self.steps()
         self.workbench_guide.set_steps(steps)
+        self.welcome.guide.set_steps(steps)
         self.workbench_guide.setVisible(not steps["diagnose"])  # the guide fills the empty result area
         empty = self.browser.data is None
         self.dataset_guide.setVisible(empty)
         self.browser.splitter.setVisible(not empty)  # the guide takes the empty grid's place (and height)
+        self.browser_filler.setVisible(empty)
         self.sig_steps_changed.emit(steps)
         return steps
 
@@ -164,8 +221,7 @@ class FirstRun(QObject):
                                          title="Preparing the demo (digits dataset and classifier)", lane=GPU)
         self.demo_job = handle
         self._demo_status("Preparing the demo…", busy=True)
-        handle.sig_progress.connect(lambda p: self._demo_status(
-            p.stage + (f" ({p.done} of {p.total})" if p.total else "…"), busy=True))
+        handle.sig_progress.connect(lambda p: self._demo_status(demo_progress_text(p), busy=True))
         handle.sig_done.connect(self._demo_prepared)
         handle.sig_failed.connect(lambda e: self._demo_status(f"The demo could not be prepared: "
                                                               f"{e.get('message')}", busy=False))
@@ -173,7 +229,7 @@ class FirstRun(QObject):
         return handle
 
     def _demo_status(self, text: str, busy: bool) -> None:
-        for guide in (self.dataset_guide, self.workbench_guide):
+        for guide in (self.dataset_guide, self.workbench_guide, self.welcome.guide):
             guide.set_demo_status(text, busy)
 
     def _demo_prepared(self, setup) -> None:
@@ -182,6 +238,10 @@ class FirstRun(QObject):
         self._demo_status(f"Demo ready: {setup.images} digits in {setup.dataset_dir}; classifier "
                           f"{setup.classifier_id} ({made}, {100 * setup.holdout_accuracy:.1f}% on held-out "
                           "digits). Indexing the dataset with it…", busy=False)
+        session = self.window.session
+        needs = self.window.jobs.submit(lambda ctx: real_diagnosis_needs(session), title="Checking the models",
+                                        lane=IO, visible=False, ask_before_quit=False)
+        needs.sig_done.connect(lambda found: self._show_next_step(setup, found))
         self.window.show_pane("dataset_browser")
         opening = self.browser.open_path(setup.dataset_dir)
 
@@ -191,3 +251,11 @@ class FirstRun(QObject):
             self.sig_demo_ready.emit(setup)
 
         opening.sig_done.connect(shown)
+
+    def _show_next_step(self, setup, needs) -> None:
+        html = next_step_html(setup, needs)
+        self._demo_status(f"Demo ready: {setup.images} digits, classifier {setup.classifier_id}.",
+                          busy=False)  # the next step (below) says what to do; no stale "Indexing…"
+        self.next_step.set_text(html)
+        self.welcome.set_next_step(html)
+        self.workbench_guide.set_note(html)

@@ -113,8 +113,8 @@ STEPS = (
 class WorkbenchGuide(_Guide):
     """The four steps to a first diagnosis; each ticks when the session says it is done."""
 
-    def __init__(self, parent=None):
-        super().__init__("workbenchGuide", parent)
+    def __init__(self, parent=None, name: str = "workbenchGuide", demo_row: bool = True):
+        super().__init__(name, parent)
         title = QLabel("<h3>Get started: four steps to a first diagnosis</h3>")
         title.setWordWrap(True)
         grid = QGridLayout()
@@ -138,13 +138,15 @@ class WorkbenchGuide(_Guide):
         self.note.setWordWrap(True)
         self.note.hide()
         demo = QHBoxLayout()
-        demo.addWidget(self.demo_button)
+        if demo_row:
+            demo.addWidget(self.demo_button)
         demo.addStretch(1)
         v = QVBoxLayout(self)
         v.addWidget(title)
         v.addLayout(grid)
         v.addWidget(self.note)
-        v.addLayout(demo)
+        if demo_row:  # the welcome page puts the demo button at its top instead
+            v.addLayout(demo)
         v.addWidget(self.demo_note)
         v.addWidget(self.demo_status)
 
@@ -161,3 +163,118 @@ class WorkbenchGuide(_Guide):
     def set_note(self, text: str) -> None:
         self.note.setText(text)
         self.note.setVisible(bool(text))
+
+
+class WelcomePage(QFrame):
+    """The page a first launch opens on (no models, no datasets yet): what the app does, the checklist to a first
+    diagnosis, and "Try the demo" as the main action; the other ways in are secondary buttons."""
+
+    sig_try_demo = Signal()
+    sig_show_pane = Signal(str)
+    sig_open_dataset = Signal()
+    sig_continue = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("welcomePage")
+        title = QLabel("<h2>Welcome to NEMO Desktop</h2>")
+        intro = QLabel("NEMO Desktop explains why an image classifier got an image wrong and tests each explanation "
+                       "with a counterfactual image. Nothing is on this computer yet: start with the offline demo, "
+                       "or bring your own dataset and models.")
+        intro.setWordWrap(True)
+        self.guide = WorkbenchGuide(name="welcomeGuide", demo_row=False)
+        self.guide.sig_try_demo.connect(self.sig_try_demo)
+        self.guide.sig_show_pane.connect(self.sig_show_pane)
+        self.demo_button = self.guide.demo_button  # the main action: first, large, the default button
+        self.demo_button.setDefault(True)
+        self.demo_button.setMinimumHeight(40)
+        self.demo_button.setStyleSheet("QPushButton { font-weight: bold; padding: 6px 18px; }")
+        self.open_button = QPushButton("Open a dataset…")
+        self.open_button.setObjectName("welcomeOpenDataset")
+        self.open_button.clicked.connect(self.sig_open_dataset)
+        self.models_button = QPushButton("Model manager")
+        self.models_button.clicked.connect(lambda: self.sig_show_pane.emit("model_manager"))
+        self.continue_button = QPushButton("Go to the app")
+        self.continue_button.setObjectName("welcomeContinue")
+        self.continue_button.clicked.connect(self.sig_continue)
+        # The demo button leads: move it from the guide's bottom row to the top of the page.
+        actions = QHBoxLayout()
+        actions.addWidget(self.demo_button)
+        for b in (self.open_button, self.models_button, self.continue_button):
+            actions.addWidget(b)
+        actions.addStretch(1)
+        self.next_step = QLabel("")
+        self.next_step.setObjectName("welcomeNextStep")
+        self.next_step.setWordWrap(True)
+        self.next_step.setTextFormat(Qt.TextFormat.RichText)
+        self.next_step.linkActivated.connect(self.sig_show_pane)
+        self.next_step.hide()
+        column = QVBoxLayout()
+        column.addWidget(title)
+        column.addWidget(intro)
+        column.addLayout(actions)
+        column.addWidget(self.next_step)
+        column.addWidget(self.guide)
+        column.addStretch(1)
+        outer = QHBoxLayout(self)
+        outer.addStretch(1)
+        outer.addLayout(column, 6)
+        outer.addStretch(1)
+
+    def set_next_step(self, html: str) -> None:
+        self.next_step.setText(html)
+        self.next_step.setVisible(bool(html))
+
+
+class NextStepBar(QFrame):
+    """After the demo, above the dataset it opened: the next step, and which MLLM and editor a real diagnosis
+    needs (and whether they are on this computer). Closed with its × button."""
+
+    sig_show_pane = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("nextStepBar")
+        self.setStyleSheet(FRAME_STYLE.format(name="nextStepBar"))
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Maximum)
+        self.text = QLabel("")
+        self.text.setObjectName("nextStepText")
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.linkActivated.connect(self.sig_show_pane)
+        close = QPushButton("×")
+        close.setObjectName("nextStepClose")
+        close.setToolTip("Hide this note")
+        close.setFlat(True)
+        close.setFixedWidth(28)
+        close.clicked.connect(self.hide)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(8, 4, 4, 4)
+        row.addWidget(self.text, 1)
+        row.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self.hide()
+
+    def set_text(self, html: str) -> None:
+        self.text.setText(html)
+        self.setVisible(bool(html))
+
+
+def next_step_html(setup, needs: list[tuple[str, str | None, str]]) -> str:
+    """The sentence shown after the demo: what it made, the next step, and the models a real diagnosis needs.
+    `needs`: (kind, catalog id or None, status on this computer) of the multimodal LLM and the editor."""
+    words = {"mllm": "a multimodal LLM", "editor": "an image editor"}
+    parts = []
+    for kind, ref, status in needs:
+        if ref is None:
+            parts.append(f"{words.get(kind, kind)} (none in the catalog)")
+        else:
+            where = "on this computer" if status in ("downloaded", "loaded", "in memory") else status
+            parts.append(f"{words.get(kind, kind)}, <b>{ref}</b> ({where})")
+    missing = any(status not in ("downloaded", "loaded", "in memory") for _k, _r, status in needs)
+    made = (f"Demo ready: {setup.images} digits and the classifier <b>{setup.classifier_id}</b> "
+            f"({100 * setup.holdout_accuracy:.1f}% on held-out digits). ")
+    step = ("<b>Next step:</b> in the Dataset browser choose Show ▸ Misclassified, select a digit and “Explain in "
+            "the workbench”. ")
+    models = ("A real diagnosis also needs " + " and ".join(parts) + ("; download them in the "
+              "<a href='model_manager'>Model manager</a>." if missing else "."))
+    return made + step + models

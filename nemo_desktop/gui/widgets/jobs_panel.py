@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScroll
 
 from nemo_desktop.core.jobs import Progress
 
-from ..jobs import CANCELLED, DONE, FAILED, JobHandle, JobRunner
+from ..jobs import CANCELLED, DONE, FAILED, JobHandle, JobRunner, describe_seconds_left
 from ..turns import TurnQueue
 from .progress_bar import ProgressBar
 
@@ -30,6 +30,9 @@ def progress_text(p: Progress | None) -> str:
         text += f" ({p.done} of {p.total})"
     if p.message:
         text += f": {p.message}"
+    left = describe_seconds_left(p.seconds_left)
+    if left:
+        text += f" · {left}"
     return text
 
 
@@ -107,18 +110,27 @@ class JobsPanel(QWidget):
     """Lists running jobs; `sig_summary_changed` carries a one-line summary for the status bar."""
 
     sig_summary_changed = Signal(str)
+    sig_height_wanted = Signal(int)  # collapsed when idle, room for the rows when there are some
 
     def __init__(self, runner: JobRunner, parent: QWidget | None = None):
         super().__init__(parent)
         self.runner = runner
         self.rows: dict[int, JobRow] = {}
         self.empty_label = QLabel("No jobs running.")
-        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setObjectName("jobsEmpty")
         self.empty_label.setEnabled(False)
+        self.clear_button = QPushButton("Clear finished")
+        self.clear_button.setObjectName("clearFinishedJobs")
+        self.clear_button.setToolTip("Remove the failed, cancelled and done jobs from the list")
+        self.clear_button.clicked.connect(self.clear_finished)
+        self.clear_button.hide()
+        header = QHBoxLayout()
+        header.setContentsMargins(4, 0, 4, 0)
+        header.addWidget(self.empty_label, 1)
+        header.addWidget(self.clear_button)
         inner = QWidget()
         self._rows_layout = QVBoxLayout(inner)
         self._rows_layout.setContentsMargins(2, 2, 2, 2)
-        self._rows_layout.addWidget(self.empty_label)
         self._rows_layout.addStretch(1)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
@@ -127,14 +139,18 @@ class JobsPanel(QWidget):
         scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(inner)
+        self.scroll = scroll
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addLayout(header)
         layout.addWidget(scroll)
         self._rows_to_build = TurnQueue(self._build_row, self)  # submitted jobs whose row is not built yet
         runner.sig_job_added.connect(self._add)
         runner.sig_job_finished.connect(self._finished)
         for handle in runner.active_jobs():
             self._add(handle)
+        self._collapse()
 
     def sizeHint(self) -> QSize:
         return QSize(480, 96)  # the dock's first height: room for two jobs
@@ -158,6 +174,7 @@ class JobsPanel(QWidget):
         if not handle.visible:
             return
         handle.sig_started.connect(self._emit_summary)
+        handle.sig_started.connect(self._order_rows)
         self._emit_summary()
         self._rows_to_build.put(handle)
 
@@ -166,7 +183,8 @@ class JobsPanel(QWidget):
         row.sig_dismissed.connect(self._remove)
         self.rows[handle.job_id] = row
         self._rows_layout.insertWidget(self._rows_layout.count() - 1, row)
-        self.empty_label.hide()
+        self._order_rows()
+        self._collapse()
         if not handle.active:  # it ended before its turn came: show how, as its row would have
             row._on_finished(handle.outcome)
             self._finished(handle)
@@ -175,6 +193,8 @@ class JobsPanel(QWidget):
         if not handle.visible:
             return
         self._emit_summary()
+        self._order_rows()
+        self._collapse()
         if handle.job_id in self.rows and handle.state != FAILED:  # done / cancelled rows go after a moment;
             QTimer.singleShot(FINISHED_ROW_MS, self, lambda: self._remove(handle.job_id))  # failed ones stay
 
@@ -183,8 +203,44 @@ class JobsPanel(QWidget):
         if row is not None:
             row.setParent(None)
             row.deleteLater()
-        self.empty_label.setVisible(not self.rows)
+        self._collapse()
         self._emit_summary()
+
+    def clear_finished(self) -> None:
+        """Remove every row whose job has ended (failed ones included)."""
+        for job_id, row in list(self.rows.items()):
+            if not row.handle.active:
+                self._remove(job_id)
+
+    def _order_rows(self) -> None:
+        """Running jobs first, then queued ones, then the ended (failed first): a failure never sits above the
+        job that runs."""
+        rank = {"running": 0, "queued": 1, FAILED: 2}
+        order = sorted(self.rows.values(), key=lambda r: (rank.get(r.handle.state, 3), r.handle.job_id))
+        current = [self._rows_layout.itemAt(i).widget() for i in range(self._rows_layout.count() - 1)]
+        if current == order:
+            return
+        for i, row in enumerate(order):
+            self._rows_layout.removeWidget(row)
+            self._rows_layout.insertWidget(i, row)
+
+    def _collapse(self) -> None:
+        """Idle: one line ("No jobs running."), so the dock takes no room it does not use; rows: room for them."""
+        idle = not self.rows
+        was_idle = self.scroll.isHidden()
+        self.empty_label.setVisible(idle)
+        self.scroll.setVisible(not idle)
+        self.clear_button.setVisible(any(not r.handle.active for r in self.rows.values()))
+        if idle:
+            self.setMaximumHeight(self.idle_height())
+        else:
+            self.setMaximumHeight(16777215)
+        self.updateGeometry()
+        if idle != was_idle:
+            self.sig_height_wanted.emit(self.idle_height() if idle else self.sizeHint().height())
+
+    def idle_height(self) -> int:
+        return max(self.empty_label.sizeHint().height(), self.clear_button.sizeHint().height()) + 4
 
     def _emit_summary(self) -> None:
         self.sig_summary_changed.emit(self.summary())

@@ -48,10 +48,23 @@ class ProgressBar(QProgressBar):
     def show_job_progress(self, p, label=None) -> None:
         """Show a job's Progress: the whole job's fraction when the stage has a size, else busy; the stage (and
         its count) in `label`."""
+        text, (lo, hi, value) = job_progress_state(p)
         if label is not None:
-            label.setText(p.stage + (f" ({p.done} of {p.total})" if p.total else ""))
-        if p.total:
-            self.setRange(0, 1000)
-            self.setValue(int(1000 * (p.overall_fraction or 0)))
-        else:
-            self.setRange(0, 0)
+            label.setText(text)
+        self.setRange(lo, hi)
+        self.setValue(value)
+
+
+def job_progress_state(p) -> tuple[str, tuple[int, int, int]]:
+    """A job's Progress as (the status line, (minimum, maximum, value) of a bar): the whole job's fraction when
+    it is known, else busy."""
+    from ..jobs import describe_seconds_left
+
+    text = p.stage + (f" ({p.done} of {p.total})" if p.total else "")
+    left = describe_seconds_left(getattr(p, "seconds_left", None))
+    if left:
+        text += f" · {left}"
+    fraction = p.overall_fraction
+    if fraction is None:
+        return text, (0, 0, 0)
+    return text, (0, 1000, int(1000 * fraction))

@@ -39,6 +39,7 @@ from .results import ESTIMATOR_ANALYSIS, ESTIMATOR_VERSION, EstimatorFitResult
 
 VERSION = ESTIMATOR_VERSION
 PREP_BATCH = 64
+PREPARE_SHARE = 0.25  # of the fit's progress bar: the classifier's pass over the images (training: most of the rest)
 CHECKPOINT = "checkpoint.safetensors"
 CHECKPOINT_STATE = "checkpoint.json"
 
@@ -128,10 +129,12 @@ class CompetencyEstimatorFit:
             images, y = images + cal_set[0], np.concatenate([y, cal_set[1]])
             train_idx, cal_idx = np.arange(n_fit), np.arange(n_fit, len(images))
             source = {"kind": "set", "path": cal_set[2], "fingerprint": cal_fp, "n_images": len(cal_idx)}
-        x, probs_cal, input_size = self._prepare(images, cal_idx, ctx)
+        # One bar for the fit: preparing, training and calibrating each fill their share of it (it never refills).
+        x, probs_cal, input_size = self._prepare(images, cal_idx, ctx.sub("", 0.0, PREPARE_SHARE))
         work = self.work_dir or _default_work_dir(key)
-        ae, history = self._train(x[train_idx], work, key, ctx)
-        estimator, fit_warnings = self._calibrate(ae, x[cal_idx], y[cal_idx], probs_cal, input_size, ctx)
+        ae, history = self._train(x[train_idx], work, key, ctx.sub("", PREPARE_SHARE, 0.97))
+        estimator, fit_warnings = self._calibrate(ae, x[cal_idx], y[cal_idx], probs_cal, input_size,
+                                                  ctx.sub("", 0.97, 1.0))
         manifest = self._manifest(estimator, fingerprint, dataset_name, n_fit, len(train_idx), len(cal_idx),
                                   history, fit_warnings, time.perf_counter() - start)
         manifest["dataset"]["calibration"] = source

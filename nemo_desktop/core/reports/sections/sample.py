@@ -148,8 +148,12 @@ def _explanation_blocks(ld: _Loaded) -> list[Block]:
     none_found = r.no_cause_found()
     if none_found:  # not presented as a finding: the least harmful candidate, in a neutral style
         blocks: list[Block] = [Paragraph(f"{none_found}. The least harmful candidate: {r.explanation}", "body")]
-    else:
-        blocks = [Paragraph(r.explanation or "(no explanation was produced)", "callout")]
+    elif r.explanation:
+        blocks = [Paragraph(r.explanation, "callout")]
+    else:  # tested but none selected, or nothing could be tested: said apart, with the reason
+        outcome, why = r.outcome()
+        head = "Tested, no cause found" if outcome == "no cause found" else "Nothing could be tested"
+        blocks = [Paragraph(f"{head}: {why}", "body")]
     blocks.append(Paragraph(CEI_IN_WORDS, "muted"))
     rows = [("Method", ld.method), ("CEI of the explanation", fmt_cei(r.cei))]
     if r.selected_index is not None and r.candidates:

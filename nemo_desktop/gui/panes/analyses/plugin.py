@@ -8,6 +8,7 @@ it, and Export writes that report as HTML or PDF. Nothing here is specific to on
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QSettings, Qt, Signal
@@ -23,14 +24,30 @@ from ...widgets.report_path import ask_report_path
 from ...widgets.table_columns import keep_words_whole
 from ...widgets.text_images import attach_zoom_to_text_browser
 from ..base import Pane, PaneHost
-from ..workbench.widgets.method_form import MethodForm
+from ..workbench.widgets.method_form import MIN_FIELD_WIDTH, MethodForm
 from .failure_mode_actions import FailureModeActions
 from .fix_actions import FixActions
 from .model_diff_live import ModelDiffLivePanel
+from .run_job import _NOT_ON_DISK as NOT_ON_DISK
 from .run_job import (NONE, SESSION_KINDS, PageData, effective_need, export_result, list_page_analyses, page_data,
                       result_html, run_problem)
 
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
+IDLE_STAGE = ""
+
+
+@dataclass
+class PageState:
+    """What one analysis' page shows of its own runs: its last result (and its rendering), its running job, and
+    that job's status line and progress. Each page owns one; switching pages shows the other page's."""
+
+    result: Any = None
+    html: str = ""
+    job: JobHandle | None = None
+    stage: str = IDLE_STAGE
+    progress: tuple[int, int, int] = (0, 1, 0)  # minimum, maximum, value of the bar
+    data_text: str = ""  # the folder / image typed or chosen on this page (another page's is not carried over)
+    extra: dict = field(default_factory=dict)
 
 
 class AnalysesPane(Pane):
@@ -46,8 +63,8 @@ class AnalysesPane(Pane):
     def __init__(self, host: PaneHost, parent=None):
         super().__init__(host, parent)
         self.page: PageData | None = None
-        self.result: Any = None
-        self._run_job: JobHandle | None = None
+        self._states: dict[str, PageState] = {}  # analysis name -> its page's own result, job and status
+        self._no_page = PageState()
         self._model_boxes: dict[str, QComboBox] = {}
 
         self.analysis_list = QListWidget()
@@ -64,14 +81,25 @@ class AnalysesPane(Pane):
         self.data_path = QLineEdit()
         self.data_path.setObjectName("analysisDataPath")
         self.data_path.textChanged.connect(lambda _t: self._inputs_changed())
+        self.data_path.textChanged.connect(self._data_text_changed)
         self.data_combo.currentIndexChanged.connect(lambda _i: self._inputs_changed())
         self.browse_button = QPushButton("Browse…")
         self.browse_button.clicked.connect(self._browse)
-        data_row = QHBoxLayout()
-        for w in (self.data_label, self.data_combo, self.data_path, self.browse_button):
-            data_row.addWidget(w)
+        # The prompt on its own line: "Dataset folder (one sub-folder per class):" beside the field left the
+        # field and Browse no room in a 1200-px window.
+        self.data_label.setWordWrap(True)
+        data_row = QVBoxLayout()
+        data_row.addWidget(self.data_label)
+        field_row = QHBoxLayout()
+        for w in (self.data_combo, self.data_path, self.browse_button):
+            field_row.addWidget(w)
+        data_row.addLayout(field_row)
         self.models_box = QGroupBox("Models")
         self.models_form = QFormLayout(self.models_box)
+        self.models_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        self.models_form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.data_combo.setMinimumWidth(MIN_FIELD_WIDTH)
+        self.data_path.setMinimumWidth(MIN_FIELD_WIDTH)
         self.form = MethodForm()
         settings_box = QGroupBox("Settings")
         QVBoxLayout(settings_box).addWidget(self.form)
@@ -123,6 +151,7 @@ class AnalysesPane(Pane):
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(left)
+        scroll.setMinimumWidth(300)  # the settings column: its fields stay readable (a narrower one scrolls)
 
         self.result_view = QTextBrowser()
         self.result_view.setObjectName("analysisResult")
@@ -151,9 +180,68 @@ class AnalysesPane(Pane):
         splitter.addWidget(self.analysis_list)
         splitter.addWidget(scroll)
         splitter.addWidget(right)
-        splitter.setSizes([220, 420, 560])
+        splitter.setSizes([190, 450, 560])
         self.splitter = splitter
         QVBoxLayout(self).addWidget(splitter)
+
+    # -- each page's own state -----------------------------------------------------------------------------
+    def state(self, name: str | None = None) -> PageState:
+        """The state of analysis `name`'s page (default: the page shown)."""
+        if name is None:
+            if self.page is None:
+                return self._no_page
+            name = self.page.spec.name
+        return self._states.setdefault(name, PageState())
+
+    _switching = False
+
+    def _data_text_changed(self, text: str) -> None:
+        if not self._switching and self.page is not None:
+            self.state().data_text = text
+
+    def shown_name(self) -> str | None:
+        return self.page.spec.name if self.page is not None else None
+
+    @property
+    def result(self) -> Any:
+        """The result of the page shown (None: this page has none)."""
+        return self.state().result
+
+    @property
+    def _run_job(self) -> JobHandle | None:
+        return self.state().job
+
+    def _show_state(self) -> None:
+        """Put the shown page's own result, status, progress and buttons on screen."""
+        state, name = self.state(), self.shown_name()
+        self.stage_label.setText(state.stage)
+        lo, hi, value = state.progress
+        self.progress.setRange(lo, hi)
+        self.progress.setValue(value)
+        if state.html:
+            self.result_view.setHtml(state.html)
+        else:
+            self.result_view.clear()
+        self.failure_modes.set_result(state.result)
+        self.fix_actions.set_result(state.result)
+        self.model_diff_live.setVisible(name == "model-diff" and (state.job is not None or state.result is not None))
+        if name == "model-diff" and state.job is None and _is_model_diff(state.result):
+            self.model_diff_live.show_records(state.result.iterations)
+        self._update_buttons()
+
+    def _set_status(self, name: str, stage: str | None = None, progress: tuple[int, int, int] | None = None) -> None:
+        """Record analysis `name`'s status; shown only when its page is."""
+        state = self.state(name)
+        if stage is not None:
+            state.stage = stage
+        if progress is not None:
+            state.progress = progress
+        if name == self.shown_name():
+            if stage is not None:
+                self.stage_label.setText(stage)
+            if progress is not None:
+                self.progress.setRange(progress[0], progress[1])
+                self.progress.setValue(progress[2])
 
     # -- the list of analyses -----------------------------------------------------------------------------
     def on_first_shown(self) -> None:
@@ -245,6 +333,9 @@ class AnalysesPane(Pane):
         for role in spec.inputs.used():
             box = QComboBox()
             box.setObjectName(f"model_{role}")
+            box.setMinimumWidth(MIN_FIELD_WIDTH)
+            box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            box.setMinimumContentsLength(12)
             need = spec.inputs.need(role)
             if role == "fitted":
                 for key, text in page.fitted_choices:
@@ -270,8 +361,9 @@ class AnalysesPane(Pane):
                     box.addItem(f"default ({default})", NONE)
                 else:
                     box.addItem("(none)", NONE)
-                for ref in page.model_choices.get(role, []):
-                    box.addItem(ref, ref)
+                for ref in page.model_choices.get(role, []):  # marked when its weights are not on this computer
+                    status = page.weights.get(ref)
+                    box.addItem(f"{ref} ({status})" if status in NOT_ON_DISK else ref, ref)
                 box.setEditable(True)  # a local path or hf: spec works too
                 box.currentIndexChanged.connect(lambda _i: self._inputs_changed())
                 box.editTextChanged.connect(lambda _t: self._inputs_changed())
@@ -282,8 +374,11 @@ class AnalysesPane(Pane):
         self._relabel_models()
         self.models_box.setVisible(bool(self._model_boxes))
         self.form.set_config(spec.config)
+        self._switching = True
+        self.data_path.setText(self.state().data_text)  # this page's own folder / image, not the last page's
+        self._switching = False
         self._apply_pending()
-        self._update_buttons()
+        self._show_state()
 
     def _role_label(self, role: str, chosen: dict[str, str]) -> str:
         from nemo_desktop.core.registry.spec import ROLE_LABELS
@@ -374,68 +469,91 @@ class AnalysesPane(Pane):
         handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app_jobs.analyses:run_page_analysis",
                                                (name, values, models, data)),
                                        title=f"{name}", lane=GPU)
-        self._run_job = handle
-        self.progress.setRange(0, 0)
-        self.stage_label.setText("Starting…")
-        handle.sig_progress.connect(self._on_progress)
-        self.model_diff_live.setVisible(name == "model-diff")
+        state = self.state(name)
+        state.job = handle
+        waits = any(h.lane == GPU and h is not handle and h.visible for h in self.host.jobs.active_jobs())
+        self._set_status(name, "Queued: waits for the job running before it…" if waits else "Starting…", (0, 0, 0))
+        handle.sig_started.connect(lambda: self._set_status(name, "Starting…"))
+        handle.sig_progress.connect(lambda p: self._on_progress(name, p))
         if name == "model-diff":
+            self.model_diff_live.setVisible(True)
             self.model_diff_live.start(values.get("objective"))
             handle.sig_partial.connect(self.model_diff_live.on_partial)
-        handle.sig_done.connect(self._on_done)
-        handle.sig_finished.connect(self._on_finished)
+        handle.sig_done.connect(lambda result: self._on_done(name, result))
+        handle.sig_finished.connect(lambda outcome: self._on_finished(name, outcome))
         self._update_buttons()
         return handle
 
     def cancel(self) -> None:
-        if self._run_job is not None:
-            self._run_job.cancel()
-            self.stage_label.setText("Cancelling after the current step…")
+        """Cancel the shown page's own job (never another page's)."""
+        name = self.shown_name()
+        if name is not None and self.state(name).job is not None:
+            self.state(name).job.cancel()
+            self._set_status(name, "Cancelling after the current step…")
 
-    def _on_progress(self, p) -> None:
-        self.progress.show_job_progress(p, self.stage_label)
+    def _on_progress(self, name: str, p) -> None:
+        state = self.state(name)
+        if state.job is not None and state.job.cancel_requested:
+            return
+        from ...widgets.progress_bar import job_progress_state
 
-    def _on_done(self, result: Any) -> None:
-        self.result = result
+        stage, bar = job_progress_state(p)
+        self._set_status(name, stage, bar)
+
+    def _on_done(self, name: str, result: Any) -> None:
+        self.state(name).result = result
         store = self.host.session.store()
         handle = self.host.jobs.submit(lambda ctx: result_html(result, store, ctx), title="Rendering the result",
                                        lane=IO, visible=False)
-        handle.sig_done.connect(self._show_html)
+        handle.sig_done.connect(lambda html: self._show_html(name, result, html))
 
     def rerender(self) -> JobHandle | None:
         """Render the shown result again (it changed: e.g. a failure-mode sentence was validated with CEI),
         keeping the reader's place in it."""
         if self.result is None:
             return None
-        result, store = self.result, self.host.session.store()
+        name, result, store = self.shown_name(), self.result, self.host.session.store()
         handle = self.host.jobs.submit(lambda ctx: result_html(result, store, ctx), title="Rendering the result",
                                        lane=IO, visible=False)
-        handle.sig_done.connect(self._refresh_html)
+        handle.sig_done.connect(lambda html: self._refresh_html(name, result, html))
         return handle
 
-    def _refresh_html(self, html: str) -> None:
+    def _refresh_html(self, name: str, result: Any, html: str) -> None:
+        state = self.state(name)
+        if state.result is not result:
+            return  # a newer run replaced it
+        state.html = html
+        if name != self.shown_name():
+            return
         bar = self.result_view.verticalScrollBar()
         where = bar.value()
         self.result_view.setHtml(html)
         bar.setValue(where)
         self.sig_result_rerendered.emit()
 
-    def _show_html(self, html: str) -> None:
+    def _show_html(self, name: str, result: Any, html: str) -> None:
+        state = self.state(name)
+        if state.result is not result:
+            return
+        state.html = html
+        if name != self.shown_name():
+            return  # shown when its page is
         self.result_view.setHtml(html)
-        self.failure_modes.set_result(self.result)
-        self.fix_actions.set_result(self.result)
-        if _is_model_diff(self.result):
-            self.model_diff_live.show_records(self.result.iterations)
+        self.failure_modes.set_result(result)
+        self.fix_actions.set_result(result)
+        if _is_model_diff(result):
+            self.model_diff_live.show_records(result.iterations)
         self._update_buttons()
-        self.sig_result_shown.emit(self.result)
+        self.sig_result_shown.emit(result)
 
-    def _on_finished(self, outcome) -> None:
-        self._run_job = None
-        self.progress.setRange(0, 1)
-        self.progress.setValue(1 if outcome.status == "done" else 0)
-        self.stage_label.setText({"done": "Done.", "cancelled": "Cancelled: nothing was lost; run again to go on.",
-                                  "failed": "Failed (see the message)."}.get(outcome.status, outcome.status))
-        self._update_buttons()
+    def _on_finished(self, name: str, outcome) -> None:
+        state = self.state(name)
+        state.job = None
+        text = {"done": "Done.", "cancelled": "Cancelled: nothing was lost; run again to go on.",
+                "failed": "Failed (see the message)."}.get(outcome.status, outcome.status)
+        self._set_status(name, text, (0, 1, 1 if outcome.status == "done" else 0))
+        if name == self.shown_name():
+            self._update_buttons()
         self.host.sig_models_changed.emit()  # the run may have loaded models
 
     def export(self, path: str | None = None) -> JobHandle | None:

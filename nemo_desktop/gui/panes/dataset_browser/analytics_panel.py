@@ -96,6 +96,6 @@ class AnalyticsPanel(QTabWidget):
             self._draw("accuracy")
         elif self.widget(i) is self._confusion_page:
             self._draw("confusion")
-        elif self.tabText(i) == CEI_TAB and not self._runs_listed:  # the store is read when the tab is first opened
+        elif self.tabText(i) == CEI_TAB:  # the store's runs are listed again each time the tab is opened
             self._runs_listed = True
             self.run_cei.refresh()

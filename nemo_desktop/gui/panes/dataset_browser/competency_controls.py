@@ -85,7 +85,7 @@ class CompetencyControls(QObject):
         for key, label in choices:
             self.estimator_combo.addItem(label, key)
         if not choices:
-            self.estimator_combo.addItem("(none stored for the loaded classifier)", None)
+            self.estimator_combo.addItem("(none stored)", None)  # the tooltip says for which classifier
         i = self.estimator_combo.findData(current) if current else -1
         self.estimator_combo.setCurrentIndex(max(i, 0))
         self.estimator_combo.blockSignals(False)

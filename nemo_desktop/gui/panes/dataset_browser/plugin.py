@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QItemSelection, QItemSelectionModel, QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QMenu, QPushButton, QSizePolicy, QSplitter,
                                QToolButton, QVBoxLayout)
 
@@ -328,7 +328,11 @@ class DatasetBrowserPane(Pane):
             if self._rank_places is None:
                 self._rank_places = ranked_places(self.data.paths, self.ranking)
             rows = rows[np.argsort(self._rank_places[rows], kind="stable")]
+        same_data = self.grid_model.data_ is self.data
+        kept = self.selected_rows() if same_data and self.grid.selectionModel() is not None else []
         self.grid_model.set_view(self.data, rows)
+        if kept:  # a re-filter (a competency score, a slider) keeps the images selected that are still shown
+            self._reselect(rows, kept)
         self.last_filter_ms = 1000 * (time.perf_counter() - started)
         self.count_label.setText(f"{len(rows):,} of {len(self.data):,} shown"
                                  + (" (failure mode)" if self.failure_mode is not None else "")
@@ -440,12 +444,17 @@ class DatasetBrowserPane(Pane):
             self._index_job.cancel()
 
     def _index_progress(self, p) -> None:
-        if p.total:
-            self.index_progress.setRange(0, p.total)
-            self.index_progress.setValue(p.done)
+        from ...jobs import describe_seconds_left
+
+        fraction = p.overall_fraction  # the job's, which never goes back
+        if fraction is not None:
+            self.index_progress.setRange(0, 1000)
+            self.index_progress.setValue(int(1000 * fraction))
         else:
             self.index_progress.setRange(0, 0)
-        self.index_progress.setFormat(f"{p.stage}: %v / %m" if p.total else p.stage)
+        left = describe_seconds_left(p.seconds_left)
+        count = f": {p.done} / {p.total}" if p.total else ""
+        self.index_progress.setFormat(f"{p.stage}{count}" + (f" · {left}" if left else ""))
 
     def _index_finished(self, _outcome) -> None:
         self.index_progress.hide()
@@ -456,6 +465,22 @@ class DatasetBrowserPane(Pane):
         """A cancelled indexing keeps every finished batch: show what is indexed now."""
         self.host.show_status("Indexing cancelled; the images indexed so far are kept. Index again to resume.")
         self.open_path(path)
+
+    RESELECT_MAX = 5000  # a larger selection is not restored after a re-filter (it would cost the GUI thread)
+
+    def _reselect(self, rows: np.ndarray, kept: list[int]) -> None:
+        if len(kept) > self.RESELECT_MAX:
+            return
+        places = np.flatnonzero(np.isin(rows, np.asarray(kept, np.int64)))
+        if not len(places):
+            return
+        selection = QItemSelection()
+        for r in places:
+            index = self.grid_model.index(int(r), 0)
+            selection.select(index, index)
+        self.grid.selectionModel().select(selection, QItemSelectionModel.SelectionFlag.ClearAndSelect)
+        self.grid.selectionModel().setCurrentIndex(self.grid_model.index(int(places[0]), 0),
+                                                   QItemSelectionModel.SelectionFlag.NoUpdate)
 
     # -- selection to the workbench -------------------------------------------------------------------------
     def selected_rows(self) -> list[int]:

@@ -121,7 +121,14 @@ class ModelManagerPane(Pane):
         lv.addWidget(self.table, 1)
         lv.addLayout(files_row)
         lv.addLayout(memory_row)
-        lv.addWidget(self.load_reason)
+        # The hint's room is kept when it is empty: Load / Unload do not move when it appears.
+        reason_box = QWidget()
+        reason_box.setObjectName("loadReasonBox")
+        rbl = QVBoxLayout(reason_box)
+        rbl.setContentsMargins(0, 0, 0, 0)
+        rbl.addWidget(self.load_reason)
+        reason_box.setFixedHeight(2 * self.load_reason.fontMetrics().lineSpacing() + 4)
+        lv.addWidget(reason_box)
         lv.addWidget(self.loaded_label)
         lv.addWidget(self.status_label)
 
@@ -247,7 +254,9 @@ class ModelManagerPane(Pane):
         self.delete_button.setEnabled(e is not None and not downloading and not loaded and (
             row.status in ("downloaded", "partial") or (local and e.origin != "shipped")))
         why_not = load_blocker(row.status, row.entry) if row is not None else None
-        self.load_button.setEnabled(e is not None and not loaded and not downloading and why_not is None)
+        loading = e is not None and e.id in self.model.loading
+        self.load_button.setEnabled(e is not None and not loaded and not downloading and not loading
+                                    and why_not is None)
         self.load_button.setToolTip(why_not or "Load into memory as the current model of its kind")
         self.load_reason.setText(why_not or "")
         self.load_reason.setVisible(bool(why_not))
@@ -335,8 +344,16 @@ class ModelManagerPane(Pane):
     def load(self, kind: str, ref: str) -> JobHandle:
         handle = self.host.jobs.submit(JobSpec(f"{MODEL_JOBS}:load_model", (kind, ref)),
                                        title=f"Loading the {KIND_TEXT.get(kind, kind)} {ref}", lane=GPU)
+        # The row says so while the load waits behind another GPU job and while it runs.
+        self.model.set_loading(ref, "queued" if self._gpu_busy(handle) else "loading…")
+        handle.sig_started.connect(lambda: self.model.set_loading(ref, "loading…"))
+        handle.sig_finished.connect(lambda _o: self.model.set_loading(ref, None))
         handle.sig_finished.connect(lambda _o: self.host.sig_models_changed.emit())
+        self._update_buttons()
         return handle
+
+    def _gpu_busy(self, handle: JobHandle) -> bool:
+        return any(h.lane == GPU and h is not handle for h in self.host.jobs.active_jobs())
 
     def unload_selected(self):
         e = self.selected_entry()
@@ -354,10 +371,20 @@ class ModelManagerPane(Pane):
     def _on_models_changed(self) -> None:
         loaded = self.host.session.loaded()
         self.model.set_loaded(loaded)
+        # A model loaded that the listing does not know on disk (the demo's classifier, trained and registered
+        # just now; an import): the catalog is read again, so the rows and "n on this computer" are current.
+        if self.model.rows and any(self._stale(ref) for ref in loaded.values()):
+            self.refresh()
         parts = [f"{KIND_TEXT[k]}: <b>{html.escape(loaded[k])}</b>" for k in ("classifier", "mllm", "editor") if k in loaded]
         self.loaded_label.setText("In memory — " + "; ".join(parts) if parts else
                                   "No model in memory; a diagnosis loads the defaults it needs.")
         self._update_buttons()
+
+    def _stale(self, ref: str) -> bool:
+        i = self.model.row_of(ref)
+        if i < 0:
+            return ":" not in ref and "/" not in ref  # a catalog id not listed yet (a path or spec is not listed)
+        return self.model.rows[i].status not in ("downloaded", "local")
 
     def set_default_selected(self):
         e = self.selected_entry()

@@ -25,7 +25,7 @@ ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
 
 @dataclass(frozen=True)
 class ReportItem:
-    kind: str  # "result" | "run"
+    kind: str  # "result" (a diagnosis) | "analysis" (an analysis result with its own report) | "run"
     ident: str  # result key or run id
     title: str
     detail: str
@@ -37,20 +37,67 @@ class ReportItem:
         return f"nemo-{safe}-{self.ident[:8]}.{fmt}"
 
 
+RUN_TITLES = {"batch": "batch diagnosis"}
+WHAT = {"run": "Run: ", "result": "Diagnosis: ", "analysis": "Analysis: "}
+
+
+def _analysis_items(store) -> list[ReportItem]:
+    """Stored results of the analyses that have their own report section (competency estimator, failure modes,
+    model differences, global explanations, ...), newest first."""
+    from nemo_desktop.core.reports import sections
+
+    sections._ensure()
+    items = []
+    for kind, analysis in sorted({k for k in sections._REPORTS if k[1] is not None}):
+        for r in store.find(analysis=analysis, limit=500):
+            p = r.payload
+            if p.get("kind") != kind:
+                continue
+            manifest = p.get("manifest") or {}
+            classifier = (manifest.get("classifier") or {}).get("id") if isinstance(manifest.get("classifier"),
+                                                                                    dict) else None
+            models = manifest.get("models") or {}
+            named = [m.get("id") for m in models.values() if isinstance(m, dict) and m.get("id")] \
+                if isinstance(models, dict) else []
+            detail = f"{kind} analysis" + (f", classifier {classifier}" if classifier else
+                                          f", models {', '.join(named[:3])}" if named else "")
+            items.append(ReportItem("analysis", r.key, analysis, detail, r.created_at))
+    return items
+
+
 def list_report_items(store, ctx: JobContext) -> list[ReportItem]:
     ctx.progress("Reading the results store", 0, None)
     items = []
     for r in store.list_runs():
-        n = len(store.run_items(r["run_id"]))
-        items.append(ReportItem("run", r["run_id"], r.get("kind") or "run", f"{n} items, {r.get('status') or '—'}",
-                                r.get("created_at")))
+        run_items = store.run_items(r["run_id"])
+        counts: dict[str, int] = {}
+        for it in run_items:
+            counts[it.get("status") or "?"] = counts.get(it.get("status") or "?", 0) + 1
+        what = ", ".join(f"{n} {s}" for s, n in counts.items())
+        items.append(ReportItem("run", r["run_id"], RUN_TITLES.get(r.get("kind"), r.get("kind") or "run"),
+                                f"{len(run_items)} items" + (f" ({what})" if what else "")
+                                + f", {r.get('status') or '—'}", r.get("created_at")))
+    items += _analysis_items(store)
     for r in store.find(kind="explanation"):
         p, s = r.payload, r.payload.get("sample", {})
         cei = p.get("cei")
         items.append(ReportItem("result", r.key, Path(s.get("image_path") or "image").name,
                                 f"{p.get('method', '?')}: {s.get('true_name', '?')} → {s.get('pred_name', '?')}"
                                 + ("" if cei is None else f", CEI {cei:+.1f}"), r.created_at))
+    items.sort(key=lambda it: -(it.created_at or 0))  # newest first, whatever their kind
     return items
+
+
+def describe_items(items: list[ReportItem]) -> str:
+    """The line above the table: what is listed, or that nothing is stored yet."""
+    if not items:
+        return ("No stored results yet: explain a sample in the workbench, run an analysis, or run a batch "
+                "first.")
+    n = {k: sum(it.kind == k for it in items) for k in ("result", "analysis", "run")}
+    parts = [f"{n['result']} diagnos{'is' if n['result'] == 1 else 'es'}",
+             f"{n['analysis']} analysis result{'s' if n['analysis'] != 1 else ''}",
+             f"{n['run']} run{'s' if n['run'] != 1 else ''} (batches and benchmarks)"]
+    return "Stored: " + ", ".join(parts) + "."
 
 
 def export_items(store, items: list[ReportItem], fmt: str, target: Path, ctx: JobContext,
@@ -72,7 +119,7 @@ def export_items(store, items: list[ReportItem], fmt: str, target: Path, ctx: Jo
 class ReportExporterPane(Pane):
     NAME = "report_exporter"
     TITLE = "Report exporter"
-    SUMMARY = "Turn stored explanations into an HTML or PDF report."
+    SUMMARY = "Turn stored explanations, analysis results and runs into an HTML or PDF report."
 
     sig_exported = Signal(list)  # paths written
 
@@ -140,7 +187,8 @@ class ReportExporterPane(Pane):
         options.addWidget(self.export_button)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
-        layout.addWidget(QLabel("Pick diagnoses and runs (Ctrl/Shift-click for several; each becomes one report):"))
+        layout.addWidget(QLabel("Pick diagnoses, analysis results and runs (Ctrl/Shift-click for several; each "
+                                "becomes one report):"))
         layout.addWidget(self.table, 1)
         layout.addLayout(options)
         layout.addWidget(self.status_label)
@@ -161,14 +209,13 @@ class ReportExporterPane(Pane):
         self.items = items
         self.table.setRowCount(len(items))
         for i, it in enumerate(items):
-            what = ("Run: " if it.kind == "run" else "Diagnosis: ") + it.title
+            what = WHAT.get(it.kind, "") + it.title
             when = datetime.fromtimestamp(it.created_at).strftime("%Y-%m-%d %H:%M") if it.created_at else "—"
             for col, text in enumerate((what, when, it.detail, it.ident[:16])):
                 cell = QTableWidgetItem(text)
                 cell.setData(ITEM_ROLE, i)
                 self.table.setItem(i, col, cell)
-        if not items:
-            self.status_label.setText("No stored results yet: explain a sample in the workbench first.")
+        self.status_label.setText(describe_items(items))  # never "no results" beside a list of them
         self._update()
 
     def selected_items(self) -> list[ReportItem]:

@@ -140,16 +140,23 @@ class WorkbenchPane(Pane):
         left_inner = QWidget()
         lv = QVBoxLayout(left_inner)
         lv.setContentsMargins(0, 0, 4, 0)
-        for w in (samples_box, method_box, run_box):
+        for w in (samples_box, method_box):
             lv.addWidget(w)
         lv.addWidget(past_box, 1)
-        left = QScrollArea()
-        left.setWidgetResizable(True)
-        left.setWidget(left_inner)
-        left.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(left_inner)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         # Always shown: a scroll bar that appears once the column is laid out narrows it, and the whole column
         # was laid out and painted twice when the pane was first shown (as a diagnosis starts).
-        left.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
+        scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
+        # Run, its progress and Cancel stay in view under the scrolled column (never below the fold).
+        left = QWidget()
+        left.setObjectName("workbenchLeft")
+        lcol = QVBoxLayout(left)
+        lcol.setContentsMargins(0, 0, 0, 0)
+        lcol.addWidget(scroll, 1)
+        lcol.addWidget(run_box)
         left.setMinimumWidth(360)
 
         self.result_view = ResultView()
@@ -352,12 +359,7 @@ class WorkbenchPane(Pane):
             self.stage_label.setText("Cancelling after the current step…")
 
     def _on_progress(self, p) -> None:
-        self.stage_label.setText(p.stage + (f" ({p.done} of {p.total})" if p.total else ""))
-        if p.total:
-            self.progress.setRange(0, 1000)
-            self.progress.setValue(int(1000 * (p.overall_fraction or 0)))
-        else:
-            self.progress.setRange(0, 0)
+        self.progress.show_job_progress(p, self.stage_label)  # the job's one monotone bar, and the time left
 
     def _log(self, text: str) -> None:
         self.live_log.addItem(text)

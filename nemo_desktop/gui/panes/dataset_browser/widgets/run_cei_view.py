@@ -70,6 +70,9 @@ class RunCeiView(QWidget):
 
     def _listed(self, runs: list[dict]) -> None:
         keep = self.run_combo.currentData()
+        known = {self.run_combo.itemData(i) for i in range(self.run_combo.count())}
+        if runs and known and runs[0]["run_id"] not in known:
+            keep = runs[0]["run_id"]  # a run finished since the last listing (a batch just run): show it
         self.run_combo.clear()
         for r in runs:
             self.run_combo.addItem(f"{r['run_id']} · {r.get('kind') or 'run'} · {r.get('status') or '—'}", r["run_id"])

@@ -30,6 +30,7 @@ class CatalogTableModel(RowTableModel):
         self.rows: list[CatalogRow] = []
         self.downloading: dict[str, float | None] = {}  # entry id -> fraction done (None: starting)
         self.loaded: dict[str, str] = {}  # entry id -> kind it is loaded as
+        self.loading: dict[str, str] = {}  # entry id -> "queued" (waits behind another job) | "loading…"
 
     def set_rows(self, rows: list[CatalogRow]) -> None:
         self.beginResetModel()
@@ -53,6 +54,14 @@ class CatalogTableModel(RowTableModel):
             self.downloading.pop(entry_id, None)
         self._status_changed(self.row_of(entry_id))
 
+    def set_loading(self, entry_id: str, state: str | None) -> None:
+        """A load of `entry_id` waits ("queued") or runs ("loading…"); None: it ended."""
+        if state:
+            self.loading[entry_id] = state
+        else:
+            self.loading.pop(entry_id, None)
+        self._status_changed(self.row_of(entry_id))
+
     def set_loaded(self, loaded: dict[str, str]) -> None:
         """`loaded`: kind -> ref of the models in memory (refs that are catalog ids mark their rows)."""
         self.loaded = {ref: kind for kind, ref in loaded.items()}
@@ -61,6 +70,8 @@ class CatalogTableModel(RowTableModel):
 
     def status_text(self, row: CatalogRow) -> str:
         e = row.entry
+        if e.id in self.loading:
+            return self.loading[e.id]
         if e.id in self.loaded:
             return "loaded"
         if e.id in self.downloading:

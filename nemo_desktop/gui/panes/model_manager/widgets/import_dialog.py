@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFileDialog,
                                QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout,
                                QWidget)
@@ -50,6 +50,9 @@ class ImportCheckpointDialog(QDialog):
         self.load_check.setChecked(True)
         self.weights_edit.textChanged.connect(self._suggest_name)
         self.weights_edit.textChanged.connect(self._read_checkpoint_config)
+        for edit in (self.name_edit, self.arch_edit, self.weights_edit, self.classes_edit):
+            # After the turn: the weights' own handlers (config.json, the suggested name) have run by then.
+            edit.textChanged.connect(lambda _t: QTimer.singleShot(0, self, self._recheck))
 
         # Preprocessing: what the weights were trained with (wrong values make a good model look broken).
         self.size_spin = GuardedSpinBox()  # guarded: the wheel scrolls the dialog, not the setting
@@ -162,6 +165,19 @@ class ImportCheckpointDialog(QDialog):
                                 weights=Path(self.weights_edit.text().strip()),
                                 class_file=Path(self.classes_edit.text().strip()),
                                 preprocessing=self.preprocessing())
+
+    def _recheck(self) -> None:
+        """A problem said after OK is checked again as the fields change: it goes once it is fixed (or says the
+        next one), instead of staying beside a name that is now fine."""
+        if self.error_label.isHidden():
+            return
+        try:
+            entry_dict(self.request())
+        except NemoError as exc:
+            self.error_label.setText(exc.message + (f" {exc.hint}" if exc.hint else ""))
+            return
+        self.error_label.setText("")
+        self.error_label.hide()
 
     def accept(self) -> None:
         """Validate first: on a problem, say it here and keep the dialog (and what was typed) open."""

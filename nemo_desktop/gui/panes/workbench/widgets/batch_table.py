@@ -2,8 +2,9 @@
 CEI, the explanation in short, status) that fills as the run goes. Activating a row (double-click or Enter) asks
 for its result in the result view; the Export button asks for the combined report (core/reports/batch.py).
 
-Statuses are shown in their tone: a finding green, a skipped image or "no cause found" neutral grey (they are not
-failures), a real failure red with its error and hint in the tooltip.
+Statuses are shown in their tone: a finding green, a skipped image or "no cause found" (hypotheses tested, none
+raised P(true)) neutral grey, "nothing could be tested" amber with its reason (not a finding either way), a real
+failure red with its error and hint in the tooltip.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from ....widgets.table_columns import keep_header_words_whole
 THUMB_SIDE = 56
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
 SORT_ROLE = Qt.ItemDataRole.UserRole + 2  # numbers sort as numbers, statuses in their display order
-TONE_COLOURS = {"finding": "#2e7d32", "neutral": "#616161", "failure": "#c62828"}
+TONE_COLOURS = {"finding": "#2e7d32", "neutral": "#616161", "untested": "#a15c00", "failure": "#c62828"}
 EXPLANATION_CHARS = 140
 COL_IMAGE, COL_FILE, COL_TRUTH, COL_CEI, COL_EXPLANATION, COL_STATUS = range(6)
 
@@ -194,18 +195,21 @@ class BatchPanel(QWidget):
     def export(self, target: Path | None = None) -> JobHandle | None:
         """Export the batch as one HTML or PDF report (by the file's extension) on the I/O lane; asks where when
         `target` is None. None when there is nothing to export or the user cancels."""
-        from nemo_desktop.core.reports.batch import export_batch_report
+        from nemo_desktop.core.reports.batch import export_batch_json, export_batch_report
 
         items = [replace(it) for it in self.items]  # a snapshot: the job reads it on another thread
         if not items:
             return None
-        target = target or ask_report_path(self, "Export the batch report", "batch-report.html")
+        target = target or ask_report_path(self, "Export the batch report", "batch-report.html", allow_json=True)
         if target is None:
             return None
         fmt = report_format(target)
         session, status = self.host.session, self.export_status
-        handle = self.host.jobs.submit(lambda ctx: export_batch_report(items, session.store(), fmt, target, ctx=ctx),
-                                       title=f"Exporting the batch report as {fmt.upper()}", lane=IO)
+        if fmt == "json":  # the rows with their outcome and reason, as `--json` gives them
+            job = lambda ctx: export_batch_json(items, target)  # noqa: E731
+        else:
+            job = lambda ctx: export_batch_report(items, session.store(), fmt, target, ctx=ctx)  # noqa: E731
+        handle = self.host.jobs.submit(job, title=f"Exporting the batch report as {fmt.upper()}", lane=IO)
         status.setText("Exporting…")
         handle.sig_done.connect(lambda out: status.setText(f"Wrote {out}"))
         handle.sig_done.connect(lambda out: self.host.show_status(f"Exported the batch report to {out}"))

@@ -22,6 +22,9 @@ PRIMARY = ("k", "m", "seed", "edit_steps", "edit_size")
 INT_MAX = 1_000_000
 
 
+MIN_FIELD_WIDTH = 120  # no settings field narrower than this (issue 28: fields ~50 px wide at 1200 px)
+
+
 class MethodForm(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -46,6 +49,9 @@ class MethodForm(QWidget):
             g.deleteLater()
         self._groups, self._editors, self._more_pending = [], {}, []
         primary, self._more_layout = QFormLayout(), QFormLayout()
+        for form in (primary, self._more_layout):  # a narrow column puts a field under its label, never squeezes it
+            form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+            form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         for param in config_params(config_cls) if config_cls is not None else []:
             kind, name = param.form_kind, param.name
             if kind is None or kind.startswith("paths"):
@@ -74,6 +80,8 @@ class MethodForm(QWidget):
         editor = self._editor(param.form_kind, value, param)
         editor.setToolTip(param.help)
         editor.setObjectName(f"setting_{param.name}")
+        if not isinstance(editor, QCheckBox):
+            editor.setMinimumWidth(MIN_FIELD_WIDTH)
         layout.addRow(param.label + ":", editor)
         self._editors[param.name] = (param.form_kind, editor)
 

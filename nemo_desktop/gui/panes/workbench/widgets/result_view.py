@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -76,8 +77,20 @@ def _cei(v: float | None) -> str:
     return "—" if v is None else f"{v:+.1f}"
 
 
+_UNBROKEN = re.compile(r"\S{24,}")
+ZWSP = "\u200b"
+
+
+def breakable(text: str, every: int = 12) -> str:
+    """Plain text whose long runs without a space (a caption of one 80-letter "word", a path) may wrap: a
+    zero-width space every `every` characters of such a run. QLabel wraps at spaces only, so such a run
+    widened its column past the window (issue 28)."""
+    return _UNBROKEN.sub(lambda m: ZWSP.join(m.group(0)[i:i + every] for i in range(0, len(m.group(0)), every)),
+                         text)
+
+
 def _label(text: str, *, rich: bool = False, wrap: bool = True, name: str | None = None) -> QLabel:
-    label = QLabel(text)
+    label = QLabel(text if rich or not wrap else breakable(text))
     label.setTextFormat(Qt.TextFormat.RichText if rich else Qt.TextFormat.PlainText)
     label.setWordWrap(wrap)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -179,9 +192,10 @@ class ResultColumn(QScrollArea):
         elif r.explanation:
             v.addWidget(_label(f"<b>Explanation</b> (CEI {_cei(r.cei)})", rich=True, name="explanationTitle"))
             v.addWidget(_label(r.explanation, name="explanationText"))
-        else:
-            v.addWidget(_label("No explanation could be validated; see the candidates below.",
-                               name="explanationText"))
+        else:  # tested but none selected, or nothing could be tested: the outcome and its reason
+            outcome, why = r.outcome()
+            head = ("Tested, no cause found" if outcome == "no cause found" else "Nothing could be tested")
+            v.addWidget(_label(f"<b>{head}.</b> {html.escape(why or '')}", rich=True, name="explanationText"))
         self.body.addWidget(box)
 
     def _observation_set(self, r, set_name: str) -> None:

@@ -1,0 +1,204 @@
+"""A new user's walkthrough in the real window under a virtual X server, with geometry checks (issue 28).
+
+    .venv/bin/python packaging/walkthrough.py [--out docs/screenshots/walkthrough] [--size 1280x800]
+
+From a fresh, temporary NEMO_HOME, offline: the first launch must open on the welcome page; "Try the demo" is
+pressed there (a real digits dataset and a real small classifier, trained here); each Analyses page is opened
+and the analyses the demo's models allow are run (competency estimator, then competency scores on the demo
+digits), each result exported as HTML; the Report exporter lists them. At every stop the window's geometry is
+checked (no table column narrower than its header's longest word, no input field under 120 px, the workbench's
+Run visible without scrolling) and a screenshot is saved. Exit status 1 when a check failed (all are printed).
+Without a DISPLAY the script re-runs itself under `xvfb-run` (see screenshots.py for the packages).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from screenshots import ROOT, rerun_under_xvfb, run_until, save, settle  # noqa: E402
+
+MIN_FIELD = 120
+PROBLEMS: list[str] = []
+
+
+def check(ok: bool, what: str) -> None:
+    print(("  ok    " if ok else "  FAIL  ") + what)
+    if not ok:
+        PROBLEMS.append(what)
+
+
+def geometry(window, where: str) -> None:
+    """No visible table column narrower than its header's longest word; no visible input under 120 px."""
+    from PySide6.QtWidgets import QAbstractItemView, QAbstractSpinBox, QComboBox, QHeaderView, QLineEdit
+
+    root = window.centralWidget()
+    for header in root.findChildren(QHeaderView):
+        if header.orientation().name != "Horizontal" or not header.isVisible() or header.isHidden():
+            continue
+        view = header.parent()
+        if not isinstance(view, QAbstractItemView) or not view.isVisible() or view.model() is None:
+            continue
+        fm = header.fontMetrics()
+        for col in range(header.count()):
+            if header.isSectionHidden(col):
+                continue
+            text = str(view.model().headerData(col, header.orientation()) or "")
+            longest = max((fm.horizontalAdvance(w) for w in text.split()), default=0)
+            width = header.sectionSize(col)
+            if longest and width < longest + 4:
+                check(False, f"{where}: column '{text}' of {view.objectName() or type(view).__name__} is {width} px,"
+                             f" its longest word needs {longest + 4}")
+    fields = [w for t in (QLineEdit, QAbstractSpinBox, QComboBox) for w in root.findChildren(t)]
+    analyses = window.panes["analyses"]
+    for f in fields:
+        if not f.isVisible() or isinstance(f.parent(), (QComboBox, QAbstractSpinBox)):
+            continue
+        # The Analyses settings and pickers: at least 120 px. Elsewhere (a 0.00-1.00 spin box): its content fits.
+        if analyses.isAncestorOf(f) and f.width() < MIN_FIELD:
+            check(False, f"{where}: field {f.objectName() or type(f).__name__} is {f.width()} px wide")
+        elif not analyses.isAncestorOf(f) and f.width() < min(f.minimumSizeHint().width(), MIN_FIELD):
+            check(False, f"{where}: field {f.objectName() or type(f).__name__} is {f.width()} px, narrower than "
+                         f"its content ({f.minimumSizeHint().width()} px)")
+    check(True, f"{where}: geometry checked ({len(fields)} fields)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots" / "walkthrough")
+    parser.add_argument("--size", default="1280x800")
+    args = parser.parse_args()
+    if not os.environ.get("DISPLAY") and os.environ.get("QT_QPA_PLATFORM") != "offscreen" \
+            and not os.environ.get("NEMO_SCREENSHOTS_CHILD"):
+        return rerun_under_xvfb()
+    size = tuple(int(x) for x in args.size.lower().split("x"))
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="nemo-walkthrough-"))
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["HF_HOME"] = str(work / "hf")  # nothing downloaded: a new user's computer
+
+    from nemo_desktop.gui.app import build
+
+    app, window = build(["--home", str(work / "home")])
+    window.resize(*size)
+    window.show()
+    settle(app, 1.5)
+
+    print("1. first launch")
+    check(window.showing_welcome(), "a first launch opens on the welcome page")
+    welcome = window.first_run.welcome
+    check(welcome.demo_button.isVisible() and welcome.demo_button.isDefault(), "'Try the demo' is the main action")
+    save(window, args.out / "01_welcome.png")
+
+    print("2. the demo")
+    ready = []
+    window.first_run.sig_demo_ready.connect(ready.append)
+    welcome.demo_button.click()
+    run_until(app, lambda: bool(ready), 900)
+    browser = window.panes["dataset_browser"]
+    run_until(app, lambda: browser.data is not None and browser.data.indexed, 600)
+    run_until(app, lambda: window.first_run.next_step.isVisible(), 60)
+    text = window.first_run.next_step.text.text()
+    check("Next step" in text and "multimodal LLM" in text and "image editor" in text,
+          "after the demo the next step and the MLLM and editor are named")
+    settle(app, 2.0)
+    geometry(window, "dataset browser")
+    save(window, args.out / "02_demo_next_step.png")
+    manager = window.show_pane("model_manager")
+    from nemo_desktop.core.demo import CLASSIFIER_ID
+
+    run_until(app, lambda: manager.model.row_of(CLASSIFIER_ID) >= 0, 60)
+    check("1 on this computer" in manager.status_label.text() or "on this computer" in manager.status_label.text(),
+          f"Model manager after the demo: {manager.status_label.text()[:60]}")
+    settle(app, 1.0)
+    geometry(window, "model manager")
+    save(window, args.out / "03_model_manager.png")
+
+    print("3. the workbench")
+    workbench = window.show_pane("workbench")
+    run_until(app, lambda: bool(workbench.methods), 60)
+    settle(app, 1.0)
+    run_bottom = workbench.run_button.mapTo(window, workbench.run_button.rect().bottomLeft()).y()
+    dock_top = window.jobs_dock.mapTo(window, window.jobs_dock.rect().topLeft()).y() \
+        if window.jobs_dock.isVisible() else window.height()
+    check(workbench.run_button.isVisible() and run_bottom < dock_top, "the workbench's Run is visible")
+    geometry(window, "workbench")
+    save(window, args.out / "04_workbench.png")
+
+    print("4. the analyses")
+    pane = window.show_pane("analyses")
+    run_until(app, lambda: pane.analysis_list.count() > 0, 60)
+    from nemo_desktop.gui.panes.analyses.plugin import NAME_ROLE
+
+    names = [pane.analysis_list.item(i).data(NAME_ROLE) for i in range(pane.analysis_list.count())]
+    exported = []
+    for name in ["competency-estimator", "competency-score"] + [n for n in names if not n.startswith("competency-e")
+                                                                  and n != "competency-score"]:
+        pane.select_analysis(name)
+        run_until(app, lambda: pane.page is not None and pane.page.spec.name == name, 60)
+        settle(app, 0.5)
+        if name in ("competency-estimator", "competency-score", "competency-bench"):
+            pane.data_path.setText(str(ready[0].dataset_dir))
+        elif name == "competency-cf":  # one of the demo's digits
+            pane.data_path.setText(str(sorted(Path(ready[0].dataset_dir).glob("*/*.png"))[0]))
+        if name.startswith("competency-"):
+            if name == "competency-estimator":
+                pane.form.set_value("epochs", 3)
+            if "max_iter" in pane.form.editors:  # counterfactual search: a few steps are enough to be seen
+                pane.form.set_value("max_iter", 20)
+            settle(app, 0.3)
+        problem = pane.run_problem()
+        if problem is None:
+            done = []
+            pane.sig_result_shown.connect(done.append)
+            handle = pane.run()
+            run_until(app, lambda: not handle.active, 900)
+            if handle.state == "done":
+                run_until(app, lambda: bool(done), 60)
+                out = args.out / f"{name}.html"
+                job = pane.export(str(out))
+                run_until(app, lambda: not job.active, 120)
+                check(out.is_file(), f"{name}: ran and exported ({out.name})")
+                exported.append(name)
+            else:
+                error = (handle.outcome.error or {}) if handle.outcome else {}
+                check(False, f"{name}: the run {handle.state}: {error.get('message')}")
+                window.jobs_panel.clear_finished()
+                for box in app.topLevelWidgets():  # the error dialog: recorded above, closed for the next shot
+                    if box.isVisible() and box is not window:
+                        box.close()
+            pane.sig_result_shown.disconnect()
+        else:
+            print(f"  --    {name}: not runnable from the demo: {problem}")
+            check(pane.run_problem_label.isVisible() and not pane.run_button.isEnabled(),
+                  f"{name}: Run disabled with the reason shown")
+        settle(app, 1.0)
+        settings = pane.run_button.parentWidget().parentWidget().parentWidget()  # the settings column's scroll area
+        bar = settings.horizontalScrollBar() if hasattr(settings, "horizontalScrollBar") else None
+        check(bar is None or not bar.isVisible(), f"analyses/{name}: the settings column fits (no sideways scrolling)")
+        run_right = pane.run_button.mapTo(window, pane.run_button.rect().topRight()).x()
+        check(pane.run_button.isVisible() and run_right < window.width(), f"analyses/{name}: Run is visible")
+        geometry(window, f"analyses/{name}")
+        save(window, args.out / f"05_analyses_{name}.png")
+
+    print("5. the report exporter")
+    exporter = window.show_pane("report_exporter")
+    run_until(app, lambda: len(exporter.items) >= len(exported), 60)
+    settle(app, 1.0)
+    check("No stored results" not in exporter.status_label.text() or not exporter.items,
+          f"Report exporter: {exporter.status_label.text()}")
+    check(sum(it.kind == "analysis" for it in exporter.items) >= len(exported), "analysis results are listed")
+    geometry(window, "report exporter")
+    save(window, args.out / "06_report_exporter.png")
+
+    window.close()
+    window.jobs.shutdown(10_000)
+    print(f"{len(PROBLEMS)} problem(s)" + ("".join(f"\n  - {p}" for p in PROBLEMS) if PROBLEMS else ""))
+    return 1 if PROBLEMS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
