@@ -58,7 +58,11 @@ def test_parce_matches_the_reference_numbers(world):
     for method, numbers in ref["generators"].items():
         ours = mine["generators"][method]
         assert len(numbers["competency"]) == int((rho < 0.9).sum()) == 16
-        np.testing.assert_allclose(ours["competency"], numbers["competency"], atol=1e-5, err_msg=method)
+        # LGD's competency comes after gradient steps through the decoder in float32: the reduction order of the
+        # installed torch build moves it in the 5th decimal (measured up to 1.2e-5 with torch 2.14 on a 2-core CPU);
+        # the others are to 1e-5. Both bounds are far below the 0.1-0.5 a wrong generator gives.
+        atol = 5e-5 if method == "lgd" else 1e-5
+        np.testing.assert_allclose(ours["competency"], numbers["competency"], atol=atol, err_msg=method)
         # FGD takes 100 Adam steps on raw pixels: Adam scales each pixel's step to about the learning rate
         # whatever the gradient's size, so float32 rounding differences in near-zero gradients (the reference's
         # 1 - Phi in float32, NEMO's ndtr) move single pixels by up to one step (measured: at most 8.9e-4, mean
