@@ -119,23 +119,9 @@ def build_fix_world(cause_name: str = "background-colour", *, seed: int = 0, epo
             s = replace(s, **cause.cue)
         train.append((_remember(scenes, s), int(labels[i])))
     t0 = time.perf_counter()
-    x = W._to_tensor([im for im, _ in train])
-    y = torch.as_tensor([lab for _, lab in train], dtype=torch.long)
-    torch.manual_seed(seed)
-    model = _cnn()
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    gen = torch.Generator().manual_seed(seed)
-    model.train()
-    for _ in range(epochs):
-        perm = torch.randperm(len(x), generator=gen)
-        for s in range(0, len(x), 64):
-            idx = perm[s:s + 64]
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
-            opt.step()
-    model.eval()
-    with torch.no_grad():
-        train_acc = float((model(x).argmax(1) == y).float().mean())
+    torch.manual_seed(seed)  # the initial weights
+    model, train_acc = W.train_cnn(_cnn(), [im for im, _ in train], [lab for _, lab in train], seed=seed,
+                                   epochs=epochs)
     seconds = time.perf_counter() - t0
     affected, rest = [], []
     for i in test_idx:

@@ -286,6 +286,29 @@ def _shift(rng: np.random.Generator) -> tuple[int, int]:
     return (int(rng.integers(-1, 2)), int(rng.integers(-1, 2)))
 
 
+def train_cnn(model, images: Sequence[Image.Image], labels, *, seed: int, epochs: int):
+    """Train `model` with Adam (lr 3e-3, batches of 64, order seeded by `seed`); returns (model in eval mode,
+    training accuracy). The caller seeds torch before building the model (its initial weights). Shared by the
+    known-cause worlds and the fix-loop world (fix_world.py)."""
+    import torch
+
+    x = _to_tensor(images)
+    y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(epochs):
+        perm = torch.randperm(len(x), generator=gen)
+        for s in range(0, len(x), 64):
+            idx = perm[s:s + 64]
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
+            opt.step()
+    model.eval()
+    with torch.no_grad():
+        return model, float((model(x).argmax(1) == y).float().mean())
+
+
 def build_world(cause_name: str, *, seed: int = 0, epochs: int = 15, max_samples: int | None = None) -> World:
     """Train the world's CNN and collect its misclassified held-out images (the samples)."""
     import torch
@@ -300,23 +323,8 @@ def build_world(cause_name: str, *, seed: int = 0, epochs: int = 15, max_samples
         if int(labels[i]) == cause.shortcut_class:
             s = replace(s, **cause.cue)
         scenes.append(s)
-    x = _to_tensor([render(s) for s in scenes])
-    y = torch.as_tensor(labels[train], dtype=torch.long)
-    torch.manual_seed(seed)
-    model = _cnn()
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    gen = torch.Generator().manual_seed(seed)
-    model.train()
-    for _ in range(epochs):
-        perm = torch.randperm(len(x), generator=gen)
-        for s in range(0, len(x), 64):
-            idx = perm[s:s + 64]
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
-            opt.step()
-    model.eval()
-    with torch.no_grad():
-        train_acc = float((model(x).argmax(1) == y).float().mean())
+    torch.manual_seed(seed)  # the initial weights
+    model, train_acc = train_cnn(_cnn(), [render(s) for s in scenes], labels[train], seed=seed, epochs=epochs)
     world = World(cause, WorldClassifier(model, cause.name), train_acc)
     others = [int(i) for i in test if int(labels[i]) != cause.shortcut_class]
     world.n_test = len(others)

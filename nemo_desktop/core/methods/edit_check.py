@@ -40,6 +40,7 @@ import math
 from typing import Any, Sequence
 
 from ..errors import ConfigError
+from ..metrics.edit_distance import describe
 from .result import Candidate
 
 SELECTION_RULES = ("evidence", "prefer-unflagged", "cei")
@@ -100,8 +101,6 @@ def judge_edits(candidates: Sequence[Candidate], threshold: float) -> list[int]:
     return flagged
 
 
-flag_whole_image_edits = judge_edits  # the earlier name
-
 
 def _tested(c: Candidate) -> bool:
     return c.cei is not None and c.error is None
@@ -116,18 +115,11 @@ def _argmax(candidates: Sequence[Candidate], allowed) -> int | None:
 
 
 def describe_edit(c: Candidate) -> str:
-    """"1-ssim 0.97, structure 0.98: whole image changed, structure kept" for notes."""
+    """"1-ssim 0.97, structure 0.98, whole image changed, structure kept" for notes (the words of the candidate
+    lines in the GUI, `nemo explain` and reports, without the "(flagged)" those add)."""
     if c.edit_distance is None:
         return "not measured"
-    text = f"{c.edit_distance_metric or 'distance'} {c.edit_distance:.2f}"
-    if c.edit_structure is not None:
-        text += f", structure kept {c.edit_structure:.2f}"
-    words = {"global": "the whole image changed, its structure kept", "destroyed": "the picture was destroyed "
-             "or replaced", "no change": "the edit changed nothing", "local": "a local edit"}
-    return text + (f": {words[c.edit_verdict]}" if c.edit_verdict in words else "")
-
-
-distance_text = describe_edit  # the earlier name
+    return describe(c.edit_distance, c.edit_distance_metric, structure=c.edit_structure, verdict=c.edit_verdict)
 
 
 def _runner_up(candidates: Sequence[Candidate], best: int) -> int | None:

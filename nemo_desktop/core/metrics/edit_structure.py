@@ -70,24 +70,18 @@ def _correlation(x: np.ndarray, y: np.ndarray) -> float:
     return float((x * y).sum() / d) if d > 0 else 0.0
 
 
-def _removal_share(o: np.ndarray, e: np.ndarray, slack: int) -> float:
-    from scipy import ndimage
-
-    orig = o >= SUPPORT * float(np.percentile(o, 99))
-    edit = e >= SUPPORT * float(np.percentile(e, 99))
-    allowed = ndimage.binary_dilation(orig, iterations=slack)
-    return float((edit & allowed).sum()) / max(1.0, float(edit.sum()))
+def _support(strength: np.ndarray, p99: float) -> np.ndarray:
+    """Edge pixels: strength at least `SUPPORT` of the image's own strong edges (contrast does not matter)."""
+    return strength >= SUPPORT * p99
 
 
-def _best_transform(o: np.ndarray, e: np.ndarray, o_raw: np.ndarray, e_raw: np.ndarray, slack: int) -> float:
+def _best_transform(o: np.ndarray, e: np.ndarray, allowed: np.ndarray, edit: np.ndarray) -> float:
     """Best over the transform grid of min(correlation, share of the edit's edges on the original's): both
     must hold, so neither noise (no correlation) nor a picture with new structure (no containment) passes."""
     from scipy import ndimage
 
-    orig = o_raw >= SUPPORT * float(np.percentile(o_raw, 99))
-    allowed = ndimage.binary_dilation(orig, iterations=slack)
-    edit = (e_raw >= SUPPORT * float(np.percentile(e_raw, 99))).astype(np.float64)
-    mass = max(1.0, float(edit.sum()))
+    edges = edit.astype(np.float64)
+    mass = max(1.0, float(edges.sum()))
     best = -1.0
     cy, cx = (np.array(e.shape) - 1) / 2.0
     for angle in ANGLES:
@@ -101,7 +95,7 @@ def _best_transform(o: np.ndarray, e: np.ndarray, o_raw: np.ndarray, e_raw: np.n
             corr = _correlation(o, ndimage.affine_transform(e, m, offset=offset, order=1, mode="constant"))
             if corr <= best:
                 continue
-            moved = ndimage.affine_transform(edit, m, offset=offset, order=0, mode="constant") > 0.5
+            moved = ndimage.affine_transform(edges, m, offset=offset, order=0, mode="constant") > 0.5
             share = min(1.0, float((moved & allowed).sum()) / (mass * scale ** 2))  # edges kept on canvas
             best = max(best, min(corr, share))
     return best
@@ -114,14 +108,18 @@ def structure_kept(original: Image.Image, edited: Image.Image, *, geometric: boo
 
     size = _work_size(original)
     o_raw, e_raw = _strength(_array(original, size)), _strength(_array(edited, size))
-    o_empty, e_empty = float(np.percentile(o_raw, 99)) < EMPTY, float(np.percentile(e_raw, 99)) < EMPTY
-    if o_empty or e_empty:
-        return 1.0 if o_empty and e_empty else 0.0
+    o_p99, e_p99 = float(np.percentile(o_raw, 99)), float(np.percentile(e_raw, 99))
+    if o_p99 < EMPTY or e_p99 < EMPTY:
+        return 1.0 if o_p99 < EMPTY and e_p99 < EMPTY else 0.0
     o, e = ndimage.gaussian_filter(o_raw, SIGMA), ndimage.gaussian_filter(e_raw, SIGMA)
     in_place = _correlation(o, e)
     # at least one pixel of the original image, so a stroke made a pixel thicker is not new structure
     slack = max(SLACK, int(np.ceil(max(size) / max(original.size))))
-    best = _removal_share(o_raw, e_raw, slack) if in_place >= REMOVAL_MIN_CORRELATION else in_place
+    allowed = ndimage.binary_dilation(_support(o_raw, o_p99), iterations=slack)
+    edit = _support(e_raw, e_p99)
+    best = in_place
+    if in_place >= REMOVAL_MIN_CORRELATION:  # removal: the share of the edit's edges the original had
+        best = float((edit & allowed).sum()) / max(1.0, float(edit.sum()))
     if geometric and best < STRUCTURE_SEARCH_BELOW:
-        best = max(best, _best_transform(o, e, o_raw, e_raw, slack))
+        best = max(best, _best_transform(o, e, allowed, edit))
     return float(min(1.0, max(0.0, best)))

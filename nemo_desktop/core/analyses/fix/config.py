@@ -3,7 +3,7 @@ Field metadata (label, help, min, max, choices) drives the CLI flags and the GUI
 keys and the fixed model's lineage record."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...errors import ConfigError
@@ -74,13 +74,10 @@ class FixConfig:
         for name, allowed in (("data", DATA), ("mode", MODES), ("augmentation", AUGMENTATIONS)):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"Unknown {name} '{getattr(self, name)}'.", hint=f"Use one of: {', '.join(allowed)}.")
-        for f in fields(self):
-            lo, hi = f.metadata.get("min"), f.metadata.get("max")
-            v = getattr(self, f.name)
-            if v is None or isinstance(v, (tuple, str, bool)):
-                continue
-            if (lo is not None and v < lo) or (hi is not None and v > hi):
-                raise ConfigError(f"{f.metadata['label']} = {v} is out of range [{lo}, {hi}].")
+        from ...registry.params import check_range, config_params
+
+        for param in config_params(type(self)):  # the registry's own range check (what the CLI and page enforce)
+            check_range(param, getattr(self, param.name))
 
     def check_plan(self, finding: bool = False) -> None:
         """Refuse settings that cannot make targeted data (checked when the fix is built, not for the defaults).
