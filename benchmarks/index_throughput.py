@@ -19,6 +19,7 @@ On a CPU the two parts compete for the same cores (decode workers versus torch's
 part measured alone is an upper bound that end-to-end cannot reach when both parts are CPU-bound.
 
     .venv/bin/python benchmarks/index_throughput.py [--device cpu] [--images 64] [--batch 32] [--workers N]
+    .venv/bin/python benchmarks/index_throughput.py --family open_clip --arch ViT-B-16 --device cuda --dtype bfloat16
 """
 from __future__ import annotations
 
@@ -61,9 +62,52 @@ def write_jpegs(folder: Path, count: int, classes: list[str], seed: int = 0) -> 
     return paths
 
 
+def save_open_clip(arch: str, folder: Path) -> None:
+    """A random-weight open_clip model in open_clip's own local-dir layout (config + safetensors), so it loads
+    through NEMO's `local-dir:` path; the tokenizer is open_clip's bundled one (no download)."""
+    import open_clip
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    model = open_clip.create_model(arch, pretrained=None)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder / "open_clip_model.safetensors"))
+    preprocess = {"mean": list(open_clip.OPENAI_DATASET_MEAN), "std": list(open_clip.OPENAI_DATASET_STD),
+                  "interpolation": "bicubic", "resize_mode": "shortest"}
+    (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": open_clip.get_model_config(arch),
+                                                              "preprocess_cfg": preprocess}))
+
+
+def compile_figures(clf, batches, args, sync) -> dict:
+    """torch.compile (default mode) of the bare network: the first call's seconds (the compile a user would
+    wait for at each start) and the best-of-repeats throughput after it, on the same batches."""
+    import torch
+
+    net = clf.model.encode_image if args.family == "open_clip" else clf.model
+    compiled = torch.compile(net)
+    with torch.inference_mode():
+        sync()
+        t = time.perf_counter()
+        compiled(batches[0])
+        sync()
+        first = time.perf_counter() - t
+        total = 0.0
+        for x in batches:
+            best = float("inf")
+            for _ in range(args.repeats):
+                sync()
+                t = time.perf_counter()
+                compiled(x)
+                sync()
+                best = min(best, time.perf_counter() - t)
+            total += best
+    n = sum(len(x) for x in batches)
+    return {"compile_seconds": first, "compiled_img_per_s": n / total}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--arch", default="resnet18")
+    ap.add_argument("--arch", default="resnet18", help="a timm architecture, or an open_clip one with --family")
+    ap.add_argument("--family", default="timm", choices=("timm", "open_clip"))
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--batch", type=int, default=32)
@@ -71,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=0, help="decode workers (0 = the pipeline's default)")
     ap.add_argument("--autocast", default="off", choices=("off", "bf16"))
     ap.add_argument("--repeats", type=int, default=2, help="best-of-N timings of the parts (end-to-end runs once)")
+    ap.add_argument("--compile", action="store_true",
+                    help="also time torch.compile of the network on the same batches (compile seconds, speed-up)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
@@ -92,10 +138,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         torch.manual_seed(0)
-        timm.models.save_for_hf(timm.create_model(args.arch, pretrained=False, num_classes=len(classes)),
-                                str(tmp / "model"), model_config={"label_names": classes}, safe_serialization=True)
-        clf = load_model(ModelSpec("classifier", "timm", f"local-dir:{tmp / 'model'}",
-                                   options={"batch_size": args.batch, "autocast": args.autocast}),
+        options = {"batch_size": args.batch, "autocast": args.autocast}
+        if args.family == "open_clip":
+            save_open_clip(args.arch, tmp / "model")
+            options = {"batch_size": args.batch, "class_names": classes}
+        else:
+            timm.models.save_for_hf(timm.create_model(args.arch, pretrained=False, num_classes=len(classes)),
+                                    str(tmp / "model"), model_config={"label_names": classes},
+                                    safe_serialization=True)
+        clf = load_model(ModelSpec("classifier", args.family, f"local-dir:{tmp / 'model'}", options=options),
                          LoadOptions(device=args.device, dtype=args.dtype))
         paths = write_jpegs(tmp / "data", args.images, classes)
         n = len(paths)
@@ -105,9 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         batches = [clf.to_device(clf.prepare_batch(decoded[s:s + args.batch])) for s in range(0, n, args.batch)]
         del decoded
 
-        def model_forward(x):
+        def model_forward(x):  # the network alone: timm's logits, or the CLIP image tower's embedding
             with torch.inference_mode():
-                clf.model(x)
+                clf.model.encode_image(x) if args.family == "open_clip" else clf.model(x)
 
         clf.outputs_from_pixels(batches[0])  # warm-up
         model_forward(batches[0])
@@ -126,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                     best[fn] = min(best[fn], time.perf_counter() - t)
             t_forward += best[clf.outputs_from_pixels]
             t_model += best[model_forward]
+        compiled = compile_figures(clf, batches, args, sync) if args.compile else None
         del batches
 
         # 2. decode + sha256 + preprocess in the input pipeline alone
@@ -160,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     e2e_stage, e2e_call = n / t_stage, n / t_build
     slower = min(forward, decn)
     figures = {
-        "arch": args.arch, "device": torch.cuda.get_device_name(0) if cuda else "cpu", "dtype": args.dtype,
+        "arch": args.arch, "family": args.family, "device": torch.cuda.get_device_name(0) if cuda else "cpu", "dtype": args.dtype,
         "autocast": args.autocast, "batch": args.batch, "images": n, "image_size": list(SIZE), "workers": workers,
         "torch_threads": torch.get_num_threads(), "raw_forward_img_per_s": forward,
         "plain_model_call_img_per_s": n / t_model,
@@ -169,10 +221,13 @@ def main(argv: list[str] | None = None) -> int:
         "end_to_end_over_slower_part": e2e_stage / slower, "end_to_end_over_raw_forward": e2e_stage / forward,
         "workers_speedup": decn / dec1,
     }
+    if compiled:
+        figures["compile"] = {**compiled, "eager_model_img_per_s": n / t_model,
+                              "speedup_over_eager": compiled["compiled_img_per_s"] / (n / t_model)}
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
-    print(f"{args.arch}, device {figures['device']}, {args.dtype} (autocast {args.autocast}), batch {args.batch}, "
+    print(f"{args.family} {args.arch}, device {figures['device']}, {args.dtype} (autocast {args.autocast}), batch {args.batch}, "
           f"{n} JPEGs {SIZE[0]}x{SIZE[1]}, {figures['torch_threads']} torch threads")
     print(f"  raw forward (one pass, pre-decoded)     {forward:8.1f} img/s  (probabilities + embeddings)")
     print(f"  plain model(x), same tensors            {n / t_model:8.1f} img/s  (logits only, for comparison)")
@@ -183,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     target = "GPU target: >= 0.9 x raw forward" if cuda else "CPU target: >= 0.9 x the slower part"
     print(f"  end-to-end / slower part                {figures['end_to_end_over_slower_part']:8.3f}")
     print(f"  end-to-end / raw forward                {figures['end_to_end_over_raw_forward']:8.3f}  ({target})")
+    if compiled:
+        c = figures["compile"]
+        print(f"  torch.compile: first call {c['compile_seconds']:.1f} s, then {c['compiled_img_per_s']:.1f} img/s "
+              f"(x{c['speedup_over_eager']:.2f} over eager model(x))")
     return 0
 
 

@@ -376,6 +376,8 @@ def profile(args) -> dict:
                     "memory_peak_gib_by_stage": {k: round(v, 3) for k, v in memory.peaks.items()},
                     "memory_peak_gib": round(max(memory.peaks.values(), default=0.0), 3),
                     "errors": [c.error for c in result.candidates if c.error]})
+                if getattr(args, "out", None):
+                    args.out.write_text(json.dumps(out, indent=2))
     return out
 
 
@@ -395,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--attention-backend", default=None,
                     help="the editor's attention backend, e.g. _native_flash, _native_cudnn, flash (default: SDPA)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="also write the figures as JSON here after every run (a run cut short keeps the earlier)")
     args = ap.parse_args(argv)
     if args.tiny:
         args.device = "cpu" if args.device == "cuda" else args.device

@@ -17,12 +17,13 @@ def _module(name: str):
     return module
 
 
-def test_scitx_gpu_tiny_profiles_every_stage(capsys):
+def test_scitx_gpu_tiny_profiles_every_stage(capsys, tmp_path):
     pytest.importorskip("diffusers")
     bench = _module("scitx_gpu")
     assert bench.main(["--tiny", "--steps", "2", "--k", "1", "--m", "2", "--references", "6", "--tokens", "4",
-                       "--edit-batch", "2", "--json"]) == 0
+                       "--edit-batch", "2", "--json", "--out", str(tmp_path / "f.json")]) == 0
     figures = json.loads(capsys.readouterr().out)
+    assert json.loads((tmp_path / "f.json").read_text()) == figures  # written after each run, the last = all
     assert figures["device"] == "cpu" and figures["tiny"] and figures["attention"]["mllm"] == "sdpa"
     default, speed = figures["runs"]
     assert default["settings"] == "default" and speed["settings"] == "speed" and speed["edit_batch_size"] == 2
@@ -55,6 +56,22 @@ def test_index_throughput_runs_and_reports_every_figure(capsys):
                 "end_to_end_over_slower_part", "end_to_end_over_raw_forward"):
         assert figures[key] > 0, key
     assert figures["images"] == 8 and figures["image_size"] == [500, 375] and figures["workers"] == 2
+
+
+def test_index_throughput_open_clip(capsys, tmp_path):
+    """The open_clip path: a random model in open_clip's local-dir layout, loaded through NEMO's loader."""
+    pytest.importorskip("open_clip")
+    import open_clip
+
+    from fixtures_tiny.classifiers import OPEN_CLIP_TINY_CFG, OPEN_CLIP_TINY_NAME
+
+    (tmp_path / f"{OPEN_CLIP_TINY_NAME}.json").write_text(json.dumps(OPEN_CLIP_TINY_CFG))
+    open_clip.add_model_config(tmp_path)
+    bench = _module("index_throughput")
+    assert bench.main(["--family", "open_clip", "--arch", OPEN_CLIP_TINY_NAME, "--images", "8", "--batch", "4",
+                       "--workers", "1", "--repeats", "1", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["family"] == "open_clip" and figures["images"] == 8 and figures["raw_forward_img_per_s"] > 0
 
 
 @pytest.mark.slow
