@@ -5,6 +5,7 @@ with their true labels read from the reference index the analysis ran on, join a
 change independently.
 
     settings = fix_settings_for_mode(store, key, position)   # the fix page's settings, and the mode's sentence
+    settings = fix_settings_for_ref(store, mode_ref)         # the same for a ModeRef of the app's pickers
     data = with_mode_images(data, config, store, ctx)         # the pipeline adds the mode's images
 
 A mode's image that is also one of the held-out images (affected/ or rest/, matched by pixels) is left out of
@@ -69,6 +70,15 @@ def fix_settings_for_mode(store: Any, key: str, position: int) -> dict[str, Any]
                 "cue_instruction": "", "affected_classes": affected, "predicted_classes": predicted}
     return {"settings": settings, "title": mode.title, "sentence": mode.sentence, "best": mode.best,
             "images": len(mode.paths)}
+
+
+def fix_settings_for_ref(store: Any, mode: Any) -> dict[str, Any]:
+    """fix_settings_for_mode for a failure_modes.members.ModeRef (the app's pickers hold those)."""
+    if not mode.result_key:
+        raise ConfigError("This failure-modes result is not stored, so a fix cannot name it.",
+                          hint="Run the failure-modes analysis with a results store, then try the fix again.")
+    _, modes = load_modes(store, mode.result_key)
+    return fix_settings_for_mode(store, mode.result_key, position_of(modes, mode.group, mode.cluster))
 
 
 def with_mode_images(data: Any, config: Any, store: Any, ctx: JobContext) -> Any:
