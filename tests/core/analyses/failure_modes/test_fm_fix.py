@@ -82,7 +82,8 @@ def test_a_fix_from_a_mode_trains_on_its_images_with_their_true_labels(analysed,
     held_rows = mode_rows[::3] + others
     data = _data(digits, index, held_rows)
     settings = fix_settings_for_mode(store, result.result_key, pos)["settings"]
-    result_fix = build_analysis("fix", Components(classifier=clf, store=store), {**settings, **FAST})(data, JobContext())
+    fix = build_analysis("fix", Components(classifier=clf, store=store), {**settings, **FAST})
+    result_fix = fix(data, JobContext())
 
     fm = result_fix.data["description"]["failure_mode"]
     trained = [m for m in members if row_of[m.path] not in set(held_rows)]

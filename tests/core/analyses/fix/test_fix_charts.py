@@ -119,7 +119,8 @@ def test_the_failure_mode_finding_is_shown_escaped_in_html_and_pdf():
     result = _result()
     doc = build_result_report(result, None)
     html = render(doc, "html").decode("utf-8")
-    assert "<script>" not in html and "Red digits &lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;friends&quot;" in html
+    assert "<script>" not in html
+    assert "Red digits &lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;friends&quot;" in html
     assert "Failure mode 2 of result ffffffffffff" in html
     pdf = render(doc, "pdf")
     assert pdf.startswith(b"%PDF") and len(pdf) > 2000
