@@ -1,7 +1,8 @@
 """Inline SVG of the interval charts (BeforeAfter, Changes), drawn like the CEI histogram (html.histogram_svg):
 plain shapes and text, every label escaped, every number also in a <title> that names its interval and n.
 Horizontal rows, one per set or class, so that long class names fit on the left. The PDF draws the same SVG
-(pdf_charts.py) with its own font and without the <title>s, which fpdf2 does not read."""
+(pdf_charts.py) with its own font, without the <title>s, which fpdf2 does not read, and with the row labels (class
+names: any script) written by the PDF's own text engine, whose fallback fonts and shaping fpdf2's SVG text lacks."""
 from __future__ import annotations
 
 import html
@@ -12,6 +13,8 @@ from .document import BeforeAfter, Changes
 BEFORE, AFTER, GOOD, BAD, FLAG, AXIS, INK, MUTED = ("#9aa5b1", "#2f6db5", "#3a9a5b", "#d9822b", "#b8453f", "#9aa5b1",
                                                     "#1d2329", "#5d6873")
 LEFT, RIGHT, TOP = 220, 86, 30
+ROW_H = {BeforeAfter: 58, Changes: 40}  # one row's height per chart
+LABEL_DY = {BeforeAfter: 20, Changes: 14}  # the row label's baseline below the row's top
 
 
 def _e(s: object) -> str:
@@ -38,8 +41,14 @@ def _text(x: float, y: float, content: str, size: int = 12, anchor: str = "start
             f'{_e(content)}</text>')
 
 
-def _label(parts: list[str], y: float, label: str, n: int) -> None:
-    parts.append(_text(LEFT - 10, y, label[:34], 13, "end", bold=True, cls="label"))
+def label_baselines(b: BeforeAfter | Changes) -> list[float]:
+    """The baseline of each row's label (the PDF writes the labels itself, in its fonts with their fallbacks)."""
+    return [TOP + i * ROW_H[type(b)] + LABEL_DY[type(b)] for i in range(len(b.rows))]
+
+
+def _label(parts: list[str], y: float, label: str, n: int, labels: bool) -> None:
+    if labels:
+        parts.append(_text(LEFT - 10, y, label[:34], 13, "end", bold=True, cls="label"))
     parts.append(_text(LEFT - 10, y + 16, f"n = {n}", 11, "end", MUTED, cls="n"))
 
 
@@ -60,9 +69,9 @@ def _grid(parts: list[str], x: float, top: float, bottom: float, tick: str, colo
     parts.append(_text(x, bottom + 16, tick, 11, "middle"))
 
 
-def before_after_svg(b: BeforeAfter, width: int = 720, font: str | None = None) -> str:
+def before_after_svg(b: BeforeAfter, width: int = 720, font: str | None = None, labels: bool = True) -> str:
     """Two bars per row (before in grey, after in blue) on a 0-100 % axis, each with its interval."""
-    row_h, bar_h = 58, 16
+    row_h, bar_h = ROW_H[BeforeAfter], 16
     plot_w = width - LEFT - RIGHT
     bottom = TOP + row_h * len(b.rows)
     height = bottom + 36
@@ -75,7 +84,7 @@ def before_after_svg(b: BeforeAfter, width: int = 720, font: str | None = None) 
         _grid(parts, x(t), TOP - 4, bottom, f"{t}%")
     for i, r in enumerate(b.rows):
         y0 = TOP + i * row_h
-        _label(parts, y0 + 20, r.label, r.n)
+        _label(parts, y0 + LABEL_DY[BeforeAfter], r.label, r.n, labels)
         for k, (name, v, ci, colour) in enumerate((("before", r.before, r.before_ci, BEFORE),
                                                    ("after", r.after, r.after_ci, AFTER))):
             y = y0 + 4 + k * (bar_h + 6)
@@ -109,9 +118,9 @@ def _span(b: Changes) -> tuple[float, float]:
     return math.floor(lo / step - 0.5) * step, math.ceil(hi / step + 0.5) * step
 
 
-def changes_svg(b: Changes, width: int = 720, font: str | None = None) -> str:
+def changes_svg(b: Changes, width: int = 720, font: str | None = None, labels: bool = True) -> str:
     """A bar per row from zero to its change with the interval; flagged rows in red; -margin dashed."""
-    row_h, bar_h = 40, 16
+    row_h, bar_h = ROW_H[Changes], 16
     plot_w = width - LEFT - RIGHT
     lo, hi = _span(b)
     bottom = TOP + row_h * len(b.rows)
@@ -131,7 +140,7 @@ def changes_svg(b: Changes, width: int = 720, font: str | None = None) -> str:
         parts.append(_text(mx - 4, TOP - 12, f"guard margin \u2212{b.margin:g} pt", 11, "end", FLAG, cls="margin"))
     for i, r in enumerate(b.rows):
         y0 = TOP + i * row_h
-        _label(parts, y0 + 14, r.label, r.n)
+        _label(parts, y0 + LABEL_DY[Changes], r.label, r.n, labels)
         y = y0 + 4
         if r.change is None:
             parts.append(_text(LEFT + 4, y + 12, "no images", 11, fill=MUTED))
@@ -150,8 +159,9 @@ def changes_svg(b: Changes, width: int = 720, font: str | None = None) -> str:
     return "".join(parts)
 
 
-def chart_svg(b: BeforeAfter | Changes, font: str | None = None) -> str:
-    return before_after_svg(b, font=font) if isinstance(b, BeforeAfter) else changes_svg(b, font=font)
+def chart_svg(b: BeforeAfter | Changes, font: str | None = None, labels: bool = True) -> str:
+    draw = before_after_svg if isinstance(b, BeforeAfter) else changes_svg
+    return draw(b, font=font, labels=labels)
 
 
 def chart_html(b: BeforeAfter | Changes) -> str:

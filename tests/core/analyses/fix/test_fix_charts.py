@@ -5,6 +5,8 @@ read back from the SVG: their numbers, their bar lengths, their intervals and th
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -17,7 +19,7 @@ from nemo_desktop.core.reports.sections import build_result_report
 from nemo_desktop.core.reports.svg_charts import LEFT, RIGHT
 
 NS = {"s": "http://www.w3.org/2000/svg"}
-NAMES = ["zero", "one", "<b>two</b>"]  # a class name that is markup: it must be shown, not obeyed
+NAMES = ["кошка", "one", "<b>two</b>"]  # another script; markup: shown, never obeyed
 SENTENCE = 'Red digits <script>alert(1)</script> & "friends"'
 
 
@@ -139,3 +141,19 @@ def test_many_classes_show_the_flagged_and_the_largest_changes_and_say_so():
     assert len(names) == MAX_CLASS_BARS and "class c14" in names and "class c0" in names and "class c29" in names
     assert "20 of 30 classes shown" in chart.caption
     assert [r.change for r in chart.rows[1:]] == sorted(r.change for r in chart.rows[1:])  # worst first
+
+
+@pytest.mark.skipif(not shutil.which("pdftotext"), reason="needs poppler's pdftotext")
+def test_the_pdf_draws_the_charts_numbers_n_and_class_names(tmp_path):
+    result = _result()
+    path = tmp_path / "fix.pdf"
+    path.write_bytes(render(build_result_report(result, None), "pdf"))
+    text = subprocess.run(["pdftotext", "-layout", str(path), "-"], check=True, capture_output=True,
+                          text=True).stdout
+    a, r = result.affected["overall"], result.rest["overall"]
+    for value in (a["before"], a["after"], r["before"], r["after"]):
+        assert f"{100 * value:.1f}%" in text
+    assert f"n = {a['n']}" in text and f"n = {r['n']}" in text
+    for name, o in result.rest["per_class"].items():
+        assert f"class {name}" in text and f"{o['change']:+.1f} pt" in text
+    assert "guard margin \u22121 pt" in text
