@@ -32,7 +32,7 @@ def test_fix_settings_come_from_validated_explanations_only():
 
     s = fix_settings(_explanation("Make the background white and the digit black"))
     assert s == {"data": "edit", "instruction": "Make the background white and the digit black",
-                 "affected_classes": "one", "predicted_classes": "seven"}
+                 "affected_classes": "one", "predicted_classes": "seven", "failure_modes": "", "failure_mode": 0}
     assert fix_settings(_explanation("Make it darker", cei=-4.0)) is None
 
 

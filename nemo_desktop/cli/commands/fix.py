@@ -9,6 +9,9 @@ classes; --cue-instruction adds the cause to images of the affected classes), or
 stopping, measured before and after with paired bootstrap intervals, and saved as a new catalog entry only when the
 regression guard keeps it. Ctrl-C keeps the last epoch's checkpoint: run the same command to resume.
 
+--failure-modes KEY --failure-mode N takes the finding from a stored failure-modes result instead: its N-th mode's
+images, with their true labels, join the training data (those also held out are left out).
+
 --from-result KEY takes the edit and the classes from a stored, validated explanation (e.g. SciTX's). For a
 zero-shot classifier (CLIP, SigLIP, open_clip) the fix is a prompt: --prompt CLASS=TEXT (or a prompt
 intervention from --from-result) is measured on affected/ and rest/ and, when the guard keeps it, saved as the
@@ -108,7 +111,8 @@ def run(args) -> int:
         if args.prompt:
             raise ConfigError("--prompt adopts a class prompt of a zero-shot classifier; this one is trained.",
                               hint="Fix it with targeted data (--instruction / --data) instead.")
-        config.check_plan(finding=(Path(args.folder).expanduser() / "finding").is_dir())
+        finding_images = (Path(args.folder).expanduser() / "finding").is_dir() or bool(config.failure_modes)
+        config.check_plan(finding=finding_images)
         with cancellable_job(StageBars(), cancels_after="the current step") as ctx:
             components = Components(store=store, classifier=classifier)
             if config.data == "edit" and args.editor:

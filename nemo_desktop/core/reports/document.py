@@ -69,6 +69,44 @@ class Histogram:
 
 
 @dataclass
+class BeforeAfterRow:
+    label: str
+    n: int
+    before: float | None  # accuracy in percent
+    after: float | None
+    before_ci: tuple[float, float] | None = None  # 95% interval, percent
+    after_ci: tuple[float, float] | None = None
+
+
+@dataclass
+class BeforeAfter:
+    """Accuracy before and after per set, on a 0-100 % axis, each with its interval and n (charts.py draws it)."""
+
+    title: str
+    rows: list[BeforeAfterRow]
+    caption: str = ""
+
+
+@dataclass
+class ChangeRow:
+    label: str
+    n: int
+    change: float | None  # points
+    ci: tuple[float, float] | None = None
+    flagged: bool = False  # beyond the margin (drawn in the warning colour)
+
+
+@dataclass
+class Changes:
+    """Changes in points per row as bars from zero with their intervals; `margin` marks -margin (the guard's)."""
+
+    title: str
+    rows: list[ChangeRow]
+    margin: float | None = None
+    caption: str = ""
+
+
+@dataclass
 class IndexRow:
     anchor: str  # id of the section the row links to (built by us, never from model text)
     cells: list[str]
@@ -95,7 +133,7 @@ class Highlighted:
         return " ".join(f"[{u}]" if w >= self.mark_at else u for u, w in zip(self.units, self.weights))
 
 
-Block = Union[Paragraph, KeyValues, Table, Figures, Histogram, Index, Highlighted]
+Block = Union[Paragraph, KeyValues, Table, Figures, Histogram, Index, Highlighted, BeforeAfter, Changes]
 
 
 @dataclass
@@ -165,6 +203,11 @@ class ReportDocument:
                     yield b.x_label
                     for srs in b.series:
                         yield srs.label
+                elif isinstance(b, (BeforeAfter, Changes)):
+                    yield b.title
+                    yield b.caption
+                    for r in b.rows:
+                        yield r.label
 
 
 # --------------------------------------------------------------------------------------------- format

@@ -14,8 +14,9 @@ import base64
 import html
 import re
 
-from .model import (Figures, Highlighted, Histogram, Index, KeyValues, Paragraph, ReportDocument, ReportImage,
-                    Section, Table)
+from .model import (BeforeAfter, Changes, Figures, Highlighted, Histogram, Index, KeyValues, Paragraph,
+                    ReportDocument, ReportImage, Section, Table)
+from .svg_charts import chart_html
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 PALETTE = ["#2f6db5", "#d9822b", "#3a9a5b", "#b8453f", "#7d5ba6", "#8a6d3b", "#c45a9b", "#5f6b77"]
@@ -221,6 +222,8 @@ def _block(b) -> str:
         return f"<div>{histogram_svg(b)}</div>"
     if isinstance(b, Index):
         return _index(b)
+    if isinstance(b, (BeforeAfter, Changes)):
+        return chart_html(b)
     raise TypeError(f"unknown report block {type(b).__name__}")
 
 

@@ -19,15 +19,17 @@ Where the builders read things (the contract other modules write to):
 """
 from __future__ import annotations
 
-from .document import (DASH, MAIN_IMAGE_PX, SET_TITLES, THUMB_PX, Block, Cell, Figures, Highlighted, Histogram,
-                       HistogramSeries, Index, IndexRow, KeyValues, Paragraph, ReportDocument, Section, Table)
+from .document import (DASH, MAIN_IMAGE_PX, SET_TITLES, THUMB_PX, BeforeAfter, BeforeAfterRow, Block, Cell, ChangeRow,
+                       Changes, Figures, Highlighted, Histogram, HistogramSeries, Index, IndexRow, KeyValues, Paragraph,
+                       ReportDocument, Section, Table)
 from .format import clip, fmt_cei, fmt_num, fmt_prob, llm_match_of
 from .images import ImageCache, ReportImage
 from .runs import build_run_report
 from .sections import build_result_report
 from .sections.sample import build_single_report, explanation_from_payload
 
-__all__ = ["DASH", "MAIN_IMAGE_PX", "SET_TITLES", "THUMB_PX", "Block", "Cell", "Figures", "Highlighted", "Histogram",
-           "HistogramSeries", "ImageCache", "Index", "IndexRow", "KeyValues", "Paragraph", "ReportDocument",
+__all__ = ["DASH", "MAIN_IMAGE_PX", "SET_TITLES", "THUMB_PX", "BeforeAfter", "BeforeAfterRow", "Block", "Cell",
+           "ChangeRow", "Changes", "Figures", "Highlighted", "Histogram", "HistogramSeries", "ImageCache", "Index",
+           "IndexRow", "KeyValues", "Paragraph", "ReportDocument",
            "ReportImage", "Section", "Table", "build_result_report", "build_run_report", "build_single_report",
            "clip", "explanation_from_payload", "fmt_cei", "fmt_num", "fmt_prob", "llm_match_of"]

@@ -18,8 +18,9 @@ import unicodedata
 
 from ..jobs import JobContext, null_context
 from .fonts import BOLD, REGULAR, plan_fonts
-from .model import (Figures, Highlighted, Histogram, Index, KeyValues, Paragraph, ReportDocument, ReportImage, Section,
-                    Table)
+from .model import (BeforeAfter, Changes, Figures, Highlighted, Histogram, Index, KeyValues, Paragraph, ReportDocument,
+                    ReportImage, Section, Table)
+from .pdf_charts import draw_chart
 
 log = logging.getLogger(__name__)
 
@@ -577,6 +578,10 @@ class _Renderer:
             self.histogram(b)
         elif isinstance(b, Index):
             self.index(b)
+        elif isinstance(b, (BeforeAfter, Changes)):
+            draw_chart(self, b, FAMILY)
+            if b.caption:
+                self.paragraph(Paragraph(b.caption, "muted"))
         else:
             raise TypeError(f"unknown report block {type(b).__name__}")
 

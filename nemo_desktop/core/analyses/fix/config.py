@@ -69,6 +69,14 @@ class FixConfig:
         "Save the fixed model", "Save the fixed model as a new user-catalog entry when the guard keeps it."))
     name: str = field(default="", metadata=_meta(
         "Name of the fixed model", "Catalog id of the fixed model (default: <base id>-fix-<key>)."))
+    # A failure mode as the finding (from_mode.py): its images with their true labels join an edit fix's data.
+    failure_modes: str = field(default="", metadata=_meta(
+        "Failure-modes result", "Key of a stored failure-modes result one of whose failure modes is the finding: "
+        "that mode's images, with their true labels from the reference index, join the training data (those "
+        "that are also held-out images are left out)."))
+    failure_mode: int = field(default=0, metadata=_meta(
+        "Failure mode", "Which failure mode of that result: its position in the result's list (1 = the first, as "
+        "the app's failure-mode picker lists them); 0: none.", min=0, max=1_000_000))
 
     def __post_init__(self) -> None:
         for name, allowed in (("data", DATA), ("mode", MODES), ("augmentation", AUGMENTATIONS)):

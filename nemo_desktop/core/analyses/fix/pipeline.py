@@ -29,6 +29,7 @@ from ...store.keys import result_key
 from . import measure
 from .config import FixConfig
 from .data import FixData, image_label_lists, targeted_data
+from .from_mode import with_mode_images
 from .result import ANALYSIS, KIND, STORE_KIND, VERSION, FixResult
 from .saving import can_save, default_name, save_fixed
 from .training import finish, prepare, train
@@ -107,6 +108,8 @@ class FixAnalysis:
         ctx = ctx or JobContext()
         if not isinstance(data, FixData):
             data = load_fix_folder(data, list(self.classifier.class_names))
+        if self.config.failure_modes or self.config.failure_mode:  # a failure mode's images (from_mode.py)
+            data = with_mode_images(data, self.config, self.store, ctx)
         self.config.check_plan(finding=bool(data.finding))
         if not data.train:
             raise ConfigError("The fix has no training images.", hint="Put the training data in FOLDER/train/.")

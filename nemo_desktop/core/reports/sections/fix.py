@@ -1,9 +1,12 @@
-"""The report section of the `fix` analysis (kind "fit"): the data plan, the training, the before/after figures
-with their intervals and n, the guard's verdict and the fixed model's catalog entry."""
+"""The report section of the `fix` analysis (kind "fit"): the data plan (with the failure mode it started from), the
+training, the before/after figures with their intervals and n, as a table and as charts (accuracy before and after
+on the finding's images and on everything else; the per-class changes with the guard's margin marked), the guard's
+verdict in words and the fixed model's catalog entry."""
 from __future__ import annotations
 
 from ...jobs import JobContext
-from ..document import DASH, KeyValues, Paragraph, ReportDocument, Section, Table
+from ..document import (DASH, BeforeAfter, BeforeAfterRow, ChangeRow, Changes, KeyValues, Paragraph, ReportDocument,
+                        Section, Table)
 from ..format import _flatten, _now, clip
 from . import result_report
 
@@ -22,17 +25,68 @@ def _rows(name: str, o: dict) -> list[str]:
     return [name, _pct(o.get("before")), _pct(o.get("after")), _change(o), str(o.get("n", DASH))]
 
 
+MAX_CLASS_BARS = 20  # the per-class chart: the flagged classes and the largest changes, worst first
+VERDICT = {"keep": "Kept", "reject-regression": "Rejected: regression", "reject-no-gain": "Rejected: no gain"}
+
+
+def _ci(v) -> tuple[float, float] | None:
+    return (float(v[0]), float(v[1])) if v else None
+
+
+def _pct_or_none(x) -> float | None:
+    return None if x is None else 100 * float(x)
+
+
+def before_after_chart(result) -> BeforeAfter:
+    rows = [BeforeAfterRow(name, int(o.get("n") or 0), _pct_or_none(o.get("before")), _pct_or_none(o.get("after")),
+                           _ci(o.get("before_ci")), _ci(o.get("after_ci")))
+            for name, o in (("The finding's images", result.affected["overall"]),
+                            ("Everything else", result.rest["overall"]))]
+    return BeforeAfter("Accuracy before and after the fix", rows,
+                       "Held-out images only. Bars: accuracy; whiskers: 95% bootstrap intervals; n: images.")
+
+
+def change_chart(result) -> Changes:
+    """Everything else overall, then its classes, flagged where the guard found a regression."""
+    g = result.guard
+    flagged = {r["set"] for r in g.get("regressions", [])}
+    o = result.rest["overall"]
+    classes = [(f"class {k}", v) for k, v in result.rest["per_class"].items()]
+    shown = sorted(classes, key=lambda kv: (f"{kv[0]}" not in flagged, -abs(kv[1].get("change") or 0)))
+    shown = sorted(shown[:MAX_CLASS_BARS], key=lambda kv: kv[1].get("change") or 0)
+    rows = [ChangeRow("Everything else", int(o.get("n") or 0), o.get("change"), _ci(o.get("ci")),
+                      "everything else" in flagged)]
+    rows += [ChangeRow(name, int(v.get("n") or 0), v.get("change"), _ci(v.get("ci")), name in flagged)
+             for name, v in shown]
+    more = (f" {len(shown)} of {len(classes)} classes shown: every flagged class and the largest changes."
+            if len(classes) > len(shown) else "")
+    return Changes("Change on everything else, per class", rows, float(g["margin"]),
+                   f"Change in accuracy on the held-out images outside the finding (paired 95% intervals, n per "
+                   f"bar); the dashed line is the guard's margin, -{g['margin']:g} point(s); red bars are the "
+                   f"regressions the guard found.{more}")
+
+
+def _finding_rows(result) -> list[tuple[str, str]]:
+    fm = (result.data.get("description") or {}).get("failure_mode")
+    if not fm:
+        return []
+    return [("Finding", fm["title"]), ("Its sentence", fm["sentence"]),
+            ("Its images trained on (true labels)", str(fm["images"])),
+            ("Left out: also held-out images", str(fm["held_out_excluded"])),
+            ("Left out: no longer in the index", str(fm["missing"]))]
+
+
 @result_report("fit", "fix")
 def build_fix_report(result, store, *, ctx: JobContext | None = None, **_: object) -> ReportDocument:
     cfg, t, g = result.config, result.training, result.guard
-    verdict = {"keep": "Kept", "reject-regression": "Rejected: regression", "reject-no-gain": "Rejected: no gain"}
-    sections = [Section("Verdict", "verdict", [Paragraph(f"{verdict.get(g['verdict'], g['verdict'])}: {g['why']}.",
-                                                          "callout")])]
+    verdict = Paragraph(f"{VERDICT.get(g['verdict'], g['verdict'])}: {g['why']}.", "callout")
+    sections = [Section("Verdict", "verdict", [verdict])]
     plan = [[s["class"], s["source"], clip(s.get("instruction") or DASH, 70), str(s["count"])] for s in result.sources]
     sections.append(Section("Data plan", "plan", [
-        KeyValues([("Training images", str(result.data["train"])), ("Targeted images", str(result.data["targeted"])),
-                   ("Held-out: the finding's images", str(result.data["affected"])),
-                   ("Held-out: everything else", str(result.data["rest"]))]),
+        KeyValues(_finding_rows(result) + [
+            ("Training images", str(result.data["train"])), ("Targeted images", str(result.data["targeted"])),
+            ("Held-out: the finding's images", str(result.data["affected"])),
+            ("Held-out: everything else", str(result.data["rest"]))]),
         Table(["Class", "Source", "Edit", "Images"], plan) if plan else Paragraph("No targeted data.", "muted")]))
     sections.append(Section("Training", "training", [KeyValues([
         ("Mode", f"{cfg['mode']} ({result.trainable['trainable']:,} of {result.trainable['total']:,} weights)"),
@@ -43,6 +97,7 @@ def build_fix_report(result, store, *, ctx: JobContext | None = None, **_: objec
     rows = [_rows("The finding's images", result.affected["overall"]), _rows("Everything else", result.rest["overall"])]
     rows += [_rows(f"  class {k}", v) for k, v in result.rest["per_class"].items()]
     sections.append(Section("Before and after", "figures", [
+        before_after_chart(result), Paragraph(f"The guard's verdict: {verdict.text}", "callout"), change_chart(result),
         Table(["Held-out set", "Before", "After", "Change, points (95% paired CI)", "n"], rows),
         Paragraph(f"The guard rejects a fix that costs more than {g['margin']:g} point(s) on everything else "
                   "(overall, or on a class whose interval excludes zero).", "muted")]))

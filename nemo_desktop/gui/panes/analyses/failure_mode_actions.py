@@ -1,6 +1,7 @@
 """Acting on a failure-modes result from the Analyses page: pick a failure mode, show its images in the dataset
 browser (a filter with its sentence above the grid), send its misclassified images to the explanation workbench,
-rank every image by its sentence (or one the user types) in the browser, or validate the sentence with CEI.
+try a fix from it (the fix page, its images as targeted data), rank every image by its sentence (or one the user
+types) in the browser, or validate the sentence with CEI.
 Which images belong to a mode is decided in the core (core/analyses/failure_modes/members.py); this widget only
 reaches the other panes through the main window (`host.show_pane`), as the dataset browser reaches the workbench."""
 from __future__ import annotations
@@ -31,7 +32,7 @@ def misclassified_samples(mode, store, ctx) -> tuple[list[Sample], int, int]:
 
 
 class FailureModeActions(QWidget):
-    sig_sent = Signal(str, object)  # ("browser" | "workbench", ModeRef) once the other pane shows the mode
+    sig_sent = Signal(str, object)  # ("browser" | "workbench" | "fix", ModeRef) once the other pane shows the mode
     sig_ranked = Signal(object)  # the SentenceRanking once the browser shows it
     sig_validated = Signal(object)  # the ModeValidation once shown
 
@@ -53,6 +54,10 @@ class FailureModeActions(QWidget):
             "Explain its errors in the workbench", self.explain_errors,
             "Send the failure mode's misclassified images, with their true class, to the explanation workbench",
             "explainFailureModeButton")
+        self.fix_button = action_button(
+            "Try a fix…", self.try_fix,
+            "Fine-tune the classifier with this failure mode's images (their true labels) as targeted data, measure "
+            "it and keep it only if it helps (the fix page)", "tryFixFromModeButton")
         self.sentence_edit = QLineEdit()
         self.sentence_edit.setObjectName("failureModeSentenceEdit")
         self.sentence_edit.setPlaceholderText("A sentence to rank the images by, or to validate with CEI")
@@ -72,6 +77,7 @@ class FailureModeActions(QWidget):
         buttons = QHBoxLayout()
         buttons.addWidget(self.show_button)
         buttons.addWidget(self.explain_button)
+        buttons.addWidget(self.fix_button)
         buttons.addStretch(1)
         checks = QHBoxLayout()
         checks.addWidget(self.sentence_edit, 1)
@@ -148,6 +154,12 @@ class FailureModeActions(QWidget):
         self.host.show_status(f"{len(samples)} misclassified of {n} images of {mode.title.lower()} sent to the "
                               f"workbench.{gone}")
         self.sig_sent.emit("workbench", mode)
+
+    def try_fix(self) -> JobHandle | None:
+        from .fix_from_mode import try_fix_from_mode
+
+        mode = self.current()
+        return try_fix_from_mode(self.host, mode, lambda _out: self.sig_sent.emit("fix", mode))
 
     # -- checking a sentence ----------------------------------------------------------------------------
     def _typed(self) -> str | None:

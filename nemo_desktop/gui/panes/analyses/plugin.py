@@ -74,6 +74,7 @@ class AnalysesPane(Pane):
         self.description = QLabel("")
         self.description.setObjectName("analysisDescription")
         self.description.setWordWrap(True)
+        self.description.setTextFormat(Qt.TextFormat.PlainText)  # may quote a finding's sentence (open_with's note)
         # What it runs on: a stored run / index (combo box) or a path (line edit + Browse).
         self.data_label = QLabel("")
         self.data_combo = QComboBox()
@@ -265,11 +266,16 @@ class AnalysesPane(Pane):
         elif specs:
             self.analysis_list.setCurrentRow(0)
 
-    def open_with(self, name: str, data: str | None = None, settings: dict | None = None) -> None:
+    _pending_note: str | None = None
+
+    def open_with(self, name: str, data: str | None = None, settings: dict | None = None,
+                  note: str | None = None) -> None:
         """Show analysis `name`'s page with `data` (an image path, a folder) and `settings` (form values by field
         name) filled in: the dataset browser's "Analyse with" menu sends an image here, the workbench's "Try a
-        fix…" a finding. The page comes from a job, so the data waits for it."""
+        fix…" a finding; `note` (e.g. a failure mode's sentence) is shown under the page's description. The page
+        comes from a job, so the data waits for it."""
         self._pending = (name, data, dict(settings or {}))
+        self._pending_note = note
         if self.analysis_list.count():
             self.select_analysis(name)
             current = self.analysis_list.currentItem()
@@ -290,7 +296,9 @@ class AnalysesPane(Pane):
                 i = self.data_combo.findData(data)  # a stored run / reference index chosen by its id
                 if i >= 0:
                     self.data_combo.setCurrentIndex(i)
-            self._pending = None
+            if self._pending_note:
+                self.description.setText(f"{self.page.spec.description or self.page.spec.name}\n\n{self._pending_note}")
+            self._pending, self._pending_note = None, None
 
     def select_analysis(self, name: str) -> None:
         for i in range(self.analysis_list.count()):

@@ -156,6 +156,7 @@ class DatasetBrowserPane(Pane):
         layout.addWidget(self.warning_label)
         self.mode_bar = FailureModeBar()  # while a failure mode filters the grid: its sentence, and "Show all"
         self.mode_bar.sig_cleared.connect(lambda: self.show_failure_mode(None))
+        self.mode_bar.sig_fix.connect(lambda: self.try_fix_from_mode())
         layout.addLayout(filters)
         layout.addLayout(confidence)
         layout.addWidget(self.competency.bar)
@@ -389,6 +390,12 @@ class DatasetBrowserPane(Pane):
         self._set_mode(mode)
         self.apply_filters()
         return None
+
+    def try_fix_from_mode(self) -> JobHandle | None:
+        """The mode bar's "Try a fix…": the fix page for the failure mode that filters the grid."""
+        from ..analyses.fix_from_mode import try_fix_from_mode
+
+        return try_fix_from_mode(self.host, self.failure_mode)
 
     def _opened_for_mode(self, mode, data: BrowseData) -> None:
         self._set_mode(mode)  # before showing: _show_data keeps a mode of the index it shows

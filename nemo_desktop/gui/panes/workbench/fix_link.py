@@ -19,7 +19,8 @@ def fix_settings(result: Any) -> dict | None:
     if "instruction" not in finding:
         return None  # a zero-shot prompt: adopted with `nemo fix --prompt` (no training page)
     return {"data": "edit", "instruction": finding["instruction"], "affected_classes": finding["affected_classes"],
-            "predicted_classes": finding["predicted_classes"]}
+            "predicted_classes": finding["predicted_classes"],
+            "failure_modes": "", "failure_mode": 0}  # clears a failure mode a page shown before was filled with
 
 
 def try_fix(host: Any, results: Sequence[Any]) -> bool:
