@@ -9,6 +9,7 @@ from typing import Any
 from ...errors import ConfigError
 
 MODES = ("head", "last-block", "lora", "full")
+INTERPOLATIONS = ("none", "held-out")
 DATA = ("edit", "augment", "none")
 AUGMENTATIONS = ("colour-jitter", "grayscale", "blur", "flip")
 
@@ -49,6 +50,14 @@ class FixConfig:
         "Training mode", "head: the classifier head alone; last-block: the head and the backbone's last block; "
         "lora: LoRA adapters on the backbone plus the head (peft); full: every weight.", choices=MODES))
     lora_rank: int = field(default=4, metadata=_meta("LoRA rank", "Rank of the LoRA adapters.", min=1, max=256))
+    preserve: float = field(default=1.0, metadata=_meta(
+        "Preservation weight", "Weight of a distillation term that keeps the original model's outputs on the "
+        "original training images (Learning without Forgetting: KL divergence at temperature 2); the targeted "
+        "images are learnt from their labels alone. 0: labels only.", min=0.0, max=100.0))
+    interpolation: str = field(default="none", metadata=_meta(
+        "Weight interpolation", "held-out: after training, the fixed weights are mixed with the original ones "
+        "(WiSE-FT: original + a * (fixed - original)), a chosen from 0, 0.1, ..., 1 by the held-out split's loss; "
+        "none: the trained weights as they are.", choices=INTERPOLATIONS))
     lr: float = field(default=1e-3, metadata=_meta("Learning rate", "Adam's learning rate.", min=1e-7, max=1.0))
     epochs: int = field(default=10, metadata=_meta("Epochs", "The most epochs trained.", min=1, max=1000))
     patience: int = field(default=2, metadata=_meta(
@@ -71,7 +80,8 @@ class FixConfig:
         "Name of the fixed model", "Catalog id of the fixed model (default: <base id>-fix-<key>)."))
 
     def __post_init__(self) -> None:
-        for name, allowed in (("data", DATA), ("mode", MODES), ("augmentation", AUGMENTATIONS)):
+        for name, allowed in (("data", DATA), ("mode", MODES), ("augmentation", AUGMENTATIONS),
+                              ("interpolation", INTERPOLATIONS)):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"Unknown {name} '{getattr(self, name)}'.", hint=f"Use one of: {', '.join(allowed)}.")
         from ...registry.params import check_range, config_params

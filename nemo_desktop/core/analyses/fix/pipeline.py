@@ -31,7 +31,7 @@ from .config import FixConfig
 from .data import FixData, image_label_lists, targeted_data
 from .result import ANALYSIS, KIND, STORE_KIND, VERSION, FixResult
 from .saving import can_save, default_name, save_fixed
-from .training import finish, prepare, train
+from .training import finish, interpolate, prepare, teacher_logits, train
 
 SPLITS = ("train", "affected", "rest", "finding")
 
@@ -125,13 +125,19 @@ class FixAnalysis:
         images, labels = image_label_lists(data.train + extra)
         x = self._pixels(images, ctx, "Preparing training images")
         y = torch.as_tensor(labels, device=x.device)
+        # The original training images (not the targeted ones): where the original model's outputs are kept
+        original = torch.arange(len(y), device=x.device) < len(data.train)
+        teacher = teacher_logits(base, x) if cfg.preserve > 0 else None
         torch.manual_seed(cfg.seed)
         module, trainable = prepare(copy.deepcopy(base).to(device), cfg.mode, cfg.lora_rank)
         ckpt = self.checkpoint_dir / f"{key}.pt" if self.checkpoint_dir else None
         t1 = time.perf_counter()
-        record = train(module, x, y, cfg, checkpoint=ckpt, key=key, ctx=ctx)
-        timings["training"] = time.perf_counter() - t1
+        record = train(module, x, y, cfg, checkpoint=ckpt, key=key, ctx=ctx, teacher=teacher, original=original)
         fixed = finish(module, cfg.mode)
+        mixing = None
+        if cfg.interpolation == "held-out":
+            fixed, mixing = interpolate(fixed, base, x, y, cfg, teacher=teacher, original=original, ctx=ctx)
+        timings["training"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         figures = {}
         for name, items in (("affected", data.affected), ("rest", data.rest)):
@@ -146,11 +152,13 @@ class FixAnalysis:
             config=cfg.to_dict(), classifier=_identity(self.classifier),
             data={"fingerprint": data.fingerprint(), "train": len(data.train), "targeted": len(extra),
                   "affected": len(data.affected), "rest": len(data.rest), "description": data.description},
-            sources=sources, trainable=trainable, training=record.to_dict(), affected=figures["affected"],
+            sources=sources, trainable=trainable, training={**record.to_dict(), "interpolation": mixing}, affected=figures["affected"],
             rest=figures["rest"], guard=verdict, saved=None,
             manifest={"analysis": ANALYSIS, "analysis_version": VERSION, "nemo_version": __version__,
                       "created_at": time.time(), "torch": torch.__version__, "device": str(device),
-                      "classifier": _identity(self.classifier), "editor": _identity(self.editor)},
+                      "classifier": _identity(self.classifier), "editor": _identity(self.editor),
+                      "preservation": {"preserve": cfg.preserve, "interpolation": cfg.interpolation,
+                                       "mix": mixing["mix"] if mixing else None}},
             result_key=key)
         unsavable = can_save(self.classifier) if cfg.save else None
         if unsavable:
@@ -160,7 +168,7 @@ class FixAnalysis:
             lineage = {"key": key, "base": _identity(self.classifier), "sources": sources,
                        "counts": result.data, "config": cfg.to_dict(), "summary": result.summary(),
                        "figures": {"affected": figures["affected"]["overall"], "rest": figures["rest"]["overall"],
-                                   "guard": verdict["verdict"]}, "training": record.to_dict()}
+                                   "guard": verdict["verdict"]}, "training": result.training}
             result.saved = save_fixed(self.classifier, fixed, cfg.name or default_name(
                 str(self.classifier.info.model_id), key), lineage, ctx)
             ctx.progress("Saving the fixed model", 1, 1)
