@@ -13,7 +13,7 @@ Keeping the rest of the model's behaviour (the guard's "everything else"): two s
 images the copy is pulled towards the original model's softened outputs (KL at temperature 2), while the targeted
 images are learnt from their labels alone (the original model is wrong on exactly those). `interpolation`
 "held-out" is WiSE-FT (Wortsman et al., 2022): the trained weights are mixed with the original ones and the mixing
-chosen on the early-stopping split (never on the data the fix is measured on).
+chosen on the early-stopping split by the guard's rule (never on the data the fix is measured on).
 """
 from __future__ import annotations
 
@@ -205,28 +205,39 @@ def teacher_logits(model: Any, x: Any, batch: int = 256) -> Any:
     return out
 
 
-def interpolate(fixed: Any, base: Any, x: Any, y: Any, config: FixConfig, *, teacher: Any = None,
-                original: Any = None, ctx: JobContext | None = None) -> tuple[Any, dict[str, Any]]:
-    """WiSE-FT: `fixed` (a plain model of the base architecture) with its weights set to base + a * (fixed - base)
-    for the a in MIXES with the lowest held-out objective (the lower a on a tie: closer to the original)."""
+def interpolate(fixed: Any, base: Any, x: Any, y: Any, config: FixConfig, *, original: Any,
+                ctx: JobContext | None = None) -> tuple[Any, dict[str, Any]]:
+    """WiSE-FT: `fixed` (a plain model of the base architecture) with its weights set to base + a * (fixed - base),
+    a in MIXES chosen on the early-stopping split by the guard's own rule: the most accurate on the held-out
+    targeted images among the mixes whose held-out original images lose at most `margin` points against the
+    original weights (a = 0); on a tie the lower a (the smallest move from the original that gets the gain)."""
+    import torch
+
     base_state = base.state_dict()
     fixed_state = {k: v.detach().clone() for k, v in fixed.state_dict().items()}
     val, _ = split(len(y), config)
     val = val.to(y.device)
-    xv, yv = x[val], y[val]
-    tv = None if teacher is None else teacher[val]
-    ov = None if original is None else original[val]
+    xv, yv, ov = x[val], y[val], original[val]
     rows = []
     for i, a in enumerate(MIXES):
         if ctx is not None:
             ctx.check_cancelled()
             ctx.progress("Choosing the weight mix", i, len(MIXES))
         fixed.load_state_dict(_mix(base_state, fixed_state, a))
-        loss, acc = _evaluate(fixed.eval(), xv, yv, config.batch_size, tv, ov, config.preserve)
-        rows.append({"mix": a, "val_loss": loss, "val_accuracy": acc})
-    best = min(rows, key=lambda r: (round(r["val_loss"], 6), r["mix"]))
+        with torch.no_grad():
+            pred = torch.cat([fixed.eval()(xv[s:s + 256]).float().argmax(1) for s in range(0, len(yv), 256)])
+        right = (pred == yv).float()
+        rows.append({"mix": a, "original_accuracy": _mean(right[ov]), "targeted_accuracy": _mean(right[~ov])})
+    floor = rows[0]["original_accuracy"] - config.margin / 100
+    allowed = [r for r in rows if r["original_accuracy"] >= floor - 1e-9] or rows[:1]
+    best = max(allowed, key=lambda r: (round(r["targeted_accuracy"], 9), -r["mix"]))
     fixed.load_state_dict(_mix(base_state, fixed_state, best["mix"]))
-    return fixed.eval(), {"mix": best["mix"], "tried": rows, "n_val": int(len(yv))}
+    return fixed.eval(), {"mix": best["mix"], "tried": rows, "n_original": int(ov.sum()),
+                          "n_targeted": int((~ov).sum())}
+
+
+def _mean(v: Any) -> float:
+    return float(v.mean()) if len(v) else 1.0
 
 
 def _mix(base: dict[str, Any], fixed: dict[str, Any], a: float) -> dict[str, Any]:
