@@ -71,7 +71,9 @@ def format_result(result) -> str:
                  f"{result.timings.get('training', 0):.1f} s; {result.trainable['trainable']:,} of "
                  f"{result.trainable['total']:,} weights trained.")
     mixing = t.get("interpolation")
-    lines.append(f"Kept the original's outputs on its training images with weight {result.config.get('preserve', 0):g}"
+    w = result.config.get("preserve", 0)
+    lines.append((f"Kept the original's outputs on its training images with weight {w:g}" if w else
+                  "No preservation term (labels only)")
                  + (f"; weights mixed at a = {mixing['mix']:g} between the original (0) and the trained (1), chosen "
                     f"on the held-out split" if mixing else "") + ".")
     for name, o in (("The finding's images", a), ("Everything else", r)):
