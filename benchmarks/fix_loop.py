@@ -14,7 +14,7 @@ every other held-out image (overall and the worst class), the guard's verdict, s
 checks: right gain >= 30 points with the clean change within 1 point overall and per class; wrong and controls
 each gain at most 10 points and at least 15 less than the right fix.
 
-    python benchmarks/fix_loop.py [--modes head,full] [--json out.json] [--threads 1]
+    python benchmarks/fix_loop.py [--modes head,full] [--preserve 0] [--interpolation held-out] [--json out.json]
 """
 from __future__ import annotations
 
@@ -36,6 +36,13 @@ WRONG_CAUSE = "background-texture"
 SETTINGS = {"per_class": 30, "epochs": 10, "patience": 3, "lr": 3e-3, "bootstrap": 2000, "save": False}
 
 
+def report_settings(chosen):
+    from nemo_desktop.core.analyses.fix import FixConfig
+
+    d = FixConfig(**{**SETTINGS, **chosen}).to_dict()
+    return ", ".join(f"{k} {d[k]}" for k in ("per_class", "lr", "epochs", "patience", "preserve", "interpolation"))
+
+
 def run_fix(world, editor, options):
     t = time.perf_counter()
     analysis = build_analysis("fix", Components(classifier=world.classifier, editor=editor), options)
@@ -51,6 +58,9 @@ def row(name, r, seconds):
             "rest_n": o["n"], "worst_class": worst[0], "worst_class_change": worst[1]["change"],
             "worst_class_ci": worst[1]["ci"], "worst_class_n": worst[1]["n"],
             "largest_class_change": max(abs(c["change"]) for c in r.rest["per_class"].values()),
+            "per_class": {k: {"change": c["change"], "ci": c["ci"], "n": c["n"]}
+                          for k, c in r.rest["per_class"].items()},
+            "mix": (r.training.get("interpolation") or {}).get("mix"),
             "verdict": r.guard["verdict"],
             "epochs": r.training["epochs"], "steps": r.training["steps"], "targeted": r.data["targeted"],
             "seconds": seconds}
@@ -77,6 +87,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE", help="also write every figure as JSON")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: fastest on shared cores)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--preserve", type=float, help="the preservation (distillation) weight (default: the fix's)")
+    ap.add_argument("--interpolation", choices=("none", "held-out"), help="weight interpolation (default: the fix's)")
     args = ap.parse_args(argv)
     import torch
 
@@ -84,6 +96,8 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     world = FW.build_fix_world(seed=args.seed)
     editor = FW.FixWorldEditor(world)
+    chosen = {k: v for k, v in (("preserve", args.preserve), ("interpolation", args.interpolation)) if v is not None}
+    print(f"Fix settings: {report_settings(chosen)}")
     print(f"World: cause '{world.cause.name}' planted on class {world.predicted_classes[0]}; CNN trained on "
           f"{len(world.train)} images in {world.train_seconds:.1f} s (train accuracy {100 * world.train_accuracy:.1f}%"
           f"); held-out: {len(world.affected)} affected images, {len(world.rest)} others "
@@ -92,8 +106,9 @@ def main(argv=None) -> int:
                         "rest": len(world.rest), "train_accuracy": world.train_accuracy, "seed": args.seed},
               "settings": SETTINGS, "modes": {}}
     ok = True
+    report["settings"] = {**SETTINGS, **chosen}
     for mode in args.modes.split(","):
-        base = {**SETTINGS, **world.finding(), "mode": mode, "seed": args.seed}
+        base = {**SETTINGS, **chosen, **world.finding(), "mode": mode, "seed": args.seed}
         right, secs = run_fix(world, editor, base)
         rows = [row("right", right, secs)]
         same = {"epochs": right.training["epochs"], "patience": 0}
@@ -114,6 +129,10 @@ def main(argv=None) -> int:
                   f"{'':5} {r['rest_change']:+7.1f} ({r['rest_ci'][0]:+6.1f}, {r['rest_ci'][1]:+6.1f}){'':5} "
                   f"{r['worst_class']:>6} {r['worst_class_change']:+6.1f} (n={r['worst_class_n']}) "
                   f"{r['verdict']:>18} {r['steps']:6d} {r['seconds']:6.1f}")
+        pcs = rows[0]["per_class"]
+        print("  right fix, every other held-out image per class: change in points (n): " + ", ".join(
+            f"{k} {v['change']:+.1f} ({v['n']})" for k, v in pcs.items())
+              + (f"; weights mixed at a = {rows[0]['mix']:g}" if rows[0]["mix"] is not None else ""))
         for name, passed in c.items():
             print(f"  [{'pass' if passed else 'FAIL'}] {name}", flush=True)
     if args.json:

@@ -5,9 +5,12 @@ FOLDER holds train/ (the classifier's training data), affected/ (held-out images
 finding/ holds a failure mode's own images, added to an edit fix's training data with their true labels. Targeted data
 comes from the finding's validated edit (--instruction, applied with --editor to training images of the predicted
 classes; --cue-instruction adds the cause to images of the affected classes), or from a plain augmentation
-(--data augment: the control). The copy of the model is trained (--mode head, last-block, lora or full) with early
-stopping, measured before and after with paired bootstrap intervals, and saved as a new catalog entry only when the
-regression guard keeps it. Ctrl-C keeps the last epoch's checkpoint: run the same command to resume.
+(--data augment: the control), and/or from a failure mode's sentence (--sentence, rendered by the text-to-image
+model --generator, labelled with the affected class). The copy of the model is trained (--mode head, last-block,
+lora or full) with early stopping, keeping the original's outputs on its training images (--preserve) and
+optionally mixed back towards the original weights (--interpolation held-out), measured before and after with
+paired bootstrap intervals, and saved as a new catalog entry only when the regression guard keeps it. Ctrl-C
+keeps the last epoch's checkpoint: run the same command to resume.
 
 --failure-modes KEY --failure-mode N takes the finding from a stored failure-modes result instead: its N-th mode's
 images, with their true labels, join the training data (those also held out are left out).
@@ -31,6 +34,9 @@ def register(subparsers) -> None:
     p.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier to fix (catalog id or "
                                                                           "<family>:<source>)")
     p.add_argument("--editor", "-e", metavar="ID", help="image editor that applies the edit (--data edit)")
+    p.add_argument("--generator", "-g", metavar="ID", help="text-to-image model that renders the failure mode's "
+                                                         "sentence (--sentence; a catalog generator, e.g. "
+                                                         "flux-schnell)")
     p.add_argument("--from-result", metavar="KEY", help="take the finding from a stored validated explanation")
     p.add_argument("--prompt", metavar="CLASS=TEXT", action="append",
                    help="zero-shot classifiers: the class prompt to adopt (repeatable)")
@@ -59,13 +65,20 @@ def format_result(result) -> str:
     lines = [f"Fix of {result.classifier['id']} ({result.config['mode']}, {result.config['data']} data): "
              f"{result.data['targeted']} targeted image(s) added to {result.data['train']}."]
     for s in result.sources:
-        what = s.get("instruction") or s["source"]
+        what = s.get("instruction") or (f"'{s['prompt']}' rendered by {s['generator']['id']}" if s.get("prompt")
+                                         else s["source"])
         lines.append(f"  - {s['count']} image(s) of '{s['class']}': {what} ({s['source']})")
     resumed = f", resumed after epoch {t['resumed_from_epoch']}" if t.get("resumed_from_epoch") else ""
     lines.append(f"Trained {t['epochs']} epoch(s), {t['steps']} steps, best epoch {t['best_epoch']}"
                  f"{', stopped early' if t['stopped_early'] else ''}{resumed} in "
                  f"{result.timings.get('training', 0):.1f} s; {result.trainable['trainable']:,} of "
                  f"{result.trainable['total']:,} weights trained.")
+    mixing = t.get("interpolation")
+    w = result.config.get("preserve", 0)
+    lines.append((f"Kept the original's outputs on its training images with weight {w:g}" if w else
+                  "No preservation term (labels only)")
+                 + (f"; weights mixed at a = {mixing['mix']:g} between the original (0) and the trained (1), chosen "
+                    f"on the held-out split" if mixing else "") + ".")
     for name, o in (("The finding's images", a), ("Everything else", r)):
         lines.append(f"{name}: {_pct(o['before'])} -> {_pct(o['after'])}, {o['change']:+.1f} points "
                      f"(95% CI {o['ci'][0]:+.1f} to {o['ci'][1]:+.1f}, n={o['n']}).")
@@ -117,6 +130,8 @@ def run(args) -> int:
             components = Components(store=store, classifier=classifier)
             if config.data == "edit" and args.editor:
                 components.editor = load(args.editor, "editor", args)
+            if config.data == "edit" and config.sentence.strip() and args.generator:
+                components.generator = load(args.generator, "generator", args)
             result = build_analysis(spec, components, config)(args.folder, ctx)
     except JobCancelled as exc:
         return cancelled(args, f"{exc.message} The last epoch's checkpoint and the edited images are kept; run the "

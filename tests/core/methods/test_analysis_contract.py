@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -278,12 +279,23 @@ def _fix_case(world) -> Case:
                   "affected_classes": "one", "predicted_classes": "seven,one", "augmentation": "grayscale",
                   "per_class": 3, "mode": "last-block", "lora_rank": 2, "lr": 1e-2, "epochs": 2, "patience": 0,
                   "batch_size": 16, "val_fraction": 0.3, "margin": 2.0, "bootstrap": 200, "seed": 1, "save": True,
-                  "name": "my-fix"}
+                  "name": "my-fix", "preserve": 0.5, "interpolation": "held-out", "sentence": "a {class} on blue"}
     invariant = {name: "names a stored failure mode whose images join the training data; their content is in the "
                        "key through the data's fingerprint (tests/core/analyses/failure_modes/test_fm_fix.py)"
                  for name in ("failure_modes", "failure_mode")}
-    return Case(Components(classifier=fw.classifier, editor=editor, store=world["store"]), (fw.data(),), options,
-                variations, invariant, calls=lambda: len(editor.calls))
+    generator = None
+    if importlib.util.find_spec("diffusers") is not None:  # the sentence is rendered by a tiny text-to-image model
+        from fixtures_tiny.t2i import build_tiny_flux_schnell
+        from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+
+        generator = load_model(ModelSpec("generator", "diffusers-t2i", str(build_tiny_flux_schnell(world["tmp"])),
+                                         options={"steps": 1, "guidance": 0.0, "max_sequence_length": 32,
+                                                  "width": 32, "height": 32}), LoadOptions(device="cpu"))
+    else:
+        variations.pop("sentence")
+        invariant["sentence"] = "diffusers is not installed"
+    return Case(Components(classifier=fw.classifier, editor=editor, generator=generator, store=world["store"]),
+                (fw.data(),), options, variations, invariant, calls=lambda: len(editor.calls))
 
 
 CASES: dict[str, Callable[[dict], Case]] = {

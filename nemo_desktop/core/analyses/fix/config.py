@@ -9,6 +9,7 @@ from typing import Any
 from ...errors import ConfigError
 
 MODES = ("head", "last-block", "lora", "full")
+INTERPOLATIONS = ("none", "held-out")
 DATA = ("edit", "augment", "none")
 AUGMENTATIONS = ("colour-jitter", "grayscale", "blur", "flip")
 
@@ -40,15 +41,29 @@ class FixConfig:
     predicted_classes: str = field(default="", metadata=_meta(
         "Predicted classes", "The classes the finding's images are wrongly taken for (where the cause pulls), "
         "separated by commas."))
+    sentence: str = field(default="", metadata=_meta(
+        "Failure mode's sentence", "Optional (edit fixes): the sentence rendered by the text-to-image generator "
+        "into images labelled with the affected class it describes (Targeted images per class of them). Write "
+        "{class} where the class name goes when several classes are affected."))
     augmentation: str = field(default="colour-jitter", metadata=_meta(
         "Plain augmentation", "The control's augmentation (data=augment).", choices=AUGMENTATIONS))
     per_class: int = field(default=200, metadata=_meta(
-        "Targeted images per class", "Training images edited (or augmented) per affected or predicted class.",
+        "Targeted images per class", "Training images edited (or augmented) per affected or predicted class; "
+        "images rendered per affected class from the sentence.",
         min=1, max=100000))
     mode: str = field(default="head", metadata=_meta(
         "Training mode", "head: the classifier head alone; last-block: the head and the backbone's last block; "
         "lora: LoRA adapters on the backbone plus the head (peft); full: every weight.", choices=MODES))
     lora_rank: int = field(default=4, metadata=_meta("LoRA rank", "Rank of the LoRA adapters.", min=1, max=256))
+    preserve: float = field(default=1.0, metadata=_meta(
+        "Preservation weight", "Weight of a distillation term that keeps the original model's outputs on the "
+        "original training images (Learning without Forgetting: KL divergence at temperature 2); the targeted "
+        "images are learnt from their labels alone. 0: labels only.", min=0.0, max=100.0))
+    interpolation: str = field(default="none", metadata=_meta(
+        "Weight interpolation", "held-out: after training, the fixed weights are mixed with the original ones "
+        "(WiSE-FT: original + a * (fixed - original)), a from 0, 0.1, ..., 1 chosen on the held-out split: the best "
+        "on its targeted images among those that cost its original images at most the margin (the lower a on a "
+        "tie); none: the trained weights as they are.", choices=INTERPOLATIONS))
     lr: float = field(default=1e-3, metadata=_meta("Learning rate", "Adam's learning rate.", min=1e-7, max=1.0))
     epochs: int = field(default=10, metadata=_meta("Epochs", "The most epochs trained.", min=1, max=1000))
     patience: int = field(default=2, metadata=_meta(
@@ -79,7 +94,8 @@ class FixConfig:
         "the app's failure-mode picker lists them); 0: none.", min=0, max=1_000_000))
 
     def __post_init__(self) -> None:
-        for name, allowed in (("data", DATA), ("mode", MODES), ("augmentation", AUGMENTATIONS)):
+        for name, allowed in (("data", DATA), ("mode", MODES), ("augmentation", AUGMENTATIONS),
+                              ("interpolation", INTERPOLATIONS)):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"Unknown {name} '{getattr(self, name)}'.", hint=f"Use one of: {', '.join(allowed)}.")
         from ...registry.params import check_range, config_params
@@ -90,10 +106,15 @@ class FixConfig:
     def check_plan(self, finding: bool = False) -> None:
         """Refuse settings that cannot make targeted data (checked when the fix is built, not for the defaults).
         `finding`: a failure mode's own images are given (an edit fix may then have no edit)."""
-        if self.data == "edit" and not (self.instruction.strip() or self.cue_instruction.strip()) and not finding:
+        if self.data == "edit" and not (self.instruction.strip() or self.cue_instruction.strip()
+                                        or self.sentence.strip()) and not finding:
             raise ConfigError("Targeted data from an edit needs the edit.",
                               hint="Give the validated edit (--instruction) and/or the edit that adds the cause "
-                                   "(--cue-instruction), or choose --data augment for the control.")
+                                   "(--cue-instruction), a failure mode's sentence to render (--sentence with "
+                                   "--generator), or choose --data augment for the control.")
+        if self.data == "edit" and self.sentence.strip() and not self.affected:
+            raise ConfigError("A rendered sentence is labelled with the affected class it describes; none was "
+                              "given.", hint="Give --affected-classes.")
         if self.data == "edit" and self.instruction.strip() and not self.predicted:
             raise ConfigError("The edit that removes the cause is applied to training images of the predicted "
                               "classes; none were given.", hint="Give --predicted-classes.")

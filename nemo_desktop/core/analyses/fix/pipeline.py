@@ -30,9 +30,10 @@ from . import measure
 from .config import FixConfig
 from .data import FixData, image_label_lists, targeted_data
 from .from_mode import with_mode_images
+from .rendering import rendered_data, text_to_image
 from .result import ANALYSIS, KIND, STORE_KIND, VERSION, FixResult
 from .saving import can_save, default_name, save_fixed
-from .training import finish, prepare, train
+from .training import finish, interpolate, prepare, teacher_logits, train
 
 SPLITS = ("train", "affected", "rest", "finding")
 
@@ -78,9 +79,11 @@ class FixAnalysis:
     """`fix`: targeted fine-tuning of a trained classifier from a finding, measured, kept only if it helps."""
 
     def __init__(self, classifier: Any = None, editor: Any = None, store: Any = None,
-                 config: FixConfig | None = None, checkpoint_dir: str | Path | None = None) -> None:
+                 config: FixConfig | None = None, checkpoint_dir: str | Path | None = None,
+                 generator: Any = None) -> None:
         self.config = config or FixConfig()
         self.classifier, self.editor, self.store = classifier, editor, store
+        self.generator = text_to_image(generator) if self.renders else None
         if getattr(classifier, "zero_shot", False):
             raise ConfigError("A zero-shot classifier is fixed by adopting a prompt, not by training.",
                               hint="Use adopt-prompt (nemo fix --prompt ...) for CLIP/SigLIP/open_clip classifiers.")
@@ -93,6 +96,11 @@ class FixAnalysis:
                               hint="Give one (--editor), or choose --data augment for the control.")
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else self._default_checkpoints()
 
+    @property
+    def renders(self) -> bool:
+        """Whether the failure mode's sentence is rendered (edit fixes with a sentence)."""
+        return self.config.data == "edit" and bool(self.config.sentence.strip())
+
     def _default_checkpoints(self) -> Path | None:
         art = getattr(self.store, "artifacts_dir", None)
         return Path(art).parent / "fix-checkpoints" if art else None
@@ -100,6 +108,7 @@ class FixAnalysis:
     def key(self, data: FixData) -> str:
         return result_key(STORE_KIND, version=VERSION, classifier=_identity(self.classifier),
                           editor=_identity(self.editor) if self.config.data == "edit" else None,
+                          generator=_identity(self.generator) if self.renders else None,
                           data=data.fingerprint(), config=self.config.to_dict())
 
     def __call__(self, data: FixData | str | Path, ctx: JobContext | None = None) -> FixResult:
@@ -122,19 +131,28 @@ class FixAnalysis:
         timings: dict[str, float] = {}
         extra, sources = (targeted_data(data, cfg, self.editor, self.store, ctx) if cfg.data != "none" or
                           cfg.affected or cfg.predicted else ([], []))
+        if self.renders:
+            rendered, rendered_sources = rendered_data(data.class_names, cfg, self.generator, self.store, ctx)
+            extra, sources = extra + rendered, sources + rendered_sources
         timings["targeted_data"] = time.perf_counter() - t0
         base = self.classifier.model
         device = next(base.parameters()).device
         images, labels = image_label_lists(data.train + extra)
         x = self._pixels(images, ctx, "Preparing training images")
         y = torch.as_tensor(labels, device=x.device)
+        # The original training images (not the targeted ones): where the original model's outputs are kept
+        original = torch.arange(len(y), device=x.device) < len(data.train)
+        teacher = teacher_logits(base, x) if cfg.preserve > 0 else None
         torch.manual_seed(cfg.seed)
         module, trainable = prepare(copy.deepcopy(base).to(device), cfg.mode, cfg.lora_rank)
         ckpt = self.checkpoint_dir / f"{key}.pt" if self.checkpoint_dir else None
         t1 = time.perf_counter()
-        record = train(module, x, y, cfg, checkpoint=ckpt, key=key, ctx=ctx)
-        timings["training"] = time.perf_counter() - t1
+        record = train(module, x, y, cfg, checkpoint=ckpt, key=key, ctx=ctx, teacher=teacher, original=original)
         fixed = finish(module, cfg.mode)
+        mixing = None
+        if cfg.interpolation == "held-out":
+            fixed, mixing = interpolate(fixed, base, x, y, cfg, original=original, ctx=ctx)
+        timings["training"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         figures = {}
         for name, items in (("affected", data.affected), ("rest", data.rest)):
@@ -149,11 +167,15 @@ class FixAnalysis:
             config=cfg.to_dict(), classifier=_identity(self.classifier),
             data={"fingerprint": data.fingerprint(), "train": len(data.train), "targeted": len(extra),
                   "affected": len(data.affected), "rest": len(data.rest), "description": data.description},
-            sources=sources, trainable=trainable, training=record.to_dict(), affected=figures["affected"],
+            sources=sources, trainable=trainable, training={**record.to_dict(), "interpolation": mixing},
+            affected=figures["affected"],
             rest=figures["rest"], guard=verdict, saved=None,
             manifest={"analysis": ANALYSIS, "analysis_version": VERSION, "nemo_version": __version__,
                       "created_at": time.time(), "torch": torch.__version__, "device": str(device),
-                      "classifier": _identity(self.classifier), "editor": _identity(self.editor)},
+                      "classifier": _identity(self.classifier), "editor": _identity(self.editor),
+                      "generator": _identity(self.generator),
+                      "preservation": {"preserve": cfg.preserve, "interpolation": cfg.interpolation,
+                                       "mix": mixing["mix"] if mixing else None}},
             result_key=key)
         unsavable = can_save(self.classifier) if cfg.save else None
         if unsavable:
@@ -163,7 +185,7 @@ class FixAnalysis:
             lineage = {"key": key, "base": _identity(self.classifier), "sources": sources,
                        "counts": result.data, "config": cfg.to_dict(), "summary": result.summary(),
                        "figures": {"affected": figures["affected"]["overall"], "rest": figures["rest"]["overall"],
-                                   "guard": verdict["verdict"]}, "training": record.to_dict()}
+                                   "guard": verdict["verdict"]}, "training": result.training}
             result.saved = save_fixed(self.classifier, fixed, cfg.name or default_name(
                 str(self.classifier.info.model_id), key), lineage, ctx)
             ctx.progress("Saving the fixed model", 1, 1)
@@ -201,9 +223,10 @@ class FixAnalysis:
 
 register_analysis(AnalysisSpec(
     name=ANALYSIS, kind=KIND, version=VERSION, factory=FixAnalysis, config=FixConfig, result=FixResult,
-    inputs=Inputs(classifier="required", editor="optional", data="dataset"),
-    description="Tries a fix for a finding: targeted data from the validated edit (or a plain augmentation as the "
-                "control), fine-tuning of the head, the last block, LoRA adapters or every weight with early "
-                "stopping, then accuracy before and after on the finding's held-out images and on everything "
-                "else with paired bootstrap intervals; a regression guard decides whether the fixed model is "
-                "kept and saved as a new catalog entry."))
+    inputs=Inputs(classifier="required", editor="optional", generator="optional", data="dataset"),
+    description="Tries a fix for a finding: targeted data from the validated edit and/or a failure mode's sentence "
+                "rendered by a text-to-image model (or a plain augmentation as the control), fine-tuning of the "
+                "head, the last block, LoRA adapters or every weight with early stopping (keeping the original's "
+                "outputs on its training data), then accuracy before and after on the finding's held-out images and "
+                "on everything else with paired bootstrap intervals; a regression guard decides whether the fixed "
+                "model is kept and saved as a new catalog entry."))

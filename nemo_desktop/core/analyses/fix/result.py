@@ -6,7 +6,7 @@ from typing import Any
 
 KIND = "fit"
 ANALYSIS = "fix"
-VERSION = "1"
+VERSION = "2"  # 2: the preservation term and weight interpolation
 STORE_KIND = "fix"
 
 

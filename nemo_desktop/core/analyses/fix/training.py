@@ -7,6 +7,13 @@ seeded, with a checkpoint after every epoch so that a killed or cancelled fix re
 The model is always a copy: the classifier the user loaded is never changed. LoRA (peft) adapters are merged into
 the weights at the end, so the fixed model has the base architecture and loads like the original. Backbone
 normalisation statistics stay frozen (eval mode) unless every weight is trained.
+
+Keeping the rest of the model's behaviour (the guard's "everything else"): two standard tools, both settings.
+`preserve` adds Learning without Forgetting's distillation term (Li & Hoiem, 2017): on the ORIGINAL training
+images the copy is pulled towards the original model's softened outputs (KL at temperature 2), while the targeted
+images are learnt from their labels alone (the original model is wrong on exactly those). `interpolation`
+"held-out" is WiSE-FT (Wortsman et al., 2022): the trained weights are mixed with the original ones and the mixing
+chosen on the early-stopping split by the guard's rule (never on the data the fix is measured on).
 """
 from __future__ import annotations
 
@@ -20,7 +27,9 @@ from ...errors import ConfigError
 from ...jobs import JobContext
 from .config import FixConfig
 
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
+TEMPERATURE = 2.0  # LwF's distillation temperature
+MIXES = tuple(i / 10 for i in range(11))  # WiSE-FT's mixing coefficients tried on the held-out split
 
 
 def _has_params(m: Any) -> bool:
@@ -141,7 +150,23 @@ def _save_checkpoint(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)  # atomic: a kill leaves the previous checkpoint or the new one, never half of one
 
 
-def _evaluate(module: Any, x: Any, y: Any, batch: int) -> tuple[float, float]:
+def _loss(out: Any, y: Any, teacher: Any, original: Any, weight: float, reduction: str = "mean") -> Any:
+    """Cross-entropy on every image plus `weight` x the distillation term on the original images (summed over
+    them with reduction "sum"; averaged over the batch otherwise, so a batch of targeted images adds none)."""
+    import torch.nn.functional as F
+
+    loss = F.cross_entropy(out, y, reduction=reduction)
+    if weight > 0 and teacher is not None and bool(original.any()):
+        t = TEMPERATURE
+        kl = F.kl_div(F.log_softmax(out[original] / t, 1), F.softmax(teacher[original] / t, 1),
+                      reduction="sum") * t * t
+        loss = loss + weight * (kl if reduction == "sum" else kl / len(y))
+    return loss
+
+
+def _evaluate(module: Any, x: Any, y: Any, batch: int, teacher: Any = None, original: Any = None,
+              weight: float = 0.0) -> tuple[float, float]:
+    """(the training objective per image, accuracy) on a held-out split."""
     import torch
 
     if len(y) == 0:
@@ -150,26 +175,96 @@ def _evaluate(module: Any, x: Any, y: Any, batch: int) -> tuple[float, float]:
     with torch.no_grad():
         for s in range(0, len(y), batch):
             out = module(x[s:s + batch]).float()
-            loss += float(torch.nn.functional.cross_entropy(out, y[s:s + batch], reduction="sum"))
-            correct += int((out.argmax(1) == y[s:s + batch]).sum())
+            sl = slice(s, s + batch)
+            loss += float(_loss(out, y[sl], None if teacher is None else teacher[sl],
+                                None if original is None else original[sl], weight, reduction="sum"))
+            correct += int((out.argmax(1) == y[sl]).sum())
     return loss / len(y), correct / len(y)
 
 
-def train(module: Any, x: Any, y: Any, config: FixConfig, *, checkpoint: Path | None, key: str,
-          ctx: JobContext) -> TrainingRecord:
-    """Train `module` on (x, y) (tensors on the module's device) with a seeded held-out split for early stopping.
-    The best epoch's weights (by held-out loss) are kept; with patience 0 every epoch is trained and the last kept.
-    `checkpoint`: written after every epoch and read back when it belongs to the same `key` (resume)."""
+def split(n: int, config: FixConfig) -> tuple[Any, Any]:
+    """(held-out rows, training rows) of n images, seeded: the early-stopping split (and WiSE-FT's)."""
     import torch
 
-    start = time.perf_counter()
-    n = len(y)
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(config.seed))
     n_val = max(1, int(round(n * config.val_fraction)))
     if n - n_val < 1:
         raise ConfigError("Too few training images to keep a held-out split.")
-    val_idx, tr_idx = perm[:n_val].to(y.device), perm[n_val:].to(y.device)
+    return perm[:n_val], perm[n_val:]
+
+
+def teacher_logits(model: Any, x: Any, batch: int = 256) -> Any:
+    """The original model's logits on every training image (eval mode, no gradient): the distillation targets."""
+    import torch
+
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        out = torch.cat([model(x[s:s + batch]).float() for s in range(0, len(x), batch)])
+    model.train(was)
+    return out
+
+
+def interpolate(fixed: Any, base: Any, x: Any, y: Any, config: FixConfig, *, original: Any,
+                ctx: JobContext | None = None) -> tuple[Any, dict[str, Any]]:
+    """WiSE-FT: `fixed` (a plain model of the base architecture) with its weights set to base + a * (fixed - base),
+    a in MIXES chosen on the early-stopping split by the guard's own rule: the most accurate on the held-out
+    targeted images among the mixes whose held-out original images lose at most `margin` points against the
+    original weights (a = 0); on a tie the lower a (the smallest move from the original that gets the gain)."""
+    import torch
+
+    base_state = base.state_dict()
+    fixed_state = {k: v.detach().clone() for k, v in fixed.state_dict().items()}
+    val, _ = split(len(y), config)
+    val = val.to(y.device)
+    xv, yv, ov = x[val], y[val], original[val]
+    rows = []
+    for i, a in enumerate(MIXES):
+        if ctx is not None:
+            ctx.check_cancelled()
+            ctx.progress("Choosing the weight mix", i, len(MIXES))
+        fixed.load_state_dict(_mix(base_state, fixed_state, a))
+        with torch.no_grad():
+            pred = torch.cat([fixed.eval()(xv[s:s + 256]).float().argmax(1) for s in range(0, len(yv), 256)])
+        right = (pred == yv).float()
+        rows.append({"mix": a, "original_accuracy": _mean(right[ov]), "targeted_accuracy": _mean(right[~ov])})
+    floor = rows[0]["original_accuracy"] - config.margin / 100
+    allowed = [r for r in rows if r["original_accuracy"] >= floor - 1e-9] or rows[:1]
+    best = max(allowed, key=lambda r: (round(r["targeted_accuracy"], 9), -r["mix"]))
+    fixed.load_state_dict(_mix(base_state, fixed_state, best["mix"]))
+    return fixed.eval(), {"mix": best["mix"], "tried": rows, "n_original": int(ov.sum()),
+                          "n_targeted": int((~ov).sum())}
+
+
+def _mean(v: Any) -> float:
+    return float(v.mean()) if len(v) else 1.0
+
+
+def _mix(base: dict[str, Any], fixed: dict[str, Any], a: float) -> dict[str, Any]:
+    out = {}
+    for k, v in fixed.items():
+        b = base[k].to(v.device)
+        out[k] = (b + a * (v - b)).to(v.dtype) if v.is_floating_point() else (v if a >= 0.5 else b)
+    return out
+
+
+def train(module: Any, x: Any, y: Any, config: FixConfig, *, checkpoint: Path | None, key: str,
+          ctx: JobContext, teacher: Any = None, original: Any = None) -> TrainingRecord:
+    """Train `module` on (x, y) (tensors on the module's device) with a seeded held-out split for early stopping.
+    The best epoch's weights (by held-out objective) are kept; with patience 0 every epoch is trained and the last
+    kept. `teacher`: the original model's logits on x, distilled (weight config.preserve) on the rows where
+    `original` is True. `checkpoint`: written after every epoch and read back when it belongs to the same `key`."""
+    import torch
+
+    start = time.perf_counter()
+    n = len(y)
+    val_idx, tr_idx = split(n, config)
+    n_val = len(val_idx)
+    val_idx, tr_idx = val_idx.to(y.device), tr_idx.to(y.device)
     xv, yv = x[val_idx], y[val_idx]
+    weight = config.preserve if teacher is not None else 0.0
+    tv = None if teacher is None else teacher[val_idx]
+    ov = None if original is None else original[val_idx]
     params = [p for p in module.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=config.lr)
     record = TrainingRecord(n_train=n - n_val, n_val=n_val)
@@ -197,14 +292,15 @@ def train(module: Any, x: Any, y: Any, config: FixConfig, *, checkpoint: Path | 
             ctx.check_cancelled()
             idx = order[s:s + config.batch_size]
             opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(module(x[idx]).float(), y[idx])
+            loss = _loss(module(x[idx]).float(), y[idx], None if teacher is None else teacher[idx],
+                         None if original is None else original[idx], weight)
             loss.backward()
             opt.step()
             running += float(loss.detach()) * len(idx)
             record.steps += 1
             ctx.progress("Training", record.steps, total)
         module.eval()
-        val_loss, val_acc = _evaluate(module, xv, yv, config.batch_size)
+        val_loss, val_acc = _evaluate(module, xv, yv, config.batch_size, tv, ov, weight)
         record.history.append({"epoch": epoch, "train_loss": running / len(order), "val_loss": val_loss,
                                "val_accuracy": val_acc})
         record.epochs = epoch

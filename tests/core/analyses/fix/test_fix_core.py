@@ -150,3 +150,53 @@ def test_a_failure_modes_own_images_are_a_recorded_source(world):
     with pytest.raises(ConfigError, match="needs the edit"):
         build_analysis("fix", Components(classifier=world.classifier, editor=editor), options)(world.data(),
                                                                                               JobContext())
+
+
+def _kl_to_original(world, preserve):
+    """Mean KL(original || fixed) on the original training images after a head fix from the finding's edits."""
+    import copy
+
+    import torch
+
+    from nemo_desktop.core.analyses.fix.data import image_label_lists, targeted_data
+    from nemo_desktop.core.analyses.fix.training import teacher_logits, train
+
+    cfg = FixConfig(**{**FAST, **world.finding(), "per_class": 20, "epochs": 3, "patience": 0, "mode": "full",
+                       "preserve": preserve})
+    data = world.data()
+    extra, _ = targeted_data(data, cfg, fix_world_module().FixWorldEditor(world), None, JobContext())
+    images, labels = image_label_lists(data.train + extra)
+    x = world.classifier.preprocess(images)
+    y = torch.as_tensor(labels)
+    base = world.classifier.model
+    original = torch.arange(len(y)) < len(data.train)
+    teacher = teacher_logits(base, x)
+    torch.manual_seed(0)
+    module, _ = prepare(copy.deepcopy(base), "full")
+    train(module, x, y, cfg, checkpoint=None, key="k", ctx=JobContext(), teacher=teacher, original=original)
+    out = teacher_logits(finish(module, "full"), x[original])
+    p = torch.softmax(teacher[original], 1)
+    return float((p * (torch.log_softmax(teacher[original], 1) - torch.log_softmax(out, 1))).sum(1).mean())
+
+
+def test_the_preservation_term_keeps_the_original_outputs_on_the_training_images(world):
+    assert _kl_to_original(world, preserve=10.0) < 0.5 * _kl_to_original(world, preserve=0.0)
+
+
+def test_weight_interpolation_is_chosen_on_the_held_out_split_and_recorded(world):
+    from nemo_desktop.core.analyses.fix.training import MIXES, _mix
+
+    result, _ = _fix(world, mode="head", interpolation="held-out", epochs=2, patience=0)
+    mixing = result.training["interpolation"]
+    assert mixing["mix"] in MIXES and [r["mix"] for r in mixing["tried"]] == list(MIXES)
+    assert mixing["n_original"] + mixing["n_targeted"] == result.training["n_val"]
+    assert result.manifest["preservation"] == {"preserve": 1.0, "interpolation": "held-out", "mix": mixing["mix"]}
+    floor = mixing["tried"][0]["original_accuracy"] - result.config["margin"] / 100
+    allowed = [r for r in mixing["tried"] if r["original_accuracy"] >= floor - 1e-9]
+    assert mixing["mix"] in {r["mix"] for r in allowed}  # the guard's rule on the held-out split
+    best = max(r["targeted_accuracy"] for r in allowed)
+    assert mixing["mix"] == min(r["mix"] for r in allowed if r["targeted_accuracy"] == best)
+    import torch
+
+    a, b = {"w": torch.zeros(2)}, {"w": torch.ones(2)}
+    assert torch.allclose(_mix(a, b, 0.3)["w"], torch.full((2,), 0.3))
