@@ -199,6 +199,7 @@ class FixAnalysis:
 register_analysis(AnalysisSpec(
     name=ANALYSIS, kind=KIND, version=VERSION, factory=FixAnalysis, config=FixConfig, result=FixResult,
     inputs=Inputs(classifier="required", editor="optional", data="dataset"),
+    data_label="Fix folder (train/, affected/ and rest/, each with one sub-folder per class)",
     description="Tries a fix for a finding: targeted data from the validated edit (or a plain augmentation as the "
                 "control), fine-tuning of the head, the last block, LoRA adapters or every weight with early "
                 "stopping, then accuracy before and after on the finding's held-out images and on everything "
