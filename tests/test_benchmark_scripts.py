@@ -105,3 +105,38 @@ def test_gui_past_results_compares_the_chunked_fill_with_one_turn(qapp, capsys):
     assert _module("gui_past_results").main(["--rows", "100"]) == 0
     out = capsys.readouterr().out
     assert "100 results, 40 rows a turn: longest turn" in out and "over 3 turns" in out and "in one turn" in out
+
+
+def test_mcp_tool_costs_tiny_runs_as_on_the_gpu_machine(tmp_path):
+    """benchmarks/mcp_tool_costs.py --device cpu --tiny with the packages the GPU machine lacks made unimportable:
+    it must import neither PySide6 nor mcp, and name each tool it could not measure with the reason."""
+    import subprocess
+    import sys
+
+    missing = ("mcp", "PySide6", "diffusers", "open_clip", "platformdirs", "lpips")
+    out = tmp_path / "costs.json"
+    code = (f"import runpy, sys\nfor m in {missing!r}:\n    sys.modules[m] = None\n"
+            f"sys.argv = ['mcp_tool_costs.py', '--device', 'cpu', '--tiny', '--out', {str(out)!r}]\n"
+            f"runpy.run_path({str(BENCHMARKS / 'mcp_tool_costs.py')!r}, run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                          cwd=BENCHMARKS.parent, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    figures = json.loads(out.read_text())
+    rows = {r["tool"]: r for r in figures["rows"]}
+    assert figures["tiny"] and figures["device"] == "cpu" and "mcp" not in figures["build_seconds"]
+    measured = {"predict", "index_dataset", "explain cam-mllm", "explain scitx (zero-shot)", "get_result",
+                "export_report (html)", "analysis_competency_estimator", "analysis_competency_score",
+                "analysis_competency_cf", "analysis_failure_modes", "analysis_fix (augment, head)"}
+    for tool in measured:
+        r = rows[tool]
+        assert not r["error"] and not r["skipped"] and r["cold_s"] > 0 and r["warm_s"] is not None, r
+    for tool, why in (("explain scitx (editor)", "diffusers is not installed"),
+                      ("analysis_competency_bench", "lpips is not installed"),
+                      ("analysis_fix (edit)", "diffusers is not installed")):
+        assert why in rows[tool]["skipped"]
+    from nemo_desktop.core.methods.registry import list_methods
+    from nemo_desktop.core.registry import list_analyses
+
+    named = {t.split()[0] for t in rows}
+    assert {"analysis_" + a.replace("-", "_") for a in set(list_analyses()) - set(list_methods())} <= named
+    assert "analysis_fix (augment, head)" in proc.stdout and "peak GiB" in proc.stdout

@@ -166,15 +166,16 @@ def _coerce_settings(spec_configs: list[type | None], settings: Any, roots: "Roo
             out[name] = value  # unknown names are refused by make_config, with the known ones listed
             continue
         want = {"int": int, "float": (int, float), "bool": bool, "str": str}.get(p.kind or "")
+        names_files = roots is not None and not p.choices and (
+            p.path or re.search(r"(manifest|file|dir|folder|path)$", name) is not None)
         if p.kind in ("size", "paths"):
             if not isinstance(value, (list, tuple)):
                 raise ConfigError(f"Setting '{name}' must be a list.")
             value = tuple(value)
-            if p.kind == "paths" and not p.choices and roots is not None:
-                value = tuple(str(roots.check(str(v), f"file of setting '{name}'")) for v in value)
-        elif p.kind == "str" and roots is not None and isinstance(value, str) and value and \
-                re.search(r"(manifest|file|dir|folder|path)$", name):  # a path in a text setting
-            value = str(roots.check(value, f"file of setting '{name}'"))
+            if p.kind == "paths" and names_files:
+                value = tuple(_checked_path(roots, str(v), name) for v in value)
+        elif p.kind == "str" and names_files and isinstance(value, str) and value:
+            value = _checked_path(roots, value, name)
         elif want is not None:
             if p.kind == "int" and isinstance(value, float) and value.is_integer():
                 value = int(value)
@@ -183,6 +184,19 @@ def _coerce_settings(spec_configs: list[type | None], settings: Any, roots: "Roo
                 raise ConfigError(f"Setting '{name}' ({p.label}) must be {kind}, not {json.dumps(value)}.")
         out[name] = value
     return out
+
+
+def _looks_like_path(value: str) -> bool:
+    """A value that can name a file: separators, ~ or . first, or an existing file (relative to the server's
+    working directory). A bare word that names nothing (a shipped sentence set: 'general') is a name."""
+    return "/" in value or os.sep in value or value.startswith(("~", ".")) or Path(value).exists()
+
+
+def _checked_path(roots: "Roots", value: str, setting: str) -> str:
+    """A file setting's value inside the roots (resolved), or a name left as it is."""
+    if not _looks_like_path(value):
+        return value
+    return str(roots.check(value, f"file of setting '{setting}'"))
 
 
 def _obj(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -447,8 +461,7 @@ def _explain(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
     mllm = server.model(args["mllm"], "mllm") if args.get("mllm") else None
     editor = server.model(args["editor"], "editor") if args.get("editor") else None
     reference = args.get("reference")
-    if isinstance(reference, str) and reference.lower() != "none" and (
-            reference.startswith(("/", "~", ".")) or os.sep in reference or Path(reference).exists()):
+    if isinstance(reference, str) and reference.lower() != "none" and _looks_like_path(reference):
         reference = str(server.roots.check(reference, "reference dataset"))
     settings = _coerce_settings([get_method(m).config for m in list_methods()], args.get("settings"), server.roots)
     label = args["true_label"]
@@ -527,11 +540,14 @@ def _run_analysis(server: NemoMCP, name: str, args: dict[str, Any], ctx: Any) ->
     if args.get("generator"):
         models["generator"] = server.condition_source(str(args["generator"]))
     reference = args.get("reference")
-    if isinstance(reference, str) and (reference.startswith(("/", "~", ".")) or Path(reference).exists()):
+    if isinstance(reference, str) and reference.lower() != "none" and _looks_like_path(reference):
         reference = str(server.roots.check(reference, "reference dataset"))
+    fitted = args.get("fitted")
+    if isinstance(fitted, str) and _looks_like_path(fitted):  # a saved estimator's folder, not a store key
+        fitted = str(server.roots.check(fitted, "fitted estimator folder"))
     settings = _coerce_settings([spec.config], args.get("settings"), server.roots)
     result = server.run_job(lambda: api.run_analysis(
-        name, data, **models, reference=reference, fitted=args.get("fitted"), settings=settings,
+        name, data, **models, reference=reference, fitted=fitted, settings=settings,
         device=args.get("device") or server.device, dtype=server.dtype, ctx=ctx), ctx)
     images = result.images() if result.key else {}
     return ToolOutput(_result_summary(result, images),

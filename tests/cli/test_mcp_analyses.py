@@ -82,5 +82,9 @@ async def test_index_then_failure_modes_through_mcp(world):
         bad = await client.call_tool("analysis_failure_modes", {**args, "settings": {
             **settings, "sentence_sets": [str(world["outside"])]}})
         assert bad.is_error and "outside the folders" in bad.content[0].text
+        # a bare name is a set's name, not a path to confine: it reaches the analysis, which names the shipped sets
+        bad = await client.call_tool("analysis_failure_modes", {**args, "settings": {
+            **settings, "sentence_sets": ["no-such-set"]}})
+        assert bad.is_error and "neither a shipped set nor a file" in bad.content[0].text, bad.content[0].text
         bad = await client.call_tool("analysis_failure_modes", {**args, "settings": {**settings, "k": 0}})
         assert bad.is_error and "at least 1" in bad.content[0].text

@@ -34,7 +34,8 @@ class DataChoice:
 
 
 def data_prompt(spec: AnalysisSpec) -> tuple[str, str]:
-    return DATA_PROMPTS.get(spec.inputs.data, (spec.inputs.data, "folder"))
+    label, how = DATA_PROMPTS.get(spec.inputs.data, (spec.inputs.data, "folder"))
+    return spec.data_label or label, how
 
 
 def data_choices(spec: AnalysisSpec, store: Any) -> list[DataChoice]:

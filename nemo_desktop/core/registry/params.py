@@ -6,6 +6,8 @@ A field may carry metadata for the surfaces:
     k: int = field(default=3, metadata={"label": "Observations per set", "help": "...", "min": 0, "max": 20})
     contrast: str = field(default="pdiff", metadata={"choices": ("pdiff", "fpdiff", "tops")})
 
+    calibration_set: str = field(default="", metadata={"label": ..., "path": True})  # a file or folder
+
 A config may instead (or also) carry a class attribute `FIELD_INFO = {"k": {"label": ..., ...}}`, which keeps the
 field lines short; a field's own metadata wins. Without either the label is the field name in words and the range
 is open.
@@ -33,6 +35,7 @@ class ParamInfo:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] | None = None
+    path: bool = False  # names files or folders (metadata "path": True): surfaces that confine file access check it
 
     @property
     def multi(self) -> bool:
@@ -96,7 +99,7 @@ def config_params(config_cls: type | None) -> list[ParamInfo]:
         choices = meta.get("choices")
         out.append(ParamInfo(f.name, kind, optional, default, meta.get("label") or f.name.replace("_", " ").capitalize(),
                              meta.get("help", ""), meta.get("min"), meta.get("max"),
-                             tuple(choices) if choices else None))
+                             tuple(choices) if choices else None, bool(meta.get("path"))))
     return out
 
 

@@ -107,6 +107,8 @@ class AnalysisSpec:
     default_components: Callable[[Any, Any], dict[str, tuple[str, str]]] | None = None
     # pip extras the analysis needs (core/extras.py): the CLI and the app check them before anything loads.
     extras: tuple[str, ...] = ()
+    # What its data is, when the data kind's own words do not say it (e.g. the fix's train/affected/rest folder).
+    data_label: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -69,7 +69,7 @@ class EstimatorConfig:
                               "images to compute the class statistics and calibrate on. Empty: hold "
                               "'calibration fraction' of the fit set out (the reference's split); with a set, every "
                               "fit image trains the autoencoder and the fraction is not used. The result records "
-                              "which was used (and the set's content fingerprint).")
+                              "which was used (and the set's content fingerprint).", path=True)
     mean_shift: float = _f(2.0, "Mean shift", "P(ID) = 1 - Phi((L - shift*mu_c)/sigma_c - z). The reference code "
                            "uses 2.", min=0.0, max=10.0)
     z_max: float = _f(4.95, "Calibration search end", "Largest z tried by the calibration (reference: 4.95).",

@@ -68,10 +68,10 @@ class FailureModesConfig:
         "that reads badly as a quote gets a worse question).", choices=("per-sentence", "template")))
     attributes_manifest: str | None = field(default=None, metadata=_meta(
         "Attribute manifest", "relevance=attributes: the CSV (path,label,<attribute>,...) whose columns say which "
-        "sentences hold for which image (default: the CSV manifest the index was built from)."))
+        "sentences hold for which image (default: the CSV manifest the index was built from).", path=True))
     sentence_sets: tuple[str, ...] = field(default=("general",), metadata=_meta(
         "Sentence sets", "Shipped sets by name (general), 'classes' (an image of a <class>, from the vocabulary) "
-        "and/or paths of the user's own .json/.txt files."))
+        "and/or paths of the user's own .json/.txt files.", path=True))
     max_ward_points: int = field(default=8000, metadata=_meta(
         "Exact clustering limit", "Exact Ward needs n^2/2 distances (8000 points: 256 MB). Above this a seeded "
         "subsample is clustered and the other points join the nearest prototype (recorded in the result).",
