@@ -128,7 +128,7 @@ def _table(b: Table) -> str:
     return f"<table class=\"words\">{cap}{_colgroup(b.widths)}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-FIGURE_PX = 384  # widest a figure is shown
+FIGURE_PX = 480  # widest a figure is shown (the competency charts are 420 and 480 px: never shrunk)
 FIGURES_PER_ROW, FIGURES_ROW_PX = 3, 800  # a row of figures stays readable in the app's result view
 
 
@@ -190,7 +190,7 @@ def histogram_svg(b: Histogram, width: int = 720) -> str:
         base = y0 + row_h - 10
         parts.append(f'<text x="{left - 10}" y="{y0 + 30}" text-anchor="end" font-size="13" '
                      f'font-weight="600">{_e(s.label[:40])}</text>')
-        mean = f"mean {s.mean:+.1f}" if s.mean is not None else "mean \u2014"
+        mean = b.mean_text(s)
         parts.append(f'<text x="{left - 10}" y="{y0 + 48}" text-anchor="end" font-size="11" fill="#5d6873">'
                      f'n = {s.n}, {mean}</text>')
         parts.append(f'<line x1="{left}" y1="{base}" x2="{left + plot_w}" y2="{base}" stroke="#9aa5b1"/>')

@@ -141,5 +141,20 @@ def test_figure_captions_sit_under_their_images_in_cells_qt_and_browsers_both_la
     assert [c[1][1] for c in cells] == expected  # each cell: the image, then its own caption under it
     assert all(len(c) == 2 and c[0][0] == "img" and c[1][0] == "caption" for c in cells)
     assert cells[0][1][1] == "Input image 0 (64\u00d764 px, shown \u00d72)"
-    assert all(c[0][1] <= 384 for c in cells)
+    assert [c[0][1] for c in cells] == [128] * 4 + [chart.width]  # each at its size: a pixel-font chart is not shrunk
     assert "table.figs td { border: none;" in html
+
+
+def test_a_histogram_mean_has_the_precision_of_its_axis():
+    from nemo_desktop.core.reports.document import Histogram, HistogramSeries
+    from nemo_desktop.core.reports.pdf import render_pdf
+
+    competency = Histogram("Competency", "competency", [0, 0.5, 1], [HistogramSeries("All", [1, 9], 10, 0.968)])
+    cei = Histogram("CEI", "CEI", [-100, 0, 100], [HistogramSeries("scitx", [1, 2], 3, 12.34)])
+    assert competency.mean_text(competency.series[0]) == "mean 0.97"  # was "mean +1.0"
+    assert cei.mean_text(cei.series[0]) == "mean +12.3"
+    html = render_html(ReportDocument(kind="single", title="t", subtitle="", generated_at="",
+                                      sections=[Section("S", "s", [competency])]))
+    assert "n = 10, mean 0.97" in html and "+1.0" not in html
+    assert render_pdf(ReportDocument(kind="single", title="t", subtitle="", generated_at="",
+                                     sections=[Section("S", "s", [competency])])).startswith(b"%PDF")
