@@ -8,8 +8,9 @@ and the analyses the demo's models allow are run (competency estimator, then com
 digits), each result exported as HTML; the Report exporter lists them. At every stop the window's geometry is
 checked (no table column narrower than its header's longest word, no input field under 120 px, no tab title cut
 off, the workbench's Run visible without scrolling) and a screenshot is saved. Exit status 1 when a check failed
-(all are printed). With --readme it also saves the README's two shots of this path (the welcome page and an Analyses result with
-its chart); `screenshots.py` makes the README's others, which need its tiny captioning model and editor.
+(all are printed). With --readme it also saves the README's two shots of this path (the welcome page and an
+Analyses result with its chart); `screenshots.py` makes the README's others, which need its tiny captioning model
+and editor.
 Without a DISPLAY the script re-runs itself under `xvfb-run` (see screenshots.py for the packages).
 """
 from __future__ import annotations

@@ -56,7 +56,8 @@ def charts_as_images(text: str, dpr: float = 1.0, max_width: int | None = None
         alt = html.unescape(label.group(1)) if label else "chart"
         drawn = render_svg(svg, dpr, max_width)
         if drawn is None:
-            return f'<p class="warning">{html.escape(alt)}: this chart could not be drawn here (see the HTML export).</p>'
+            return (f'<p class="warning">{html.escape(alt)}: this chart could not be drawn here (see the HTML '
+                    'export).</p>')
         image, w, h = drawn
         url = QUrl(f"{SCHEME}:{hashlib.sha1(svg.encode('utf-8')).hexdigest()[:16]}-{w}.png")
         resources.append((url, image))
