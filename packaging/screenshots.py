@@ -1,4 +1,4 @@
-"""Screenshots of the four panes, taken from the real window under a virtual X server.
+"""Screenshots of the panes at work, taken from the real window under a virtual X server.
 
     .venv/bin/python packaging/screenshots.py [--out docs/screenshots]
 
@@ -11,11 +11,12 @@ Everything happens in a temporary NEMO_HOME, offline:
   * a tiny random Qwen2-VL and InstructPix2Pix (benchmarks/_tiny_models.py) as captioning model and
     editor: no real weights can be downloaded here, so their captions, hypotheses and edits are noise.
 
-The window first shows its first-run guide, then indexes the dataset (the browser's confusion matrix),
+The window loads the three models in the Model manager, indexes the dataset (the browser's confusion matrix),
 explains three misclassified digits with SciTX as one batch (the batch table above the last result), opens
 one counterfactual's before/after view, and each view is saved as a PNG (kept under 300 KB). The tiny random
 MLLM writes no readable hypothesis, so the before/after view alone is shot on a run with the test suite's
-scripted MLLM and PIL editor (test doubles, named so in the window).
+scripted MLLM and PIL editor (test doubles, named so in the window). The README's shots of a new user's path
+(the welcome page, an Analyses result) come from `walkthrough.py --readme`.
 """
 from __future__ import annotations
 
@@ -168,11 +169,6 @@ def main() -> int:
     window.resize(*SIZE)
     window.show()
     settle(app, 1.0)
-
-    # First run: the workbench's getting-started checklist, nothing loaded yet.
-    window.show_pane("workbench")
-    settle(app, 1.0)
-    save(window, args.out / "first_run.png")
 
     # Model manager: the three models loaded through its real path.
     manager = window.show_pane("model_manager")

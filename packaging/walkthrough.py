@@ -1,13 +1,16 @@
 """A new user's walkthrough in the real window under a virtual X server, with geometry checks (issue 28).
 
-    .venv/bin/python packaging/walkthrough.py [--out docs/screenshots/walkthrough] [--size 1280x800]
+    .venv/bin/python packaging/walkthrough.py [--out docs/screenshots/walkthrough] [--size 1280x800] [--readme]
 
 From a fresh, temporary NEMO_HOME, offline: the first launch must open on the welcome page; "Try the demo" is
 pressed there (a real digits dataset and a real small classifier, trained here); each Analyses page is opened
 and the analyses the demo's models allow are run (competency estimator, then competency scores on the demo
 digits), each result exported as HTML; the Report exporter lists them. At every stop the window's geometry is
-checked (no table column narrower than its header's longest word, no input field under 120 px, the workbench's
-Run visible without scrolling) and a screenshot is saved. Exit status 1 when a check failed (all are printed).
+checked (no table column narrower than its header's longest word, no input field under 120 px, no tab title cut
+off, the workbench's Run visible without scrolling) and a screenshot is saved. Exit status 1 when a check failed
+(all are printed). With --readme it also saves the README's two shots of this path (the welcome page and an
+Analyses result with its chart); `screenshots.py` makes the README's others, which need its tiny captioning model
+and editor.
 Without a DISPLAY the script re-runs itself under `xvfb-run` (see screenshots.py for the packages).
 """
 from __future__ import annotations
@@ -31,9 +34,38 @@ def check(ok: bool, what: str) -> None:
         PROBLEMS.append(what)
 
 
+def clipped_tab_titles(window) -> list[str]:
+    """Visible tabs whose title is not shown whole: elided, cut off by the tab bar's edge or its scroll arrows, or
+    scrolled out of sight (the dataset browser's "CEI of a run" was cut at 1280 px)."""
+    from PySide6.QtWidgets import QStyle, QTabBar, QToolButton
+
+    bad = []
+    for bar in window.findChildren(QTabBar):
+        if not bar.isVisible() or bar.count() == 0:
+            continue
+        arrows = [b for b in bar.findChildren(QToolButton) if b.isVisible()]
+        right = min([b.x() for b in arrows] + [bar.width()])
+        pad = bar.style().pixelMetric(QStyle.PixelMetric.PM_TabBarTabHSpace, None, bar)
+        fm = bar.fontMetrics()
+        for i in range(bar.count()):
+            if not bar.isTabVisible(i):
+                continue
+            text = bar.tabText(i).replace("&&", "\0").replace("&", "").replace("\0", "&")
+            rect, need = bar.tabRect(i), fm.horizontalAdvance(text) + pad // 2
+            if rect.left() < 0 or rect.right() >= right or rect.width() < need:
+                owner = bar.parent().objectName() or type(bar.parent()).__name__
+                bad.append(f"tab '{text}' of {owner}: {rect.width()} px at x {rect.left()}..{rect.right()}, "
+                           f"shown up to x {right - 1}, its title needs {need} px")
+    return bad
+
+
 def geometry(window, where: str) -> None:
-    """No visible table column narrower than its header's longest word; no visible input under 120 px."""
+    """No visible table column narrower than its header's longest word; no visible input under 120 px; no tab
+    title cut off."""
     from PySide6.QtWidgets import QAbstractItemView, QAbstractSpinBox, QComboBox, QHeaderView, QLineEdit
+
+    for problem in clipped_tab_titles(window):
+        check(False, f"{where}: {problem}")
 
     root = window.centralWidget()
     for header in root.findChildren(QHeaderView):
@@ -70,6 +102,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots" / "walkthrough")
     parser.add_argument("--size", default="1280x800")
+    parser.add_argument("--readme", type=Path, nargs="?", const=ROOT / "docs" / "screenshots", default=None,
+                        help="also save the README's shots of a new user's path (first_run.png: the welcome page; "
+                             "analyses.png: the competency of the demo digits with its chart) in this folder "
+                             "(default docs/screenshots); screenshots.py makes the others")
     args = parser.parse_args()
     if not os.environ.get("DISPLAY") and os.environ.get("QT_QPA_PLATFORM") != "offscreen" \
             and not os.environ.get("NEMO_SCREENSHOTS_CHILD"):
@@ -92,6 +128,8 @@ def main() -> int:
     welcome = window.first_run.welcome
     check(welcome.demo_button.isVisible() and welcome.demo_button.isDefault(), "'Try the demo' is the main action")
     save(window, args.out / "01_welcome.png")
+    if args.readme:
+        save(window, args.readme / "first_run.png")
 
     print("2. the demo")
     ready = []
@@ -183,6 +221,8 @@ def main() -> int:
         check(pane.run_button.isVisible() and run_right < window.width(), f"analyses/{name}: Run is visible")
         geometry(window, f"analyses/{name}")
         save(window, args.out / f"05_analyses_{name}.png")
+        if args.readme and name == "competency-score" and pane.result is not None:
+            save(window, args.readme / "analyses.png")
 
     print("5. the report exporter")
     exporter = window.show_pane("report_exporter")

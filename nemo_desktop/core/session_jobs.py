@@ -80,7 +80,7 @@ def explain_samples(session, method_name: str, config_values: dict, samples: lis
     outcomes: list[SampleOutcome] = []
     n = len(samples)
     # A batch (several images) is kept as a run of the results store: the Report exporter lists it and the
-    # browser's "CEI of a run" tab draws it, like a `nemo bench` run.
+    # browser's "Run CEI" tab draws it, like a `nemo bench` run.
     run_id = _start_batch_run(components.store, method_name, components.classifier, n) if n > 1 else None
     try:
         _explain_each(method, samples, outcomes, run_id, components.store, ctx)

@@ -106,7 +106,7 @@ def test_cei_histogram_of_a_stored_run_says_its_n(qtbot, indexed):
     store.add_run_item(run, "failed", None, "error", {"message": "The MLLM crashed."})
     view = pane.analytics.run_cei
     with qtbot.waitSignal(view.sig_shown, timeout=10000) as shown:
-        _tab(pane, "CEI of a run")  # the first visit lists the runs and shows the newest
+        _tab(pane, "Run CEI")  # the first visit lists the runs and shows the newest
     assert shown.args[0].run_id == run and shown.args[0].n == 4
     assert "n = 4 result(s) with a CEI" in view.summary.text() and "1 failed or missing" in view.summary.text()
     assert view.chart.renderer().isValid()

@@ -3,8 +3,12 @@ visible without scrolling, and the Jobs dock is one line when idle; running jobs
 "Clear finished" removes the ended rows."""
 from __future__ import annotations
 
+import sys
 import threading
+from pathlib import Path
 
+import pytest
+from PIL import Image
 from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QLineEdit
 
 
@@ -96,3 +100,29 @@ def test_the_empty_browser_has_no_large_gaps(qtbot, make_window):
     rows = [browser.correctness_combo, browser.conf_min, browser.competency.estimator_combo]
     assert top(rows[0]) - bottom(guide) < 30
     assert all(top(b) - bottom(a) < 30 for a, b in zip(rows, rows[1:])), [(top(w), bottom(w)) for w in rows]
+
+
+@pytest.mark.parametrize("width", [1200, 1280])
+def test_no_tab_title_is_cut_off(qtbot, make_window, width, tmp_path):
+    """The dataset browser's side-panel tabs ("CEI of a run" was cut off at 1280 px), and every other tab bar of
+    each pane, checked by the walkthrough's own check."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "packaging"))
+    from walkthrough import clipped_tab_titles
+
+    for name in ("zero", "one"):
+        (tmp_path / "data" / name).mkdir(parents=True)
+        Image.new("RGB", (16, 16), (200, 30, 30)).save(tmp_path / "data" / name / "0.png")
+    window = make_window()
+    window.resize(width, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    browser = window.show_pane("dataset_browser")
+    with qtbot.waitSignal(browser.sig_opened, timeout=20000):
+        browser.open_path(tmp_path / "data")
+    qtbot.wait(100)
+    assert browser.analytics.isVisible() and browser.analytics.count() == 4
+    assert clipped_tab_titles(window) == []
+    for pane in window.panes:
+        window.show_pane(pane)
+        qtbot.wait(50)
+        assert clipped_tab_titles(window) == [], pane

@@ -1,5 +1,5 @@
 """Issue 28 §9: the Report exporter lists diagnoses, analysis results and batch runs, never says "No stored results
-yet" while it lists some, and exports an analysis result; a finished batch is a run that the "CEI of a run" tab
+yet" while it lists some, and exports an analysis result; a finished batch is a run that the "Run CEI" tab
 shows (the newest run is shown when it appeared since the last listing)."""
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_the_cei_of_a_run_tab_shows_a_batch_finished_since_it_was_opened(qtbot, 
     first = _batch(store)
     browser = window.show_pane("dataset_browser")
     tabs = browser.analytics
-    cei_tab = next(i for i in range(tabs.count()) if tabs.tabText(i) == "CEI of a run")
+    cei_tab = next(i for i in range(tabs.count()) if tabs.tabText(i) == "Run CEI")
     view = browser.analytics.run_cei
     tabs.setCurrentIndex(cei_tab)
     qtbot.waitUntil(lambda: view.shown is not None and view.shown.run_id == first, timeout=20000)

@@ -100,7 +100,10 @@ def test_the_competency_cf_table_keeps_its_words_whole_on_the_analyses_page(qtbo
     window.show()
     qtbot.waitExposed(window)
     pane = window.show_pane("analyses")
-    qtbot.wait(100)  # the pane's first show puts the shown page's own (empty) result on screen (issue 28 §2)
+    # The pane's first show lists the analyses and puts the shown page's own (empty) result on screen (issue 28
+    # §2): wait for it, or it clears the HTML set below (seen under load).
+    qtbot.waitUntil(lambda: pane.page is not None, timeout=60000)
+    qtbot.wait(100)
     view = pane.result_view
     view.setHtml(_competency_cf_html())
     qtbot.wait(50)

@@ -67,6 +67,14 @@ class Histogram:
     edges: list[float]
     series: list[HistogramSeries]
 
+    def mean_text(self, s: HistogramSeries) -> str:
+        """The series' mean as its label says it: "mean +12.3" on a CEI axis, "mean 0.97" on a 0-1 axis (one
+        signed decimal made a mean competency of 0.968 read "+1.0")."""
+        if s.mean is None:
+            return "mean \u2014"
+        span = self.edges[-1] - self.edges[0]
+        return f"mean {s.mean:{'+' if self.edges[0] < 0 else ''}.{2 if span <= 2 else 1}f}"
+
 
 @dataclass
 class BeforeAfterRow:

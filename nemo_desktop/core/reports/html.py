@@ -48,10 +48,10 @@ table.kv th { width: 26%; background: #f7f9fa; font-weight: 600; }
 td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; }
 td.c, th.c { text-align: center; }
 td img { max-width: 100%; height: auto; display: block; margin: 0 auto; }
-.figs { display: flex; flex-wrap: wrap; gap: 16px; margin: 8px 0 12px; }
-figure { margin: 0; max-width: 384px; }
-figure img { max-width: 100%; height: auto; border: 1px solid #d5dbe1; display: block; }
-figcaption { font-size: 0.88em; color: #4a5561; margin-top: 4px; }
+table.figs { width: auto; table-layout: auto; border-collapse: separate; border-spacing: 0; margin: 8px 0 12px; }
+table.figs td { border: none; padding: 0 16px 8px 0; }
+table.figs img { max-width: 100%; height: auto; border: 1px solid #d5dbe1; display: block; margin: 0; }
+.figcaption { font-size: 0.88em; color: #4a5561; margin-top: 4px; }
 img.px { image-rendering: crisp-edges; image-rendering: pixelated; }
 .pxnote { font-size: 0.8em; color: #5d6873; text-align: center; }
 nav ol { columns: 2; padding-left: 1.4em; }
@@ -64,7 +64,7 @@ section.sample { border-top: 3px solid #2f6db5; margin-top: 48px; }
   @page { size: A4; margin: 14mm 12mm 16mm; }
   section.sample { break-before: page; border-top: none; margin-top: 0; }
   h2, h3, h4 { break-after: avoid; }
-  figure, tr, .figs, svg, p.callout { break-inside: avoid; }
+  tr, svg, p.callout { break-inside: avoid; }
   thead { display: table-header-group; }
   table { font-size: 8.5pt; }
   a { color: inherit; }
@@ -129,11 +129,36 @@ def _table(b: Table) -> str:
     return f"<table class=\"words\">{cap}{_colgroup(b.widths)}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+FIGURE_PX = 480  # widest a figure is shown (the competency charts are 420 and 480 px: never shrunk)
+FIGURES_PER_ROW, FIGURES_ROW_PX = 3, 800  # a row of figures stays readable in the app's result view
+
+
+def _figure_rows(images: list[ReportImage]) -> list[list[ReportImage]]:
+    rows: list[list[ReportImage]] = []
+    used = 0
+    for im in images:
+        w = min(im.width, FIGURE_PX)
+        if not rows or len(rows[-1]) >= FIGURES_PER_ROW or used + w > FIGURES_ROW_PX:
+            rows.append([])
+            used = 0
+        rows[-1].append(im)
+        used += w + 16
+    return rows
+
+
 def _figures(b: Figures) -> str:
-    figs = "".join(f'<figure>{_img(im)}<figcaption dir="auto">{_e(im.caption)}</figcaption></figure>'
-                   for im in b.images)
+    """Images with their captions under them, in rows of a table: the app shows reports with Qt's rich text,
+    which has no flex layout and draws <figure>/<figcaption> inline, so a caption flowed beside its image."""
+    rows = []
+    for row in _figure_rows(list(b.images)):
+        cells = []
+        for im in row:
+            w = min(im.width, FIGURE_PX)
+            cells.append(f'<td width="{w}" style="width:{w}px">{_img(im, FIGURE_PX)}'
+                         f'<div class="figcaption" dir="auto">{_e(im.caption)}</div></td>')
+        rows.append("<tr>" + "".join(cells) + "</tr>")
     cap = f'<p class="muted" dir="auto">{_e(b.caption)}</p>' if b.caption else ""
-    return f'<div class="figs">{figs}</div>{cap}'
+    return f'<table class="figs"><tbody>{"".join(rows)}</tbody></table>{cap}'
 
 
 def _index(b: Index) -> str:
@@ -166,7 +191,7 @@ def histogram_svg(b: Histogram, width: int = 720) -> str:
         base = y0 + row_h - 10
         parts.append(f'<text x="{left - 10}" y="{y0 + 30}" text-anchor="end" font-size="13" '
                      f'font-weight="600">{_e(s.label[:40])}</text>')
-        mean = f"mean {s.mean:+.1f}" if s.mean is not None else "mean \u2014"
+        mean = b.mean_text(s)
         parts.append(f'<text x="{left - 10}" y="{y0 + 48}" text-anchor="end" font-size="11" fill="#5d6873">'
                      f'n = {s.n}, {mean}</text>')
         parts.append(f'<line x1="{left}" y1="{base}" x2="{left + plot_w}" y2="{base}" stroke="#9aa5b1"/>')

@@ -532,7 +532,7 @@ class _Renderer:
             pdf.cell(left - 3, LINE, self.t(s.label)[:28], align="R")
             self.font(BODY_PT - 1.5, gray=95)
             pdf.set_xy(pdf.l_margin, y0 + 4 + LINE)
-            mean = f"mean {s.mean:+.1f}" if s.mean is not None else "mean \u2014"
+            mean = b.mean_text(s)
             pdf.cell(left - 3, LINE, f"n = {s.n}, {mean}", align="R")
             pdf.set_draw_color(150, 160, 170)
             pdf.set_line_width(0.25)

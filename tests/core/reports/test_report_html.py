@@ -103,7 +103,7 @@ def test_single_hostile_report_is_harmless_and_readable(store):
     assert "&quot; onmouseover=&quot;alert(1)&quot;" in html  # the quote cannot leave an attribute
     assert "overflow-wrap: anywhere" in c.style and "@media print" in c.style
     # Right-to-left and emoji text sit in blocks that pick their own direction.
-    rtl_blocks = [a for t, a in c.tags if t in ("p", "span", "td", "h1", "figcaption") and a.get("dir") == "auto"]
+    rtl_blocks = [a for t, a in c.tags if t in ("p", "span", "td", "h1", "div") and a.get("dir") == "auto"]
     assert rtl_blocks
     for s in (ARABIC, HEBREW, EMOJI, LONG_WORD, IMG_ONERROR, JS_LINK, QUOTE_BREAK, SCRIPT):
         assert s in text

@@ -88,3 +88,73 @@ def test_html_table_headers_keep_their_words_whole():
     assert '<table class="words">' in html
     assert "thead th { background: #f1f4f7; overflow-wrap: normal; word-break: keep-all;" in html
     assert "table.words { table-layout: auto; }" in html
+
+
+def test_figure_captions_sit_under_their_images_in_cells_qt_and_browsers_both_lay_out():
+    """A <figure> in a flex row put the caption beside its image in the app (Qt's rich text has neither); each
+    image and its caption now share one table cell, the caption a block under the image, at most 3 to a row."""
+    from html.parser import HTMLParser
+
+    from nemo_desktop.core.reports.document import Figures
+    from nemo_desktop.core.reports.sections.competency_charts import parts_chart
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.stack, self.in_figs, self.cap = [], [], False, None
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "table" and a.get("class") == "figs":
+                self.in_figs = True
+            elif self.in_figs and tag == "tr":
+                self.rows.append([])
+            elif self.in_figs and tag == "td":
+                self.rows[-1].append([])
+            elif self.in_figs and tag == "img":
+                self.rows[-1][-1].append(("img", int(a["width"]), a["alt"]))
+            elif self.in_figs and tag == "div" and a.get("class") == "figcaption":
+                self.cap = ""
+
+        def handle_data(self, data):
+            if self.cap is not None:
+                self.cap += data
+
+        def handle_endtag(self, tag):
+            if tag == "div" and self.cap is not None:
+                self.rows[-1][-1].append(("caption", self.cap))
+                self.cap = None
+            elif tag == "table":
+                self.in_figs = False
+
+    inputs = [_small_image(64, 2).with_text(f"Input image {k}") for k in range(4)]
+    chart = parts_chart(0.42, 0.97, 0.41, 0.9)
+    doc = ReportDocument(kind="single", title="t", subtitle="", generated_at="", sections=[
+        Section("S", "s", [Figures(inputs), Figures([chart])])])
+    html = render_html(doc)
+    assert "<figure" not in html and "display: flex" not in html
+    parser = Cells()
+    parser.feed(html)
+    assert [len(r) for r in parser.rows] == [3, 1, 1]  # 4 images: 3 to a row, then 1; the chart alone
+    cells = [c for r in parser.rows for c in r]
+    expected = [im.caption for im in inputs] + [chart.caption]
+    assert [c[1][1] for c in cells] == expected  # each cell: the image, then its own caption under it
+    assert all(len(c) == 2 and c[0][0] == "img" and c[1][0] == "caption" for c in cells)
+    assert cells[0][1][1] == "Input image 0 (64\u00d764 px, shown \u00d72)"
+    assert [c[0][1] for c in cells] == [128] * 4 + [chart.width]  # each at its size: a pixel-font chart is not shrunk
+    assert "table.figs td { border: none;" in html
+
+
+def test_a_histogram_mean_has_the_precision_of_its_axis():
+    from nemo_desktop.core.reports.document import Histogram, HistogramSeries
+    from nemo_desktop.core.reports.pdf import render_pdf
+
+    competency = Histogram("Competency", "competency", [0, 0.5, 1], [HistogramSeries("All", [1, 9], 10, 0.968)])
+    cei = Histogram("CEI", "CEI", [-100, 0, 100], [HistogramSeries("scitx", [1, 2], 3, 12.34)])
+    assert competency.mean_text(competency.series[0]) == "mean 0.97"  # was "mean +1.0"
+    assert cei.mean_text(cei.series[0]) == "mean +12.3"
+    html = render_html(ReportDocument(kind="single", title="t", subtitle="", generated_at="",
+                                      sections=[Section("S", "s", [competency])]))
+    assert "n = 10, mean 0.97" in html and "+1.0" not in html
+    assert render_pdf(ReportDocument(kind="single", title="t", subtitle="", generated_at="",
+                                     sections=[Section("S", "s", [competency])])).startswith(b"%PDF")

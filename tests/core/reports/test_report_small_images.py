@@ -73,8 +73,8 @@ def test_single_report_embeds_a_16px_input_at_128px_pixelated_with_its_size_in_t
     assert_nearest_blocks(Image.open(io.BytesIO(shown.data)), arts["input"])
 
     html = render_html(doc)
-    figure = re.search(r'<figure><img src="data:image/png;base64,([^"]+)" class="px" width="(\d+)" height="(\d+)" '
-                       r'alt="Input image[^"]*"><figcaption dir="auto">([^<]*)</figcaption>', html)
+    figure = re.search(r'<td[^>]*><img src="data:image/png;base64,([^"]+)" class="px" width="(\d+)" height="(\d+)" '
+                       r'alt="Input image[^"]*"><div class="figcaption" dir="auto">([^<]*)</div>', html)
     assert figure, "the input figure is not an enlarged, pixelated PNG"
     assert int(figure.group(2)) >= 128 and figure.group(4) == "Input image (16\u00d716 px, shown \u00d78)"
     assert_nearest_blocks(Image.open(io.BytesIO(base64.b64decode(figure.group(1)))), arts["input"])

@@ -21,6 +21,7 @@ from nemo_desktop.core.worker.protocol import JobSpec
 from ...jobs import GPU, IO, JobHandle
 from ...widgets.progress_bar import ProgressBar
 from ...widgets.report_path import ask_report_path
+from ...widgets.report_html import set_report_html
 from ...widgets.table_columns import keep_words_whole
 from ...widgets.text_images import attach_zoom_to_text_browser
 from ..base import Pane, PaneHost
@@ -220,7 +221,7 @@ class AnalysesPane(Pane):
         self.progress.setRange(lo, hi)
         self.progress.setValue(value)
         if state.html:
-            self.result_view.setHtml(state.html)
+            set_report_html(self.result_view, state.html)
         else:
             self.result_view.clear()
         self.failure_modes.set_result(state.result)
@@ -535,7 +536,7 @@ class AnalysesPane(Pane):
             return
         bar = self.result_view.verticalScrollBar()
         where = bar.value()
-        self.result_view.setHtml(html)
+        set_report_html(self.result_view, html)
         bar.setValue(where)
         self.sig_result_rerendered.emit()
 
@@ -546,7 +547,7 @@ class AnalysesPane(Pane):
         state.html = html
         if name != self.shown_name():
             return  # shown when its page is
-        self.result_view.setHtml(html)
+        set_report_html(self.result_view, html)
         self.failure_modes.set_result(result)
         self.fix_actions.set_result(result)
         if _is_model_diff(result):

@@ -4,7 +4,7 @@ Counts come from the Qt-free core (`core.analytics.predictions`); each chart say
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QScrollArea, QTabWidget, QVBoxLayout, QWidget
 
 from nemo_desktop.core.analytics.predictions import class_counts, confusion_matrix
@@ -14,7 +14,8 @@ from .widgets.accuracy_chart import AccuracyChart
 from .widgets.confusion import ConfusionView
 from .widgets.run_cei_view import RunCeiView
 
-CEI_TAB = "CEI of a run"
+CEI_TAB = "Run CEI"  # short: "CEI of a run" was cut off in the side panel at 1280 px (issue 28)
+CEI_TIP = "CEI of a run: the CEI histogram of a stored benchmark or batch run, per method"
 
 
 def _page(*widgets, stretch_last: bool = True) -> QWidget:
@@ -33,6 +34,10 @@ class AnalyticsPanel(QTabWidget):
     def __init__(self, classes_page: QWidget, jobs, session, parent=None):
         super().__init__(parent)
         self.setObjectName("browserAnalytics")
+        # Every tab title whole: no scroll arrows hiding a tab, no elided title; the panel is at least as wide
+        # as its titles (its minimum size says so to the splitter).
+        self.setUsesScrollButtons(False)
+        self.setElideMode(Qt.TextElideMode.ElideNone)
         self.addTab(classes_page, "Classes")
 
         self.chart = AccuracyChart()
@@ -55,7 +60,7 @@ class AnalyticsPanel(QTabWidget):
         self.addTab(self._confusion_page, "Confusion")
 
         self.run_cei = RunCeiView(jobs, session)
-        self.addTab(_page(self.run_cei), CEI_TAB)
+        self.setTabToolTip(self.addTab(_page(self.run_cei), CEI_TAB), CEI_TIP)
         self._runs_listed = False
         self._data: BrowseData | None = None
         self._drawn: set[str] = set()  # charts already showing self._data
