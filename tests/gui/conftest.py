@@ -26,15 +26,28 @@ def runner(qtbot):
     assert r.shutdown(5000), f"test jobs did not stop: {r.active_jobs()}"
 
 
+def set_model_process(mode: str, paths=None) -> None:
+    """Save `compute.model_process` in the test's settings (read when a window is built)."""
+    from nemo_desktop.core.store.settings import load_settings, save_settings
+
+    settings = load_settings(paths)
+    settings.compute.model_process = mode
+    save_settings(settings, paths)
+
+
 @pytest.fixture
 def make_window(qtbot):
     """Build main windows; at the end their jobs are stopped first, then they are closed and deleted (not by
     pytest-qt, whose deletion could run inside the wait for the jobs)."""
     windows = []
 
-    def make(**kwargs):
+    def make(model_process: str | None = None, **kwargs):
+        """`model_process`: "in-process" for a test that puts models into the window's own session (the model
+        worker would not have them), "worker" to say so; None: the settings' (the app's default, the worker)."""
         from nemo_desktop.gui.main_window import MainWindow
 
+        if model_process is not None:
+            set_model_process(model_process, kwargs.get("paths"))
         window = MainWindow(**kwargs)
         windows.append(window)
         return window
@@ -91,7 +104,7 @@ def digits_window(make_window, digits):
     """A main window whose session holds the digits CNN, the scripted MLLM and the PIL editor."""
     from digits_world import DigitsCNNClassifier, DigitsEditor, ScriptedDigitsMLLM
 
-    window = make_window()
+    window = make_window(model_process="in-process")  # the models are put into the window's own session
     window.session.put("classifier", "digits-cnn", DigitsCNNClassifier(digits[0]))
     window.session.put("mllm", "scripted-digits-mllm", ScriptedDigitsMLLM())
     window.session.put("editor", "digits-editor", DigitsEditor())

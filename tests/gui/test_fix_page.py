@@ -46,7 +46,7 @@ def test_try_a_fix_runs_from_the_analyses_page(qtbot, make_window, tmp_path):
     _write(folder, "train", world.train, names)
     _write(folder, "affected", world.affected, names)
     _write(folder, "rest", world.rest, names)
-    window = make_window()
+    window = make_window(model_process="in-process")
     window.show()
     qtbot.waitExposed(window)
     window.session.put("classifier", "fix-world-cnn", world.classifier)

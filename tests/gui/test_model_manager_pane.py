@@ -244,19 +244,27 @@ def test_device_and_dtype_are_saved(qtbot, make_window, gui_home):
 
 def test_the_model_process_setting_is_saved_and_used_at_the_next_start(qtbot, make_window, gui_home):
     pane = _manager(qtbot, make_window())
-    assert pane.host.model_host.mode == "in-process"  # the default
+    assert pane.host.model_host.mode == "worker"  # the default
     panel = pane.settings_panel
     qtbot.waitUntil(lambda: panel.settings is not None, timeout=10000)
-    assert not panel.worker_check.isChecked() and panel.grace_spin.value() == 10
+    assert panel.worker_check.isChecked() and panel.grace_spin.value() == 10
     panel.grace_spin.setValue(20)
     panel._populating = True  # one save for both changes
-    panel.worker_check.setChecked(True)
+    panel.worker_check.setChecked(False)  # in-process: for debugging
     panel._populating = False
     handle = panel._save_compute()
     with qtbot.waitSignal(handle.sig_done, timeout=10000):
         pass
     saved = _settings_file(gui_home)["compute"]
-    assert saved["model_process"] == "worker" and saved["cancel_grace_s"] == 20
+    assert saved["model_process"] == "in-process" and saved["cancel_grace_s"] == 20
+    window = make_window()
+    assert window.model_host.mode == "in-process" and window.session.remote is None
+    panel._populating = True
+    panel.worker_check.setChecked(True)
+    panel._populating = False
+    handle = panel._save_compute()
+    with qtbot.waitSignal(handle.sig_done, timeout=10000):
+        pass
     window = make_window()
     assert window.model_host.mode == "worker" and window.model_host.grace_s == 20
     assert window.session.remote is window.model_host
