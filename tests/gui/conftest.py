@@ -6,6 +6,7 @@ import os
 os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before anything imports Qt
 
 import pytest  # noqa: E402
+from model_process import set_model_process  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -24,15 +25,6 @@ def runner(qtbot):
     r = JobRunner(io_threads=2)
     yield r
     assert r.shutdown(5000), f"test jobs did not stop: {r.active_jobs()}"
-
-
-def set_model_process(mode: str, paths=None) -> None:
-    """Save `compute.model_process` in the test's settings (read when a window is built)."""
-    from nemo_desktop.core.store.settings import load_settings, save_settings
-
-    settings = load_settings(paths)
-    settings.compute.model_process = mode
-    save_settings(settings, paths)
 
 
 @pytest.fixture

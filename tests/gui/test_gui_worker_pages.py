@@ -246,4 +246,4 @@ def test_the_demo_runs_in_the_worker_and_the_next_start_restores_its_classifier(
     assert again.session.loaded() == {"classifier": demo.CLASSIFIER_ID} and again.session._models == {}
     assert again.model_host.pid not in (None, first_worker, os.getpid())
     qtbot.waitUntil(lambda: not again.jobs.busy, timeout=60000)
-    assert again.first_run.workbench_guide.done_steps() == ["classifier"]
+    assert "classifier" in again.first_run.workbench_guide.done_steps()
