@@ -44,7 +44,7 @@ def _index(qtbot, browser):
 def test_guides_show_in_empty_panes_and_steps_tick(qtbot, make_window, digits, digits_reference, blue_three):
     from digits_world import DigitsCNNClassifier, DigitsEditor, ScriptedDigitsMLLM
 
-    window = make_window()
+    window = make_window(model_process="in-process")  # the models are put into the window's own session
     fr = _shown(qtbot, window)
     browser, workbench = window.panes["dataset_browser"], window.panes["workbench"]
     assert fr.dataset_guide.isVisibleTo(browser) and fr.workbench_guide.isVisibleTo(workbench)
