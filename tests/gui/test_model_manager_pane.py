@@ -302,7 +302,7 @@ def test_pasted_keys_go_to_the_keyring_and_settings_keep_references(qtbot, make_
     import fake_keyring
 
     keyring = fake_keyring.install(monkeypatch)
-    window = make_window()
+    window = make_window(model_process="in-process")  # the endpoint's model reads the fake keyring of this process
     panel = _manager(qtbot, window).settings_panel
     qtbot.waitUntil(lambda: panel.settings is not None, timeout=10000)
     token = "hf_" + "Z9y8X7w6" * 4
