@@ -185,7 +185,7 @@ def tiny_checkpoint(tmp_path_factory):
 def test_import_a_checkpoint_load_and_unload_it(qtbot, make_window, tiny_checkpoint, gui_home):
     from nemo_desktop.gui.panes.model_manager.custom_import import CheckpointImport
 
-    window = make_window()
+    window = make_window(model_process="in-process")  # it checks the loaded classifier object's preprocessing
     pane = _manager(qtbot, window)
     request = CheckpointImport("my-tiny", "test_resnet", tiny_checkpoint["weights"], tiny_checkpoint["classes"])
     with qtbot.waitSignal(window.sig_models_changed, timeout=60000):
