@@ -100,6 +100,29 @@ def test_gui_event_loop_quick_mode_reports_each_phase_against_idle(tmp_path):
     assert "RESULT while indexing" in proc.stdout and "RESULT while diagnosis" in proc.stdout
 
 
+def test_gui_event_loop_busy_processes_keep_a_cpu_busy_and_are_stopped():
+    """`--busy N`: N processes that each use a whole CPU while they run, all gone after stop_busy."""
+    import time
+
+    bench = _module("gui_event_loop")
+    procs = bench.start_busy(2)
+    try:
+        import psutil
+
+        def used() -> list[float]:
+            return [sum(psutil.Process(p.pid).cpu_times()[:2]) for p in procs]
+
+        deadline = time.monotonic() + 30  # a loaded machine gives them a small share; a sleeper never gets there
+        while min(used()) < 0.5 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(procs) == 2 and all(p.poll() is None for p in procs)
+        assert min(used()) >= 0.5, used()  # spinning, not sleeping
+    finally:
+        bench.stop_busy(procs)
+    assert all(p.poll() is not None for p in procs)
+    assert bench.start_busy(0) == []
+
+
 @pytest.mark.gui
 def test_gui_past_results_compares_the_chunked_fill_with_one_turn(qapp, capsys):
     assert _module("gui_past_results").main(["--rows", "100"]) == 0

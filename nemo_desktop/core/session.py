@@ -69,7 +69,12 @@ def warm_up_imports(ctx: JobContext) -> list[str]:
 
 
 def _facts_of(model: Any) -> dict:
-    return {"model_id": getattr(getattr(model, "info", None), "model_id", None),
+    """What the window needs to know of a model it may not hold (worker mode): which model it is (the competency
+    column matches stored estimators by id, revision and class names) and whether it classifies by prompts."""
+    info = getattr(model, "info", None)
+    names = getattr(model, "class_names", None)
+    return {"model_id": getattr(info, "model_id", None), "revision": getattr(info, "revision", None),
+            "class_names": list(names) if names is not None else None,
             "zero_shot": bool(getattr(model, "zero_shot", False))}
 
 
@@ -152,7 +157,8 @@ class ModelSession:
         return {kind: m.ref for kind, m in list(self._models.items())}
 
     def facts(self, kind: str) -> dict | None:
-        """What the window may know of the current `kind` model without holding it: {"model_id", "zero_shot"};
+        """What the window may know of the current `kind` model without holding it: {"model_id", "revision",
+        "class_names", "zero_shot"};
         None when none is loaded (in worker mode, as the worker last reported it)."""
         if self.remote is not None:
             return self.remote.facts().get(kind)

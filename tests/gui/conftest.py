@@ -6,6 +6,7 @@ import os
 os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before anything imports Qt
 
 import pytest  # noqa: E402
+from model_process import set_model_process  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -32,9 +33,13 @@ def make_window(qtbot):
     pytest-qt, whose deletion could run inside the wait for the jobs)."""
     windows = []
 
-    def make(**kwargs):
+    def make(model_process: str | None = None, **kwargs):
+        """`model_process`: "in-process" for a test that puts models into the window's own session (the model
+        worker would not have them), "worker" to say so; None: the settings' (the app's default, the worker)."""
         from nemo_desktop.gui.main_window import MainWindow
 
+        if model_process is not None:
+            set_model_process(model_process, kwargs.get("paths"))
         window = MainWindow(**kwargs)
         windows.append(window)
         return window
@@ -91,7 +96,7 @@ def digits_window(make_window, digits):
     """A main window whose session holds the digits CNN, the scripted MLLM and the PIL editor."""
     from digits_world import DigitsCNNClassifier, DigitsEditor, ScriptedDigitsMLLM
 
-    window = make_window()
+    window = make_window(model_process="in-process")  # the models are put into the window's own session
     window.session.put("classifier", "digits-cnn", DigitsCNNClassifier(digits[0]))
     window.session.put("mllm", "scripted-digits-mllm", ScriptedDigitsMLLM())
     window.session.put("editor", "digits-editor", DigitsEditor())

@@ -53,9 +53,9 @@ def test_an_empty_folder_disables_run_with_the_reason_and_starts_no_job(qtbot, m
 
 
 def test_failure_modes_with_a_classifier_that_is_not_a_joint_space(qtbot, make_window):
-    window = make_window()
+    window = make_window(model_process="in-process")
     window.session.put("classifier", "my-cnn", _Classifier("test-double:cnn", zero_shot=False))
-    window, pane = _pane(qtbot, lambda: window, "failure-modes")
+    window, pane = _pane(qtbot, lambda **_: window, "failure-modes")
     # The loaded classifier is pre-selected (it used to be "(none)", ignoring it) ...
     assert pane._model_boxes["classifier"].currentText() == "current (my-cnn)"
     assert pane.chosen_models()["classifier"] == "my-cnn"
@@ -75,9 +75,9 @@ def test_failure_modes_with_a_classifier_that_is_not_a_joint_space(qtbot, make_w
 
 
 def test_failure_modes_with_a_zero_shot_classifier_needs_no_embedder(qtbot, make_window):
-    window = make_window()
+    window = make_window(model_process="in-process")
     window.session.put("classifier", "my-clip", _Classifier("test-double:clip", zero_shot=True))
-    window, pane = _pane(qtbot, lambda: window, "failure-modes")
+    window, pane = _pane(qtbot, lambda **_: window, "failure-modes")
     assert pane.chosen_models()["classifier"] == "my-clip"
     assert _label(pane, "embedder") == "Joint image-text embedder (optional):"
     assert pane_problem_with_index(pane) is None  # the classifier is its own joint space

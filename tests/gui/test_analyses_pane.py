@@ -88,7 +88,9 @@ def class_folders(tmp_path):
 
 
 def _pane(qtbot, make_window, name):
-    window = make_window()
+    # In-process: the test analyses are registered in this process only, and the model-differences tests put
+    # their models into the window's own session (tests/gui/test_gui_worker_pages.py runs pages in the worker).
+    window = make_window(model_process="in-process")
     window.show()
     qtbot.waitExposed(window)
     pane = window.show_pane("analyses")

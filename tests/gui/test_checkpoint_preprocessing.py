@@ -121,7 +121,7 @@ def test_indexing_with_a_collapsed_classifier_shows_a_warning(qtbot, make_window
             with torch.no_grad():
                 return torch.softmax(self.model(-_to_tensor(images)), dim=1).numpy().astype(np.float32)
 
-    window = make_window()
+    window = make_window(model_process="in-process")
     window.session.put("classifier", "digits-cnn", NegatedInputDigits(digits[0]))
     window.sig_models_changed.emit()
     window.show()

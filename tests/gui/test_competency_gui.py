@@ -28,7 +28,7 @@ def comp_window(make_window, comp_world, tmp_path, qtbot):
 
     from nemo_desktop.core.registry import Components, build_analysis
 
-    window = make_window()
+    window = make_window(model_process="in-process")
     window.session.put("classifier", "digits-competency", comp_world.classifier)
     folder = write_class_folders(tmp_path / "data", comp_world.fit_images, comp_world.fit_labels, 8)
     fit = build_analysis("competency-estimator", Components(classifier=comp_world.classifier,
@@ -125,7 +125,7 @@ def test_dataset_browser_competency_column_and_send_to_analysis(qtbot, comp_wind
 
     # Another window (a new session on the same store): opening the dataset reads the stored column back; nothing
     # asks it to score.
-    again = make_window()
+    again = make_window(model_process="in-process")
     again.session.put("classifier", "digits-competency", comp_world.classifier)
     again.show()
     browser2 = again.show_pane("dataset_browser")

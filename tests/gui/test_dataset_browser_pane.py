@@ -105,7 +105,7 @@ def test_cancelling_indexing_keeps_the_finished_batches(qtbot, make_window, digi
             time.sleep(0.15)
             return super().predict_proba(images, **kw)
 
-    window = make_window()
+    window = make_window(model_process="in-process")
     window.session.put("classifier", "slow-digits", SlowDigits(digits[0]))
     pane = _browser(qtbot, window)
     _open(qtbot, pane, digits_reference)

@@ -90,7 +90,7 @@ def test_class_names_from_the_model_are_shown_as_text_not_markup(qtbot, make_win
     from digits_world import CLASS_NAMES, DigitsCNNClassifier
 
     names = [n if n != "eight" else "<i>eight</i> & <img src='x.png'>" for n in CLASS_NAMES]
-    window = make_window()
+    window = make_window(model_process="in-process")
     window.session.put("classifier", "digits-cnn", DigitsCNNClassifier(digits[0], class_names=names))
     window.show()
     qtbot.waitExposed(window)

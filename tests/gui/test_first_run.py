@@ -13,6 +13,7 @@ from nemo_desktop.gui.first_run.guide import DONE
 from nemo_desktop.gui.samples import Sample
 
 from demo_cache import install_built_demo
+from model_process import set_model_process
 
 
 def _shown(qtbot, window):
@@ -43,7 +44,7 @@ def _index(qtbot, browser):
 def test_guides_show_in_empty_panes_and_steps_tick(qtbot, make_window, digits, digits_reference, blue_three):
     from digits_world import DigitsCNNClassifier, DigitsEditor, ScriptedDigitsMLLM
 
-    window = make_window()
+    window = make_window(model_process="in-process")  # the models are put into the window's own session
     fr = _shown(qtbot, window)
     browser, workbench = window.panes["dataset_browser"], window.panes["workbench"]
     assert fr.dataset_guide.isVisibleTo(browser) and fr.workbench_guide.isVisibleTo(workbench)
@@ -80,8 +81,10 @@ def test_guides_show_in_empty_panes_and_steps_tick(qtbot, make_window, digits, d
 
 
 def test_try_the_demo_end_to_end(qtbot, make_window):
-    """Dataset written, classifier trained on first use, loaded through the timm loader, shown and indexed."""
-    window = make_window()
+    """Dataset written, classifier trained on first use, loaded through the timm loader, shown and indexed.
+    In-process: it checks the loaded classifier object itself (tests/gui/test_gui_worker_pages.py runs the demo in
+    the model worker)."""
+    window = make_window(model_process="in-process")
     fr = _shown(qtbot, window)
     browser = window.panes["dataset_browser"]
     with qtbot.waitSignal(fr.sig_demo_ready, timeout=600000) as ready:
@@ -157,6 +160,7 @@ def test_last_models_are_restored_at_start_only_from_disk(qtbot, make_window, mo
     paths = get_paths()
     install_built_demo(paths)
     demo.prepare_demo(paths)  # reused, registered
+    set_model_process("in-process")  # both windows: the patched download below is seen in this process only
     window = make_window()
     _shown(qtbot, window)
     handle = window.panes["model_manager"].load("classifier", demo.CLASSIFIER_ID)

@@ -46,7 +46,7 @@ def test_try_a_fix_runs_from_the_analyses_page(qtbot, make_window, tmp_path):
     _write(folder, "train", world.train, names)
     _write(folder, "affected", world.affected, names)
     _write(folder, "rest", world.rest, names)
-    window = make_window()
+    window = make_window(model_process="in-process")
     window.show()
     qtbot.waitExposed(window)
     window.session.put("classifier", "fix-world-cnn", world.classifier)
@@ -96,6 +96,6 @@ def test_use_the_fixed_model_loads_its_catalog_entry(qtbot, make_window, tmp_pat
     assert "tiny-fixed" in actions.label.text()
     handle = actions.use_fixed_model()
     qtbot.waitUntil(lambda: handle.state in ("done", "failed"), timeout=120000)
-    assert handle.state == "done" and window.session.get("classifier").info.model_id == "tiny-fixed"
+    assert handle.state == "done" and window.session.facts("classifier")["model_id"] == "tiny-fixed"  # the worker's
     actions.set_result(FixResult(**{**result.to_dict(), "saved": None}))
     assert not actions.use_button.isVisibleTo(pane)

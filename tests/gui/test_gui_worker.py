@@ -135,6 +135,8 @@ def test_cancel_of_a_job_stuck_in_native_code_ends_within_the_grace_period(qtbot
 
 
 def test_model_manager_load_and_unload_act_on_the_worker(qtbot, worker_window, digits_weights):
+    from digits_world import CLASS_NAMES
+
     window = worker_window
     manager = window.panes["model_manager"]
     ref = f"test-digits:{digits_weights}"
@@ -144,7 +146,9 @@ def test_model_manager_load_and_unload_act_on_the_worker(qtbot, worker_window, d
     assert window.session.loaded() == {"classifier": ref}
     assert window.session._models == {}  # nothing was loaded in the window's process
     # What the panes need to know of it comes from the worker too.
-    assert window.session.facts("classifier") == {"model_id": "test-double:digits-cnn", "zero_shot": False}
+    facts = window.session.facts("classifier")
+    assert (facts["model_id"], facts["zero_shot"]) == ("test-double:digits-cnn", False)
+    assert facts["class_names"] == CLASS_NAMES and facts["revision"]  # the competency column matches by them
     qtbot.waitUntil(lambda: manager.loaded_label.text().startswith("In memory"), timeout=5000)
     manager._update_buttons()
     assert manager.fit_competency_button.isEnabled()

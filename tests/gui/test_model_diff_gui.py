@@ -25,7 +25,7 @@ def _model_diff_page(qtbot, make_window):
     a = DigitsMLPClassifier.train(X, y, hidden=16, seed=0)
     b = DigitsMLPClassifier.train(X[::2], y[::2], hidden=8, seed=1)
     b.info = ModelInfo("test-double:digits-mlp-b", "test-double", b.info.revision)
-    window = make_window()
+    window = make_window(model_process="in-process")
     window.show()
     qtbot.waitExposed(window)
     session = window.session

@@ -185,7 +185,7 @@ def tiny_checkpoint(tmp_path_factory):
 def test_import_a_checkpoint_load_and_unload_it(qtbot, make_window, tiny_checkpoint, gui_home):
     from nemo_desktop.gui.panes.model_manager.custom_import import CheckpointImport
 
-    window = make_window()
+    window = make_window(model_process="in-process")  # it checks the loaded classifier object's preprocessing
     pane = _manager(qtbot, window)
     request = CheckpointImport("my-tiny", "test_resnet", tiny_checkpoint["weights"], tiny_checkpoint["classes"])
     with qtbot.waitSignal(window.sig_models_changed, timeout=60000):
@@ -244,19 +244,27 @@ def test_device_and_dtype_are_saved(qtbot, make_window, gui_home):
 
 def test_the_model_process_setting_is_saved_and_used_at_the_next_start(qtbot, make_window, gui_home):
     pane = _manager(qtbot, make_window())
-    assert pane.host.model_host.mode == "in-process"  # the default
+    assert pane.host.model_host.mode == "worker"  # the default
     panel = pane.settings_panel
     qtbot.waitUntil(lambda: panel.settings is not None, timeout=10000)
-    assert not panel.worker_check.isChecked() and panel.grace_spin.value() == 10
+    assert panel.worker_check.isChecked() and panel.grace_spin.value() == 10
     panel.grace_spin.setValue(20)
     panel._populating = True  # one save for both changes
-    panel.worker_check.setChecked(True)
+    panel.worker_check.setChecked(False)  # in-process: for debugging
     panel._populating = False
     handle = panel._save_compute()
     with qtbot.waitSignal(handle.sig_done, timeout=10000):
         pass
     saved = _settings_file(gui_home)["compute"]
-    assert saved["model_process"] == "worker" and saved["cancel_grace_s"] == 20
+    assert saved["model_process"] == "in-process" and saved["cancel_grace_s"] == 20
+    window = make_window()
+    assert window.model_host.mode == "in-process" and window.session.remote is None
+    panel._populating = True
+    panel.worker_check.setChecked(True)
+    panel._populating = False
+    handle = panel._save_compute()
+    with qtbot.waitSignal(handle.sig_done, timeout=10000):
+        pass
     window = make_window()
     assert window.model_host.mode == "worker" and window.model_host.grace_s == 20
     assert window.session.remote is window.model_host
@@ -294,7 +302,7 @@ def test_pasted_keys_go_to_the_keyring_and_settings_keep_references(qtbot, make_
     import fake_keyring
 
     keyring = fake_keyring.install(monkeypatch)
-    window = make_window()
+    window = make_window(model_process="in-process")  # the endpoint's model reads the fake keyring of this process
     panel = _manager(qtbot, window).settings_panel
     qtbot.waitUntil(lambda: panel.settings is not None, timeout=10000)
     token = "hf_" + "Z9y8X7w6" * 4

@@ -143,7 +143,7 @@ def test_diagnosis_dialog_enlarges_a_small_image_with_crisp_pixels(qtbot, make_w
     arr[::2, ::2] = 255
     path = tmp_path / "small.png"
     Image.fromarray(arr).save(path)
-    window = make_window()
+    window = make_window(model_process="in-process")
     window.session.put("classifier", "digits-cnn", DigitsCNNClassifier(digits[0]))
     dialog = DiagnoseDialog(window, [path])
     qtbot.addWidget(dialog)

@@ -122,7 +122,7 @@ def test_cancelling_a_run_stops_during_editing(qtbot, make_window, digits, blue_
                 return on_step(i, total) if on_step else True
             return super().edit(image, instruction, on_step=slow, **kw)
 
-    window = make_window()
+    window = make_window(model_process="in-process")
     window.session.put("classifier", "digits-cnn", DigitsCNNClassifier(digits[0]))
     window.session.put("mllm", "scripted", ScriptedDigitsMLLM())
     window.session.put("editor", "slow", SlowEditor())

@@ -195,7 +195,7 @@ def _model_facts(session, page: PageData) -> None:
     from nemo_desktop.core.session import ENDPOINT_PREFIX, ZERO_SHOT_FAMILIES
 
     spec = page.spec
-    page.loaded_zero_shot = bool(getattr(session.get("classifier"), "zero_shot", False))
+    page.loaded_zero_shot = bool((session.facts("classifier") or {}).get("zero_shot"))  # the worker's, there
     page.zero_shot_refs = frozenset(e.id for e in list_catalog("classifier") if e.family in ZERO_SHOT_FAMILIES)
     if spec.default_components is not None:
         from nemo_desktop.core.registry import make_config

@@ -67,13 +67,17 @@ def estimators_for(store, classifier: Any) -> list[tuple[str, str]]:
     class names), newest first; empty without a classifier."""
     if classifier is None:
         return []
-    info = classifier.info
+    return estimators_matching(store, classifier.info.model_id, classifier.info.revision, classifier.class_names)
+
+
+def estimators_matching(store, model_id: str | None, revision: str | None, class_names) -> list[tuple[str, str]]:
+    """estimators_for by the classifier's facts (the window holds no model in worker mode)."""
     out = []
     for r in store.find(kind=ESTIMATOR_ANALYSIS, limit=200):
         manifest = r.payload.get("manifest") or {}
         want = manifest.get("classifier") or {}
-        if (want.get("id"), want.get("revision")) != (info.model_id, info.revision) or \
-                list(manifest.get("class_names", [])) != list(classifier.class_names):
+        if (want.get("id"), want.get("revision")) != (model_id, revision) or \
+                list(manifest.get("class_names", [])) != list(class_names or []):
             continue
         n = (manifest.get("dataset") or {}).get("n_images")
         out.append((r.key, f"{r.key[:10]} ({datetime.fromtimestamp(r.created_at):%Y-%m-%d %H:%M}"
@@ -83,8 +87,12 @@ def estimators_for(store, classifier: Any) -> list[tuple[str, str]]:
 
 def find_estimators(session) -> list[tuple[str, str]]:
     """The stored estimators of the classifier in memory (none is loaded for this: the column is offered for the
-    classifier the user has loaded)."""
-    return estimators_for(session.store(), session.get("classifier"))
+    classifier the user has loaded), from the session's facts of it: in worker mode the model is in the worker."""
+    facts = session.facts("classifier")
+    if facts is None:
+        return []
+    return estimators_matching(session.store(), facts.get("model_id"), facts.get("revision"),
+                               facts.get("class_names"))
 
 
 def _score_analysis(session, estimator_key: str, threshold: float):
@@ -102,7 +110,8 @@ def _score_analysis(session, estimator_key: str, threshold: float):
 
 def stored_column(session, estimator_key: str, paths: list[str], threshold: float,
                   ctx: JobContext) -> CompetencyColumn | None:
-    """The column when these images were scored with this estimator before; None otherwise (nothing scored)."""
+    """The column when these images were scored with this estimator before; None otherwise (nothing scored).
+    A model job (JobSpec): the estimator is bound to the classifier, which only the model worker holds there."""
     ctx.progress("Looking for stored competency scores", 0, None)
     result = _score_analysis(session, estimator_key, threshold).stored(list(paths))
     return None if result is None else CompetencyColumn.from_score_set(estimator_key, result)

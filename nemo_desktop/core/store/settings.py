@@ -95,9 +95,10 @@ class ComputeSettings(_Section):
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
     dtype: str = "auto"  # auto | float32 | float16 | bfloat16
     cpu_offload: bool = False  # let accelerate/diffusers offload layers when the GPU is too small
-    # Where the GUI's model jobs run: "in-process" (a thread of the app, for debugging) or "worker" (a supervised
-    # child process: a crash or an out-of-memory kill there fails the job, not the app). See core/worker.
-    model_process: str = "in-process"
+    # Where the GUI's model jobs run: "worker" (a supervised child process: a crash or an out-of-memory kill there
+    # fails the job, not the app) or "in-process" (a thread of the app, for debugging). See core/worker. The CLI
+    # always runs in one process.
+    model_process: str = "worker"
     cancel_grace_s: float = 10.0  # worker mode: seconds a cancelled job may take before its process is restarted
     worker_memory_limit_gb: float | None = None  # worker mode: address-space cap of the model process (RLIMIT_AS)
 

@@ -18,13 +18,16 @@ What a thread cannot do, it can:
 """
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.util  # its exit handler (terminating daemon children) is registered before _exiting
 import signal
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Callable
 
@@ -76,6 +79,16 @@ def _cgroup_oom_kills() -> int | None:
     except (OSError, ValueError):
         return None
     return None
+
+
+# At interpreter exit multiprocessing terminates daemon children (SIGTERM): that is no death to report or repair.
+_LIVE: "weakref.WeakSet[WorkerSupervisor]" = weakref.WeakSet()
+
+
+@atexit.register  # registered after multiprocessing's own exit handler, so it runs before it
+def _exiting() -> None:
+    for sup in list(_LIVE):
+        sup._stopping = True
 
 
 _IDLE = "\0idle"  # describe_exit's title for a worker that died between jobs
@@ -147,6 +160,7 @@ class WorkerSupervisor:
         self.restarts = 0
         self.last_exit: NemoError | None = None
         self._stopping = False
+        _LIVE.add(self)
 
     # -- state ------------------------------------------------------------------------------------------
     def loaded(self) -> dict[str, str]:

@@ -239,10 +239,18 @@ def validate_sentence(result: Any, index: Any, validator: SentenceValidator, gro
                   TYPED)
     out = ModeValidation(g.name, cluster + 1, method, sentence, v.n, len(v.samples), v.mean_cei, held, said,
                          v.result_key)
+    record_validation(result, out, max_images=max_images, threshold=threshold)
+    return out
+
+
+def record_validation(result: Any, out: ModeValidation, *, max_images: int = 8,
+                      threshold: float = CEI_HOLDS_ABOVE) -> None:
+    """Put `out` into `result.cei_validation` (replacing an earlier check of the same sentence on the same cluster).
+    The app calls it on its own copy of the result: in worker mode the check ran on the model process's copy."""
     cv = result.cei_validation or {"settings": {"max_images": max_images, "threshold": threshold},
                                    "validations": [], "notes": []}
+    new = out.to_dict()
     cv["validations"] = [d for d in cv["validations"]
-                         if (d["group"], d["cluster"], d["sentence"]) != (g.name, cluster + 1, sentence)]
-    cv["validations"].append(out.to_dict())
+                         if (d["group"], d["cluster"], d["sentence"]) != (new["group"], new["cluster"], new["sentence"])]
+    cv["validations"].append(new)
     result.cei_validation = cv
-    return out

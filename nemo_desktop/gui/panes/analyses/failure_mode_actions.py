@@ -216,6 +216,10 @@ class FailureModeActions(QWidget):
         return handle
 
     def _show_validation(self, v) -> None:
+        from nemo_desktop.core.analyses.failure_modes.validate import record_validation
+
+        if self.result is not None:  # the job recorded it in its own copy (the model worker's, in worker mode)
+            record_validation(self.result, v)
         mean = "n/a" if v.mean_cei is None else f"{v.mean_cei:+.1f} points"
         self.cei_label.setText(f"Mean CEI {mean} (n = {v.n} of {v.tested} misclassified images tried). "
                                f"{v.verdict}")

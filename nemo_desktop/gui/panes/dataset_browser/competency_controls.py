@@ -17,7 +17,7 @@ from nemo_desktop.core.worker.protocol import JobSpec
 from ...jobs import GPU, IO, JobHandle
 from ...widgets.buttons import action_button
 from .browse_data import BrowseData
-from .competency_column import CompetencyColumn, find_estimators, stored_column
+from .competency_column import CompetencyColumn, find_estimators
 
 if TYPE_CHECKING:
     from .plugin import DatasetBrowserPane
@@ -151,10 +151,12 @@ class CompetencyControls(QObject):
         return None if data is None or not len(data) else sorted(str(p) for p in data.paths.tolist())
 
     def look_up_stored(self) -> JobHandle | None:
-        paths, key, session = self._paths(), self.estimator_key, self.pane.host.session
+        paths, key = self._paths(), self.estimator_key
         if paths is None or key is None:
             return None
-        handle = self.pane.host.jobs.submit(lambda ctx: stored_column(session, key, paths, THRESHOLD, ctx),
+        # A model job: the estimator is bound to the classifier, which is in the model worker in worker mode.
+        handle = self.pane.host.jobs.submit(JobSpec("nemo_desktop.core.app_jobs.competency_column:stored_column",
+                                                    (key, list(paths), THRESHOLD)),
                                             title="Looking for stored competency scores", lane=IO, visible=False,
                                             ask_before_quit=False, report_errors=False)
         handle.sig_done.connect(lambda col: col is not None and key == self.estimator_key and self.set_column(col))
