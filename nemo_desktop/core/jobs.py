@@ -267,11 +267,11 @@ def describe_exception(exc: BaseException) -> dict:
         d = exc.to_dict()
         d["detail"] = (exc.detail + "\n\n" if exc.detail else "") + tb
         return d
-    from .models.device import translate_oom  # lazy: avoids importing torch for plain jobs
+    from .models.device import translate_cuda_error, translate_oom  # lazy: no torch import for plain jobs
 
-    oom = translate_oom(exc)
-    if oom is not None:
-        d = oom.to_dict()
+    known = translate_oom(exc) or translate_cuda_error(exc)
+    if known is not None:
+        d = known.to_dict()
         d["detail"] = tb
         return d
     return {

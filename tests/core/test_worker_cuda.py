@@ -166,6 +166,7 @@ def run_check(say=print) -> dict:
         say(f"device-side assert: the job failed in {time.perf_counter() - t:.1f} s with: {error.message!r}; "
             f"hint: {error.hint!r}")
         assert "CUDA" in text or "SIGABRT" in text, text
+        assert "bug in NEMO" not in text, text  # a kernel's assert is the model's or the GPU's, said in words
         assert sup.restarts == restarts + 1 and sup.pid not in (None, pid), (sup.restarts, sup.pid, pid)
         assert sup.loaded() == {}  # the models went with the old worker
         t = time.perf_counter()

@@ -8,7 +8,7 @@ import gc
 import logging
 import sys
 
-from ..errors import ConfigError, OutOfMemoryError
+from ..errors import ConfigError, ModelError, OutOfMemoryError
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +91,29 @@ def translate_oom(exc: BaseException, what: str = "The model") -> OutOfMemoryErr
     text = str(exc).lower()
     where = "host (CPU) memory" if isinstance(exc, MemoryError) or "cpuallocator" in text else "GPU memory"
     return OutOfMemoryError(f"{what} ran out of {where}.", hint=OOM_SUGGESTIONS, detail=str(exc))
+
+
+# What CUDA says when a kernel failed: the process's CUDA context is unusable afterwards (not an out-of-memory error,
+# which translate_oom handles first).
+_CUDA_FAULTS = ("device-side assert", "cuda error", "cublas_status", "cudnn_status", "illegal memory access",
+                "unspecified launch failure")
+
+
+def translate_cuda_error(exc: BaseException, what: str = "The model") -> ModelError | None:
+    """A clear ModelError for a failed CUDA kernel (a device-side assert, an illegal memory access...), else None.
+    Such an error comes from model code or the GPU, not from NEMO: the message says so in words."""
+    text = str(exc)
+    lower = text.lower()
+    if is_oom(exc) or not any(fault in lower for fault in _CUDA_FAULTS):
+        return None
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return ModelError(
+        f"{what} failed on the GPU ({first.removeprefix('CUDA error: ')}).",
+        hint="A device-side assert usually means the model was given an input it cannot handle (a class index or "
+             "token id out of range, a wrong image size); an illegal memory access or launch failure can also be a "
+             "driver or hardware fault. Run the job again; if it fails the same way with this model, run it on the "
+             "CPU (device setting) for a readable error, and report it with the details below.",
+        detail=text)
 
 
 def free_memory() -> None:

@@ -95,3 +95,21 @@ def test_resolve_dtype(monkeypatch):
 def test_gpu_info_is_empty_without_a_gpu(no_gpu):
     assert device.gpu_info() == []
     device.free_memory()  # harmless without a GPU
+
+
+@pytest.mark.parametrize("exc", [
+    RuntimeError("CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously reported"),
+    RuntimeError("CUDA error: an illegal memory access was encountered"),
+    RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, opb, m, n, k)`"),
+])
+def test_a_failed_cuda_kernel_is_said_in_words_not_as_a_bug_of_ours(exc):
+    """What the model process reports when a kernel asserts (seen on an H200: the message had read 'Unexpected
+    error ... This is probably a bug in NEMO Desktop')."""
+    from nemo_desktop.core.jobs import describe_exception
+
+    said = describe_exception(exc)
+    assert said["message"].startswith("The model failed on the GPU (") and "Unexpected" not in said["message"]
+    assert "bug in NEMO" not in said["hint"] and "CPU" in said["hint"]
+    assert str(exc).splitlines()[0] in said["detail"]  # the original text stays in the details
+    assert device.translate_cuda_error(RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")) is None
+    assert device.translate_cuda_error(ValueError("bad shape")) is None
