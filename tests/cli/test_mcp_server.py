@@ -4,10 +4,8 @@ classifier and 'tiny-caption' method (fixtures_tiny/plugin_dist.py, found throug
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +15,10 @@ from PIL import Image
 pytest.importorskip("mcp")
 
 from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_timm  # noqa: E402
+from fixtures_tiny.mcp_stdio import child_env, stdio_session  # noqa: E402
 from fixtures_tiny.plugin_dist import METHOD, write_plugin_dist  # noqa: E402
 
 pytestmark = pytest.mark.anyio
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -52,30 +50,11 @@ def world(tmp_path_factory):
 
 
 def _env(world, home: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(world["site"]), str(REPO), str(REPO / "tests"),
-                                         env.get("PYTHONPATH", "")])
-    env["NEMO_HOME"] = str(home)
-    return env
+    return child_env(home, [world["site"]])
 
 
-@asynccontextmanager
-async def connected(world, tmp_path, *extra: str):
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
-    errlog = open(tmp_path / "server-stderr.txt", "w+")
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "nemo_desktop.cli", "mcp", "--root", str(world["data"]),
-                                         "--device", "cpu", *extra],
-                                   env=_env(world, tmp_path / "home"), cwd=str(tmp_path))
-    try:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield session, errlog
-    finally:
-        errlog.close()
+def connected(world, tmp_path, *extra: str):
+    return stdio_session([world["data"]], tmp_path, *extra, extra_paths=[world["site"]])
 
 
 def _text(result) -> str:
