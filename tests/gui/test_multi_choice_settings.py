@@ -67,3 +67,19 @@ def test_unknown_names_are_refused_and_change_nothing(qtbot):
     with pytest.raises(ConfigError, match="must be one of tops, pdiff, setdiff, fpdiff, not 'bogus'"):
         make_config(get_analysis("failure-modes"), {"methods": ("pdiff", "bogus")})
 
+
+
+def test_a_config_without_main_settings_shows_no_empty_area_above_more_settings(qtbot):
+    """Issue 28's walkthrough: competency-score's Settings box was an empty grey area over "More settings"."""
+    form = _form(qtbot, "competency-score")
+    form.show()
+    main = form._groups[0]
+    assert main.layout().rowCount() == 0 and not main.isVisible()
+    from nemo_desktop.core.methods.scitx import SciTXConfig
+    from nemo_desktop.gui.panes.workbench.widgets.method_form import MethodForm
+
+    scitx = MethodForm()
+    qtbot.addWidget(scitx)
+    scitx.set_config(SciTXConfig)
+    scitx.show()
+    assert scitx._groups[0].layout().rowCount() == 5 and scitx._groups[0].isVisible()  # k, m, seed, steps, size

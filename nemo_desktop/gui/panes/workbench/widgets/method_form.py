@@ -63,6 +63,7 @@ class MethodForm(QWidget):
                 self._more_pending.append((param, value))
         main = QWidget()
         main.setLayout(primary)
+        main.setVisible(primary.rowCount() > 0)  # an empty box above "More settings" (competency-score) says nothing
         self._layout.addWidget(main)
         self._groups.append(main)
         if self._more_pending:
