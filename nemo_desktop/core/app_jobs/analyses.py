@@ -154,6 +154,15 @@ def image_analyses() -> list[tuple[str, str]]:
     return [(s.name, s.description) for s in list_page_analyses() if s.inputs.data == "image"]
 
 
+def generator_choices(spec: Any) -> list[str]:
+    """What the `generator` picker offers: a condition source (the built-in ones, or a catalog text-to-image
+    model), or only the text-to-image models for an analysis whose generator renders text (a fix's sentence)."""
+    from nemo_desktop.core.models.catalog import list_catalog
+
+    text_to_image = [f"t2i:{e.id}" for e in list_catalog("generator")]
+    return text_to_image if spec.generator_renders_text else ["digits", "digits-ink"] + text_to_image
+
+
 def page_data(session, name: str, ctx: JobContext) -> PageData:
     from nemo_desktop.core.models.catalog import list_catalog
     from nemo_desktop.core.registry import get_analysis
@@ -166,8 +175,8 @@ def page_data(session, name: str, ctx: JobContext) -> PageData:
         kind = ROLE_CATALOG_KIND.get(role)
         if kind is not None:
             models[role] = [e.id for e in list_catalog(kind)]
-    if "generator" in spec.inputs.used():  # a condition source: the built-in ones, or a catalog text-to-image model
-        models["generator"] = ["digits", "digits-ink"] + [f"t2i:{e.id}" for e in list_catalog("generator")]
+    if "generator" in spec.inputs.used():
+        models["generator"] = generator_choices(spec)
     fitted: list[tuple[str, str]] = []
     if spec.inputs.fitted:  # the fit analysis' stored results (kept under its name as the store kind)
         seen = set()

@@ -109,6 +109,9 @@ class AnalysisSpec:
     extras: tuple[str, ...] = ()
     # What its data is, when the data kind's own words do not say it (e.g. the fix's train/affected/rest folder).
     data_label: str = ""
+    # Its `generator` renders text it is given (a catalog text-to-image model), so the built-in condition sources
+    # (digits, digits-ink: model differences' conditions) are not offered for it.
+    generator_renders_text: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -225,6 +225,7 @@ register_analysis(AnalysisSpec(
     name=ANALYSIS, kind=KIND, version=VERSION, factory=FixAnalysis, config=FixConfig, result=FixResult,
     inputs=Inputs(classifier="required", editor="optional", generator="optional", data="dataset"),
     data_label="Fix folder (train/, affected/ and rest/, each with one sub-folder per class)",
+    generator_renders_text=True,
     description="Tries a fix for a finding: targeted data from the validated edit and/or a failure mode's sentence "
                 "rendered by a text-to-image model (or a plain augmentation as the control), fine-tuning of the "
                 "head, the last block, LoRA adapters or every weight with early stopping (keeping the original's "

@@ -136,3 +136,15 @@ def test_nemo_fix_renders_a_sentence_with_a_catalog_generator(t2i_folder, timm_f
     assert [(s["source"], s["class"], s["count"], s["generator"]["id"]) for s in out["sources"]] == [
         ("text-to-image", "cat", 3, "my-t2i")]
     assert out["data"]["targeted"] == 3 and out["config"]["sentence"] == "a cat on a red carpet"
+
+
+def test_the_app_offers_only_text_to_image_models_to_render_a_sentence():
+    """A fix's generator renders the failure mode's sentence: the built-in condition sources of model differences
+    ('digits') cannot, so the Analyses page does not offer them for the fix (it still does for model-diff)."""
+    from nemo_desktop.core.app_jobs.analyses import generator_choices
+    from nemo_desktop.core.registry import get_analysis
+
+    fix = generator_choices(get_analysis("fix"))
+    assert fix and all(ref.startswith("t2i:") for ref in fix)
+    diff = generator_choices(get_analysis("model-diff"))
+    assert {"digits", "digits-ink"} <= set(diff) and set(fix) <= set(diff)
