@@ -14,16 +14,16 @@ runs one edit with progress per step (random MLLM replies are not valid JSON, so
 skipped; this job puts the diffusion steps into the measured window). A 5 ms timer in the GUI thread records
 the gaps between its ticks.
 
-Printed: the longest gap (target < 50 ms) and the 99th percentile during the measured phase, and per phase
-(while indexing; while the diagnosis runs, its image classified first; while the edit runs; the phases tile the
-measured window, each ending on the first tick after its job's end, and "anywhere" is all of it) the longest gap as a ratio against the longest gap of the idle
-baseline measured in the same run (the machine's own stalls: a ratio near 1 means the application adds
-nothing the idle window does not already suffer), and the most CPU time the GUI thread itself used inside
-one gap (what our code costs the event loop, whatever the machine's load). `--busy N` starts N CPU-busy processes
-(a Python loop each, at normal priority, or at `--busy-nice`) before the idle baseline and stops them at the end,
-so the idle window and the jobs suffer the same load: the target there is a ratio <= 1.5 per phase, printed with
-the ratios and each phase's length (the model worker runs at nice 10, so it yields to normal-priority programs and
-its jobs take longer; `--busy-nice 10` has them share the CPU with it fairly).
+Printed: the longest gap (target < 50 ms) and the 99th percentile during the measured phase, and per phase (while
+indexing; while the diagnosis runs, its image classified first; while the edit runs; the phases tile the measured
+window, each ending on the first tick after its job's end, and "anywhere" is all of it) the longest gap as a ratio
+against the longest gap of the idle baseline measured in the same run (the machine's own stalls: a ratio near 1
+means the application adds nothing the idle window does not already suffer), and the most CPU time the GUI thread
+itself used inside one gap (what our code costs the event loop, whatever the machine's load). `--busy N` starts N
+CPU-busy processes (a Python loop each, at normal priority, or at `--busy-nice`) before the idle baseline and stops
+them at the end, so the idle window and the jobs suffer the same load: the target there is a ratio <= 1.5 per
+phase, printed with the ratios and each phase's length (the model worker runs at nice 10, so it yields to
+normal-priority programs and its jobs take longer; `--busy-nice 10` has them share the CPU with it fairly).
 `--quick` is a small run (~1 minute)
 for tests; `--json` prints the figures as one JSON object at the end. `--profile` samples every thread's stack
 while the GUI thread is late and prints the commonest under each long gap. For
