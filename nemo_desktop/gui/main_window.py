@@ -19,7 +19,7 @@ from .drops import DropScan, describe_rejected, scan_dropped
 from .jobs import FAILED, IO, JobHandle, JobRunner
 from .panes import Pane, pane_classes
 from .session import ModelSession
-from .settings import gui_settings
+from .settings import STATE_FILE_NAME, BackgroundSettings, gui_settings
 from .turns import on_next_turn
 from .widgets.activation import skip_activation_repaints
 from .widgets.error_dialog import show_error
@@ -67,6 +67,8 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.paths = paths or get_paths()
         self.settings = settings or gui_settings(self.paths)
+        # Values set while the window is in use: written off the GUI thread.
+        self.background_settings = BackgroundSettings(self.paths.config_dir / STATE_FILE_NAME, legacy=self.settings)
         self.jobs = runner or JobRunner(parent=self)
         self.session = session or ModelSession(self.paths)
         # Where model jobs (JobSpecs) run: this process, or the supervised model worker process (settings).
@@ -107,7 +109,7 @@ class MainWindow(QMainWindow):
         if welcome is None:
             from .first_run.controller import is_first_launch
 
-            welcome = is_first_launch(self.settings)
+            welcome = is_first_launch(self.settings, self.background_settings)
         self.restore_layout()
         if welcome:
             self.show_welcome()
@@ -398,6 +400,7 @@ class MainWindow(QMainWindow):
                 log.warning("closing with %d job(s) still running after %d ms: %s", len(self.jobs.active_jobs()),
                             self.CLOSE_WAIT_MS, [h.title for h in self.jobs.active_jobs()])
             self._closing = False
+        self.background_settings.close()
         self.save_layout()
         # The model worker releases its models and exits (killed when a job is stuck in native code in it).
         self.model_host.stop()

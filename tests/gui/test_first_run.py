@@ -104,7 +104,7 @@ def test_try_the_demo_end_to_end(qtbot, make_window):
     assert accuracy == pytest.approx(setup.holdout_accuracy, abs=0.01)
     assert (~browser.data.correct).sum() > 0  # real mistakes to pick in step 3
     assert fr.steps()["classifier"] and fr.steps()["dataset"]
-    assert memory.recent_datasets(window.settings)[0] == str(setup.dataset_dir)
+    assert memory.recent_datasets(window.background_settings)[0] == str(setup.dataset_dir)
     assert "Demo ready" in fr.dataset_guide.demo_status.text()
 
     with qtbot.waitSignal(fr.sig_demo_ready, timeout=120000) as again:  # a second time reuses everything
@@ -132,7 +132,7 @@ def test_recent_datasets_persist_across_windows(qtbot, make_window, tmp_path):
 
     again = make_window()
     fr = again.first_run
-    assert memory.recent_datasets(again.settings)[:2] == [str(second), str(first)]
+    assert memory.recent_datasets(again.background_settings)[:2] == [str(second), str(first)]
     items = [fr.dataset_guide.recent_list.item(i).data(memory_path_role()) for i in
              range(fr.dataset_guide.recent_list.count())]
     assert items[:2] == [str(second), str(first)]
@@ -144,7 +144,7 @@ def test_recent_datasets_persist_across_windows(qtbot, make_window, tmp_path):
 
     shutil.rmtree(second)  # a recent dataset that is gone is dropped from the list, with a word why
     assert fr.open_recent(str(second)) is None
-    assert str(second) not in memory.recent_datasets(again.settings)
+    assert str(second) not in memory.recent_datasets(again.background_settings)
     assert "no longer there" in again.statusBar().currentMessage()
 
 
@@ -169,10 +169,10 @@ def test_last_models_are_restored_at_start_only_from_disk(qtbot, make_window, mo
     # line below stands in for another day's memory, or it would overwrite it.
     qtbot.waitUntil(lambda: not window.jobs.busy, timeout=10000)
     qtbot.wait(200)
-    assert memory.remembered_models(window.settings) == {"classifier": demo.CLASSIFIER_ID}
+    assert memory.remembered_models(window.background_settings) == {"classifier": demo.CLASSIFIER_ID}
     # An MLLM the user had loaded on another day, whose weights are not in this (empty) cache.
     mllm = next(e.id for e in list_catalog("mllm") if not e.repo.startswith(("/", ".", "~")))
-    memory.remember_models(window.settings, {"classifier": demo.CLASSIFIER_ID, "mllm": mllm})
+    memory.remember_models(window.background_settings, {"classifier": demo.CLASSIFIER_ID, "mllm": mllm})
     _close(qtbot, window)
 
     fetched = []  # the start must not even try to download
@@ -193,7 +193,7 @@ def test_last_models_are_restored_at_start_only_from_disk(qtbot, make_window, mo
     qtbot.waitUntil(lambda: not again.jobs.busy, timeout=10000)
     assert again.first_run.workbench_guide.done_steps() == ["classifier"]
     # What was remembered survives a start that could not restore all of it.
-    qtbot.waitUntil(lambda: memory.remembered_models(again.settings).get("classifier") == demo.CLASSIFIER_ID,
+    qtbot.waitUntil(lambda: memory.remembered_models(again.background_settings).get("classifier") == demo.CLASSIFIER_ID,
                     timeout=5000)
     _close(qtbot, again)
 

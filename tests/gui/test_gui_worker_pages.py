@@ -232,7 +232,7 @@ def test_the_demo_runs_in_the_worker_and_the_next_start_restores_its_classifier(
     qtbot.waitUntil(lambda: browser.data is not None and browser.data.indexed, timeout=300000)  # in the worker
     assert len(browser.data) == 360 and float(browser.data.correct.mean()) > 0.8
     assert "Demo ready" in fr.dataset_guide.demo_status.text()
-    qtbot.waitUntil(lambda: memory.remembered_models(window.settings) == {"classifier": demo.CLASSIFIER_ID},
+    qtbot.waitUntil(lambda: memory.remembered_models(window.background_settings) == {"classifier": demo.CLASSIFIER_ID},
                     timeout=10000)
     qtbot.waitUntil(lambda: not window.jobs.busy, timeout=180000)
     first_worker = window.model_host.pid

@@ -20,11 +20,12 @@ from .guide import DatasetGuide, NextStepBar, WelcomePage, WorkbenchGuide, next_
 log = logging.getLogger(__name__)
 
 
-def is_first_launch(settings) -> bool:
-    """No window was ever closed with these settings, no dataset was opened and no model remembered: the app
-    opens on its welcome page."""
-    return (settings.value("window/pane") is None and not memory.recent_datasets(settings)
-            and not memory.remembered_models(settings))
+def is_first_launch(settings, remembered=None) -> bool:
+    """No window was ever closed with these settings, no dataset was opened and no model remembered (in
+    `remembered`, the window's BackgroundSettings; else in `settings`): the app opens on its welcome page."""
+    remembered = remembered if remembered is not None else settings
+    return (settings.value("window/pane") is None and not memory.recent_datasets(remembered)
+            and not memory.remembered_models(remembered))
 
 
 def real_diagnosis_needs(session) -> list[tuple[str, str | None, str]]:
@@ -67,7 +68,8 @@ class FirstRun(QObject):
     def __init__(self, window):
         super().__init__(window)
         self.window = window
-        self.settings = window.settings
+        # Written on the window's turn (a dataset shown, a model loaded): never on its thread.
+        self.settings = window.background_settings
         self.browser = window.panes["dataset_browser"]
         self.workbench = window.panes["workbench"]
         self.demo_job: JobHandle | None = None

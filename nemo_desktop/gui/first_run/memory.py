@@ -1,6 +1,7 @@
 """What the app remembers between sessions for a quick start: recent datasets and the last loaded models.
 
-Stored in the GUI's QSettings (gui.ini, see gui/settings.py) under `first_run/`. Which remembered models can be
+Stored under `first_run/` keys in the window's `BackgroundSettings` (gui-state.json, written off the GUI thread;
+see gui/settings.py); each function also takes a QSettings. Which remembered models can be
 restored is decided here without Qt, from the disk alone: a model is restored only when its weights are there,
 so starting the app never downloads anything.
 """
