@@ -22,8 +22,8 @@ means the application adds nothing the idle window does not already suffer), and
 itself used inside one gap (what our code costs the event loop, whatever the machine's load). `--busy N` starts N
 CPU-busy processes (a Python loop each, at normal priority, or at `--busy-nice`) before the idle baseline and stops
 them at the end, so the idle window and the jobs suffer the same load: the target there is a ratio <= 1.5 per
-phase, printed with the ratios and each phase's length (the model worker runs at nice 10, so it yields to
-normal-priority programs and its jobs take longer; `--busy-nice 10` has them share the CPU with it fairly).
+phase, printed with the ratios and each phase's length (the model worker runs at normal priority, nice 0, as the
+busy processes do by default; `--busy-nice 10` gives them a lower priority than the app's).
 `--quick` is a small run (~1 minute)
 for tests; `--json` prints the figures as one JSON object at the end. `--profile` samples every thread's stack
 while the GUI thread is late and prints the commonest under each long gap. For
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                              "each phase's longest stall <= 1.5 x the idle window's)")
     parser.add_argument("--busy-nice", type=int, default=0, metavar="NICE",
                         help="the busy processes' nice value: 0, a program at normal priority (the default), to "
-                             "which the model worker (nice 10) yields; 10 shares the CPU fairly with the worker")
+                             "as the model worker; 10 yields to the app")
     parser.add_argument("--model-process", choices=("in-process", "worker"), default="worker",
                         help="where the model jobs run (the setting compute.model_process): the window's own "
                              "process, or the supervised model worker process")

@@ -69,7 +69,10 @@ class WorkerConfig:
     # An address-space cap (RLIMIT_AS) set in the child before it imports anything: loads that exceed it fail
     # there with MemoryError instead of waking the system's out-of-memory killer. None: no cap.
     memory_limit_bytes: int | None = None
-    nice: int = 10  # the worker yields the CPU to the window (as the GUI's lane threads do)
+    # The worker runs at normal priority: being another process it holds no GIL against the window, and at nice 10
+    # its jobs starved behind other programs (gui_event_loop.py --busy 2: a diagnosis took 631 s instead of 99 s,
+    # with the window's stalls no better: 1.13-1.38 x idle at nice 10, 1.15-1.17 x at 0).
+    nice: int = 0
     # After an unload leaves no model in memory, GPU memory still held by the caching allocator beyond this
     # (fragmentation) makes the worker ask to be replaced, which is the only sure way to return it.
     restart_above_bytes: int = 512 * 1024 ** 2
