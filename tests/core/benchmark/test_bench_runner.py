@@ -160,7 +160,8 @@ def test_failures_are_recorded_and_only_transient_ones_retried(bench_data, store
         by_status.setdefault(it["status"], []).append(it)
     assert set(by_status) == {DONE, FAILED, ERROR} and not s.complete
     assert "true class" in by_status[FAILED][0]["error"]["message"]
-    assert "CUDA error" in by_status[ERROR][0]["error"]["message"]
+    cuda = by_status[ERROR][0]["error"]  # a failed kernel said in words; CUDA's own text kept in the details
+    assert "failed on the GPU" in cuda["message"] and "CUDA error" in cuda["detail"]
     assert store.get_run(s.run_id)["status"] == "incomplete"
     # The method did not store its result: the runner did, so the sample record can point at it.
     done = store.get(by_status[DONE][0]["result_key"])
