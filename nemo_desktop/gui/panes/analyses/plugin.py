@@ -4,7 +4,8 @@ workbench explanation methods (competency counterfactuals), on one page of the s
 Pick an analysis; the page asks for what it runs on (a stored run, a reference index, a folder), the models it
 declares (the current one of each kind, or one from the catalog), and its settings (the form built from its
 config); Run sends it to the GPU lane with progress and Cancel; the result shows as its report section renders
-it, and Export writes that report as HTML or PDF. Nothing here is specific to one analysis (run_job.py).
+it, and Export writes that report as HTML or PDF. Nothing here is specific to one analysis (run_job.py). The
+Models box's rows are built in model_rows.py; the result's rendering and export are in page_results.py.
 """
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from nemo_desktop.core.worker.protocol import JobSpec
 
 from ...jobs import GPU, IO, JobHandle
 from ...widgets.progress_bar import ProgressBar
-from ...widgets.report_path import ask_report_path
 from ...widgets.report_html import set_report_html
 from ...widgets.table_columns import keep_words_whole
 from ...widgets.text_images import attach_zoom_to_text_browser
@@ -29,9 +29,9 @@ from ..workbench.widgets.method_form import MIN_FIELD_WIDTH, MethodForm
 from .failure_mode_actions import FailureModeActions
 from .fix_actions import FixActions
 from .model_diff_live import ModelDiffLivePanel
-from .run_job import _NOT_ON_DISK as NOT_ON_DISK
-from .run_job import (NONE, SESSION_KINDS, PageData, effective_need, export_result, list_page_analyses, page_data,
-                      result_html, run_problem)
+from .model_rows import chosen_models, fill_model_rows, relabel_models
+from .page_results import PageResults, is_model_diff
+from .run_job import SESSION_KINDS, PageData, list_page_analyses, page_data, run_problem
 
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
 IDLE_STAGE = ""
@@ -51,7 +51,7 @@ class PageState:
     extra: dict = field(default_factory=dict)
 
 
-class AnalysesPane(Pane):
+class AnalysesPane(PageResults, Pane):
     NAME = "analyses"
     TITLE = "Analyses"
     SUMMARY = "Dataset- and model-level analyses: failure modes, model differences, competency, global explanations."
@@ -227,7 +227,7 @@ class AnalysesPane(Pane):
         self.failure_modes.set_result(state.result)
         self.fix_actions.set_result(state.result)
         self.model_diff_live.setVisible(name == "model-diff" and (state.job is not None or state.result is not None))
-        if name == "model-diff" and state.job is None and _is_model_diff(state.result):
+        if name == "model-diff" and state.job is None and is_model_diff(state.result):
             self.model_diff_live.show_records(state.result.iterations)
         self._update_buttons()
 
@@ -319,7 +319,6 @@ class AnalysesPane(Pane):
     # -- one analysis' page --------------------------------------------------------------------------------
     def _show_page(self, page: PageData) -> None:
         from nemo_desktop.core.registry.data_inputs import data_prompt
-        from nemo_desktop.core.registry.spec import ROLE_LABELS
 
         current = self.analysis_list.currentItem()
         if current is None or current.data(NAME_ROLE) != page.spec.name:
@@ -336,52 +335,7 @@ class AnalysesPane(Pane):
         for w, show in ((self.data_label, how != "none"), (self.data_combo, how == "store"),
                         (self.data_path, how in ("folder", "file")), (self.browse_button, how in ("folder", "file"))):
             w.setVisible(show)
-        self._model_boxes = {}  # before the old boxes are deleted: nothing reads them any more
-        while self.models_form.rowCount():
-            self.models_form.removeRow(0)
-        for role in spec.inputs.used():
-            box = QComboBox()
-            box.setObjectName(f"model_{role}")
-            box.setMinimumWidth(MIN_FIELD_WIDTH)
-            box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            box.setMinimumContentsLength(12)
-            need = spec.inputs.need(role)
-            if role == "fitted":
-                for key, text in page.fitted_choices:
-                    box.addItem(text, key)
-                if not page.fitted_choices:
-                    box.addItem(f"(fit '{spec.inputs.fitted}' first)", None)
-            elif role == "reference":
-                box.addItem("(none)", NONE)
-                for c in page.data_choices if spec.inputs.data == "index" else []:
-                    box.addItem(c.label, c.value)
-            else:
-                loaded = page.loaded.get(role)
-                default = page.implied.get(False, {}).get(role) or page.implied.get(True, {}).get(role)
-                if role in SESSION_KINDS and need != "optional":
-                    box.addItem(f"current ({page.current.get(role) or 'none chosen'})", NONE)
-                elif role in SESSION_KINDS and loaded:
-                    # optional, and the session holds one: the run uses it unless "(none)" is picked
-                    box.addItem(f"current ({loaded})", loaded)
-                    box.addItem("(none)", NONE)
-                elif loaded:  # e.g. a second classifier the session already holds: the run uses it
-                    box.addItem(f"current ({loaded})", NONE)
-                elif default:  # left empty, the analysis loads this one when it needs it
-                    box.addItem(f"default ({default})", NONE)
-                else:
-                    box.addItem("(none)", NONE)
-                for ref in page.model_choices.get(role, []):  # marked when its weights are not on this computer
-                    status = page.weights.get(ref)
-                    box.addItem(f"{ref} ({status})" if status in NOT_ON_DISK else ref, ref)
-                box.setEditable(True)  # a local path or hf: spec works too
-                box.currentIndexChanged.connect(lambda _i: self._inputs_changed())
-                box.editTextChanged.connect(lambda _t: self._inputs_changed())
-            if role == "fitted":
-                box.currentIndexChanged.connect(lambda _i: self._inputs_changed())
-            self._model_boxes[role] = box
-            self.models_form.addRow(self._role_label(role, {}), box)
-        self._relabel_models()
-        self.models_box.setVisible(bool(self._model_boxes))
+        fill_model_rows(self, page)
         self.form.set_config(spec.config)
         self._switching = True
         self.data_path.setText(self.state().data_text)  # this page's own folder / image, not the last page's
@@ -389,29 +343,10 @@ class AnalysesPane(Pane):
         self._apply_pending()
         self._show_state()
 
-    def _role_label(self, role: str, chosen: dict[str, str]) -> str:
-        from nemo_desktop.core.registry.spec import ROLE_LABELS
-
-        need = effective_need(self.page, role, chosen) if self.page is not None else "optional"
-        return f"{ROLE_LABELS.get(role, role)}" + (" (optional)" if need == "optional" else "") + ":"
-
-    def _relabel_models(self) -> None:
-        """A role's label says 'optional' only when the run can do without it with the current choices (the
-        failure-modes embedder is required for a classifier that is not a joint image-text space)."""
-        if self.page is None:
-            return
-        chosen = self.chosen_models()
-        for role, box in self._model_boxes.items():
-            label = self.models_form.labelForField(box)
-            need = effective_need(self.page, role, chosen)
-            if label is not None:
-                label.setText(self._role_label(role, chosen))
-            box.setToolTip(f"{label.text().rstrip(':') if label is not None else role}: {need}")
-
     def _inputs_changed(self) -> None:
         if self.page is not None:
             self._refresh_loaded()
-        self._relabel_models()
+        relabel_models(self)
         self._update_buttons()
 
     def _refresh_loaded(self) -> None:
@@ -444,15 +379,7 @@ class AnalysesPane(Pane):
             self.data_path.setText(path)
 
     def chosen_models(self) -> dict[str, str]:
-        out = {}
-        for role, box in self._model_boxes.items():
-            data = box.currentData()
-            text = box.currentText().strip()
-            # An edited entry (a path or spec typed by the user) has no item data of its own.
-            out[role] = data if data is not None and box.itemText(box.currentIndex()) == text else text
-            if out[role] is None:
-                out[role] = NONE
-        return out
+        return chosen_models(self._model_boxes)
 
     def chosen_data(self) -> str | None:
         from nemo_desktop.core.registry.data_inputs import data_prompt
@@ -464,7 +391,7 @@ class AnalysesPane(Pane):
             return self.data_path.text().strip() or None
         return None
 
-    # -- run, cancel, result, export -------------------------------------------------------------------------
+    # -- run and cancel (the result: page_results.py) -----------------------------------------------------
     def run(self) -> JobHandle | None:
         if self.page is None:
             self.host.show_message("No analysis", "Choose an analysis in the list first.")
@@ -509,52 +436,6 @@ class AnalysesPane(Pane):
         stage, bar = job_progress_state(p)
         self._set_status(name, stage, bar)
 
-    def _on_done(self, name: str, result: Any) -> None:
-        self.state(name).result = result
-        store = self.host.session.store()
-        handle = self.host.jobs.submit(lambda ctx: result_html(result, store, ctx), title="Rendering the result",
-                                       lane=IO, visible=False)
-        handle.sig_done.connect(lambda html: self._show_html(name, result, html))
-
-    def rerender(self) -> JobHandle | None:
-        """Render the shown result again (it changed: e.g. a failure-mode sentence was validated with CEI),
-        keeping the reader's place in it."""
-        if self.result is None:
-            return None
-        name, result, store = self.shown_name(), self.result, self.host.session.store()
-        handle = self.host.jobs.submit(lambda ctx: result_html(result, store, ctx), title="Rendering the result",
-                                       lane=IO, visible=False)
-        handle.sig_done.connect(lambda html: self._refresh_html(name, result, html))
-        return handle
-
-    def _refresh_html(self, name: str, result: Any, html: str) -> None:
-        state = self.state(name)
-        if state.result is not result:
-            return  # a newer run replaced it
-        state.html = html
-        if name != self.shown_name():
-            return
-        bar = self.result_view.verticalScrollBar()
-        where = bar.value()
-        set_report_html(self.result_view, html)
-        bar.setValue(where)
-        self.sig_result_rerendered.emit()
-
-    def _show_html(self, name: str, result: Any, html: str) -> None:
-        state = self.state(name)
-        if state.result is not result:
-            return
-        state.html = html
-        if name != self.shown_name():
-            return  # shown when its page is
-        set_report_html(self.result_view, html)
-        self.failure_modes.set_result(result)
-        self.fix_actions.set_result(result)
-        if _is_model_diff(result):
-            self.model_diff_live.show_records(result.iterations)
-        self._update_buttons()
-        self.sig_result_shown.emit(result)
-
     def _on_finished(self, name: str, outcome) -> None:
         state = self.state(name)
         state.job = None
@@ -565,33 +446,6 @@ class AnalysesPane(Pane):
             self._update_buttons()
         self.host.sig_models_changed.emit()  # the run may have loaded models
 
-    def export(self, path: str | None = None) -> JobHandle | None:
-        if self.result is None:
-            return None
-        path = path or ask_report_path(self, "Export report", f"{self.page.spec.name}.html")
-        if path is None:
-            return None
-        result, store = self.result, self.host.session.store()
-        handle = self.host.jobs.submit(lambda ctx: export_result(result, store, path, ctx), title="Exporting",
-                                       lane=IO)
-        handle.sig_done.connect(lambda p: self.host.show_status(f"Report written to {p}"))
-        return handle
-
-    def export_csv(self, path: str | None = None) -> JobHandle | None:
-        """A model-diff result's differences to `path` and its scores beside it (diff.csv, diff.scores.csv)."""
-        from nemo_desktop.core.analyses.model_diff.tables import write_csv_export
-
-        if not _is_model_diff(self.result):
-            return None
-        if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, "Export CSV", "model-diff.csv", "CSV (*.csv)")
-            if not path:
-                return None
-        result = self.result
-        handle = self.host.jobs.submit(lambda ctx: write_csv_export(result, path), title="Exporting CSV", lane=IO)
-        handle.sig_done.connect(lambda paths: self.host.show_status("CSV written to " + " and ".join(map(str, paths))))
-        return handle
-
     def _update_buttons(self) -> None:
         running = self._run_job is not None
         problem = None if running else self.run_problem()
@@ -601,8 +455,8 @@ class AnalysesPane(Pane):
         self.run_problem_label.setVisible(bool(problem))
         self.cancel_button.setEnabled(running)
         self.export_button.setEnabled(self.result is not None and not running)
-        self.export_csv_button.setVisible(_is_model_diff(self.result))
-        self.export_csv_button.setEnabled(_is_model_diff(self.result) and not running)
+        self.export_csv_button.setVisible(is_model_diff(self.result))
+        self.export_csv_button.setEnabled(is_model_diff(self.result) and not running)
 
     def save_state(self, settings: QSettings) -> None:
         settings.setValue("splitter", self.splitter.saveState())
@@ -611,10 +465,6 @@ class AnalysesPane(Pane):
         state = settings.value("splitter")
         if state is not None:
             self.splitter.restoreState(state)
-
-
-def _is_model_diff(result: Any) -> bool:
-    return getattr(result, "analysis", None) == "model-diff" and hasattr(result, "iterations")
 
 
 PANE = AnalysesPane
