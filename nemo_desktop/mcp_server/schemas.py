@@ -12,8 +12,6 @@ from .roots import Roots, _checked_path
 if TYPE_CHECKING:
     from .server import NemoMCP
 
-_ROLE_KIND = {"classifier": "classifier", "classifier_b": "classifier", "embedder": "classifier", "mllm": "mllm",
-              "judge": "mllm", "editor": "editor", "generator": "generator"}
 _ROLE_HELP = {"classifier": "the classifier: a catalog id (list_models) or <family>:<source>",
               "classifier_b": "the second classifier (catalog id or <family>:<source>)",
               "mllm": "multimodal LLM: a catalog id or <family>:<source>",
