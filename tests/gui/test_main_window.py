@@ -27,8 +27,13 @@ PANE_TITLES = ["Model manager", "Dataset browser", "Explanation workbench", "Ana
 def _shown(qtbot, window):
     window.show()
     qtbot.waitExposed(window)
-    window.activateWindow()
-    qtbot.waitUntil(window.isActiveWindow, timeout=2000)  # shortcuts only reach the active window
+
+    def active() -> bool:  # asked again while waiting: offscreen, a request made as the last window closed can be lost
+        if not window.isActiveWindow():
+            window.activateWindow()
+        return window.isActiveWindow()
+
+    qtbot.waitUntil(active, timeout=5000)  # shortcuts only reach the active window
     return window
 
 
