@@ -37,3 +37,15 @@ def _isolated_home(tmp_path, monkeypatch):
     if not os.environ["TORCH_HOME"]:
         monkeypatch.delenv("TORCH_HOME")
     yield
+
+
+@pytest.fixture
+def without(monkeypatch):
+    """without("pdf", ...) makes those extras look uninstalled (their modules not found)."""
+    from nemo_desktop.core import extras
+
+    def hide(*names):
+        real = extras.missing_modules
+        monkeypatch.setattr(extras, "missing_modules",
+                            lambda name: list(extras.EXTRAS[name].modules) if name in names else real(name))
+    return hide

@@ -7,17 +7,9 @@ import json
 import pytest
 
 from nemo_desktop.cli.main import main
-from nemo_desktop.core import extras
 from nemo_desktop.core.extras import EXTRAS
 
 
-@pytest.fixture
-def without(monkeypatch):
-    def hide(*names):
-        real = extras.missing_modules
-        monkeypatch.setattr(extras, "missing_modules",
-                            lambda name: list(EXTRAS[name].modules) if name in names else real(name))
-    return hide
 
 
 @pytest.fixture

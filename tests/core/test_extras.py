@@ -8,14 +8,6 @@ from nemo_desktop.core import extras
 from nemo_desktop.core.extras import EXTRAS, MissingExtraError
 
 
-@pytest.fixture
-def without(monkeypatch):
-    """without("pdf", ...) makes those extras look uninstalled (their modules not found)."""
-    def hide(*names):
-        real = extras.missing_modules
-        monkeypatch.setattr(extras, "missing_modules",
-                            lambda name: list(EXTRAS[name].modules) if name in names else real(name))
-    return hide
 
 
 def test_the_development_environment_has_every_extra():

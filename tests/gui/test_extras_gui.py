@@ -6,17 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from nemo_desktop.core import extras
-from nemo_desktop.core.extras import EXTRAS
 
 
-@pytest.fixture
-def without(monkeypatch):
-    def hide(*names):
-        real = extras.missing_modules
-        monkeypatch.setattr(extras, "missing_modules",
-                            lambda name: list(EXTRAS[name].modules) if name in names else real(name))
-    return hide
 
 
 def test_the_pdf_choice_is_off_and_names_the_extra(qtbot, without):
