@@ -87,6 +87,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE", help="also write every figure as JSON")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: fastest on shared cores)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cause", default="background-colour", choices=sorted(FW.ADD_EDITS),
+                    help="the planted cause (the known-cause worlds'; a global colour by default)")
     ap.add_argument("--preserve", type=float, help="the preservation (distillation) weight (default: the fix's)")
     ap.add_argument("--interpolation", choices=("none", "held-out"), help="weight interpolation (default: the fix's)")
     args = ap.parse_args(argv)
@@ -94,7 +96,7 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(args.threads)
     t = time.perf_counter()
-    world = FW.build_fix_world(seed=args.seed)
+    world = FW.build_fix_world(args.cause, seed=args.seed)
     editor = FW.FixWorldEditor(world)
     chosen = {k: v for k, v in (("preserve", args.preserve), ("interpolation", args.interpolation)) if v is not None}
     print(f"Fix settings: {report_settings(chosen)}")
@@ -112,7 +114,8 @@ def main(argv=None) -> int:
         right, secs = run_fix(world, editor, base)
         rows = [row("right", right, secs)]
         same = {"epochs": right.training["epochs"], "patience": 0}
-        for name, opts in (("wrong", {**world.finding(WRONG_CAUSE)}), ("augment", {"data": "augment"}),
+        wrong = WRONG_CAUSE if args.cause != WRONG_CAUSE else "background-colour"
+        for name, opts in (("wrong", world.finding(wrong)), ("augment", {"data": "augment"}),
                            ("none", {"data": "none"})):
             r, secs = run_fix(world, editor, {**base, **opts, **same})
             rows.append(row(name, r, secs))

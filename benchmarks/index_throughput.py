@@ -212,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     e2e_stage, e2e_call = n / t_stage, n / t_build
     slower = min(forward, decn)
     figures = {
-        "arch": args.arch, "family": args.family, "device": torch.cuda.get_device_name(0) if cuda else "cpu", "dtype": args.dtype,
+        "arch": args.arch, "family": args.family, "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "dtype": args.dtype,
         "autocast": args.autocast, "batch": args.batch, "images": n, "image_size": list(SIZE), "workers": workers,
         "torch_threads": torch.get_num_threads(), "raw_forward_img_per_s": forward,
         "plain_model_call_img_per_s": n / t_model,
@@ -227,8 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
-    print(f"{args.family} {args.arch}, device {figures['device']}, {args.dtype} (autocast {args.autocast}), batch {args.batch}, "
-          f"{n} JPEGs {SIZE[0]}x{SIZE[1]}, {figures['torch_threads']} torch threads")
+    print(f"{args.family} {args.arch}, device {figures['device']}, {args.dtype} (autocast {args.autocast}), "
+          f"batch {args.batch}, {n} JPEGs {SIZE[0]}x{SIZE[1]}, {figures['torch_threads']} torch threads")
     print(f"  raw forward (one pass, pre-decoded)     {forward:8.1f} img/s  (probabilities + embeddings)")
     print(f"  plain model(x), same tensors            {n / t_model:8.1f} img/s  (logits only, for comparison)")
     print(f"  decode + preprocess, 1 worker           {dec1:8.1f} img/s")
