@@ -20,28 +20,27 @@ Every write bumps `meta.version`. Publishing also writes an entries sidecar (the
 .npy) stamped with that version: while no write has happened since, `ReferenceIndex.load` reads it instead
 of walking a million SQLite rows (2 s instead of 12 s at 10^6 entries on the 2-core test machine).
 Array names: `index-<id>-<token>` (matrix), `...-entries-<token>` (sidecar), `index-<id>-chunk-<row>`.
+
+This module holds the loaded index (`ReferenceIndex`), its loading, lookup and deletion, and re-exports the
+build: index_build.py (scan, incremental update, publish), index_batches.py (one batch's forward pass and
+commit), index_files.py (the matrix, chunks, sidecar and the transaction that publishes them).
 """
 from __future__ import annotations
 
 import json
-import logging
-import time
-from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import JobCancelled, ModelError, StoreError
-from ..jobs import JobContext, null_context
-from ..models.outputs import check_outputs, predict_with_embeddings
-from ..store.keys import content_hash, result_key
-from .datasets import LabelledImageDataset, open_dataset
-from .input_pipeline import BatchLoader, LoadedBatch, LoaderSettings, draft_side_for
-from .index_files import chunk_name, consolidate, meta_of, remove_array_files, sidecar_current, write_meta
+from ..errors import StoreError
+from ..store.keys import result_key
+from .index_build import BuildReport, align_to_classifier, build_index
+from .index_files import consolidate, remove_array_files, sidecar_current
 
-log = logging.getLogger(__name__)
+__all__ = ["INDEX_KIND", "BuildReport", "IndexEntries", "ReferenceIndex", "align_to_classifier", "build_index",
+           "delete_index", "find_index", "index_id_for"]
 
 INDEX_KIND = "reference-index"
 
@@ -78,33 +77,6 @@ class IndexEntries:
     def empty(cls) -> "IndexEntries":
         return cls(np.empty(0, object), np.empty(0, object), np.empty(0, np.int64), np.empty(0, np.int64),
                    np.empty(0, np.float32), np.empty(0, np.float32), np.empty(0, bool))
-
-
-@dataclass
-class BuildReport:
-    """What one build_index call did."""
-
-    index_id: str
-    total: int = 0  # images in the dataset
-    processed: int = 0  # run through the classifier in this call
-    unchanged: int = 0  # already indexed and untouched (or touched with the same content)
-    removed: int = 0  # dropped because the file left the dataset
-    errors: dict[str, str] = field(default_factory=dict)  # path -> reason, every unreadable file
-    new_errors: int = 0  # unreadable files met in this call
-    cancelled: bool = False
-    pending: int = 0  # images still to process (after a cancel)
-    seconds: float = 0.0
-
-    @property
-    def indexed(self) -> int:
-        return self.total - len(self.errors) - self.pending
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in ("index_id", "total", "processed", "unchanged", "removed", "new_errors",
-                                           "cancelled", "seconds", "pending")}
-        d["indexed"] = self.indexed
-        d["errors"] = dict(self.errors)
-        return d
 
 
 class ReferenceIndex:
@@ -290,171 +262,6 @@ def _entries_from_sidecar(struct: np.ndarray, prefix: str) -> IndexEntries:
                         struct["correct"].astype(bool), entropy)
 
 
-# ------------------------------------------------------------------------------------------- building
-
-def build_index(dataset: LabelledImageDataset | str | Path, classifier, store, ctx: JobContext | None = None,
-                batch_size: int = 32, *, feature_dtype: str = "float32", loading: LoaderSettings | None = None
-                ) -> ReferenceIndex:
-    """Index `dataset` with `classifier` (any object satisfying the Classifier protocol) into `store`.
-
-    Files are decoded, hashed and preprocessed on `loading.workers` threads a few batches ahead of the model
-    (input_pipeline.py); each batch then takes one forward pass for probabilities and embeddings together.
-
-    Labels are mapped onto the classifier's vocabulary first (see datasets.py). `feature_dtype` "float16"
-    halves the matrix on disk (retrieval computes in float32 either way). Raises JobCancelled (message says
-    how many images are indexed) when `ctx` is cancelled; completed batches stay stored.
-    """
-    ctx = ctx or null_context()
-    if batch_size < 1:
-        raise ValueError("batch_size must be at least 1")
-    if feature_dtype not in ("float32", "float16"):
-        raise ValueError("feature_dtype must be 'float32' or 'float16'")
-    start_time = time.perf_counter()
-    if not isinstance(dataset, LabelledImageDataset):
-        dataset = open_dataset(dataset)
-    dataset = align_to_classifier(dataset, classifier)
-    info = classifier.info
-    index_id = index_id_for(dataset.root, info.model_id, info.revision)
-    report = BuildReport(index_id, total=len(dataset))
-    class_names = list(classifier.class_names)
-
-    existing, errors = _open_or_create(store, index_id, dataset, info, class_names, feature_dtype)
-    store.cleanup_tmp()  # temporary files of a build killed mid-write (writers still running keep theirs)
-    try:
-        return _update(store, index_id, dataset, classifier, class_names, existing, errors, ctx, batch_size, report,
-                       start_time, loading or LoaderSettings())
-    except JobCancelled:
-        report.cancelled = True
-        ctx.progress("Saving feature matrix", 0, None)
-        consolidate(store, index_id, remove_orphans=True)
-        with store.transaction() as conn:
-            indexed = conn.execute("SELECT count(*) FROM index_entries WHERE index_id=?", (index_id,)).fetchone()[0]
-        report.pending = max(0, report.total - len(report.errors) - indexed)
-        report.seconds = time.perf_counter() - start_time
-        raise JobCancelled(
-            f"Indexing cancelled: {indexed} of {report.total} images are indexed ({report.processed} in this run); "
-            "run the same command again to resume.", detail=json.dumps(report.to_dict())) from None
-
-
-def _update(store, index_id, dataset, classifier, class_names, existing, errors, ctx, batch_size, report,
-            start_time, loading: LoaderSettings) -> ReferenceIndex:
-    from ..images import unreadable_reason
-
-    # 1. Scan: decide per image whether it needs the classifier.
-    todo: list[tuple[Path, int, float, int]] = []  # path, label, mtime, size
-    touched: list[tuple[Path, int, float, int, str]] = []  # changed stat: maybe same content
-    same_content: list[tuple[float, int, str]] = []
-    keep_errors: dict[str, dict] = {}
-    wanted = set()
-    duplicates = 0
-    for i, item in enumerate(dataset.items):
-        if i % 4096 == 0:
-            ctx.check_cancelled()
-            ctx.progress("Scanning dataset", i, len(dataset))
-        key = str(item.path)
-        if key in wanted:  # a manifest listing a file twice: one entry per file (the first label wins)
-            duplicates += 1
-            continue
-        wanted.add(key)
-        try:
-            st = item.path.stat()
-            mtime, size = st.st_mtime, st.st_size
-        except OSError:
-            mtime, size = -1.0, -1
-        old = existing.get(key)
-        if old is not None:
-            _sha, label, o_mtime, o_size = old
-            if label != item.label:
-                todo.append((item.path, item.label, mtime, size))
-            elif o_mtime == mtime and o_size == size:
-                report.unchanged += 1
-            else:
-                touched.append((item.path, item.label, mtime, size, _sha))
-            continue
-        err = errors.get(key)
-        if err is not None and err.get("mtime") == mtime and err.get("size") == size and err.get("label") == item.label:
-            keep_errors[key] = err  # same unreadable file as last time: not retried
-            continue
-        todo.append((item.path, item.label, mtime, size))
-    ctx.progress("Scanning dataset", len(dataset), len(dataset))
-    if duplicates:
-        log.warning("%s lists %d file(s) more than once; each is indexed once, with its first label",
-                    dataset.root, duplicates)
-        report.total -= duplicates
-
-    # 2. Stat changed but perhaps not the content (copied, touched): compare sha256 before recomputing.
-    for i, (path, label, mtime, size, old_sha) in enumerate(touched):
-        ctx.check_cancelled()
-        ctx.progress("Checking changed files", i, len(touched))
-        try:
-            same = unreadable_reason(path) is None and content_hash(path) == old_sha  # never hash a FIFO
-        except OSError:
-            same = False
-        if same:
-            same_content.append((mtime, size, str(path)))
-            report.unchanged += 1
-        else:
-            todo.append((path, label, mtime, size))
-
-    # 3. Drop removed images and stale errors; record refreshed stats (one transaction).
-    removed = [p for p in existing if p not in wanted]
-    report.removed = len(removed)
-    with store.transaction() as conn:
-        conn.executemany("DELETE FROM index_entries WHERE index_id=? AND path=?", [(index_id, p) for p in removed])
-        conn.executemany("UPDATE index_entries SET mtime=?, size=? WHERE index_id=? AND path=?",
-                         [(m, s, index_id, p) for m, s, p in same_content])
-        meta = meta_of(conn, index_id) or {}
-        meta["errors"] = keep_errors
-        meta["version"] = meta.get("version", 0) + (1 if removed else 0)
-        write_meta(conn, index_id, meta)
-    errors = dict(keep_errors)
-    report.errors = {p: e["reason"] for p, e in errors.items()}
-
-    # 4. Run the classifier batch by batch (decoded ahead on workers); each batch is committed on its own.
-    total_todo = len(todo)
-    done = 0
-    ctx.progress("Indexing images", 0, total_todo)
-    forward = _batch_forward(classifier)
-    loader = BatchLoader(todo, batch_size, path_of=lambda t: t[0], prepare=forward.prepare, workers=loading.workers,
-                         ahead=loading.ahead, draft_side=draft_side_for(classifier, loading.draft_factor))
-    with closing(iter(loader)) as batches:  # leaving early (cancel, an error) stops the decode workers at once
-        for loaded in batches:
-            ctx.check_cancelled()
-            ok = _rows(loaded, forward, class_names)
-            for (path, label, mtime, size), reason in loaded.errors:
-                errors[str(path)] = {"reason": reason, "mtime": mtime, "size": size, "label": label}
-                report.errors[str(path)] = reason
-            report.new_errors += len(loaded.errors)
-            _commit_batch(store, index_id, ok, {str(t[0]): errors[str(t[0])] for t, _ in loaded.errors})
-            done += len(loaded.items) + len(loaded.errors)
-            report.processed += len(ok)
-            ctx.progress("Indexing images", done, total_todo)
-
-    # 5. Publish one consolidated matrix.
-    ctx.progress("Saving feature matrix", 0, None)
-    consolidate(store, index_id, remove_orphans=True)
-    with store.transaction() as conn:
-        meta = meta_of(conn, index_id) or {}
-        meta["n_items"] = len(dataset)
-        meta["last_build"] = {"at": time.time(), "processed": report.processed, "removed": report.removed}
-        write_meta(conn, index_id, meta)
-    report.seconds = time.perf_counter() - start_time
-    index = ReferenceIndex.load(store, index_id)
-    index.last_build = report
-    ctx.progress("Saving feature matrix", 1, 1)
-    return index
-
-
-def align_to_classifier(dataset: LabelledImageDataset, classifier, *,
-                        skip_unmatched: bool | None = None) -> LabelledImageDataset:
-    """The dataset with labels as indices into the classifier's classes (so that correct = pred == label)."""
-    names = list(classifier.class_names)
-    if list(dataset.class_names) == names and skip_unmatched is None:
-        return dataset
-    wnids = getattr(classifier, "wnids", None) or dict(getattr(classifier.info, "extra", {}) or {}).get("wnids")
-    return dataset.with_class_names(names, wnids=wnids, skip_unmatched=skip_unmatched)
-
-
 def find_index(store, ref: str | Path, classifier=None) -> ReferenceIndex:
     """An index by id, or by dataset path (+ the classifier it was built with, which fixes the id)."""
     text = str(ref)
@@ -472,128 +279,6 @@ def find_index(store, ref: str | Path, classifier=None) -> ReferenceIndex:
     raise StoreError(f"No reference index matches '{text}'.",
                      hint="Give an index id from `nemo index --list`, or the dataset folder / CSV it was built from "
                           "(with the classifier, if several classifiers indexed it).")
-
-
-def _open_or_create(store, index_id, dataset, info, class_names, feature_dtype) -> tuple[dict, dict]:
-    """Existing entries {path: (sha, label, mtime, size)} and recorded errors; creates the index row."""
-    now = time.time()
-    with store.transaction() as conn:
-        head = conn.execute("SELECT class_names, meta FROM indexes WHERE index_id=?", (index_id,)).fetchone()
-        if head is not None and json.loads(head[0] or "[]") != class_names:
-            # Same model id and revision but another vocabulary: nothing stored can be trusted.
-            log.warning("Class names of %s changed; rebuilding reference index %s", info.model_id, index_id)
-            conn.execute("DELETE FROM index_entries WHERE index_id=?", (index_id,))
-            conn.execute("DELETE FROM indexes WHERE index_id=?", (index_id,))
-            head = None
-        if head is None:
-            # Arrays left by an index of the same id (reset above, or a delete that could not remove them) must
-            # not be mistaken for this one's chunks: row numbers start again at 0.
-            remove_array_files(store, index_id)
-            meta = {"dataset_kind": dataset.kind, "next_row": 0, "version": 0, "errors": {},
-                    "feature_dtype": feature_dtype}
-            conn.execute("INSERT INTO indexes(index_id, dataset_root, classifier_id, classifier_revision, class_names, "
-                         "feature_dim, features_array, created_at, updated_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                         (index_id, str(dataset.root), info.model_id, info.revision, json.dumps(class_names),
-                          None, None, now, now, json.dumps(meta)))
-        else:
-            meta = json.loads(head[1]) if head[1] else {}
-            if meta.get("feature_dtype") != feature_dtype:
-                meta["feature_dtype"] = feature_dtype  # applied at the next consolidation
-                write_meta(conn, index_id, meta)
-        existing = {p: (sha, label, mtime, size) for p, sha, label, mtime, size in conn.execute(
-            "SELECT path, sha256, label, mtime, size FROM index_entries WHERE index_id=?", (index_id,))}
-    return existing, dict(meta.get("errors", {}))
-
-
-@dataclass
-class _Row:
-    path: str
-    sha256: str
-    label: int
-    pred: int
-    prob_label: float
-    prob_pred: float
-    entropy: float
-    top5: list
-    mtime: float
-    size: int
-    embedding: np.ndarray
-
-
-@dataclass
-class _BatchForward:
-    """How a loaded batch becomes (probabilities, unit embeddings): the classifier's tensor-level one-pass entry
-    point after worker-side `prepare_batch`, or its image-level one (a user's own classifier object)."""
-
-    classifier: Any
-    prepare: Any = None  # classifier.prepare_batch when it has the tensor-level path
-
-    def __call__(self, loaded: LoadedBatch, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
-        if self.prepare is not None:
-            out = self.classifier.outputs_from_pixels(self.classifier.to_device(loaded.pixels))
-            return check_outputs(out.probs, out.embeddings, len(loaded.items), n_classes)
-        return predict_with_embeddings(self.classifier, loaded.images)
-
-
-def _batch_forward(classifier) -> _BatchForward:
-    names = ("prepare_batch", "to_device", "outputs_from_pixels")
-    if all(callable(getattr(classifier, n, None)) for n in names):
-        return _BatchForward(classifier, classifier.prepare_batch)
-    return _BatchForward(classifier)
-
-
-def _rows(loaded: LoadedBatch, forward: _BatchForward, class_names) -> list[_Row]:
-    """One forward pass for the batch's decoded images, then one row per image."""
-    if not loaded.items:
-        return []
-    probs, feats = forward(loaded, len(class_names))
-    p64 = probs.astype(np.float64)
-    entropy = -(p64 * np.log(np.where(p64 > 0, p64, 1.0))).sum(axis=1)  # nats; 0 log 0 = 0
-    rows = []
-    k = min(5, len(class_names))
-    for i, ((path, label, mtime, size), sha) in enumerate(zip(loaded.items, loaded.sha256)):
-        p = probs[i]
-        pred = int(np.argmax(p))
-        top = np.argsort(-p, kind="stable")[:k]
-        rows.append(_Row(str(path), sha, int(label), pred, float(p[label]), float(p[pred]), float(entropy[i]),
-                         [[int(j), round(float(p[j]), 6)] for j in top], mtime, size, feats[i]))
-    return rows
-
-
-def _commit_batch(store, index_id: str, rows: list[_Row], new_errors: dict[str, dict]) -> None:
-    """Reserve row numbers, write the chunk of embeddings, then commit the rows (chunk first: never a row
-    pointing at missing features)."""
-    start = None
-    if rows:
-        dim = len(rows[0].embedding)
-        with store.transaction() as conn:
-            meta = meta_of(conn, index_id) or {}
-            start = int(meta.get("next_row", 0))
-            meta["next_row"] = start + len(rows)
-            meta["version"] = meta.get("version", 0) + 1  # a consolidation running meanwhile must not publish
-            write_meta(conn, index_id, meta)
-        store.save_array(chunk_name(index_id, start),
-                         np.stack([r.embedding for r in rows]).astype(np.float32))
-    with store.transaction() as conn:
-        meta = meta_of(conn, index_id) or {}
-        if rows:
-            feat_dim = conn.execute("SELECT feature_dim FROM indexes WHERE index_id=?", (index_id,)).fetchone()[0]
-            if feat_dim is not None and feat_dim != dim:
-                raise ModelError(f"The classifier's embeddings have {dim} dimensions but the index holds {feat_dim}.",
-                                 hint="The model changed without a new revision; delete the index and rebuild it.")
-            conn.execute("UPDATE indexes SET feature_dim=? WHERE index_id=?", (dim, index_id))
-            conn.executemany(
-                "INSERT OR REPLACE INTO index_entries(index_id, path, sha256, label, pred, prob_label, prob_pred, "
-                "correct, row, top5, mtime, size, entropy) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(index_id, r.path, r.sha256, r.label, r.pred, r.prob_label, r.prob_pred, int(r.pred == r.label),
-                  start + i, json.dumps(r.top5), r.mtime, r.size, r.entropy) for i, r in enumerate(rows)])
-            # A re-processed image that was an error before is not one any more.
-            for r in rows:
-                meta.get("errors", {}).pop(r.path, None)
-        meta.setdefault("errors", {}).update(new_errors)
-        meta["version"] = meta.get("version", 0) + 1
-        write_meta(conn, index_id, meta)
-
 
 def delete_index(store, index_id: str) -> None:
     """Remove an index's rows and its arrays."""
