@@ -4,7 +4,8 @@ Loaders call `fetch_file` for what they need, then load from the local snapshot 
 and a folder on disk go through the same library code. The snapshot folder's name is the commit hash,
 which becomes `ModelInfo.revision`. Offline mode (`HF_HUB_OFFLINE=1` or `LoadOptions.local_files_only`)
 never touches the network and turns a cache miss into WeightsNotFoundError. The cache location (portable
-mode included) and the wording of Hub errors come from `downloads.py`, the one place that owns them.
+mode included) comes from `hub_cache.py` and the wording of Hub errors from `downloads.py`, the places that
+own them.
 """
 from __future__ import annotations
 
