@@ -131,13 +131,14 @@ def build_instruct_pix2pix(folder: Path, *, seed: int = 0) -> Path:
     return Path(folder)
 
 
-def write_image_folder(root: Path, per_class: int, side: int = 64, seed: int = 0) -> Path:
+def write_image_folder(root: Path, per_class: int, side: int = 64, seed: int = 0,
+                       classes: list[str] | None = None) -> Path:
     """root/<class>/<n>.png: smooth random colour fields (decodable images of a realistic small size)."""
     import numpy as np
     from PIL import Image
 
     rng = np.random.default_rng(seed)
-    for c in CLASSES:
+    for c in classes or CLASSES:
         (root / c).mkdir(parents=True, exist_ok=True)
         for i in range(per_class):
             small = rng.integers(0, 255, (4, 4, 3), dtype=np.uint8)

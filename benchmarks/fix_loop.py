@@ -95,7 +95,7 @@ def checks(rows):
 def run_seed(args, chosen, seed) -> dict:
     t = time.perf_counter()
     world = FW.build_fix_world(args.cause, seed=seed, train_size=args.train_size, epochs=args.epochs,
-                               renderings=args.renderings, hold_out_unused=True)
+                               renderings=args.renderings)
     editor = FW.FixWorldEditor(world)
     per_class_n = [n for n in (sum(1 for _, lab in world.rest if lab == c) for c in range(10))]
     print(f"\nSeed {seed}. World: cause '{world.cause.name}' planted on class {world.predicted_classes[0]}; CNN "

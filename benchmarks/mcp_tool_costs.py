@@ -42,6 +42,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import _tiny_models  # noqa: E402  (the benchmarks' image folders)
 import scitx_gpu as G  # noqa: E402  (the published configs and NEMO-adapter builders)
 
 
@@ -197,19 +198,6 @@ def build_clip(tiny: bool, device: str, dtype, class_names: list[str]):
                                 template="a photo of a {}.", siglip=False)
 
 
-def write_images(root: Path, classes: list[str], per_class: int, side: int, seed: int) -> Path:
-    import numpy as np
-    from PIL import Image
-
-    rng = np.random.default_rng(seed)
-    for c in classes:
-        (root / c).mkdir(parents=True, exist_ok=True)
-        for i in range(per_class):
-            small = rng.integers(0, 255, (6, 6, 3), dtype=np.uint8)
-            Image.fromarray(small).resize((side, side), Image.BILINEAR).save(root / c / f"{i:04d}.png")
-    return root
-
-
 # -- the run --------------------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
@@ -246,7 +234,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         models_gib = torch.cuda.memory_allocated() / 2**30 if b.cuda else None
 
         n = args.images
-        data = write_images(root / "data", classes, max(2, n // len(classes)), side, seed=0)
+        data = _tiny_models.write_image_folder(root / "data", max(2, n // len(classes)), side, seed=0,
+                                               classes=classes)
         n_data = len(classes) * max(2, n // len(classes))
         images = sorted(str(p) for p in data.rglob("*.png"))
         query = images[0]
@@ -354,8 +343,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         # -- fix -----------------------------------------------------------------------------------------
         fix_root = root / "fix"
-        for split, per in (("train", args.fix_per_class), ("affected", 4), ("rest", 4)):
-            write_images(fix_root / split, classes, per, side, seed=hash(split) % 1000)
+        for i, (split, per) in enumerate((("train", args.fix_per_class), ("affected", 4), ("rest", 4))):
+            # a fixed seed per split (hash() of a string changes from run to run)
+            _tiny_models.write_image_folder(fix_root / split, per, side, seed=1 + i, classes=classes)
         fix_settings = {"data": "augment", "affected_classes": classes[0], "per_class": args.fix_per_class,
                         "epochs": args.fix_epochs, "bootstrap": 200, "save": False}
         n_fix = len(classes) * args.fix_per_class

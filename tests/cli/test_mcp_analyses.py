@@ -19,11 +19,6 @@ N = 120
 
 
 @pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
 def world(tmp_path, monkeypatch):
     from fixtures_tiny.classifiers import build_tiny_clip
 

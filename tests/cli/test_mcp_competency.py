@@ -24,11 +24,6 @@ WITH = "The counterfactual is one clear colour; the original's speckles make it 
 FIT = {"epochs": 2, "image_size": 16, "latent_dim": 8, "batch_size": 8, "calibration_fraction": 0.34}
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 class _Explainer:
     """The MLLM behind the loopback endpoint: one reply for the image alone, another beside a counterfactual
     (the paper's prompt B.5 shows the two side-by-side), so the test sees which prompt was answered."""

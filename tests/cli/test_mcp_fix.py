@@ -21,11 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core" / "analyses"
 FAST = {"per_class": 100, "epochs": 10, "patience": 3, "lr": 3e-3, "bootstrap": 200, "save": False, "mode": "full"}
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     from fix_tiny_world import tiny_world

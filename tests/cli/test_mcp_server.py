@@ -21,11 +21,6 @@ from fixtures_tiny.plugin_dist import METHOD, write_plugin_dist  # noqa: E402
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("mcp")

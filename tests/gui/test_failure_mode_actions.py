@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from gui_failure_modes import show_failure_modes_result
 
 pytestmark = pytest.mark.gui
 _FM_TESTS = str(Path(__file__).resolve().parents[1] / "core" / "analyses" / "failure_modes")
@@ -33,23 +34,11 @@ def fm_window(digits_window, digits, tmp_path):
     return digits_window, result, index
 
 
-def _shown(qtbot, window, result):
-    window.show()
-    qtbot.waitExposed(window)
-    pane = window.show_pane("analyses")
-    qtbot.waitUntil(lambda: pane.analysis_list.count() > 0, timeout=30000)
-    pane.select_analysis("failure-modes")
-    qtbot.waitUntil(lambda: pane.shown_name() == "failure-modes", timeout=30000)
-    with qtbot.waitSignal(pane.sig_result_shown, timeout=30000):
-        pane._on_done("failure-modes", result)  # as a finished run of its page hands it over
-    return pane
-
-
 def test_a_mode_filters_the_browser_grid_with_its_sentence(qtbot, fm_window):
     from nemo_desktop.core.analyses.failure_modes.members import list_modes
 
     window, result, index = fm_window
-    pane = _shown(qtbot, window, result)
+    pane = show_failure_modes_result(qtbot, window, result)
     actions = pane.failure_modes
     modes = list_modes(result)
     assert actions.isVisibleTo(pane) and actions.combo.count() == len(modes) > 0
@@ -92,7 +81,7 @@ def test_a_modes_errors_go_to_the_workbench(qtbot, fm_window):
     from nemo_desktop.core.analyses.failure_modes.members import list_modes, mode_members
 
     window, result, index = fm_window
-    pane = _shown(qtbot, window, result)
+    pane = show_failure_modes_result(qtbot, window, result)
     actions = pane.failure_modes
     mode = list_modes(result)[0]
     with qtbot.waitSignal(actions.sig_sent, timeout=30000) as sent:
@@ -132,7 +121,7 @@ def test_a_sentence_ranks_every_image_in_the_browser(qtbot, fm_window, digits):
     window, result, index = fm_window
     space = MeasuredFactorSpace(*digits[2])
     window.session.put("embedder", "measured-factors", space)  # the result's joint space, as a script loads it
-    pane = _shown(qtbot, window, result)
+    pane = show_failure_modes_result(qtbot, window, result)
     actions = pane.failure_modes
     modes = list_modes(result)
     position = max(range(len(modes)), key=lambda i: len(modes[i].paths) * modes[i].holds)
@@ -192,7 +181,7 @@ def test_a_sentence_is_validated_with_cei(qtbot, fm_window):
     window, result, index = fm_window
     mllm = EditWriterMLLM()
     window.session.put("mllm", "edit-writer", mllm)
-    pane = _shown(qtbot, window, result)
+    pane = show_failure_modes_result(qtbot, window, result)
     actions = pane.failure_modes
     modes = list_modes(result)
     # The largest mode a method describes as blue ink (where the CNN's shortcut shows).
@@ -234,7 +223,7 @@ def test_validation_without_an_editor_is_refused_before_any_work(qtbot, fm_windo
     mllm = EditWriterMLLM()
     window.session.put("mllm", "edit-writer", mllm)
     window.session.unload("editor")  # none in memory; the default one is not downloaded
-    pane = _shown(qtbot, window, result)
+    pane = show_failure_modes_result(qtbot, window, result)
     actions = pane.failure_modes
     jobs = len(window.jobs.active_jobs())
     assert actions.validate_cei() is None
@@ -245,7 +234,7 @@ def test_validation_without_an_editor_is_refused_before_any_work(qtbot, fm_windo
 
 def test_ranking_without_the_results_joint_space_says_so(qtbot, fm_window):
     window, result, _ = fm_window
-    pane = _shown(qtbot, window, result)
+    pane = show_failure_modes_result(qtbot, window, result)
     actions = pane.failure_modes
     handle = actions.rank_images()  # the measured-pixels space is in no catalog and not in the session
     with qtbot.waitSignal(handle.sig_failed, timeout=30000) as failed:
@@ -272,7 +261,7 @@ def test_the_page_shows_p_at_k_and_each_clusters_tau_fallback(qtbot, digits_wind
                              sentence_sets=(str(sentence_file(tmp_path / "s.json")),))
     result = FailureModesPipeline(clf, MeasuredFactorSpace(*digits[2]), store, cfg, AttributeRelevance(manifest))(index)
     assert result.groups[0].hard_clusters and all(c.tau_fallback["fpdiff"] for c in result.groups[0].hard_clusters)
-    pane = _shown(qtbot, digits_window, result)
+    pane = show_failure_modes_result(qtbot, digits_window, result)
     text = pane.result_view.toPlainText()
     assert text.count("FPDiff fell back") >= len(result.groups[0].hard_clusters)
     assert "TopS padding" in text and "P@10 of the clusters" in text and "AHR" in text

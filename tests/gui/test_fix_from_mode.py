@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gui_failure_modes import show_failure_modes_result
 
 pytestmark = pytest.mark.gui
 _FM_TESTS = str(Path(__file__).resolve().parents[1] / "core" / "analyses" / "failure_modes")
@@ -54,18 +55,6 @@ def fm_fix_window(digits_window, digits, tmp_path):
     return digits_window, result, index, folder
 
 
-def _shown(qtbot, window, result):
-    window.show()
-    qtbot.waitExposed(window)
-    pane = window.show_pane("analyses")
-    qtbot.waitUntil(lambda: pane.analysis_list.count() > 0, timeout=30000)
-    pane.select_analysis("failure-modes")
-    qtbot.waitUntil(lambda: pane.shown_name() == "failure-modes", timeout=30000)
-    with qtbot.waitSignal(pane.sig_result_shown, timeout=30000):
-        pane._on_done("failure-modes", result)  # as a finished run of its page hands it over
-    return pane
-
-
 def _fix_page_filled(pane, settings) -> bool:
     if pane.page is None or pane.page.spec.name != "fix":
         return False
@@ -78,7 +67,7 @@ def test_try_a_fix_from_a_failure_mode_fills_the_page_and_runs(qtbot, fm_fix_win
     from nemo_desktop.core.analyses.fix.from_mode import fix_settings_for_mode
 
     window, result, index, folder = fm_fix_window
-    pane = _shown(qtbot, window, result)
+    pane = show_failure_modes_result(qtbot, window, result)
     actions = pane.failure_modes
     modes = list_modes(result)
     wrong = [sum(not m.correct for m in mode_members(mode, index)[0]) for mode in modes]
@@ -117,7 +106,7 @@ def test_the_browsers_mode_bar_offers_the_fix_for_the_mode_it_shows(qtbot, fm_fi
     from nemo_desktop.core.analyses.fix.from_mode import fix_settings_for_mode
 
     window, result, index, _ = fm_fix_window
-    pane = _shown(qtbot, window, result)
+    pane = show_failure_modes_result(qtbot, window, result)
     actions = pane.failure_modes
     last = len(list_modes(result)) - 1
     actions.select(last)

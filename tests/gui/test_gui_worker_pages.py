@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 import pytest
+from gui_failure_modes import show_failure_modes_result
 from test_competency_gui import comp_world  # noqa: F401 - fixture
 
 from nemo_desktop.core.worker import JobSpec
@@ -171,12 +172,7 @@ def test_failure_modes_rank_and_validate_in_the_worker(qtbot, make_window, worke
     _put_in_worker(qtbot, window, {"mllm": ("edit-writer", EditWriterMLLM()), "editor": ("digits-editor", DigitsEditor()),
                                    "embedder": ("measured-factors", MeasuredFactorSpace(*digits[2]))})
     assert window.session.facts("classifier")["model_id"] == DigitsCNNClassifier(digits[0]).info.model_id
-    pane = window.show_pane("analyses")
-    qtbot.waitUntil(lambda: pane.analysis_list.count() > 0, timeout=30000)
-    pane.select_analysis("failure-modes")
-    qtbot.waitUntil(lambda: pane.shown_name() == "failure-modes", timeout=30000)
-    with qtbot.waitSignal(pane.sig_result_shown, timeout=30000):
-        pane._on_done("failure-modes", result)  # as a finished run of its page hands it over
+    pane = show_failure_modes_result(qtbot, window, result)
     actions = pane.failure_modes
     modes = list_modes(result)
 
