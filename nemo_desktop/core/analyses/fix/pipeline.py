@@ -30,6 +30,7 @@ from . import measure
 from .config import FixConfig
 from .data import FixData, image_label_lists, targeted_data
 from .from_mode import with_mode_images
+from .pixels import Pixels
 from .rendering import rendered_data, text_to_image
 from .result import ANALYSIS, KIND, STORE_KIND, VERSION, FixResult
 from .saving import can_save, default_name, save_fixed
@@ -138,7 +139,7 @@ class FixAnalysis:
         base = self.classifier.model
         device = next(base.parameters()).device
         images, labels = image_label_lists(data.train + extra)
-        x = self._pixels(images, ctx, "Preparing training images")
+        x = Pixels.from_images(self.classifier, images, ctx, "Preparing training images")
         y = torch.as_tensor(labels, device=x.device)
         # The original training images (not the targeted ones): where the original model's outputs are kept
         original = torch.arange(len(y), device=x.device) < len(data.train)
@@ -157,7 +158,7 @@ class FixAnalysis:
         figures = {}
         for name, items in (("affected", data.affected), ("rest", data.rest)):
             imgs, lab = image_label_lists(items)
-            xs = self._pixels(imgs, ctx, f"Measuring ({name})")
+            xs = Pixels.from_images(self.classifier, imgs, ctx, f"Measuring ({name})")
             before, after = self._predict(base, xs), self._predict(fixed, xs)
             figures[name] = measure.measure_set(lab, before, after, data.class_names, resamples=cfg.bootstrap,
                                                 seed=cfg.seed + (0 if name == "affected" else 7))
@@ -198,16 +199,6 @@ class FixAnalysis:
         if ckpt is not None and ckpt.is_file():
             ckpt.unlink()  # the result is stored: a re-run is answered from the store
         return result
-
-    def _pixels(self, images: list, ctx: JobContext, stage: str):
-        import torch
-
-        parts, bs = [], 64
-        for s in range(0, len(images), bs):
-            ctx.check_cancelled()
-            parts.append(self.classifier.preprocess(images[s:s + bs]))
-            ctx.progress(stage, min(s + bs, len(images)), len(images))
-        return torch.cat(parts)
 
     @staticmethod
     def _predict(module: Any, x: Any) -> np.ndarray:

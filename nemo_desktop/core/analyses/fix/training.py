@@ -250,7 +250,8 @@ def _mix(base: dict[str, Any], fixed: dict[str, Any], a: float) -> dict[str, Any
 
 def train(module: Any, x: Any, y: Any, config: FixConfig, *, checkpoint: Path | None, key: str,
           ctx: JobContext, teacher: Any = None, original: Any = None) -> TrainingRecord:
-    """Train `module` on (x, y) (tensors on the module's device) with a seeded held-out split for early stopping.
+    """Train `module` on (x, y) (x: a tensor or Pixels, whose batches are on the module's device; y on that device)
+    with a seeded held-out split for early stopping.
     The best epoch's weights (by held-out objective) are kept; with patience 0 every epoch is trained and the last
     kept. `teacher`: the original model's logits on x, distilled (weight config.preserve) on the rows where
     `original` is True. `checkpoint`: written after every epoch and read back when it belongs to the same `key`."""
