@@ -83,8 +83,8 @@ def test_the_grid_selection_survives_score_competency(qtbot, comp_window):  # no
         selection.select(model.index(r, 0), QItemSelectionModel.SelectionFlag.Select)
     chosen = browser.selected_rows()
     assert len(chosen) == 3
-    with qtbot.waitSignal(controls.sig_column_changed, timeout=60000):
-        controls.score()
+    handle = controls.score()
+    qtbot.waitUntil(lambda: not handle.active and controls.column is not None, timeout=60000)
     assert browser.selected_rows() == chosen  # "Score competency" re-filters: the selection stays
     controls.least_first.setChecked(True)
     browser.apply_filters()  # reordered: the same images stay selected
