@@ -37,7 +37,8 @@ from nemo_desktop.core.jobs import JobContext  # noqa: E402
 from nemo_desktop.core.registry import Components, build_analysis  # noqa: E402
 
 WRONG_CAUSE = "background-texture"
-SETTINGS = {"per_class": 30, "epochs": 20, "patience": 3, "lr": 1e-3, "bootstrap": 2000, "save": False}
+# The fix's own per_class (200: every training image of a class here, about 60) unless --per-class says otherwise.
+SETTINGS = {"epochs": 20, "patience": 3, "lr": 1e-3, "bootstrap": 2000, "save": False}
 
 
 def report_settings(chosen):
@@ -158,6 +159,10 @@ def summary(seeds: dict) -> bool:
               f"{max(r['worst_class_change'] for r in rights):+.1f}; largest class gain up to "
               f"{max(max(c['change'] for c in r['per_class'].values()) for r in rights):+.1f}; largest gain of "
               f"wrong/controls {max(f['affected_change'] for r in runs for f in r['fixes'][1:]):+.1f}")
+        nones = [f for r in runs for f in r["fixes"] if f["fix"] == "none"]
+        floor = [f["worst_class_change"] for f in nones]
+        print(f"    noise floor (the same steps without targeted data): worst class {min(floor):+.1f} to "
+              f"{max(floor):+.1f}")
         for name in runs[0]["checks"]:
             k = sum(r["checks"][name] for r in runs)
             ok &= k == n
@@ -180,6 +185,7 @@ def main(argv=None) -> int:
     ap.add_argument("--renderings", type=int, default=1, help="affected renderings per held-out scan")
     ap.add_argument("--preserve", type=float, help="the preservation (distillation) weight (default: the fix's)")
     ap.add_argument("--lr", type=float, help=f"the fix's learning rate (default {SETTINGS['lr']:g})")
+    ap.add_argument("--per-class", type=int, help="targeted images per class (default: the fix's, 200)")
     ap.add_argument("--fix-epochs", type=int, help=f"the fix's most epochs (default {SETTINGS['epochs']})")
     ap.add_argument("--interpolation", choices=("none", "held-out"), help="weight interpolation (default: the fix's)")
     args = ap.parse_args(argv)
@@ -187,7 +193,7 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(args.threads)
     chosen = {k: v for k, v in (("preserve", args.preserve), ("interpolation", args.interpolation), ("lr", args.lr),
-                                ("epochs", args.fix_epochs)) if v is not None}
+                                ("epochs", args.fix_epochs), ("per_class", args.per_class)) if v is not None}
     print(f"Fix settings: {report_settings(chosen)}")
     seeds = {int(s): run_seed(args, chosen, int(s)) for s in args.seeds.split(",")}
     ok = summary(seeds)

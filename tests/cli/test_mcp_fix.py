@@ -18,7 +18,10 @@ from fixtures_tiny.mcp_stdio import stdio_session, text_of  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core" / "analyses" / "fix"))
-FAST = {"per_class": 100, "epochs": 10, "patience": 3, "lr": 3e-3, "bootstrap": 200, "save": False, "mode": "full"}
+# The settings this plumbing test was written with (preservation 1): on the tiny world's 150 other images one image
+# is 0.7 points, so whether the guard keeps the fix turns on one or two images, not on the MCP path.
+FAST = {"per_class": 100, "epochs": 10, "patience": 3, "lr": 3e-3, "bootstrap": 200, "save": False, "mode": "full",
+        "preserve": 1.0}
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +57,7 @@ async def test_fix_a_planted_shortcut_through_mcp(world, tmp_path):
         a = d["affected"]["overall"]
         assert a["n"] == len(w.affected) and a["before"] < 0.65 and a["change"] >= 30, d["guard"]
         assert d["rest"]["overall"]["n"] == len(w.rest)
-        assert d["guard"]["verdict"] == "keep" and "n=" in d["guard"]["why"]
+        assert d["guard"]["verdict"] == "keep" and "n=" in d["guard"]["why"], d["guard"]["why"]
         assert {x["source"] for x in d["sources"]} == {"edit:remove", "edit:add"}
         again = _json(await s.call_tool("analysis_fix", args))
         assert again["result_key"] == out["result_key"] and again["data"]["affected"] == d["affected"]

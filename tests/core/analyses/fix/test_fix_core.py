@@ -190,7 +190,7 @@ def test_weight_interpolation_is_chosen_on_the_held_out_split_and_recorded(world
     mixing = result.training["interpolation"]
     assert mixing["mix"] in MIXES and [r["mix"] for r in mixing["tried"]] == list(MIXES)
     assert mixing["n_original"] + mixing["n_targeted"] == result.training["n_val"]
-    assert result.manifest["preservation"] == {"preserve": 1.0, "interpolation": "held-out", "mix": mixing["mix"]}
+    assert result.manifest["preservation"] == {"preserve": 10.0, "interpolation": "held-out", "mix": mixing["mix"]}
     floor = mixing["tried"][0]["original_accuracy"] - result.config["margin"] / 100
     allowed = [r for r in mixing["tried"] if r["original_accuracy"] >= floor - 1e-9]
     assert mixing["mix"] in {r["mix"] for r in allowed}  # the guard's rule on the held-out split
