@@ -95,7 +95,7 @@ def test_dataset_browser_competency_column_and_send_to_analysis(qtbot, comp_wind
 
     handle = controls.score()
     # Waited on the job, not on the column signal: a stored-column lookup queued before may emit it first.
-    qtbot.waitUntil(lambda: not handle.active and controls.column is not None, timeout=60000)
+    qtbot.waitUntil(lambda: not handle.active, timeout=60000)
     assert handle.state == "done"
     data = browser.data
     assert not np.isnan(data.competency).any() and controls.column.n == len(data) == 72

@@ -104,7 +104,7 @@ def test_competency_score_and_explanation_run_in_the_worker(qtbot, make_window, 
     qtbot.waitUntil(lambda: controls.estimator_key == fitted.key, timeout=20000)
     handle = controls.score()
     # Waited on the job, not on the column signal: a stored-column lookup queued before may emit it first.
-    qtbot.waitUntil(lambda: not handle.active and controls.column is not None, timeout=120000)
+    qtbot.waitUntil(lambda: not handle.active, timeout=120000)
     assert handle.state == "done", handle.outcome.error
     data = browser.data
     assert controls.column.n == len(data) == 27 and not np.isnan(data.competency).any()

@@ -84,7 +84,8 @@ def test_the_grid_selection_survives_score_competency(qtbot, comp_window):  # no
     chosen = browser.selected_rows()
     assert len(chosen) == 3
     handle = controls.score()
-    qtbot.waitUntil(lambda: not handle.active and controls.column is not None, timeout=60000)
+    qtbot.waitUntil(lambda: not handle.active, timeout=60000)
+    assert handle.state == "done" and controls.column is not None, handle.outcome.error
     assert browser.selected_rows() == chosen  # "Score competency" re-filters: the selection stays
     controls.least_first.setChecked(True)
     browser.apply_filters()  # reordered: the same images stay selected
