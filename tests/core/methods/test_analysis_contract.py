@@ -277,7 +277,7 @@ def _fix_case(world) -> Case:
     options = {**fw.finding(), "per_class": 2, "epochs": 1, "bootstrap": 100, "save": False}
     variations = {"data": "augment", "instruction": other.edit, "cue_instruction": FW.ADD_EDITS[other.name],
                   "affected_classes": "one", "predicted_classes": "seven,one", "augmentation": "grayscale",
-                  "per_class": 3, "mode": "last-block", "lora_rank": 2, "lr": 1e-2, "epochs": 2, "patience": 0,
+                  "per_class": 3, "mode": "head", "lora_rank": 2, "lr": 1e-2, "epochs": 2, "patience": 0,
                   "batch_size": 16, "val_fraction": 0.3, "margin": 2.0, "bootstrap": 200, "seed": 1, "save": True,
                   "name": "my-fix", "preserve": 0.5, "interpolation": "held-out", "sentence": "a {class} on blue"}
     invariant = {name: "names a stored failure mode whose images join the training data; their content is in the "
