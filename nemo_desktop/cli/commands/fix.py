@@ -7,8 +7,9 @@ comes from the finding's validated edit (--instruction, applied with --editor to
 classes; --cue-instruction adds the cause to images of the affected classes), or from a plain augmentation
 (--data augment: the control), and/or from a failure mode's sentence (--sentence, rendered by the text-to-image
 model --generator, labelled with the affected class). The copy of the model is trained (--mode head, last-block,
-lora or full) with early stopping, keeping the original's outputs on its training images (--preserve) and
-optionally mixed back towards the original weights (--interpolation held-out), measured before and after with
+lora or full) with early stopping, keeping the original's outputs on its training images (--preserve); the fixed
+weights are a moving average of the trained ones (--average-epochs), optionally mixed back towards the original
+weights (--interpolation held-out); the fix is measured before and after with
 paired bootstrap intervals, and saved as a new catalog entry only when the regression guard keeps it. Ctrl-C
 keeps the last epoch's checkpoint: run the same command to resume.
 
@@ -79,6 +80,9 @@ def format_result(result) -> str:
                   "No preservation term (labels only)")
                  + (f"; weights mixed at a = {mixing['mix']:g} between the original (0) and the trained (1), chosen "
                     f"on the held-out split" if mixing else "") + ".")
+    if t.get("average_decay") is not None:
+        lines.append(f"The fixed weights are the moving average of the trained ones over about "
+                     f"{result.config['average_epochs']:g} epoch(s) (EMA decay {t['average_decay']:.4f} per step).")
     for name, o in (("The finding's images", a), ("Everything else", r)):
         lines.append(f"{name}: {_pct(o['before'])} -> {_pct(o['after'])}, {o['change']:+.1f} points "
                      f"(95% CI {o['ci'][0]:+.1f} to {o['ci'][1]:+.1f}, n={o['n']}).")

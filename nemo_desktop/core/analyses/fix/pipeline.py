@@ -176,7 +176,9 @@ class FixAnalysis:
                       "classifier": _identity(self.classifier), "editor": _identity(self.editor),
                       "generator": _identity(self.generator),
                       "preservation": {"preserve": cfg.preserve, "interpolation": cfg.interpolation,
-                                       "mix": mixing["mix"] if mixing else None}},
+                                       "mix": mixing["mix"] if mixing else None,
+                                       "average_epochs": cfg.average_epochs,
+                                       "average_decay": record.average_decay}},
             result_key=key)
         unsavable = can_save(self.classifier) if cfg.save else None
         if unsavable:

@@ -14,6 +14,11 @@ images the copy is pulled towards the original model's softened outputs (KL at t
 images are learnt from their labels alone (the original model is wrong on exactly those). `interpolation`
 "held-out" is WiSE-FT (Wortsman et al., 2022): the trained weights are mixed with the original ones and the mixing
 chosen on the early-stopping split by the guard's rule (never on the data the fix is measured on).
+
+Which weights are kept: `average_epochs` (default 3) keeps an exponential moving average of the weights (torch's
+AveragedModel, the EMA that timm's training scripts keep), over about that many epochs of steps; early stopping
+judges the average, and the average is the fixed model. Measured in the README's fix benchmark on two worlds: larger
+gains and fewer clean images lost per class than the last step's weights, which move with every batch.
 """
 from __future__ import annotations
 
@@ -27,7 +32,7 @@ from ...errors import ConfigError
 from ...jobs import JobContext
 from .config import FixConfig
 
-CHECKPOINT_VERSION = 2
+CHECKPOINT_VERSION = 3  # 3: the weight average
 TEMPERATURE = 2.0  # LwF's distillation temperature
 MIXES = tuple(i / 10 for i in range(11))  # WiSE-FT's mixing coefficients tried on the held-out split
 
@@ -129,6 +134,7 @@ class TrainingRecord:
     history: list[dict[str, float]] = field(default_factory=list)  # per epoch: train_loss, val_loss, val_accuracy
     n_train: int = 0
     n_val: int = 0
+    average_decay: float | None = None  # the weight average's EMA decay per step; None: the trained weights
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -248,6 +254,19 @@ def _mix(base: dict[str, Any], fixed: dict[str, Any], a: float) -> dict[str, Any
     return out
 
 
+def _average(module: Any, horizon_steps: float) -> tuple[Any, float | None]:
+    """torch's AveragedModel keeping an exponential moving average of `module`'s weights (and buffers, so that
+    "full" mode's normalisation statistics are averaged too), from the first step's weights on; None when averaging
+    is off; and its decay, 1 - 1/horizon: each step moves the average 1/horizon of the way to the current
+    weights."""
+    if horizon_steps <= 0:
+        return None, None
+    from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
+    decay = 1.0 - 1.0 / max(1.0, horizon_steps)
+    return AveragedModel(module, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True), decay
+
+
 def train(module: Any, x: Any, y: Any, config: FixConfig, *, checkpoint: Path | None, key: str,
           ctx: JobContext, teacher: Any = None, original: Any = None) -> TrainingRecord:
     """Train `module` on (x, y) (x: a tensor or Pixels, whose batches are on the module's device; y on that device)
@@ -268,19 +287,24 @@ def train(module: Any, x: Any, y: Any, config: FixConfig, *, checkpoint: Path | 
     ov = None if original is None else original[val_idx]
     params = [p for p in module.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=config.lr)
-    record = TrainingRecord(n_train=n - n_val, n_val=n_val)
+    steps_per_epoch = (len(tr_idx) + config.batch_size - 1) // config.batch_size
+    ema, decay = _average(module, config.average_epochs * steps_per_epoch)
+    judged = module if ema is None else ema.module  # what early stopping judges and keeps
+    record = TrainingRecord(n_train=n - n_val, n_val=n_val, average_decay=decay)
     best_loss, bad, best_state, first = float("inf"), 0, None, 1
     if checkpoint is not None and checkpoint.is_file():
         ck = torch.load(checkpoint, map_location="cpu", weights_only=True)
         if ck.get("key") == key and ck.get("version") == CHECKPOINT_VERSION:
             module.load_state_dict(ck["state"], strict=False)
             opt.load_state_dict(ck["optimizer"])
+            if ema is not None:
+                ema.load_state_dict(ck["average"])
             best_loss, bad, best_state = ck["best_loss"], ck["bad"], ck["best_state"]
             record = TrainingRecord(**{**ck["record"], "resumed_from_epoch": ck["record"]["epochs"]})
             first = record.epochs + 1
     module.eval()  # backbone statistics frozen; every weight moves only in "full" mode, which trains BN too
     train_mode = config.mode == "full"
-    total = config.epochs * ((len(tr_idx) + config.batch_size - 1) // config.batch_size)
+    total = config.epochs * steps_per_epoch
     stop = bad >= config.patience > 0
     for epoch in range(first, config.epochs + 1):
         if stop:
@@ -297,17 +321,20 @@ def train(module: Any, x: Any, y: Any, config: FixConfig, *, checkpoint: Path | 
                          None if original is None else original[idx], weight)
             loss.backward()
             opt.step()
+            if ema is not None:
+                ema.update_parameters(module)
             running += float(loss.detach()) * len(idx)
             record.steps += 1
             ctx.progress("Training", record.steps, total)
         module.eval()
-        val_loss, val_acc = _evaluate(module, xv, yv, config.batch_size, tv, ov, weight)
+        judged.eval()
+        val_loss, val_acc = _evaluate(judged, xv, yv, config.batch_size, tv, ov, weight)
         record.history.append({"epoch": epoch, "train_loss": running / len(order), "val_loss": val_loss,
                                "val_accuracy": val_acc})
         record.epochs = epoch
         if val_loss < best_loss - 1e-6:
             best_loss, bad, record.best_epoch = val_loss, 0, epoch
-            best_state = _state(module)
+            best_state = _state(judged)
         else:
             bad += 1
         stop = bad >= config.patience > 0
@@ -315,9 +342,13 @@ def train(module: Any, x: Any, y: Any, config: FixConfig, *, checkpoint: Path | 
         if checkpoint is not None:
             _save_checkpoint(checkpoint, {"version": CHECKPOINT_VERSION, "key": key, "state": _state(module),
                                           "optimizer": opt.state_dict(), "best_loss": best_loss, "bad": bad,
-                                          "best_state": best_state, "record": record.to_dict()})
+                                          "best_state": best_state, "record": record.to_dict(),
+                                          **({} if ema is None else {"average": ema.state_dict()})})
     if config.early_stopping and best_state is not None:
         module.load_state_dict(best_state, strict=False)
+    elif ema is not None:
+        module.load_state_dict(_state(ema.module), strict=False)
+        record.best_epoch = record.epochs
     else:
         record.best_epoch = record.epochs
     record.seconds = time.perf_counter() - start

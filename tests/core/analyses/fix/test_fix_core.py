@@ -190,7 +190,9 @@ def test_weight_interpolation_is_chosen_on_the_held_out_split_and_recorded(world
     mixing = result.training["interpolation"]
     assert mixing["mix"] in MIXES and [r["mix"] for r in mixing["tried"]] == list(MIXES)
     assert mixing["n_original"] + mixing["n_targeted"] == result.training["n_val"]
-    assert result.manifest["preservation"] == {"preserve": 10.0, "interpolation": "held-out", "mix": mixing["mix"]}
+    assert result.manifest["preservation"] == {"preserve": 10.0, "interpolation": "held-out", "mix": mixing["mix"],
+                                               "average_epochs": 3.0,
+                                               "average_decay": result.training["average_decay"]}
     floor = mixing["tried"][0]["original_accuracy"] - result.config["margin"] / 100
     allowed = [r for r in mixing["tried"] if r["original_accuracy"] >= floor - 1e-9]
     assert mixing["mix"] in {r["mix"] for r in allowed}  # the guard's rule on the held-out split
@@ -200,3 +202,36 @@ def test_weight_interpolation_is_chosen_on_the_held_out_split_and_recorded(world
 
     a, b = {"w": torch.zeros(2)}, {"w": torch.ones(2)}
     assert torch.allclose(_mix(a, b, 0.3)["w"], torch.full((2,), 0.3))
+
+
+def test_the_fixed_weights_are_the_moving_average_of_the_trained_ones(world):
+    """With averaging, the kept weights are the exponential moving average of the weights after every step (decay
+    1 - 1 / (average_epochs x steps per epoch)), computed here independently from the same run without averaging."""
+    import copy
+
+    import torch
+
+    from nemo_desktop.core.analyses.fix.training import train
+
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.rand(60, 3, 28, 28, generator=g), torch.randint(0, 10, (60,), generator=g)
+
+    def run(average_epochs, on_step=None):
+        module, _ = prepare(copy.deepcopy(world.classifier.model), "head")
+        cfg = FixConfig(mode="head", epochs=2, patience=0, batch_size=16, lr=1e-2, preserve=0.0,
+                        average_epochs=average_epochs)
+        ctx = JobContext(on_progress=lambda p: on_step(module) if on_step and p.stage == "Training" else None)
+        record = train(module, x, y, cfg, checkpoint=None, key="k", ctx=ctx)
+        return module.head.weight.detach().clone(), record
+
+    trajectory = []
+    raw, plain = run(0.0, lambda m: trajectory.append(m.head.weight.detach().clone()))
+    assert plain.average_decay is None and len(trajectory) == plain.steps == 8  # 51 training images, 4 steps each
+    averaged, record = run(0.5)
+    decay = 1 - 1 / (0.5 * 4)
+    assert record.average_decay == pytest.approx(decay)
+    expected = trajectory[0]
+    for w in trajectory[1:]:
+        expected = decay * expected + (1 - decay) * w
+    assert torch.allclose(averaged, expected, atol=1e-6)
+    assert not torch.allclose(averaged, raw, atol=1e-4)  # the average, not the last step's weights

@@ -97,6 +97,27 @@ def test_nemo_fix_writes_json_and_its_file(timm_clf, tmp_path, capsys):
     assert written["training"]["epochs"] >= 1 and written["sources"][0]["source"] == "augment:colour-jitter"
 
 
+def test_nemo_fix_says_in_words_how_it_trained_and_what_it_kept(timm_clf, tmp_path, capsys):
+    from nemo_desktop.cli.main import main
+
+    _, folder = timm_clf
+    data = tmp_path / "fixdata"
+    for split, n in (("train", 12), ("affected", 6), ("rest", 6)):
+        for c, cls in enumerate(("cat", "dog")):
+            (data / split / cls).mkdir(parents=True)
+            for i, im in enumerate(_images(n, seed=hash((split, c, "text")) % 1000)):
+                im.save(data / split / cls / f"{i}.png")
+    args = ["fix", str(data), "--classifier", f"timm:local-dir:{folder}", "--data", "augment",
+            "--affected-classes", "cat", "--per-class", "4", "--epochs", "2", "--bootstrap", "100", "--device", "cpu"]
+    assert main(args + ["--average-epochs", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "Trained 2 epoch(s)" in text and "Guard: " in text
+    # 20 training images after the 15 % held-out split (4 of 24), batch 64: one step an epoch, so decay 1 - 1/2
+    assert "moving average of the trained ones over about 2 epoch(s) (EMA decay 0.5000 per step)" in text
+    assert main(args + ["--average-epochs", "0"]) == 0
+    assert "moving average" not in capsys.readouterr().out
+
+
 def test_nemo_fix_refuses_a_folder_without_the_three_sets(timm_clf, tmp_path, capsys):
     from nemo_desktop.cli.main import main
 
