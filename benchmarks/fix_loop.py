@@ -67,8 +67,8 @@ def row(name, r, seconds):
             "rest_n": o["n"], "worst_class": worst[0], "worst_class_change": worst[1]["change"],
             "worst_class_ci": worst[1]["ci"], "worst_class_n": worst[1]["n"],
             "largest_class_change": max(abs(c["change"]) for c in r.rest["per_class"].values()),
-            "per_class": {k: {"change": c["change"], "ci": c["ci"], "n": c["n"]}
-                          for k, c in r.rest["per_class"].items()},
+            "per_class": {k: {"change": c["change"], "ci": c["ci"], "n": c["n"], "gained": c["gained"],
+                              "lost": c["lost"]} for k, c in r.rest["per_class"].items()},
             "mix": (r.training.get("interpolation") or {}).get("mix"),
             "verdict": r.guard["verdict"],
             "epochs": r.training["epochs"], "steps": r.training["steps"], "targeted": r.data["targeted"],
@@ -151,19 +151,32 @@ def print_mode(mode, right, rows, c) -> None:
         print(f"  [{'pass' if passed else 'FAIL'}] {name}", flush=True)
 
 
-def pooled(rights: list[dict]) -> dict[str, dict]:
+def pooled(rights: list[dict], resamples: int = 2000) -> dict[str, dict]:
     """Each class's change on everything else pooled over the seeds: the fix procedure's expected effect on the class,
     with about five times a seed's images (a seed's class has about 120, so one image is 0.8 points there and 0.17
-    pooled over five). Pooled change = sum(n_s * change_s) / sum(n_s); its 95 % interval combines the seeds'
-    independent paired bootstrap intervals (normal approximation: each seed's standard error is its interval's
-    width / 3.92)."""
+    pooled over five). Pooled change = sum(n_s * change_s) / sum(n_s). Its 95 % interval is a paired bootstrap
+    stratified by seed: each seed's images are resampled on their own (a paired difference is +1 for an image the
+    fix gained, -1 for one it lost, 0 otherwise), the seeds' sums added. (For figures written before the fix
+    recorded gained and lost images: the seeds' intervals combined, each seed's standard error its width / 3.92.)"""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
     out = {}
     for name in rights[0]["per_class"]:
         cs = [r["per_class"][name] for r in rights]
         n = sum(c["n"] for c in cs)
         change = sum(c["n"] * c["change"] for c in cs) / n
-        se = sum((c["n"] * (c["ci"][1] - c["ci"][0]) / 3.92) ** 2 for c in cs) ** 0.5 / n
-        out[name] = {"change": change, "ci": [change - 1.96 * se, change + 1.96 * se], "n": n}
+        if all("lost" in c for c in cs):
+            total = np.zeros(resamples)
+            for c in cs:
+                diffs = np.zeros(c["n"])
+                diffs[:c["gained"]], diffs[c["gained"]:c["gained"] + c["lost"]] = 1, -1
+                total += diffs[rng.integers(0, c["n"], size=(resamples, c["n"]))].sum(axis=1)
+            ci = [float(v) for v in np.percentile(total / n * 100, (2.5, 97.5))]
+        else:
+            se = sum((c["n"] * (c["ci"][1] - c["ci"][0]) / 3.92) ** 2 for c in cs) ** 0.5 / n
+            ci = [change - 1.96 * se, change + 1.96 * se]
+        out[name] = {"change": change, "ci": ci, "n": n}
     return out
 
 

@@ -84,12 +84,14 @@ def format_result(result) -> str:
         lines.append(f"The fixed weights are the moving average of the trained ones over about "
                      f"{result.config['average_epochs']:g} epoch(s) (EMA decay {t['average_decay']:.4f} per step).")
     for name, o in (("The finding's images", a), ("Everything else", r)):
+        flips = f"; {o['gained']} image(s) gained, {o['lost']} lost" if "lost" in o else ""
         lines.append(f"{name}: {_pct(o['before'])} -> {_pct(o['after'])}, {o['change']:+.1f} points "
-                     f"(95% CI {o['ci'][0]:+.1f} to {o['ci'][1]:+.1f}, n={o['n']}).")
+                     f"(95% CI {o['ci'][0]:+.1f} to {o['ci'][1]:+.1f}, n={o['n']}{flips}).")
     moved = [c for c in result.rest["per_class"].items() if abs(c[1]["change"] or 0) > result.config["margin"]]
     for name, c in moved:
+        flips = f"; {c['lost']} image(s) lost, {c['gained']} gained" if "lost" in c else ""
         lines.append(f"  class {name}: {c['change']:+.1f} points (95% CI {c['ci'][0]:+.1f} to {c['ci'][1]:+.1f}, "
-                     f"n={c['n']})")
+                     f"n={c['n']}{flips})")
     for c in result.affected["confusions"][:5]:
         lines.append(f"  {c['true']} taken for {c['pred']}: {c['before']} -> {c['after']} image(s)")
     lines.append(f"Guard: {g['verdict']}: {g['why']}.")

@@ -15,13 +15,15 @@ import numpy as np
 
 
 def paired(before: np.ndarray, after: np.ndarray, *, resamples: int, seed: int) -> dict[str, Any]:
-    """Accuracy before and after (fractions) and the change in points with its 95% paired bootstrap interval."""
+    """Accuracy before and after (fractions) and the change in points with its 95% paired bootstrap interval; and
+    the images behind the change: `gained` (wrong before, right after) and `lost` (right before, wrong after), the
+    only ones whose paired difference is not zero."""
     b = np.asarray(before, dtype=np.float64)
     a = np.asarray(after, dtype=np.float64)
     n = len(b)
     if n == 0:
         return {"n": 0, "before": None, "after": None, "change": None, "ci": None,
-                "before_ci": None, "after_ci": None}
+                "before_ci": None, "after_ci": None, "gained": 0, "lost": 0}
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(resamples, n))
     diff = (a[idx] - b[idx]).mean(axis=1) * 100
@@ -30,7 +32,8 @@ def paired(before: np.ndarray, after: np.ndarray, *, resamples: int, seed: int) 
     return {"n": n, "before": float(b.mean()), "after": float(a.mean()), "change": float((a.mean() - b.mean()) * 100),
             "ci": [float(v) for v in np.percentile(diff, q)],
             "before_ci": [float(v) for v in np.percentile(bs, q)],
-            "after_ci": [float(v) for v in np.percentile(as_, q)]}
+            "after_ci": [float(v) for v in np.percentile(as_, q)],
+            "gained": int(((a > 0) & (b == 0)).sum()), "lost": int(((a == 0) & (b > 0)).sum())}
 
 
 def per_class(labels: np.ndarray, before: np.ndarray, after: np.ndarray, names: Sequence[str], *,

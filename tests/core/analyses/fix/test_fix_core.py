@@ -63,6 +63,10 @@ def test_paired_bootstrap_and_the_guard():
     after = np.ones(50, bool)
     p = measure.paired(before, after, resamples=200, seed=0)
     assert p["n"] == 50 and p["change"] == 100.0 and p["ci"] == [100.0, 100.0]
+    assert p["gained"] == 50 and p["lost"] == 0
+    mixed = measure.paired(np.array([1, 1, 1, 0, 0, 1], bool), np.array([1, 0, 0, 1, 0, 1], bool), resamples=100,
+                           seed=0)
+    assert (mixed["gained"], mixed["lost"]) == (1, 2) and mixed["change"] == pytest.approx(-100 / 6)
     labels = np.array([0] * 100 + [1] * 100)
     same = labels.copy()
     hurt = labels.copy()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import numpy as np
 import pytest
@@ -112,6 +113,7 @@ def test_nemo_fix_says_in_words_how_it_trained_and_what_it_kept(timm_clf, tmp_pa
     assert main(args + ["--average-epochs", "2"]) == 0
     text = capsys.readouterr().out
     assert "Trained 2 epoch(s)" in text and "Guard: " in text
+    assert re.search(r"Everything else: .*n=12; \d+ image\(s\) gained, \d+ lost\)", text)
     # 20 training images after the 15 % held-out split (4 of 24), batch 64: one step an epoch, so decay 1 - 1/2
     assert "moving average of the trained ones over about 2 epoch(s) (EMA decay 0.5000 per step)" in text
     assert main(args + ["--average-epochs", "0"]) == 0
