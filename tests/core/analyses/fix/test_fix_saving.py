@@ -74,16 +74,22 @@ def test_a_cancelled_save_leaves_no_entry_and_no_folder(timm_clf):
     assert not fixed_models_dir().exists() or not any(fixed_models_dir().iterdir())
 
 
+def _fix_folder(tmp_path):
+    """A `nemo fix` folder: train/ (12 a class), affected/ and rest/ (6 a class) of two classes."""
+    data = tmp_path / "fixdata"
+    for k, (split, n) in enumerate((("train", 12), ("affected", 6), ("rest", 6))):
+        for c, cls in enumerate(("cat", "dog")):
+            (data / split / cls).mkdir(parents=True)
+            for i, im in enumerate(_images(n, seed=10 * k + c)):  # not hash(): str hashes change per process
+                im.save(data / split / cls / f"{i}.png")
+    return data
+
+
 def test_nemo_fix_writes_json_and_its_file(timm_clf, tmp_path, capsys):
     from nemo_desktop.cli.main import main
 
     _, folder = timm_clf
-    data = tmp_path / "fixdata"
-    for split, n in (("train", 12), ("affected", 6), ("rest", 6)):
-        for c, cls in enumerate(("cat", "dog")):
-            (data / split / cls).mkdir(parents=True)
-            for i, im in enumerate(_images(n, seed=hash((split, c)) % 1000)):
-                im.save(data / split / cls / f"{i}.png")
+    data = _fix_folder(tmp_path)
     out = tmp_path / "fix.json"
     code = main(["fix", str(data), "--classifier", f"timm:local-dir:{folder}", "--data", "augment",
                  "--affected-classes", "cat", "--per-class", "4", "--epochs", "2", "--bootstrap", "100",
@@ -102,12 +108,7 @@ def test_nemo_fix_says_in_words_how_it_trained_and_what_it_kept(timm_clf, tmp_pa
     from nemo_desktop.cli.main import main
 
     _, folder = timm_clf
-    data = tmp_path / "fixdata"
-    for split, n in (("train", 12), ("affected", 6), ("rest", 6)):
-        for c, cls in enumerate(("cat", "dog")):
-            (data / split / cls).mkdir(parents=True)
-            for i, im in enumerate(_images(n, seed=hash((split, c, "text")) % 1000)):
-                im.save(data / split / cls / f"{i}.png")
+    data = _fix_folder(tmp_path)
     args = ["fix", str(data), "--classifier", f"timm:local-dir:{folder}", "--data", "augment",
             "--affected-classes", "cat", "--per-class", "4", "--epochs", "2", "--bootstrap", "100", "--device", "cpu"]
     assert main(args + ["--average-epochs", "2"]) == 0
