@@ -22,7 +22,8 @@ def _change(o: dict) -> str:
 
 
 def _rows(name: str, o: dict) -> list[str]:
-    return [name, _pct(o.get("before")), _pct(o.get("after")), _change(o), str(o.get("n", DASH))]
+    flips = f"{o['gained']} / {o['lost']}" if "lost" in o else DASH  # results stored before they were recorded
+    return [name, _pct(o.get("before")), _pct(o.get("after")), _change(o), flips, str(o.get("n", DASH))]
 
 
 MAX_CLASS_BARS = 20  # the per-class chart: the flagged classes and the largest changes, worst first
@@ -93,12 +94,16 @@ def build_fix_report(result, store, *, ctx: JobContext | None = None, **_: objec
         ("Epochs / steps", f"{t['epochs']} / {t['steps']}"), ("Best epoch", str(t["best_epoch"])),
         ("Stopped early", "yes" if t["stopped_early"] else "no"),
         ("Resumed after epoch", str(t["resumed_from_epoch"]) if t.get("resumed_from_epoch") else DASH),
+        ("Weights kept", f"moving average over about {cfg['average_epochs']:g} epoch(s) (EMA decay "
+                         f"{t['average_decay']:.4f} per step)" if t.get("average_decay") is not None
+         else "the trained weights as they are"),
         ("Seconds", f"{result.timings.get('training', 0):.1f}"), ("Seed", str(cfg["seed"]))])]))
     rows = [_rows("The finding's images", result.affected["overall"]), _rows("Everything else", result.rest["overall"])]
     rows += [_rows(f"  class {k}", v) for k, v in result.rest["per_class"].items()]
     sections.append(Section("Before and after", "figures", [
         before_after_chart(result), Paragraph(f"The guard's verdict: {verdict.text}", "callout"), change_chart(result),
-        Table(["Held-out set", "Before", "After", "Change, points (95% paired CI)", "n"], rows),
+        Table(["Held-out set", "Before", "After", "Change, points (95% paired CI)", "Images gained / lost", "n"],
+              rows),
         Paragraph(f"The guard rejects a fix that costs more than {g['margin']:g} point(s) on everything else "
                   "(overall, or on a class whose interval excludes zero).", "muted")]))
     moved = result.affected["confusions"] + result.rest["confusions"]

@@ -138,6 +138,8 @@ def test_the_report_section_shows_the_figures_and_the_verdict(world, store):
     a = result.affected["overall"]
     assert "Before and after" in html and "Data plan" in html
     assert f"{a['change']:+.1f} ({a['ci'][0]:+.1f} to {a['ci'][1]:+.1f})" in html and f">{a['n']}<" in html
+    assert "Images gained / lost" in html and f">{a['gained']} / {a['lost']}<" in html
+    assert f"moving average over about 3 epoch(s) (EMA decay {result.training['average_decay']:.4f}" in html
     assert result.guard["why"].split(";")[0].replace("'", "&#x27;") in html
     assert render(doc, "pdf").startswith(b"%PDF")
 
