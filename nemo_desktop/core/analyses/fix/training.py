@@ -15,15 +15,17 @@ images are learnt from their labels alone (the original model is wrong on exactl
 "held-out" is WiSE-FT (Wortsman et al., 2022): the trained weights are mixed with the original ones and the mixing
 chosen on the early-stopping split by the guard's rule (never on the data the fix is measured on).
 
-Which weights are kept: `average_epochs` (default 3) keeps an exponential moving average of the weights (torch's
-AveragedModel, the EMA that timm's training scripts keep), over about that many epochs of steps; early stopping
-judges the average, and the average is the fixed model. Measured in the README's fix benchmark on two worlds: larger
-gains and fewer clean images lost per class than the last step's weights, which move with every batch.
+Which weights are kept: `average_epochs` (default 3) keeps an exponential moving average of what trains (the EMA
+timm's training scripts keep of a whole model, here of the trainable weights and buffers only), over about
+that many epochs of steps; early stopping judges the average, and the average is the fixed model. Measured in
+the README's fix benchmark on two worlds: larger gains and fewer clean images lost per class than the last step's
+weights, which move with every batch.
 """
 from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,11 +142,60 @@ class TrainingRecord:
         return asdict(self)
 
 
-def _state(module: Any) -> dict[str, Any]:
-    """The trainable weights and every buffer (normalisation statistics): what training can change."""
+def _trained(module: Any) -> dict[str, Any]:
+    """The trainable weights and every buffer (normalisation statistics), live on the module's device: what
+    training can change."""
     params = dict(module.named_parameters())
-    return {k: v.detach().cpu().clone() for k, v in module.state_dict().items()
-            if k not in params or params[k].requires_grad}
+    return {k: v for k, v in module.state_dict(keep_vars=True).items() if k not in params or params[k].requires_grad}
+
+
+def _state(module: Any) -> dict[str, Any]:
+    """A host copy of what training can change."""
+    return {k: v.detach().cpu().clone() for k, v in _trained(module).items()}
+
+
+class _Average:
+    """Exponential moving average of what training changes (`_trained`: the trainable weights and the buffers, so
+    that "full" mode's normalisation statistics are averaged too), from the first step's values on, kept on the
+    module's device. Only what trains is averaged: a head or last-block fix of a large backbone keeps no second
+    copy of the frozen weights and averages none of them per step. decay = 1 - 1/horizon: each step moves the
+    average 1/horizon of the way to the current values (the EMA of torch's get_ema_multi_avg_fn)."""
+
+    def __init__(self, horizon_steps: float):
+        self.decay = 1.0 - 1.0 / max(1.0, horizon_steps)
+        self.values: dict[str, Any] | None = None
+
+    def update(self, module: Any) -> None:
+        import torch
+
+        with torch.no_grad():
+            live = _trained(module)
+            if self.values is None:
+                self.values = {k: v.detach().clone() for k, v in live.items()}
+                return
+            for k, v in live.items():
+                avg = self.values[k]
+                if avg.is_floating_point():
+                    avg.lerp_(v.detach(), 1.0 - self.decay)
+                else:
+                    avg.copy_(v)  # counters (num_batches_tracked): the latest
+
+    def load(self, values: dict[str, Any] | None, module: Any) -> None:
+        live = _trained(module)
+        self.values = None if values is None else {k: v.to(live[k].device) for k, v in values.items()}
+
+    def host(self) -> dict[str, Any] | None:
+        return None if self.values is None else {k: v.detach().cpu().clone() for k, v in self.values.items()}
+
+    @contextmanager
+    def applied(self, module: Any):
+        """The module with the average in place of its weights; its own weights back afterwards."""
+        live = {k: v.detach().clone() for k, v in _trained(module).items()}
+        module.load_state_dict(self.values, strict=False)
+        try:
+            yield module
+        finally:
+            module.load_state_dict(live, strict=False)
 
 
 def _save_checkpoint(path: Path, data: dict[str, Any]) -> None:
@@ -254,19 +305,6 @@ def _mix(base: dict[str, Any], fixed: dict[str, Any], a: float) -> dict[str, Any
     return out
 
 
-def _average(module: Any, horizon_steps: float) -> tuple[Any, float | None]:
-    """torch's AveragedModel keeping an exponential moving average of `module`'s weights (and buffers, so that
-    "full" mode's normalisation statistics are averaged too), from the first step's weights on; None when averaging
-    is off; and its decay, 1 - 1/horizon: each step moves the average 1/horizon of the way to the current
-    weights."""
-    if horizon_steps <= 0:
-        return None, None
-    from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
-
-    decay = 1.0 - 1.0 / max(1.0, horizon_steps)
-    return AveragedModel(module, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True), decay
-
-
 def train(module: Any, x: Any, y: Any, config: FixConfig, *, checkpoint: Path | None, key: str,
           ctx: JobContext, teacher: Any = None, original: Any = None) -> TrainingRecord:
     """Train `module` on (x, y) (x: a tensor or Pixels, whose batches are on the module's device; y on that device)
@@ -288,17 +326,17 @@ def train(module: Any, x: Any, y: Any, config: FixConfig, *, checkpoint: Path | 
     params = [p for p in module.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=config.lr)
     steps_per_epoch = (len(tr_idx) + config.batch_size - 1) // config.batch_size
-    ema, decay = _average(module, config.average_epochs * steps_per_epoch)
-    judged = module if ema is None else ema.module  # what early stopping judges and keeps
-    record = TrainingRecord(n_train=n - n_val, n_val=n_val, average_decay=decay)
+    average = _Average(config.average_epochs * steps_per_epoch) if config.average_epochs > 0 else None
+    record = TrainingRecord(n_train=n - n_val, n_val=n_val,
+                            average_decay=None if average is None else average.decay)
     best_loss, bad, best_state, first = float("inf"), 0, None, 1
     if checkpoint is not None and checkpoint.is_file():
         ck = torch.load(checkpoint, map_location="cpu", weights_only=True)
         if ck.get("key") == key and ck.get("version") == CHECKPOINT_VERSION:
             module.load_state_dict(ck["state"], strict=False)
             opt.load_state_dict(ck["optimizer"])
-            if ema is not None:
-                ema.load_state_dict(ck["average"])
+            if average is not None:
+                average.load(ck["average"], module)
             best_loss, bad, best_state = ck["best_loss"], ck["bad"], ck["best_state"]
             record = TrainingRecord(**{**ck["record"], "resumed_from_epoch": ck["record"]["epochs"]})
             first = record.epochs + 1
@@ -321,35 +359,33 @@ def train(module: Any, x: Any, y: Any, config: FixConfig, *, checkpoint: Path | 
                          None if original is None else original[idx], weight)
             loss.backward()
             opt.step()
-            if ema is not None:
-                ema.update_parameters(module)
+            if average is not None:
+                average.update(module)
             running += float(loss.detach()) * len(idx)
             record.steps += 1
             ctx.progress("Training", record.steps, total)
         module.eval()
-        judged.eval()
-        val_loss, val_acc = _evaluate(judged, xv, yv, config.batch_size, tv, ov, weight)
+        with nullcontext() if average is None else average.applied(module):  # early stopping judges the average
+            val_loss, val_acc = _evaluate(module, xv, yv, config.batch_size, tv, ov, weight)
+            improved = val_loss < best_loss - 1e-6
+            if improved:
+                best_loss, record.best_epoch, best_state = val_loss, epoch, _state(module)
+        bad = 0 if improved else bad + 1
         record.history.append({"epoch": epoch, "train_loss": running / len(order), "val_loss": val_loss,
                                "val_accuracy": val_acc})
         record.epochs = epoch
-        if val_loss < best_loss - 1e-6:
-            best_loss, bad, record.best_epoch = val_loss, 0, epoch
-            best_state = _state(judged)
-        else:
-            bad += 1
         stop = bad >= config.patience > 0
         record.stopped_early = stop and epoch < config.epochs
         if checkpoint is not None:
             _save_checkpoint(checkpoint, {"version": CHECKPOINT_VERSION, "key": key, "state": _state(module),
                                           "optimizer": opt.state_dict(), "best_loss": best_loss, "bad": bad,
                                           "best_state": best_state, "record": record.to_dict(),
-                                          **({} if ema is None else {"average": ema.state_dict()})})
+                                          "average": None if average is None else average.host()})
     if config.early_stopping and best_state is not None:
         module.load_state_dict(best_state, strict=False)
-    elif ema is not None:
-        module.load_state_dict(_state(ema.module), strict=False)
-        record.best_epoch = record.epochs
     else:
+        if average is not None and average.values is not None:
+            module.load_state_dict(average.values, strict=False)
         record.best_epoch = record.epochs
     record.seconds = time.perf_counter() - start
     return record

@@ -241,3 +241,19 @@ def test_the_fixed_weights_are_the_moving_average_of_the_trained_ones(world):
         expected = decay * expected + (1 - decay) * w
     assert torch.allclose(averaged, expected, atol=1e-6)
     assert not torch.allclose(averaged, raw, atol=1e-4)  # the average, not the last step's weights
+
+
+def test_the_average_holds_only_what_trains(world):
+    """A head fix of a large backbone keeps no second copy of the frozen weights: the average holds the head's
+    weights and the buffers, nothing else."""
+    import copy
+
+    from nemo_desktop.core.analyses.fix.training import _Average
+
+    module, _ = prepare(copy.deepcopy(world.classifier.model), "head")
+    average = _Average(10)
+    average.update(module)
+    params = {k for k, p in module.named_parameters()}
+    held = set(average.values) & params
+    assert held == {k for k in params if k.startswith("head.")}
+    assert set(average.values) - params == {k for k, _ in module.named_buffers()}
