@@ -281,6 +281,29 @@ def run_page_analysis(session, name: str, values: dict, chosen: dict[str, str], 
     return analysis(*args, ctx.sub(spec.name, 0.1, 1.0))
 
 
+def stored_page_result(store, name: str, key: str, ctx: JobContext) -> Any:
+    """Analysis `name`'s result stored under `key`, as its result class reads it back (the page shows its last
+    result again after a restart); None when it is no longer stored or cannot be read."""
+    from nemo_desktop.core.registry import get_analysis
+
+    ctx.progress("Reading the last result", 0, None)
+    spec = get_analysis(name)
+    stored = store.get(key)
+    if stored is None or spec.result is None or not hasattr(spec.result, "from_dict"):
+        return None
+    try:
+        result = spec.result.from_dict(stored.payload)
+    except Exception:  # noqa: BLE001 - written by another version: the page starts without it
+        return None
+    for attr in ("result_key", "key"):
+        try:
+            if getattr(result, attr, None) is None:
+                setattr(result, attr, key)
+        except AttributeError:  # a read-only property
+            continue
+    return result
+
+
 def result_html(result: Any, store, ctx: JobContext) -> str:
     """The result as its report section renders it (model text escaped there)."""
     from nemo_desktop.core.reports import render_html

@@ -21,7 +21,10 @@ class PageResults:
     """Rendering and exporting the result of the page shown (or of the page whose run just finished)."""
 
     def _on_done(self, name: str, result: Any) -> None:
-        self.state(name).result = result
+        state = self.state(name)
+        state.result = result
+        # Stored results are read back after a restart (page_memory.py); an unstored one is not remembered.
+        state.result_key = getattr(result, "key", None) or getattr(result, "result_key", None)
         store = self.host.session.store()
         handle = self.host.jobs.submit(lambda ctx: result_html(result, store, ctx), title="Rendering the result",
                                        lane=IO, visible=False)

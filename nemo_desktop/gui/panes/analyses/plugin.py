@@ -9,6 +9,7 @@ Models box's rows are built in model_rows.py; the result's rendering and export 
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,9 +30,12 @@ from ..workbench.widgets.method_form import MIN_FIELD_WIDTH, MethodForm
 from .failure_mode_actions import FailureModeActions
 from .fix_actions import FixActions
 from .model_diff_live import ModelDiffLivePanel
+from . import page_memory
 from .model_rows import chosen_models, fill_model_rows, relabel_models
 from .page_results import PageResults, is_model_diff
-from .run_job import SESSION_KINDS, PageData, list_page_analyses, page_data, run_problem
+from .run_job import SESSION_KINDS, PageData, list_page_analyses, page_data, run_problem, stored_page_result
+
+log = logging.getLogger(__name__)
 
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
 IDLE_STAGE = ""
@@ -49,6 +53,11 @@ class PageState:
     progress: tuple[int, int, int] = (0, 1, 0)  # minimum, maximum, value of the bar
     data_text: str = ""  # the folder / image typed or chosen on this page (another page's is not carried over)
     extra: dict = field(default_factory=dict)
+    # The page's inputs as last left (page_memory.py), put back when it is shown again and kept across restarts.
+    values: dict | None = None  # settings form: field name -> value
+    models: dict | None = None  # role -> the model chosen (an offered item's value, or a typed path / spec)
+    data_choice: Any = None  # the stored run / reference index chosen
+    result_key: str | None = None  # the last result's store key (read back after a restart)
 
 
 class AnalysesPane(PageResults, Pane):
@@ -311,6 +320,7 @@ class AnalysesPane(PageResults, Pane):
     def _select(self, item: QListWidgetItem | None) -> None:
         if item is None:
             return
+        page_memory.remember_shown(self)  # the page being left keeps what was set on it
         name, session = item.data(NAME_ROLE), self.host.session
         handle = self.host.jobs.submit(lambda ctx: page_data(session, name, ctx), title=f"Preparing {name}",
                                        lane=IO, visible=False)
@@ -335,13 +345,41 @@ class AnalysesPane(PageResults, Pane):
         for w, show in ((self.data_label, how != "none"), (self.data_combo, how == "store"),
                         (self.data_path, how in ("folder", "file")), (self.browse_button, how in ("folder", "file"))):
             w.setVisible(show)
+        state = self.state()
+        self._switching = True  # what the page remembers is put back, not re-recorded half-way
         fill_model_rows(self, page)
-        self.form.set_config(spec.config)
-        self._switching = True
-        self.data_path.setText(self.state().data_text)  # this page's own folder / image, not the last page's
+        self._set_form(spec.config, state.values)
+        page_memory.restore_models(self, state.models)
+        page_memory.restore_data_choice(self, state.data_choice)
+        self.data_path.setText(state.data_text)  # this page's own folder / image, not the last page's
         self._switching = False
+        self._inputs_changed()
         self._apply_pending()
         self._show_state()
+        if state.result is None and state.result_key and state.job is None:
+            self._read_last_result(spec.name, state.result_key)
+
+    def _set_form(self, config, values: dict | None) -> None:
+        try:
+            self.form.set_config(config, values)
+        except (TypeError, ValueError) as exc:  # remembered by another version: the page starts from defaults
+            log.info("the remembered settings of this page do not fit it (%s): defaults instead", exc)
+            self.form.set_config(config)
+
+    def _read_last_result(self, name: str, key: str) -> JobHandle:
+        """The page's last result, read back from the store (after a restart) and shown as when it finished."""
+        store = self.host.session.store()
+        handle = self.host.jobs.submit(lambda ctx: stored_page_result(store, name, key, ctx),
+                                       title="Reading the last result", lane=IO, visible=False, report_errors=False)
+
+        def read(result) -> None:
+            state = self.state(name)
+            if result is None:
+                state.result_key = None  # no longer stored: not asked for again
+            elif state.result is None and state.job is None:
+                self._on_done(name, result)
+        handle.sig_done.connect(read)
+        return handle
 
     def _inputs_changed(self) -> None:
         if self.page is not None:
@@ -460,11 +498,17 @@ class AnalysesPane(PageResults, Pane):
 
     def save_state(self, settings: QSettings) -> None:
         settings.setValue("splitter", self.splitter.saveState())
+        page_memory.remember_shown(self)
+        settings.setValue(page_memory.SETTINGS_KEY, page_memory.to_settings(self._states))
 
     def restore_state(self, settings: QSettings) -> None:
         state = settings.value("splitter")
         if state is not None:
             self.splitter.restoreState(state)
+        for name, kept in page_memory.from_settings(settings.value(page_memory.SETTINGS_KEY)).items():
+            page = self.state(name)
+            for attr, value in kept.items():
+                setattr(page, attr, value)
 
 
 PANE = AnalysesPane

@@ -20,4 +20,5 @@ from nemo_desktop.core.app_jobs.analyses import (  # noqa: F401
     result_html,
     run_page_analysis,
     run_problem,
+    stored_page_result,
 )

@@ -1,0 +1,77 @@
+"""What each Analyses page remembers of its inputs: its settings (the form built from the analysis' config), the
+model chosen in each of its roles, its data (a folder, an image, a stored run) and the key of its last stored
+result. Read from the widgets when the page is left, put back when it is shown again, and kept in the window's
+settings so that a restart finds every page as it was left. Nothing here is specific to one analysis: the form,
+the roles and the data come from the registry entry. Helper functions taking the Analyses pane (plugin.py)."""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+SETTINGS_KEY = "pages"  # in the pane's group of gui.ini: {analysis name: remembered inputs}
+REMEMBERED = ("values", "models", "data_text", "data_choice", "result_key")
+
+
+def remember_shown(pane) -> None:
+    """Keep the shown page's settings, models and stored-data choice in its state (before another page is shown
+    or the window closes)."""
+    if pane.page is None or pane._switching:
+        return
+    state = pane.state()
+    state.values = pane.form.values()
+    state.models = pane.chosen_models()
+    if pane.data_combo.count():  # a stored run / index (chosen_data reads the folder field for the others)
+        state.data_choice = pane.data_combo.currentData()
+
+
+def restore_models(pane, models: dict[str, str] | None) -> None:
+    """Choose each role's remembered model again: an offered item by its value, a typed path or spec as text."""
+    for role, ref in (models or {}).items():
+        box = pane._model_boxes.get(role)
+        if box is None:
+            continue
+        i = box.findData(ref)
+        if i >= 0:
+            box.setCurrentIndex(i)
+        elif ref and box.isEditable():
+            box.setEditText(ref)
+
+
+def restore_data_choice(pane, choice: Any) -> None:
+    if choice is None:
+        return
+    i = pane.data_combo.findData(choice)
+    if i >= 0:
+        pane.data_combo.setCurrentIndex(i)
+
+
+def to_settings(states: dict) -> str:
+    """Every page's remembered inputs as JSON (values that JSON cannot hold are left out, not guessed)."""
+    out = {}
+    for name, state in states.items():
+        kept = {k: getattr(state, k) for k in REMEMBERED if getattr(state, k) not in (None, "", {})}
+        if kept:
+            out[name] = kept
+    try:
+        return json.dumps(out, default=lambda _v: None)
+    except (TypeError, ValueError) as exc:  # never lose the layout for it: the pages start from defaults
+        log.warning("could not keep the analysis pages' settings: %s", exc)
+        return "{}"
+
+
+def from_settings(text: Any) -> dict[str, dict]:
+    """{analysis name: remembered inputs} from `to_settings`' text; {} when absent or unreadable."""
+    if not text:
+        return {}
+    try:
+        loaded = json.loads(str(text))
+    except ValueError:
+        log.warning("the analysis pages' remembered settings are unreadable: starting from defaults")
+        return {}
+    if not isinstance(loaded, dict):
+        return {}
+    return {name: {k: v for k, v in kept.items() if k in REMEMBERED}
+            for name, kept in loaded.items() if isinstance(kept, dict)}
