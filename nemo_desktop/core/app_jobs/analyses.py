@@ -38,6 +38,8 @@ class PageData:
     # classifier that is zero-shot (True) or not (False): role -> ref. Such a role is required, not optional.
     implied: dict[bool, dict[str, str]] = field(default_factory=dict)
     weights: dict[str, str] = field(default_factory=dict)  # catalog ref -> entry_status (downloaded, ...)
+    # role -> {catalog ref of the role's kind that lacks the capability the role needs: why}
+    unfit: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def classifier_zero_shot(page: PageData, chosen: dict[str, str]) -> bool:
@@ -122,6 +124,8 @@ def run_problem(page: PageData | None, chosen: dict[str, str], data: str | None)
             if need == "required":
                 return f"Choose the {name}."
             continue
+        if ref in page.unfit.get(role, {}):
+            return f"The {name} {ref} {page.unfit[role][ref]}: choose one from the list."
         if ref == page.loaded.get(role):
             continue  # in memory
         extra = extra_for_ref(ref, role) if role in ("editor", "generator") else None
@@ -164,17 +168,16 @@ def generator_choices(spec: Any) -> list[str]:
 
 
 def page_data(session, name: str, ctx: JobContext) -> PageData:
-    from nemo_desktop.core.models.catalog import list_catalog
     from nemo_desktop.core.registry import get_analysis
-    from nemo_desktop.core.registry.data_inputs import ROLE_CATALOG_KIND, data_choices
+    from nemo_desktop.core.registry.data_inputs import ROLE_CATALOG_KIND, data_choices, role_catalog_choices
 
     spec = get_analysis(name)
     store = session.store()
     models: dict[str, list[str]] = {}
+    unfit: dict[str, dict[str, str]] = {}
     for role in spec.inputs.used():
-        kind = ROLE_CATALOG_KIND.get(role)
-        if kind is not None:
-            models[role] = [e.id for e in list_catalog(kind)]
+        if role in ROLE_CATALOG_KIND:
+            models[role], unfit[role] = role_catalog_choices(role)
     if "generator" in spec.inputs.used():
         models["generator"] = generator_choices(spec)
     fitted: list[tuple[str, str]] = []
@@ -190,7 +193,7 @@ def page_data(session, name: str, ctx: JobContext) -> PageData:
     current = {k: loaded.get(k) or session.default_ref(k) or "" for k in SESSION_KINDS}
     # Other roles (a second classifier, an embedder) held by the session are what a run falls back to: say so.
     current.update({role: loaded[role] for role in spec.inputs.used() if role not in current and loaded.get(role)})
-    page = PageData(spec, data_choices(spec, store), models, fitted, current, loaded=dict(loaded))
+    page = PageData(spec, data_choices(spec, store), models, fitted, current, loaded=dict(loaded), unfit=unfit)
     _model_facts(session, page)
     return page
 

@@ -25,6 +25,29 @@ DATA_PROMPTS: dict[str, tuple[str, str]] = {
 # The catalog kind a component role is loaded from (an embedder is a classifier model, a judge an MLLM).
 ROLE_CATALOG_KIND = {"classifier": "classifier", "classifier_b": "classifier", "embedder": "classifier",
                      "mllm": "mllm", "judge": "mllm", "editor": "editor"}
+# What a role needs of a model beyond its catalog kind, in words, with the catalog families that have it: the
+# embedder (failure-modes) puts images and texts in one space, which only CLIP/SigLIP/open_clip classifiers do.
+ROLE_CAPABILITY: dict[str, tuple[str, tuple[str, ...]]] = {
+    "embedder": ("a joint image-text model (CLIP, SigLIP or open_clip)", ("hf-clip", "hf-siglip", "open_clip")),
+}
+
+
+def role_catalog_choices(role: str) -> tuple[list[str], dict[str, str]]:
+    """The catalog ids a picker for `role` offers (those of its kind with the capability it needs), and the other
+    ids of that kind with why they cannot fill it (a typed one is refused in place, not after loading)."""
+    from ..models.catalog import list_catalog
+
+    kind = ROLE_CATALOG_KIND.get(role)
+    if kind is None:
+        return [], {}
+    offered, unfit = [], {}
+    need = ROLE_CAPABILITY.get(role)
+    for e in list_catalog(kind):
+        if need is None or e.family in need[1]:
+            offered.append(e.id)
+        else:
+            unfit[e.id] = f"is not {need[0]}"
+    return offered, unfit
 
 
 @dataclass(frozen=True)

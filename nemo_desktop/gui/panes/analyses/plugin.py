@@ -175,7 +175,9 @@ class AnalysesPane(PageResults, Pane):
         self.failure_modes = FailureModeActions(host)
         self.failure_modes.sig_validated.connect(lambda _v: self.rerender())  # the check joins the result's page
         self.fix_actions = FixActions(host)  # a kept fix: use the fixed model
-        host.sig_models_changed.connect(self._inputs_changed)  # a model loaded elsewhere may be the one missing
+        # A model loaded elsewhere may be the one missing; a restarted model process holds none: the pickers say so.
+        host.sig_models_changed.connect(self._models_changed)
+        self._boxes_loaded: dict[str, str] | None = None  # the session's models the pickers were built with
         # Above the result while model-diff runs: its iterations and best-score curve, live.
         self.model_diff_live = ModelDiffLivePanel()
         self.model_diff_live.hide()
@@ -348,6 +350,7 @@ class AnalysesPane(PageResults, Pane):
         state = self.state()
         self._switching = True  # what the page remembers is put back, not re-recorded half-way
         fill_model_rows(self, page)
+        self._boxes_loaded = dict(page.loaded)
         self._set_form(spec.config, state.values)
         page_memory.restore_models(self, state.models)
         page_memory.restore_data_choice(self, state.data_choice)
@@ -380,6 +383,33 @@ class AnalysesPane(PageResults, Pane):
                 self._on_done(name, result)
         handle.sig_done.connect(read)
         return handle
+
+    def _models_changed(self) -> None:
+        """The session's models changed (a load, an unload, the model process restarted): the shown page's
+        pickers are built again from a fresh look at them (keeping what is chosen), not left naming a model that
+        is gone."""
+        if self.page is not None and self.host.session.loaded() != self._boxes_loaded:
+            name, session = self.page.spec.name, self.host.session
+            self._boxes_loaded = dict(self.host.session.loaded())  # one refresh per change
+            handle = self.host.jobs.submit(lambda ctx: page_data(session, name, ctx), title=f"Preparing {name}",
+                                           lane=IO, visible=False, report_errors=False)
+            handle.sig_done.connect(self._show_models)
+        self._inputs_changed()
+
+    def _show_models(self, page: PageData) -> None:
+        if self.page is None or self.page.spec.name != page.spec.name:
+            return  # another page is shown now: it was prepared with the models of its time
+        # What the user picked or typed; the first row (the current / default model) is built anew.
+        chosen = {role: ref for role, ref in self.chosen_models().items()
+                  if self._model_boxes[role].currentIndex() > 0 or ref != self._model_boxes[role].currentData()}
+        page.data_choices = self.page.data_choices  # the data field is left as it is
+        self.page = page
+        self._switching = True
+        fill_model_rows(self, page)
+        page_memory.restore_models(self, chosen)
+        self._switching = False
+        self._boxes_loaded = dict(page.loaded)
+        self._inputs_changed()
 
     def _inputs_changed(self) -> None:
         if self.page is not None:
