@@ -182,7 +182,7 @@ class JobHandle(QObject):
             if self.fraction is None:
                 return p  # nothing measured yet: busy
             f = self.fraction  # a stage without a count, after counted ones: the bar stays where it was
-        f = max(self.fraction or 0.0, min(1.0, f))
+        f = max(self.fraction or 0.0, min(RUNNING_CAP, f))
         self.fraction = f
         if self._first_fraction is None:
             self._first_fraction = (now, f)
@@ -208,6 +208,9 @@ class JobHandle(QObject):
             self._on_end(self)
 
 
+# The most a running job's bar shows: 100 % is said when the job has returned (its page and row say "Done."), never
+# by a stage that reached its own total while the job goes on (issue 43: "192 of 360" at 100 %).
+RUNNING_CAP = 0.99
 MIN_ESTIMATE_S = 3.0  # no time left is guessed from less than this much measured progress
 MIN_ESTIMATE_FRACTION = 0.02
 

@@ -39,11 +39,12 @@ def test_the_bar_never_goes_back_and_says_the_time_left(qtbot, make_window, monk
     qtbot.waitUntil(seen.is_set, timeout=20000)
     qtbot.waitUntil(lambda: handle.progress is not None and handle.progress.stage.endswith("Saving"), timeout=20000)
     assert fractions and all(b >= a for a, b in zip(fractions, fractions[1:])), fractions
-    assert fractions[-1] == 1.0  # stays at the furthest point reached, never back to 11 %
+    # Stays at the furthest point reached, never back to 11 %; and not 100 % while the job runs (issue 43 §2)
+    assert fractions[-1] == 0.99
     row = window.jobs_panel.rows.get(handle.job_id)
     qtbot.waitUntil(lambda: window.jobs_panel.rows.get(handle.job_id) is not None, timeout=20000)
     row = window.jobs_panel.rows[handle.job_id]
-    assert row.bar.maximum() == 1000 and row.bar.value() == 1000
+    assert row.bar.maximum() == 1000 and row.bar.value() == 990
     gate.set()
     qtbot.waitUntil(lambda: handle.state == "done", timeout=20000)
 

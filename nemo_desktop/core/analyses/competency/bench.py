@@ -30,6 +30,26 @@ from .metrics import (feature_similarity, feature_space, frechet_and_kernel_dist
 from .results import BENCH_ANALYSIS, BENCH_VERSION, CompetencyBenchResult, GeneratorMetrics
 
 VERSION = BENCH_VERSION
+SCORING_SHARE = 0.08  # of the bar: scoring the set (the demo's 360 digits: 4.7 s of 80.6 s, progress_truth.py)
+
+
+# Relative cost of each generator over the same images, for one progress bar across them (each one filling its own
+# share, so the bar neither says 100 % after the first nor sits there through LGD). Measured by
+# benchmarks/progress_truth.py on the demo's digits (100 iterations, 2 CPU cores): FGD 21.8 s, LGD 54.0 s. Reco and
+# LNN run no iterations (a reconstruction, a nearest neighbour); IGD's per-iteration work is FGD's plus the image
+# distance, taken as FGD's (not measured: LPIPS needs weights that are not installed there).
+GENERATOR_COST = {"igd": 1.0, "fgd": 1.0, "reco": 0.05, "lgd": 2.5, "lnn": 0.1}
+
+
+def generator_spans(methods: Sequence[str], end: float = 0.98) -> dict[str, tuple[float, float]]:
+    """method -> the (start, end) share of the generating stage it fills, in proportion to GENERATOR_COST; what is
+    left after `end` is the last generator's measures (FD, KD), which report no steps of their own."""
+    costs = [GENERATOR_COST.get(m, 1.0) for m in methods]
+    total, start, out = sum(costs) or 1.0, 0.0, {}
+    for method, cost in zip(methods, costs):
+        out[method] = (end * start / total, end * min(1.0, (start + cost) / total))
+        start += cost
+    return out
 
 
 class CompetencyBench:
@@ -66,18 +86,23 @@ class CompetencyBench:
         except MetricUnavailable as exc:  # FD/KD are reported as unavailable, the other metrics still run
             feats, self._fd_error = None, exc.user_text()
         rows = [self._row("orig", x, x, score_seconds / len(images), feats, ref, ctx)]
+        lpips_missing = cfg.igd_distance == "lpips" and self._lpips is None
+        # Shares of the bar for the generators that will run (IGD without LPIPS is a row that says so, at once).
+        spans = generator_spans([m for m in cfg.methods if not (m == "igd" and lpips_missing)])
+        batches = max(1, -(-len(x) // cfg.batch_size))
         for method in cfg.methods:
             ctx.check_cancelled()
-            if method == "igd" and cfg.igd_distance == "lpips" and self._lpips is None:
+            if method == "igd" and lpips_missing:
                 rows.append(GeneratorMetrics(method, len(x), 0, 0.0, None, None, None, None, None, 0.0,
                                              notes=[self._lpips_error or "LPIPS is unavailable"], available=False))
                 continue
             distance = (self._lpips if cfg.igd_distance == "lpips" else pixel_distance(cfg.igd_distance)) \
                 if method == "igd" else None
             outs, t1 = [], time.perf_counter()
-            sub = ctx.sub(method.upper())
+            lo, hi = spans[method]
             try:
-                for s in range(0, len(x), cfg.batch_size):
+                for b, s in enumerate(range(0, len(x), cfg.batch_size)):  # each batch its own share of the bar
+                    sub = ctx.sub(method.upper(), lo + (hi - lo) * b / batches, lo + (hi - lo) * (b + 1) / batches)
                     outs.append(generate(method, est, x[s:s + cfg.batch_size], cfg, sub,
                                          image_distance=distance).images)
             except GeneratorUnavailable as exc:  # e.g. LNN without a high-competency bank: a row that says so
@@ -178,13 +203,13 @@ class CompetencyBenchAnalysis:
             result = CompetencyBenchResult.from_dict(done.payload)
             result.result_key = key
             return result
-        scores = est.score(paths, ctx.sub("Scoring", 0.0, 0.2))
+        scores = est.score(paths, ctx.sub("Scoring", 0.0, SCORING_SHARE))
         rho = np.array([s.competency for s in scores])
         low = [p for p, r in zip(paths, rho) if r < cfg.threshold][:cfg.max_images]
         if ref_paths is None:
             ref_paths = [p for p, r in zip(paths, rho) if r >= cfg.threshold]
         bench = CompetencyBench(est, cfg.counterfactual_config(), feature=cfg.feature_space)
-        result = bench(low, ref_paths, ctx.sub("Generating", 0.2, 1.0)) if low else None
+        result = bench(low, ref_paths, ctx.sub("Generating", SCORING_SHARE, 1.0)) if low else None
         if result is None:
             raise ConfigError(f"None of the {len(paths)} images has competency below {cfg.threshold}.",
                               hint="The bench compares counterfactuals of low-competency images; give some.")

@@ -37,7 +37,8 @@ class FixConfig:
         "the cause no longer predicts the wrong class."))
     affected_classes: str = field(default="", metadata=_meta(
         "Affected classes", "The true classes of the images the finding covers (those the model gets wrong), "
-        "separated by commas."))
+        "separated by commas. Left empty with no predicted classes either: the classes of the fix folder's "
+        "affected/ images."))
     predicted_classes: str = field(default="", metadata=_meta(
         "Predicted classes", "The classes the finding's images are wrongly taken for (where the cause pulls), "
         "separated by commas."))
