@@ -244,7 +244,23 @@ def _condition_source(session, ref: str, ctx: JobContext) -> Any:
 
 def run_page_analysis(session, name: str, values: dict, chosen: dict[str, str], data: str | None,
                       ctx: JobContext) -> Any:
-    """Build `name` from the session's models and the page's choices, and run it on `data`."""
+    """Build `name` from the session's models and the page's choices, and run it on `data`. Its errors name the
+    page's fields and pickers, not the command line's flags (registry/page_words.py)."""
+    from nemo_desktop.core.errors import NemoError
+    from nemo_desktop.core.registry import get_analysis
+    from nemo_desktop.core.registry.page_words import in_page_words
+
+    try:
+        return _run_page_analysis(session, name, values, chosen, data, ctx)
+    except NemoError as exc:
+        spec = get_analysis(name)
+        exc.message, exc.hint = in_page_words(exc.message, spec), in_page_words(exc.hint, spec)
+        exc.args = (exc.message, *exc.args[1:])
+        raise
+
+
+def _run_page_analysis(session, name: str, values: dict, chosen: dict[str, str], data: str | None,
+                       ctx: JobContext) -> Any:
     from nemo_desktop.core.registry import Components, build_analysis, config_params, get_analysis, make_config
     from nemo_desktop.core.registry.build import wanted_components
     from nemo_desktop.core.registry.data_inputs import ROLE_CATALOG_KIND, call_args

@@ -112,6 +112,9 @@ class AnalysisSpec:
     # Its `generator` renders text it is given (a catalog text-to-image model), so the built-in condition sources
     # (digits, digits-ink: model differences' conditions) are not offered for it.
     generator_renders_text: bool = False
+    # Settings the app's page starts with instead of the config's defaults, where those need what only another
+    # surface gives (the fix's "edit" needs a finding's edit, which a page opened on its own does not have).
+    page_defaults: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

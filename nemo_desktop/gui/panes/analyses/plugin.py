@@ -351,7 +351,8 @@ class AnalysesPane(PageResults, Pane):
         self._switching = True  # what the page remembers is put back, not re-recorded half-way
         fill_model_rows(self, page)
         self._boxes_loaded = dict(page.loaded)
-        self._set_form(spec.config, state.values)
+        # What was left on the page, else what the page can run with (the registry entry's page defaults)
+        self._set_form(spec.config, state.values if state.values is not None else dict(spec.page_defaults))
         page_memory.restore_models(self, state.models)
         page_memory.restore_data_choice(self, state.data_choice)
         self.data_path.setText(state.data_text)  # this page's own folder / image, not the last page's
