@@ -43,6 +43,30 @@ def default_reference(store, classifier) -> str | None:
                  and r["entries"]), None)
 
 
+def method_models(session, spec) -> list[str]:
+    """The session's model kinds an explanation method runs with: the classifier, the MLLM it asks, and the image
+    editor its interventions need (none for a zero-shot classifier, whose interventions rewrite prompts)."""
+    needed = ["classifier"]
+    if spec.needs_editor and not session.classifier_is_zero_shot():
+        needed.append("editor")
+    if spec.inputs.mllm != "none":
+        needed.append("mllm")
+    return needed
+
+
+def method_run_problem(session, method_name: str, ctx: JobContext | None = None) -> str | None:
+    """Why `method_name` cannot start with the session's models (a kind with none chosen, weights not on disk), in
+    one sentence with what to do; None when it can. From the cache alone (the workbench and the drop dialog ask it
+    before Run is offered, on the I/O lane)."""
+    from nemo_desktop.core.methods.registry import get_method
+
+    try:
+        session.preflight(method_models(session, get_method(method_name)))
+    except NemoError as exc:
+        return f"{exc.message} {exc.hint or ''}".strip()
+    return None
+
+
 def explain_samples(session, method_name: str, config_values: dict, samples: list[Sample], reference: str | None,
                     ctx: JobContext) -> list[SampleOutcome]:
     """Explain each sample with `method_name`; raises when the only sample (or every sample) fails."""
@@ -57,12 +81,7 @@ def explain_samples(session, method_name: str, config_values: dict, samples: lis
     # The form offers every field of the method's config; values it does not know are the form's own state.
     known = {p.name for p in config_params(spec.config)}
     config = make_config(spec, {k: v for k, v in config_values.items() if k in known})
-    needed = ["classifier"]
-    if spec.needs_editor and not session.classifier_is_zero_shot():
-        needed.append("editor")
-    if spec.inputs.mllm != "none":
-        needed.append("mllm")
-    session.preflight(needed)  # every missing model named at once, before any is loaded
+    session.preflight(method_models(session, spec))  # every missing model named at once, before any is loaded
     models = ctx.sub("Models", 0.0, 0.05)
     components = Components(classifier=session.ensure("classifier", models), store=session.store())
     if spec.needs_editor and not components.zero_shot:

@@ -60,6 +60,7 @@ class DiagnoseDialog(QDialog):
         self._folder_classes: dict[str, tuple[str | None, str]] = {}  # path -> (class from its folder, note)
         self._run: JobHandle | None = None
         self._starting = False  # Diagnose pressed; the run is submitted on the next turn
+        self.model_problem: str | None = None  # why the method cannot start with the session's models
         self.setObjectName("diagnoseDialog")
         n = len(self.images)
         self.setWindowTitle(f"Diagnose {n} image{'s' if n != 1 else ''}")
@@ -212,6 +213,24 @@ class DiagnoseDialog(QDialog):
             self.folder_labels.setChecked(True)
         self._show_image(self.file_list.currentRow())
         self.label_edit.setFocus()
+        self._check_models()  # the classifier is in memory now; the MLLM and the editor may not be on disk
+        self._link(self.host.sig_models_changed, self._check_models)  # e.g. one loaded in the Model manager
+
+    def _check_models(self) -> JobHandle:
+        """Whether SciTX can start with the session's models (I/O lane, from the cache alone): Diagnose stays
+        disabled, with the reason, until it can (not enabled to fail in a message box)."""
+        from nemo_desktop.core.session_jobs import method_run_problem
+
+        session = self.host.session
+        handle = self.host.jobs.submit(lambda ctx: method_run_problem(session, METHOD, ctx),
+                                       title="Checking the models", lane=IO, visible=False, ask_before_quit=False,
+                                       report_errors=False)
+        self._link(handle.sig_done, self._models_checked)
+        return handle
+
+    def _models_checked(self, problem: str | None) -> None:
+        self.model_problem = problem
+        self._validate()
 
     def _folder_labels_toggled(self, on: bool) -> None:
         """Per-image true classes from the folder names (typing then sets the current image's only)."""
@@ -319,9 +338,11 @@ class DiagnoseDialog(QDialog):
                                     " skipped (nothing to explain).")
         else:
             self.label_hint.setText("")
+        if self.model_problem:  # said first: no true class makes it runnable
+            self.label_hint.setText(self.model_problem)
         running = self._starting or (self._run is not None and self._run.active)
         wrong = [p for p in wrong if self.canonical_label(self.labels.get(p, "")) is not None]
-        ok = bool(wrong) and (not missing or skip_missing) and not running
+        ok = bool(wrong) and (not missing or skip_missing) and not running and not self.model_problem
         self.diagnose_button.setEnabled(ok)
         return ok
 

@@ -22,6 +22,8 @@ from ...samples import Sample
 from ...widgets.progress_bar import ProgressBar
 from ...widgets.report_path import ask_report_path, report_format
 from ..base import Pane, PaneHost
+from nemo_desktop.core.session_jobs import method_run_problem
+
 from .run_job import AUTO, SampleOutcome, StoredSummary, list_references, list_results
 from .widgets.batch_table import BatchPanel
 from .widgets.method_form import MethodForm
@@ -120,9 +122,18 @@ class WorkbenchPane(Pane):
         self.live_log.setObjectName("liveLog")
         self.live_log.setMaximumHeight(90)
         self.live_log.setWordWrap(True)
+        # Why Run is disabled (a model the method needs is not chosen or not on disk), said in place.
+        self.run_problem_label = QLabel("")
+        self.run_problem_label.setObjectName("workbenchRunProblem")
+        self.run_problem_label.setWordWrap(True)
+        self.run_problem_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.run_problem_label.setStyleSheet("color: #a15c00;")
+        self.run_problem_label.hide()
+        self._run_problem: str | None = None  # from method_run_problem, on the I/O lane
         run_box = QGroupBox("Run")
         rv = QVBoxLayout(run_box)
         rv.addLayout(self._hbox(self.run_button, self.cancel_button))
+        rv.addWidget(self.run_problem_label)
         rv.addWidget(self.progress)
         rv.addWidget(self.stage_label)
         rv.addWidget(self.live_log)
@@ -202,8 +213,9 @@ class WorkbenchPane(Pane):
         layout.addWidget(self.splitter)
         self._update_buttons()
         self._update_export()
-        # Another classifier offers other indexes.
+        # Another classifier offers other indexes; another model may be the one the method lacks.
         host.sig_models_changed.connect(lambda: self._shown_once and self.refresh_references())
+        host.sig_models_changed.connect(lambda: self.methods and self.check_run_problem())
 
     @staticmethod
     def _hbox(*widgets) -> QHBoxLayout:
@@ -246,6 +258,26 @@ class WorkbenchPane(Pane):
         self.method_description.setText(entry.description)
         overrides = dict(self._settings_overrides)
         self.form.set_config(entry.config, overrides)
+        self.check_run_problem()
+        self._update_buttons()
+
+    def check_run_problem(self) -> JobHandle | None:
+        """Ask (on the I/O lane, from the cache alone) whether the chosen method can start with the session's
+        models; Run is disabled with the reason until it can."""
+        method = self.method_combo.currentData()
+        if not method:
+            return None
+        session = self.host.session
+        handle = self.host.jobs.submit(lambda ctx: method_run_problem(session, method, ctx),
+                                       title="Checking the method's models", lane=IO, visible=False,
+                                       ask_before_quit=False, report_errors=False)
+        handle.sig_done.connect(lambda problem: self._show_run_problem(method, problem))
+        return handle
+
+    def _show_run_problem(self, method: str, problem: str | None) -> None:
+        if method != self.method_combo.currentData():
+            return  # asked for a method chosen before
+        self._run_problem = problem
         self._update_buttons()
 
     def select_method(self, name: str) -> None:
@@ -314,7 +346,11 @@ class WorkbenchPane(Pane):
 
     def _update_buttons(self) -> None:
         running = self._run_job is not None and self._run_job.active
-        self.run_button.setEnabled(bool(self.samples) and bool(self.methods) and not running)
+        problem = None if running else self._run_problem
+        self.run_button.setEnabled(bool(self.samples) and bool(self.methods) and not running and problem is None)
+        self.run_button.setToolTip(problem or "Explain the selected samples (all of them when none is selected)")
+        self.run_problem_label.setText(problem or "")
+        self.run_problem_label.setVisible(bool(problem))
         self.cancel_button.setEnabled(running)
 
     # -- running ----------------------------------------------------------------------------------------
