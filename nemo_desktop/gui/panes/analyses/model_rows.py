@@ -102,3 +102,37 @@ def chosen_models(boxes: dict[str, QComboBox]) -> dict[str, str]:
         if out[role] is None:
             out[role] = NONE
     return out
+
+
+def refresh_pickers(pane) -> None:
+    """When the session holds other models than the shown page's pickers were built with (a load, an unload, a
+    restarted model process), prepare the page again on the I/O lane and rebuild its pickers from it."""
+    from ...jobs import IO
+    from .run_job import page_data
+
+    if pane.page is None or pane.host.session.loaded() == pane._boxes_loaded:
+        return
+    name, session = pane.page.spec.name, pane.host.session
+    pane._boxes_loaded = dict(session.loaded())  # one refresh per change
+    handle = pane.host.jobs.submit(lambda ctx: page_data(session, name, ctx), title=f"Preparing {name}",
+                                   lane=IO, visible=False, report_errors=False)
+    handle.sig_done.connect(lambda page: show_refreshed_pickers(pane, page))
+
+
+def show_refreshed_pickers(pane, page: PageData) -> None:
+    from .page_memory import restore_models
+
+    if pane.page is None or pane.page.spec.name != page.spec.name:
+        return  # another page is shown now: it was prepared with the models of its time
+    # What the user picked or typed stays; the first row (the current / default model) is built anew.
+    boxes = pane._model_boxes
+    chosen = {role: ref for role, ref in chosen_models(boxes).items()
+              if boxes[role].currentIndex() > 0 or ref != boxes[role].currentData()}
+    page.data_choices = pane.page.data_choices  # the data field is left as it is
+    pane.page = page
+    pane._switching = True
+    fill_model_rows(pane, page)
+    restore_models(pane, chosen)
+    pane._switching = False
+    pane._boxes_loaded = dict(page.loaded)
+    pane._inputs_changed()

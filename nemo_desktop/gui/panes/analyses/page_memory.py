@@ -75,3 +75,31 @@ def from_settings(text: Any) -> dict[str, dict]:
         return {}
     return {name: {k: v for k, v in kept.items() if k in REMEMBERED}
             for name, kept in loaded.items() if isinstance(kept, dict)}
+
+
+def set_form(pane, config, values: dict | None) -> None:
+    """The settings form of `config` with `values` (remembered, or the page's defaults) filled in."""
+    try:
+        pane.form.set_config(config, values)
+    except (TypeError, ValueError) as exc:  # remembered by another version: the page starts from defaults
+        log.info("the remembered settings of this page do not fit it (%s): defaults instead", exc)
+        pane.form.set_config(config)
+
+
+def read_last_result(pane, name: str, key: str):
+    """The page's last result, read back from the store (after a restart) and shown as when it finished."""
+    from ...jobs import IO
+    from .run_job import stored_page_result
+
+    store = pane.host.session.store()
+    handle = pane.host.jobs.submit(lambda ctx: stored_page_result(store, name, key, ctx),
+                                   title="Reading the last result", lane=IO, visible=False, report_errors=False)
+
+    def read(result) -> None:
+        state = pane.state(name)
+        if result is None:
+            state.result_key = None  # no longer stored: not asked for again
+        elif state.result is None and state.job is None:
+            pane._on_done(name, result)
+    handle.sig_done.connect(read)
+    return handle

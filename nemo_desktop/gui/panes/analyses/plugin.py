@@ -9,7 +9,6 @@ Models box's rows are built in model_rows.py; the result's rendering and export 
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,11 +30,9 @@ from .failure_mode_actions import FailureModeActions
 from .fix_actions import FixActions
 from .model_diff_live import ModelDiffLivePanel
 from . import page_memory
-from .model_rows import chosen_models, fill_model_rows, relabel_models
+from .model_rows import chosen_models, fill_model_rows, refresh_pickers, relabel_models
 from .page_results import PageResults, is_model_diff
-from .run_job import SESSION_KINDS, PageData, list_page_analyses, page_data, run_problem, stored_page_result
-
-log = logging.getLogger(__name__)
+from .run_job import SESSION_KINDS, PageData, list_page_analyses, page_data, run_problem
 
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
 IDLE_STAGE = ""
@@ -352,7 +349,8 @@ class AnalysesPane(PageResults, Pane):
         fill_model_rows(self, page)
         self._boxes_loaded = dict(page.loaded)
         # What was left on the page, else what the page can run with (the registry entry's page defaults)
-        self._set_form(spec.config, state.values if state.values is not None else dict(spec.page_defaults))
+        page_memory.set_form(self, spec.config, state.values if state.values is not None else
+                             dict(spec.page_defaults))
         page_memory.restore_models(self, state.models)
         page_memory.restore_data_choice(self, state.data_choice)
         self.data_path.setText(state.data_text)  # this page's own folder / image, not the last page's
@@ -361,55 +359,12 @@ class AnalysesPane(PageResults, Pane):
         self._apply_pending()
         self._show_state()
         if state.result is None and state.result_key and state.job is None:
-            self._read_last_result(spec.name, state.result_key)
-
-    def _set_form(self, config, values: dict | None) -> None:
-        try:
-            self.form.set_config(config, values)
-        except (TypeError, ValueError) as exc:  # remembered by another version: the page starts from defaults
-            log.info("the remembered settings of this page do not fit it (%s): defaults instead", exc)
-            self.form.set_config(config)
-
-    def _read_last_result(self, name: str, key: str) -> JobHandle:
-        """The page's last result, read back from the store (after a restart) and shown as when it finished."""
-        store = self.host.session.store()
-        handle = self.host.jobs.submit(lambda ctx: stored_page_result(store, name, key, ctx),
-                                       title="Reading the last result", lane=IO, visible=False, report_errors=False)
-
-        def read(result) -> None:
-            state = self.state(name)
-            if result is None:
-                state.result_key = None  # no longer stored: not asked for again
-            elif state.result is None and state.job is None:
-                self._on_done(name, result)
-        handle.sig_done.connect(read)
-        return handle
+            page_memory.read_last_result(self, spec.name, state.result_key)
 
     def _models_changed(self) -> None:
         """The session's models changed (a load, an unload, the model process restarted): the shown page's
-        pickers are built again from a fresh look at them (keeping what is chosen), not left naming a model that
-        is gone."""
-        if self.page is not None and self.host.session.loaded() != self._boxes_loaded:
-            name, session = self.page.spec.name, self.host.session
-            self._boxes_loaded = dict(self.host.session.loaded())  # one refresh per change
-            handle = self.host.jobs.submit(lambda ctx: page_data(session, name, ctx), title=f"Preparing {name}",
-                                           lane=IO, visible=False, report_errors=False)
-            handle.sig_done.connect(self._show_models)
-        self._inputs_changed()
-
-    def _show_models(self, page: PageData) -> None:
-        if self.page is None or self.page.spec.name != page.spec.name:
-            return  # another page is shown now: it was prepared with the models of its time
-        # What the user picked or typed; the first row (the current / default model) is built anew.
-        chosen = {role: ref for role, ref in self.chosen_models().items()
-                  if self._model_boxes[role].currentIndex() > 0 or ref != self._model_boxes[role].currentData()}
-        page.data_choices = self.page.data_choices  # the data field is left as it is
-        self.page = page
-        self._switching = True
-        fill_model_rows(self, page)
-        page_memory.restore_models(self, chosen)
-        self._switching = False
-        self._boxes_loaded = dict(page.loaded)
+        pickers are built again (model_rows.refresh_pickers), not left naming a model that is gone."""
+        refresh_pickers(self)
         self._inputs_changed()
 
     def _inputs_changed(self) -> None:
