@@ -4,6 +4,8 @@ model lacks it, and follow the session's models when they change (a model proces
 from __future__ import annotations
 
 from test_analyses_pane import _pane
+from test_competency_gui import comp_world  # noqa: F401 - fixture
+from test_gui_worker_pages import _put_in_worker, _worker_window, worker_mode  # noqa: F401 - fixture
 
 
 def _items(box):
@@ -48,3 +50,20 @@ def test_pickers_follow_the_models_the_session_holds(qtbot, make_window):
     window.sig_models_changed.emit()
     qtbot.waitUntil(lambda: "digits-held" not in box().itemText(0), timeout=20000)
     assert pane.chosen_models()["classifier_b"] == picked  # what the user picked stays picked
+
+
+def test_pickers_follow_a_restart_of_the_model_process(qtbot, make_window, comp_world, worker_mode):  # noqa: F811
+    """The real thing: the model worker holds the classifier, the page names it; the worker restarts (its models
+    are gone) and the page's picker says so without a page switch."""
+    window = _worker_window(qtbot, make_window, worker_mode)
+    _put_in_worker(qtbot, window, {"classifier": ("digits-in-worker", comp_world.classifier)})
+    pane = window.show_pane("analyses")
+    pane.ensure_shown_once()
+    qtbot.waitUntil(lambda: pane.analysis_list.count() > 0, timeout=60000)
+    pane.select_analysis("model-diff")
+    qtbot.waitUntil(lambda: pane.page is not None and pane.page.spec.name == "model-diff", timeout=60000)
+    box = lambda: pane._model_boxes["classifier"]  # noqa: E731 - rebuilt on a change
+    qtbot.waitUntil(lambda: "digits-in-worker" in box().itemText(0), timeout=20000)
+    window.model_host.restart("a test restarts the model process")
+    qtbot.waitUntil(lambda: "digits-in-worker" not in box().itemText(0), timeout=60000)
+    assert window.session.loaded() == {}
