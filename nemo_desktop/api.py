@@ -344,8 +344,11 @@ def index_dataset(dataset: PathType, classifier: Any, *, device: str = "auto", d
     clf = load_model(classifier, "classifier", device=device, dtype=dtype)
     with _store(store) as s, job(progress, ctx) as jctx:
         index = build_index(align_to_classifier(open_dataset(path), clf, skip_unmatched=True), clf, s, jctx)
-        return next((r for r in ReferenceIndex.list(s) if r["index_id"] == index.index_id),
-                    {"index_id": index.index_id, "entries": len(index)})
+        summary = dict(next((r for r in ReferenceIndex.list(s) if r["index_id"] == index.index_id),
+                            {"index_id": index.index_id, "entries": len(index)}))
+        build = getattr(index, "last_build", None)
+        summary["unreadable"] = dict(build.errors) if build is not None else {}  # path -> why it is not indexed
+        return summary
 
 
 # -- running -------------------------------------------------------------------------------------------------------

@@ -162,6 +162,13 @@ class ModelSession:
             return self.remote.loaded()
         return {kind: m.ref for kind, m in list(self._models.items())}
 
+    def wanted_refs(self) -> dict[str, str]:
+        """kind -> ref of the models the user has loaded, in memory or being (or failed to be) loaded again in a
+        new model process: what a job uses, never the default in their place (read from the GUI thread)."""
+        if self.remote is not None:
+            return self.remote.wanted()
+        return {kind: r["ref"] for kind, r in self.wanted().items()}
+
     def facts(self, kind: str) -> dict | None:
         """What the window may know of the current `kind` model without holding it: {"model_id", "revision",
         "class_names", "zero_shot"};

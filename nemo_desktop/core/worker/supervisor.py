@@ -230,6 +230,9 @@ class WorkerSupervisor:
                 log.exception("on_state_changed failed")
 
     def _set_models(self, models: dict) -> None:
+        if self.restore_failed and any(u[0] in models for u in self.restore_failed):
+            self.restore_failed = [u for u in self.restore_failed if u[0] not in models]  # loaded again since
+            self._set_status(self._status)
         if models != self._models:
             self._models = dict(models)
             if self.on_models_changed is not None:
@@ -260,7 +263,7 @@ class WorkerSupervisor:
             self._stopping = False
             log.info("model process started (pid %d)", proc.pid)
             threading.Thread(target=self._watch, args=(proc,), name="nemo-worker-watch", daemon=True).start()
-            self._set_status(RESTORING if self._restore_due else RUNNING)
+            self._set_status(RUNNING)  # RESTORING while the models are loaded again (_restore)
         finally:
             self._lock.release()
 
