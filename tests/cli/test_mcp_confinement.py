@@ -213,3 +213,28 @@ def test_list_images_pages_a_roots_images_and_leaves_out_links_outside(world, se
     assert "outside" in _error(server, "list_images", {"folder": str(world["outside"])})
     assert json.dumps(first)  # plain JSON for the agent
     assert "list_images" in {t.name for t in server.tools()}
+
+
+def test_an_index_built_elsewhere_gives_no_observation_outside_the_roots(world):
+    """An index built by `nemo index` (not confined) holds the linked member; inside the server it is never
+    retrieved as an observation."""
+    from nemo_desktop import api
+    from nemo_desktop.core.data.reference_index import ReferenceIndex
+    from nemo_desktop.core.data.retrieval import retrieve_observations
+    from nemo_desktop.core.store import ResultsStore
+
+    model = build_tiny_timm(world["data"] / "timm", label_names=["cat", "dog"], num_classes=2, input_size=32)
+    summary = api.index_dataset(world["data"] / "ds", f"timm:local-dir:{model}", device="cpu", progress=False)
+    assert summary["entries"] == 5 and summary["unreadable"] == {}  # not confined: the link is an ordinary file
+    with ResultsStore.open() as store:
+        index = ReferenceIndex.load(store, summary["index_id"])
+    index.entries.correct[:] = True  # every entry a candidate, whatever the random model predicts
+    linked = str(world["data"] / "ds" / "cat" / "linked.png")
+    row = list(index.entries.paths).index(linked)
+    kw = dict(k=5, class_relevance=False)
+    free = retrieve_observations(index, index.features[row], "cat", "dog", **kw)
+    assert linked in {o.image_path for o in free.observations}
+    with confined([world["data"]]):
+        kept = retrieve_observations(index, index.features[row], "cat", "dog", **kw)
+    assert linked not in {o.image_path for o in kept.observations} and len(kept.observations) == 4
+    assert any("lead outside the folders this server may use" in n for n in kept.notes)
