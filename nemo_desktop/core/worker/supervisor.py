@@ -118,8 +118,10 @@ def _doing(stage: str | None, title: str) -> str:
     if stage:
         last = stage.rsplit(": ", 1)[-1].strip()
         if last:
-            # "Loading x" reads "loading x" mid-sentence; a name as written ("LGD", "CLIP scoring") stays as it is.
-            return last if len(last) > 1 and last[1].isupper() else last[0].lower() + last[1:]
+            # "Loading x" reads "loading x" mid-sentence; a name as written ("LGD", "Grad-CAM", "CLIP scoring")
+            # stays as it is: only an ordinary capitalised word is lowered.
+            first = last.split()[0]
+            return last[0].lower() + last[1:] if first.isalpha() and first[1:].islower() else last
     return f"running '{title}'" if title else "running a job"
 
 
@@ -386,6 +388,7 @@ class WorkerSupervisor:
         """Ask the worker to exit (it releases its models), kill it if it does not in time."""
         self._stopping = True
         self.on_models_changed = None  # the app is closing: nothing to tell it
+        self.on_state_changed = None
         if not self._lock.acquire(timeout=timeout_s):
             proc = self._proc  # a job is still running: do not wait for it
             if proc is not None and proc.is_alive():
