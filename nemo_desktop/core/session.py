@@ -219,8 +219,8 @@ class ModelSession:
         out: dict[str, list] = {"restored": [], "failed": []}
         for kind, record in records.items():
             ref = record["ref"]
-            reason = record.get("reason") if "reason" in record else None
-            if reason is None and not record.get("restorable", True):
+            reason = None  # one that failed before (its "reason") is tried again: its weights may be back
+            if not record.get("restorable", True):
                 reason = "it was handed to the model process as an object, not loaded from a reference"
             if reason is None:
                 known = {f.name for f in fields(LoadOptions)}

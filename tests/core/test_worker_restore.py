@@ -127,9 +127,13 @@ def test_a_model_that_cannot_be_restored_fails_the_job_naming_it(supervisors, de
     assert "vit-b16" not in message and "Hugging Face cache" not in message  # no fallback to the default
     assert sup.loaded() == {} and sup.wanted() == {"classifier": ref}
     assert sup.state()["unrestored"][0][:2] == ("classifier", ref)
-    # Once the weights are back, loading it again works and clears the failure.
+    # Once the weights are back, the next new process loads it again (the failure is retried, not remembered).
     moved.rename(setup.classifier_dir)
-    assert _load(sup, ref) == ref and _predict(sup, images).result.classifier_id == ref
+    second = sup.pid
+    os.kill(second, signal.SIGKILL)
+    _wait(lambda: sup.pid not in (second, None) and sup.loaded() == {"classifier": ref})
+    assert sup.state()["unrestored"] == []
+    assert _predict(sup, images).result.classifier_id == ref
 
 
 def test_a_model_put_as_an_object_is_not_replaced_by_the_default_after_a_restart(supervisors):
