@@ -25,11 +25,13 @@ results store; nothing else is readable through a tool. The arguments are checke
 a tool runs every file it opens is checked again after its links are resolved (`core/confine.py`): a dataset
 member linked from outside, a CSV row naming a file outside, a file in a reference or estimator folder that
 leads outside is refused, that file alone, with the reason (the rest of the batch goes on). Argument bounds in
-the schemas (minimum, maximum, minItems, ...) are enforced, and a NUL byte in an argument is a path error. Bad arguments come back as tool errors with the CLI's
-messages (`error: ...` / `hint: ...`), never tracebacks, and every text is passed through the secret redactor.
+the schemas (minimum, maximum, minItems, ...) are enforced, and a NUL byte in an argument is a path error. Bad
+arguments come back as tool errors with the CLI's messages (`error: ...` / `hint: ...`), never tracebacks, and
+every text is passed through the secret redactor.
 
 Modules: tools.py (the tools), schemas.py (their input schemas and argument checks), roots.py (the file
-access confinement), replies.py (what the client reads back: content and errors, redacted); this one serves them.
+access confinement), listing.py (list_images), replies.py (what the client reads back: content and errors,
+redacted); this one serves them.
 """
 from __future__ import annotations
 

@@ -186,7 +186,8 @@ def test_a_worker_that_lived_past_the_stable_start_time_is_always_restarted(supe
 def test_the_crash_message_keeps_the_stage_name_as_written():
     err = describe_exit(-signal.SIGKILL, "Image 1 of 2: LGD", "Diagnosing")
     assert "while LGD:" in err.message and "lGD" not in err.message
-    assert "while loading the classifier x" in describe_exit(-signal.SIGKILL, "Models: Loading the classifier x").message
+    loading = describe_exit(-signal.SIGKILL, "Models: Loading the classifier x")
+    assert "while loading the classifier x" in loading.message
     assert "while Grad-CAM:" in describe_exit(-signal.SIGKILL, "Image 1 of 2: Grad-CAM").message
     assert "while image 2 of 3:" in describe_exit(-signal.SIGKILL, "Image 2 of 3").message
 
