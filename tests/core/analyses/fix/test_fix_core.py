@@ -233,8 +233,8 @@ def test_the_fixed_weights_are_the_moving_average_of_the_trained_ones(world):
     trajectory = []
     raw, plain = run(0.0, lambda m: trajectory.append(m.head.weight.detach().clone()))
     assert plain.average_decay is None and len(trajectory) == plain.steps == 8  # 51 training images, 4 steps each
-    averaged, record = run(0.5)
-    decay = 1 - 1 / (0.5 * 4)
+    averaged, record = run(1.0)
+    decay = 1 - 1 / (1.0 * 4)  # 0.75: not 0.5, where decay and 1 - decay are the same
     assert record.average_decay == pytest.approx(decay)
     expected = trajectory[0]
     for w in trajectory[1:]:
