@@ -180,7 +180,8 @@ def _adopt_prompt(args, classifier, finding: dict, config) -> int:
         raise ConfigError(f"{classifier.info.model_id} is zero-shot: its fix is a class prompt.",
                           hint="Give --prompt CLASS=TEXT, or --from-result KEY of a prompt intervention.")
     data = load_fix_folder(args.folder, list(classifier.class_names), need_train=False)
-    out = measure_prompts(classifier, data, finding["prompt"], margin=config.margin, resamples=config.bootstrap,
+    out = measure_prompts(classifier, data, finding["prompt"], margin=config.margin,
+                          min_gain=config.min_gain, resamples=config.bootstrap,
                           seed=config.seed)
     out = {"analysis": "adopt-prompt", "classifier": {"id": classifier.info.model_id,
                                                       "revision": classifier.info.revision}, **out, "saved": None}

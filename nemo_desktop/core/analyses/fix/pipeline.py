@@ -162,7 +162,7 @@ class FixAnalysis:
             before, after = self._predict(base, xs), self._predict(fixed, xs)
             figures[name] = measure.measure_set(lab, before, after, data.class_names, resamples=cfg.bootstrap,
                                                 seed=cfg.seed + (0 if name == "affected" else 7))
-        verdict = measure.guard(figures["affected"], figures["rest"], cfg.margin)
+        verdict = measure.guard(figures["affected"], figures["rest"], cfg.margin, cfg.min_gain)
         timings["measuring"] = time.perf_counter() - t2
         result = FixResult(
             config=cfg.to_dict(), classifier=_identity(self.classifier),
