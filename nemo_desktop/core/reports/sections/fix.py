@@ -125,7 +125,8 @@ def build_fix_report(result, store, *, ctx: JobContext | None = None, **_: objec
             [[c["true"], c["pred"], str(c["before"]), str(c["after"])] for c in moved[:15]])]))
     if result.saved:
         sections.append(Section("Fixed model", "saved", [KeyValues([
-            ("Catalog id", result.saved["id"]), ("Weights", result.saved["weights"]),
+            ("Catalog id", result.saved["id"] or "none (the weights alone: its family cannot load them by id)"),
+            ("Weights", result.saved["weights"]),
             ("Base model", f"{result.classifier['id']} ({result.classifier.get('revision') or DASH})")])]))
     for n in result.notes:
         sections[0].blocks.append(Paragraph(n, "muted"))

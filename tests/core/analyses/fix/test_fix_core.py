@@ -144,6 +144,48 @@ def test_the_minimum_gain_is_a_setting_with_a_flag():
         FixConfig(min_gain=-1.0)
 
 
+def test_the_plan_says_what_trains_and_how_a_kept_fix_is_saved(world):
+    """Issue 42 §6: which block "last block" resolves to, and, before the run, that a classifier outside timm's
+    family is saved as weights without a catalog entry."""
+    editor = fix_world_module().FixWorldEditor(world)
+    analysis = build_analysis("fix", Components(classifier=world.classifier, editor=editor),
+                              {**FAST, **world.finding(), "save": True})
+    plan = analysis.plan()
+    assert (plan["mode"], plan["head"], plan["block"]) == ("last-block", "head", "features.10")
+    assert plan["save"]["form"] == "weights"
+    lines = analysis.plan_lines()
+    assert lines[0] == "Plan: last-block trains the head (head) and the last block (features.10)."
+    assert "the fixed weights only" in lines[1] and "no catalog entry" in lines[1]
+
+
+def test_a_kept_fix_of_a_torch_classifier_outside_timm_keeps_its_weights(world):
+    """Issue 42 §6: a kept fix of a non-timm classifier used to be measured and thrown away; its weights are now
+    written (safetensors state dict, classes, lineage) and load back into the same architecture."""
+    import copy
+
+    import torch
+    from safetensors.torch import load_file
+
+    from nemo_desktop.core.analyses.fix.saving import save_fixed
+
+    fixed = copy.deepcopy(world.classifier.model)
+    with torch.no_grad():
+        fixed.head.bias.add_(1.0)
+    lineage = {"key": "w" * 64, "config": {"mode": "head", "data": "edit"}, "summary": "test"}
+    saved = save_fixed(world.classifier, fixed, "world-fix", lineage, JobContext())
+    assert saved["id"] is None and saved["form"] == "weights" and saved["bytes"] > 0
+    again = copy.deepcopy(world.classifier.model)
+    again.load_state_dict(load_file(saved["weights"]))
+    assert torch.equal(again.head.bias, fixed.head.bias)
+    from pathlib import Path
+
+    folder = Path(saved["folder"])
+    assert (folder / "classes.txt").read_text().split() == list(world.classifier.class_names)
+    assert save_fixed(world.classifier, fixed, "world-fix", lineage, JobContext()) == saved  # a re-run finds it
+    with pytest.raises(ConfigError, match="holds another model"):
+        save_fixed(world.classifier, fixed, "world-fix", {**lineage, "key": "x" * 64}, JobContext())
+
+
 def test_the_right_explanation_fixes_the_shortcut_and_the_control_does_not(world):
     right, editor = _fix(world, mode="full")
     control, _ = _fix(world, mode="full", data="augment")

@@ -100,7 +100,7 @@ def test_nemo_fix_writes_json_and_its_file(timm_clf, tmp_path, capsys):
     assert printed == written
     assert written["analysis"] == "fix" and written["data"]["targeted"] == 4
     assert written["affected"]["overall"]["n"] == 12 and written["rest"]["overall"]["n"] == 12
-    assert written["guard"]["verdict"] in ("keep", "reject-regression", "reject-no-gain")
+    assert written["guard"]["verdict"] in ("keep", "reject-regression", "reject-no-gain", "reject-small-gain")
     assert written["training"]["epochs"] >= 1 and written["sources"][0]["source"] == "augment:colour-jitter"
 
 
@@ -113,6 +113,9 @@ def test_nemo_fix_says_in_words_how_it_trained_and_what_it_kept(timm_clf, tmp_pa
             "--affected-classes", "cat", "--per-class", "4", "--epochs", "2", "--bootstrap", "100", "--device", "cpu"]
     assert main(args + ["--average-epochs", "2"]) == 0
     text = capsys.readouterr().out
+    # the plan, before the run: which block "last block" is, and how a kept fix is saved (issue 42 §6)
+    assert text.index("Plan: last-block trains the head (") < text.index("Trained 2 epoch(s)")
+    assert "A kept fix is saved as a new user-catalog entry (the timm architecture" in text
     assert "Trained 2 epoch(s)" in text and "Guard: " in text
     assert re.search(r"Everything else: .*n=12; \d+ image\(s\) gained, \d+ lost\)", text)
     # 20 training images after the 15 % held-out split (4 of 24), batch 64: one step an epoch, so decay 1 - 1/2
