@@ -95,6 +95,7 @@ def save_fixed(classifier: Any, module: Any, name: str, lineage: dict[str, Any],
     entry = _timm_entry(classifier, name, folder, lineage, size) if info.family == "timm" else {
         "id": name, "kind": "classifier", "repo": str(folder), "revision": lineage["key"][:16],
         "license": "the base model's license", "gated": False, "disk_size_bytes": size,
+        "vram_bf16_gb": max(0.01, round(size / 2 / 1e9 + 0.05, 2)), "recommended_gpu": "any",
         "description": f"{info.model_id} fixed by NEMO: {lineage.get('summary', '')}".strip(),
         "notes": f"Base model {info.model_id} (revision {info.revision}); lineage in {folder / LINEAGE_FILE}.",
         **classifier.fixed_catalog_entry(weights)}
