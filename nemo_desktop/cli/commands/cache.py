@@ -23,9 +23,25 @@ def _open_store():
     return store
 
 
+def _writable(folder) -> bool:
+    """Whether the store's folder can be written (False on read-only media: access() reports EROFS)."""
+    import os
+
+    return not folder.is_dir() or os.access(folder, os.W_OK)
+
+
 def run_info(args) -> int:
-    store = _open_store()
-    info = store.info()
+    from ...core.store import ResultsStore
+    from ...core.store.paths import get_paths
+
+    paths = get_paths()
+    if _writable(paths.database.parent):
+        store = _open_store()
+    else:  # read-only media: inspected as it is, nothing created or changed
+        store = ResultsStore.open_read_only(paths.database, paths.artifacts_dir)
+        print(f"note: {paths.database.parent} cannot be written (read-only media or permissions): the store is "
+              f"opened read-only ({store.read_only}); nothing is changed.", file=sys.stderr)
+    info = store.info() | {"read_only": store.read_only}
     store.close()
     if args.json:
         print(json.dumps(info, indent=2, default=str))
