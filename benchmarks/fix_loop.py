@@ -16,8 +16,8 @@ guard's verdict, steps and seconds. Then the issue's checks: right gain >= 30 po
 1 point overall and per class (a class may gain; per class read on the paired interval per seed, on the point
 estimate pooled over the seeds, and, printed beside them, on each seed's point estimate); wrong and controls each
 gain at most 10 points and at least 15 less than the right fix, and the guard keeps none of them (its minimum gain,
-`min_gain`, is what separates them when their gain's interval excludes zero). With several `--seeds` (each its own split, CNN,
-edits and fixes) it ends with how many seeds pass each check and the per-class changes pooled over the seeds.
+`min_gain`, is what separates them when their gain's interval excludes zero). With several `--seeds` (each its
+own split, CNN, edits and fixes) it ends with how many seeds pass each check and the per-class changes pooled over the seeds.
 The fix runs with its own defaults unless an option below says otherwise.
 
     python benchmarks/fix_loop.py [--seeds 0,1,2,3,4] [--modes head,full] [--preserve 10] [--cause viewpoint]

@@ -62,8 +62,8 @@ def choose_torch(env: dict[str, str], has_driver, answers) -> tuple[str | None, 
     why = "NEMO_TORCH=cpu" if choice == "cpu" else "no NVIDIA driver found"
     if answers(url):
         return url, [f"{why}: torch and torchvision come from PyTorch's CPU wheels ({url}), without CUDA libraries."]
-    return None, [f"{why}, but the CPU wheel index {url} did not answer: installing the default torch (with its 5.4 GiB "
-                  "of CUDA libraries). Set NEMO_TORCH_INDEX to a reachable mirror to retry."]
+    return None, [f"{why}, but the CPU wheel index {url} did not answer: installing the default torch (with its "
+                  "5.4 GiB of CUDA libraries). Set NEMO_TORCH_INDEX to a reachable mirror to retry."]
 
 
 def plan(extras: str, env: dict[str, str], has_driver=nvidia_driver_present, answers=index_answers,
