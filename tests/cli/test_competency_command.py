@@ -226,10 +226,9 @@ def test_calibration_csv_errors_are_usage_errors_that_name_the_csv(setup, capsys
                    "--calibration-set", csv, "--json")
         error = json.loads(capsys.readouterr().out)["error"]
         assert rc == 2, (what, error)
+        assert "calibration.csv" in error["message"], (what, error)
         if what == "not an image":
             assert "text.png" in error["message"] and "not an image" in error["message"]
-            continue
-        assert "calibration.csv" in error["message"], (what, error)
         if what == "missing":
             assert "gone.png does not exist" in error["message"] and error["type"] == "InputImageError"
         if what == "label":

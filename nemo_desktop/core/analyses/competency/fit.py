@@ -192,6 +192,18 @@ class CompetencyEstimatorFit:
             raise ConfigError(f"Label {int(bad[0])} of the {what} is not a class of the classifier (it has "
                               f"{n_classes}).", hint="Map the dataset's labels to the classifier's classes first.")
 
+    def _decode(self, image: Any, calibration: bool) -> Any:
+        """The image decoded; an unreadable image of a named calibration set says which set it is in."""
+        from ...errors import InputImageError
+
+        try:
+            return _as_image(image)
+        except InputImageError as exc:
+            if not (calibration and self.config.calibration_set):
+                raise
+            raise InputImageError(f"The calibration set {self.config.calibration_set}: {exc.message}",
+                                  hint=exc.hint) from None
+
     def _prepare(self, images: list, cal_idx: np.ndarray, ctx: JobContext):
         """Autoencoder-size tensors of all images, and the classifier's probabilities on the calibration ones."""
         size = (self.config.image_size, self.config.image_size)
@@ -200,7 +212,7 @@ class CompetencyEstimatorFit:
         chunks, probs, input_size = [], [], None
         starts = range(0, len(images), PREP_BATCH)
         for s in ctx.track(starts, stage="Preparing images", total=len(starts)):
-            batch = [_as_image(im) for im in images[s:s + PREP_BATCH]]
+            batch = [self._decode(im, is_cal[s + i]) for i, im in enumerate(images[s:s + PREP_BATCH])]
             with torch.no_grad():
                 u = self.classifier.unit_tensor(batch)
                 input_size = tuple(u.shape[-2:])
