@@ -209,7 +209,7 @@ class FixAnalysis:
             manifest={"analysis": ANALYSIS, "analysis_version": VERSION, "nemo_version": __version__,
                       "created_at": time.time(), "torch": torch.__version__, "device": str(device),
                       "classifier": _identity(self.classifier), "editor": _identity(self.editor),
-                      "generator": _identity(self.generator),
+                      "generator": _identity(self.generator), "plan": self.plan_lines(),
                       "preservation": {"preserve": cfg.preserve, "interpolation": cfg.interpolation,
                                        "mix": mixing["mix"] if mixing else None,
                                        "average_epochs": cfg.average_epochs,

@@ -194,6 +194,7 @@ def test_the_right_explanation_fixes_the_shortcut_and_the_control_does_not(world
     assert a["change"] >= 30, right.summary()
     assert control.affected["overall"]["change"] <= a["change"] - 15, control.summary()
     assert right.guard["keep"] and right.guard["decided_by"] == ["interval", "min_gain", "margin"], right.guard
+    assert right.manifest["plan"][0] == "Plan: full trains every weight."  # the plan, recorded with the result
     assert control.guard["verdict"] in ("reject-no-gain", "reject-small-gain"), control.guard  # the control's own
     # the same plan: the same images and count, only the treatment differs
     assert [(s["class"], s["count"]) for s in right.sources] == [(s["class"], s["count"]) for s in control.sources]
