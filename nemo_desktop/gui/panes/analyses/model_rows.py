@@ -34,6 +34,19 @@ def model_box(page: PageData, role: str, changed: Callable[[], None]) -> QComboB
     box.setMinimumWidth(MIN_FIELD_WIDTH)
     box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
     box.setMinimumContentsLength(12)
+    fill_box(box, page, role)
+    if role not in ("fitted", "reference"):
+        box.setEditable(True)  # a local path or hf: spec works too
+        box.currentIndexChanged.connect(lambda _i: changed())
+        box.editTextChanged.connect(lambda _t: changed())
+    if role == "fitted":
+        box.currentIndexChanged.connect(lambda _i: changed())
+    return box
+
+
+def fill_box(box: QComboBox, page: PageData, role: str) -> None:
+    """Put `role`'s choices for `page` into `box` (built anew when the session's models change)."""
+    spec = page.spec
     need = spec.inputs.need(role)
     if role == "fitted":
         for key, text in page.fitted_choices:
@@ -62,12 +75,6 @@ def model_box(page: PageData, role: str, changed: Callable[[], None]) -> QComboB
         for ref in page.model_choices.get(role, []):  # marked when its weights are not on this computer
             status = page.weights.get(ref)
             box.addItem(f"{ref} ({status})" if status in NOT_ON_DISK else ref, ref)
-        box.setEditable(True)  # a local path or hf: spec works too
-        box.currentIndexChanged.connect(lambda _i: changed())
-        box.editTextChanged.connect(lambda _t: changed())
-    if role == "fitted":
-        box.currentIndexChanged.connect(lambda _i: changed())
-    return box
 
 
 def role_label(page: PageData | None, role: str, chosen: dict[str, str]) -> str:
@@ -142,7 +149,11 @@ def show_refreshed_pickers(pane, page: PageData) -> None:
     page.data_choices = pane.page.data_choices  # the data field is left as it is
     pane.page = page
     pane._switching = True
-    fill_model_rows(pane, page)
+    for role, box in boxes.items():  # in place: the same widgets (focus, references held elsewhere) stay
+        box.blockSignals(True)
+        box.clear()
+        fill_box(box, page, role)
+        box.blockSignals(False)
     restore_models(pane, chosen)
     pane._switching = False
     pane._boxes_loaded = dict(page.loaded)
