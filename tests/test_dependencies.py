@@ -70,8 +70,17 @@ def _imported_distributions() -> set[str]:
     return {_norm(d) for m in modules for d in owners.get(m, ())}
 
 
+def _unbundled_missing() -> set[str]:
+    """Distributions of extras outside `gui` (core/extras.py bundled=False) that this environment lacks: their imports
+    cannot be traced to a distribution here."""
+    from nemo_desktop.core.extras import EXTRAS, available
+
+    caps = _capabilities()
+    return {d for name, e in EXTRAS.items() if not e.bundled and not available(name) for d in caps[name]}
+
+
 def test_every_declared_dependency_is_imported_or_has_a_reason():
-    declared = _declared() | _extras(*_capabilities())
+    declared = (_declared() | _extras(*_capabilities())) - _unbundled_missing()
     unused = declared - _imported_distributions()
     assert unused - set(INDIRECT) == set(), "declared but never imported: remove them or say why in INDIRECT"
     assert set(INDIRECT) <= declared, "INDIRECT names a package that is no longer declared"
@@ -80,9 +89,13 @@ def test_every_declared_dependency_is_imported_or_has_a_reason():
 def test_each_capability_extra_is_in_gui_and_all_and_not_in_the_core():
     """A desktop user (`gui`) and `all` get every capability; the core install none of their packages."""
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    from nemo_desktop.core.extras import EXTRAS
+
     capabilities = _capabilities()
     assert set(capabilities) <= set(extras), "core/extras.py names an extra pyproject.toml lacks"
-    wanted = set().union(*capabilities.values())
+    wanted = set().union(*(d for name, d in capabilities.items() if EXTRAS[name].bundled))
+    unbundled = set().union(*(d for name, d in capabilities.items() if not EXTRAS[name].bundled))
+    assert not unbundled & (_names(extras["gui"]) | _names(extras["all"])), "an unbundled extra is in gui/all"
     assert wanted <= _names(extras["gui"]) and wanted <= _names(extras["all"])
     assert _names(extras["gui"]) <= _names(extras["all"]) and _names(extras["keyring"]) <= _names(extras["all"])
     assert not wanted & _declared(), "a capability's package is also a core dependency"
@@ -96,10 +109,13 @@ def test_each_capability_extra_is_in_gui_and_all_and_not_in_the_core():
 def test_each_capability_extra_names_importable_modules_of_its_packages():
     """core/extras.py checks modules with find_spec: each must belong to one of the extra's distributions."""
     from nemo_desktop.core.extras import EXTRAS
+    from nemo_desktop.core.extras import available as extras_available
 
     owners = md.packages_distributions()
     capabilities = _capabilities()
     for name, extra in EXTRAS.items():
+        if not extra.bundled and not extras_available(name):
+            continue  # not installed here (outside gui): nothing to check its modules against
         for module in extra.modules:
             assert {_norm(d) for d in owners.get(module, ())} & capabilities[name], (name, module)
 

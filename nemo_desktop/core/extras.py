@@ -5,7 +5,8 @@ what only one capability needs is an extra named by what it enables. `nemo docto
 every command, the desktop app's method start and its report exporter check theirs before anything runs
 (`require()`), naming the extra to install. Only `importlib.util.find_spec` is used: nothing is imported here.
 
-The `gui` extra holds all of them (a desktop user gets every capability); `all` is `gui` plus keyring and ray.
+The `gui` extra holds all of them except `fiftyone` (a desktop user gets every bundled capability); `all` is `gui`
+plus keyring and ray.
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ class Extra:
     enables: str  # what it enables, in words (after "the '<name>' extra enables ...")
     modules: tuple[str, ...]  # import names checked with find_spec
     without: str  # what happens without it
+    # Part of the `gui` and `all` extras. FiftyOne is not: it brings its own database server and app and pins
+    # versions of common packages (starlette, python-dateutil) that other capabilities use newer.
+    bundled: bool = True
 
 
 EXTRAS: dict[str, Extra] = {e.name: e for e in (
@@ -34,6 +38,11 @@ EXTRAS: dict[str, Extra] = {e.name: e for e in (
           "reports export as HTML only"),
     Extra("tokens", "exact o200k token lengths of model differences, offline (bpe-openai)", ("bpe_openai",),
           "token lengths use tiktoken if its vocabulary is cached, else approximate word counts"),
+    Extra("parquet", "the per-image table as Parquet and as a pandas DataFrame with its typed schema (pyarrow)",
+          ("pyarrow",), "`nemo export table` writes CSV and JSON Lines only"),
+    Extra("fiftyone", "`nemo export fiftyone` and \"Open in FiftyOne\": NEMO's findings as a FiftyOne dataset, and a "
+          "FiftyOne dataset as a source (fiftyone:NAME)", ("fiftyone",),
+          "findings leave NEMO as reports and the per-image table only", bundled=False),
 )}
 
 # Model families whose loaders need an extra (the family name's prefix).
@@ -119,5 +128,6 @@ def status() -> list[dict]:
     for e in EXTRAS.values():
         missing = missing_modules(e.name)
         rows.append({"extra": e.name, "installed": not missing, "missing": missing, "enables": e.enables,
-                     "without": e.without, "install": f"pip install 'nemo-desktop[{e.name}]'"})
+                     "without": e.without, "install": f"pip install 'nemo-desktop[{e.name}]'",
+                     "in_gui": e.bundled})
     return rows
