@@ -101,10 +101,10 @@ def run_fiftyone(args) -> int:
             print(f"note: {note}", file=sys.stderr)
     if args.launch:
         print("Opening the FiftyOne app; close it (or press Ctrl-C) to return.", file=sys.stderr)
-        try:
+        import contextlib
+
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C closes the app: the export is complete, not cancelled
             launch(args.name, wait=True)
-        except KeyboardInterrupt:
-            pass
     return 0
 
 

@@ -244,3 +244,14 @@ def test_nemo_export_table_cli(findings, store, tmp_path, capsys, without):
     assert "'parquet' extra" in error["message"] and not (tmp_path / "u.parquet").exists()
     assert main(["export", "table", str(findings.dataset_dir), "-o", str(tmp_path / "u.csv")]) == 0
     assert "Wrote 360 rows" in capsys.readouterr().out
+
+
+def test_nemo_export_fiftyone_without_the_extra_is_refused_before_any_work(without, monkeypatch, capsys):
+    from nemo_desktop.cli.main import main
+    from nemo_desktop.core.store import ResultsStore
+
+    without("fiftyone")
+    monkeypatch.setattr(ResultsStore, "open", lambda *a, **k: pytest.fail("the store was opened"))
+    assert main(["export", "fiftyone", "some/dataset", "--name", "x", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert "'fiftyone' extra" in error["message"] and "nemo-desktop[fiftyone]" in error["hint"]
