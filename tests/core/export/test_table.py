@@ -255,3 +255,13 @@ def test_nemo_export_fiftyone_without_the_extra_is_refused_before_any_work(witho
     assert main(["export", "fiftyone", "some/dataset", "--name", "x", "--json"]) == 2
     error = json.loads(capsys.readouterr().out)["error"]
     assert "'fiftyone' extra" in error["message"] and "nemo-desktop[fiftyone]" in error["hint"]
+
+
+def test_the_python_api_gives_the_table_as_a_dataframe_and_a_file(findings, store, tmp_path):
+    import nemo_desktop as nemo
+
+    df = nemo.per_image_table(str(findings.dataset_dir), findings.classifier_id, store=store)
+    assert list(df.columns) == list(schema.NAMES) and len(df) == 360
+    assert df["explanation_key"].dropna().tolist() == [findings.explanation_key]
+    done = nemo.export_table(findings.index_id, tmp_path / "t.jsonl", store=store, progress=False)
+    assert done["rows"] == 360 and (tmp_path / "t.jsonl").read_text().count("\n") == 360
