@@ -174,14 +174,40 @@ def _visualization(ds, store, table: PerImageTable, method: str | None, ctx: Job
     return {"computed": True, "brain_key": BRAIN_KEY, "method": method, "points": int(len(rows))}
 
 
-def launch(name: str, *, wait: bool = True):
+def default_name(index_id: str, dataset_root: str | None) -> str:
+    """The FiftyOne dataset "Open in FiftyOne" writes for an index: one per index, updated on every opening."""
+    stem = Path(dataset_root or "dataset").name or "dataset"
+    return f"nemo-{stem}-{index_id[:8]}"
+
+
+def view_for_mode(mode_id: str) -> str:
+    """The saved view a failure mode (its table id) is exported as."""
+    return _view_name(mode_id)
+
+
+def open_in_app(store, index_id: str, dataset_root: str | None = None, *, mode_id: str | None = None,
+                failure_modes_key: str | None = None, ctx: JobContext | None = None) -> dict[str, Any]:
+    """The window's "Open in FiftyOne": export (or update) the index's dataset, start the app without opening a
+    browser (the window opens its URL), showing the failure mode's saved view when `mode_id` is given."""
+    name = default_name(index_id, dataset_root)
+    done = export_to_fiftyone(store, index_id, name=name, failure_modes_key=failure_modes_key, ctx=ctx)
+    view = view_for_mode(mode_id) if mode_id else None
+    if view is not None and view not in done["saved_views"]:
+        raise ConfigError("The failure mode is not among the exported ones (the failure-modes result it came from "
+                          "is not the one exported).", hint="Open the failure mode from its result again.")
+    session = launch(name, wait=False, view=view)
+    return {**done, "view": view, "url": getattr(session, "url", None), "session": session}
+
+
+def launch(name: str, *, wait: bool = True, view: str | None = None):
     """Open the FiftyOne app on the dataset (blocks until the app is closed when `wait`)."""
     from ..extras import require
 
     require("fiftyone", "Opening FiftyOne")
     import fiftyone as fo
 
-    session = fo.launch_app(fo.load_dataset(name))
+    ds = fo.load_dataset(name)
+    session = fo.launch_app(ds, view=ds.load_saved_view(view) if view else None, auto=wait)
     if wait:
         session.wait()
     return session

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from demo_findings import demo_findings  # noqa: E402
+from fiftyone_db import fiftyone_in_temporary_database  # noqa: E402
 
 # find_spec, not importorskip: FiftyOne reads its database folder from the environment when it is first imported
 # (in the fixture below).
@@ -26,27 +25,8 @@ if importlib.util.find_spec("fiftyone") is None:
 
 @pytest.fixture(scope="module")
 def fo():
-    """FiftyOne with its database in a temporary folder, no usage tracking; the database is stopped after."""
-    folder = tempfile.mkdtemp(prefix="nemo-fiftyone-db-")
-    saved = {k: os.environ.get(k) for k in ("FIFTYONE_DATABASE_DIR", "FIFTYONE_DO_NOT_TRACK",
-                                            "FIFTYONE_DATABASE_VALIDATION")}
-    os.environ.update(FIFTYONE_DATABASE_DIR=folder, FIFTYONE_DO_NOT_TRACK="true", FIFTYONE_DATABASE_VALIDATION="false")
-    import fiftyone
-    import fiftyone.core.odm.database as fod
-
-    assert fiftyone.config.database_dir == folder and fiftyone.config.do_not_track
-    yield fiftyone
-    for name in fiftyone.list_datasets():
-        fiftyone.delete_dataset(name)
-    fod._disconnect()
-    if fod._db_service is not None:
-        fod._db_service.stop()
-        fod._db_service = None
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with fiftyone_in_temporary_database() as fiftyone:
+        yield fiftyone
 
 
 @pytest.fixture(scope="module")
