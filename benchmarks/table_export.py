@@ -72,7 +72,8 @@ def build_store(folder: Path, n: int, classes: int, seed: int = 0) -> tuple[Path
 
 def _competency(store, paths, rng) -> None:
     items = [{"path": p, "true_index": None,
-              "score": {"competency": float(c), "confidence": float(c), "id_probability": 1.0, "reconstruction_loss": 0.1,
+              "score": {"competency": float(c), "confidence": float(c), "id_probability": 1.0,
+                        "reconstruction_loss": 0.1,
                         "loss_z_score": 0.0, "pred_index": 0, "pred_name": "class_0000"}}
              for p, c in zip(paths, rng.uniform(0, 1, len(paths)))]
     store.put("b" * 64, "competency-score", {"items": items, "threshold": 0.9, "failed": {}, "manifest": {
@@ -83,7 +84,8 @@ def _failure_modes(store, index_id, manifest, paths, rng) -> None:
     from nemo_desktop.core.analyses.failure_modes.result import FailureModesResult, GroupResult, HardCluster
 
     chosen = rng.choice(len(paths), len(paths) // 10, replace=False)
-    clusters = [HardCluster(id=i, size=len(part), accuracy=0.1, severity=0.2, mean_score=0.5, rows=[int(r) for r in part],
+    clusters = [HardCluster(id=i, size=len(part), accuracy=0.1, severity=0.2, mean_score=0.5,
+                            rows=[int(r) for r in part],
                             paths=[paths[r] for r in part], nearest_rows=[int(r) for r in part[:5]], confusions=[],
                             nearest_easy=None, easy_similarity=None)
                 for i, part in enumerate(np.array_split(chosen, 20))]
@@ -135,7 +137,8 @@ def main() -> None:
             base = bases["arrow" if fmt == "parquet" else "plain"]
             r = child(store_dir, manifest, "write", target)
             print(f"  {fmt:8s}: {r['rows']:,} rows in {r['seconds']:.1f} s, peak {r['peak_mib']:.0f} MiB "
-                  f"(+{r['peak_mib'] - base['peak_mib']:.0f} MiB over opening), file {target.stat().st_size / 2**20:.1f} MiB")
+                  f"(+{r['peak_mib'] - base['peak_mib']:.0f} MiB over opening), "
+                  f"file {target.stat().st_size / 2**20:.1f} MiB")
         if not args.no_pandas:
             r = child(store_dir, manifest, "pandas", folder / "none")
             print(f"  to_pandas (every row in memory, for scale): {r['seconds']:.1f} s, peak {r['peak_mib']:.0f} MiB")

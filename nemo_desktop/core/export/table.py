@@ -183,7 +183,8 @@ class PerImageTable:
                 label = values["true_index"]
                 values.update(fix_key=f.fix_key, fix_set=where, fix_pred_before=_name(self.head.class_names, before),
                               fix_pred_after=_name(self.head.class_names, after),
-                              fix_gained=before != label and after == label, fix_lost=before == label and after != label)
+                              fix_gained=before != label and after == label,
+                              fix_lost=before == label and after != label)
 
     def _unindexed(self, batch_rows: int, ctx: JobContext) -> Iterator[dict[str, list]]:
         from ..data.sources import open_source
