@@ -129,6 +129,12 @@ def test_a_fiftyone_dataset_is_a_source_that_predicts_the_same_labels(fo, findin
     with ResultsStore.open(db_path=tmp_path / "s2" / "results.sqlite") as s2:
         index = build_index(source, findings.classifier(), s2)
         assert index.dataset_root == "fiftyone:demo-source"
+        from nemo_desktop.cli.loading import reference
+        from nemo_desktop.core.data.reference_index import find_index
+        from nemo_desktop.core.jobs import JobContext
+
+        assert find_index(s2, "fiftyone:demo-source").index_id == index.index_id  # what --reference resolves
+        assert reference("fiftyone:demo-source", findings.classifier(), s2, JobContext()).index_id == index.index_id
         e = index.entries
         predicted = {str(p): index.class_names[int(i)] for p, i in zip(e.paths, e.preds)}
     assert predicted == exported

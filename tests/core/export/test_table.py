@@ -265,3 +265,14 @@ def test_the_python_api_gives_the_table_as_a_dataframe_and_a_file(findings, stor
     assert df["explanation_key"].dropna().tolist() == [findings.explanation_key]
     done = nemo.export_table(findings.index_id, tmp_path / "t.jsonl", store=store, progress=False)
     assert done["rows"] == 360 and (tmp_path / "t.jsonl").read_text().count("\n") == 360
+
+
+def test_to_pandas_without_pyarrow_has_the_same_columns_and_dtypes(table, without):
+    with_arrow = table.to_pandas()
+    without("parquet")
+    plain = table.to_pandas()
+    assert list(plain.columns) == list(with_arrow.columns)
+    for c in schema.COLUMNS:
+        if c.type in schema.PANDAS_DTYPES:
+            assert str(plain[c.name].dtype) == str(with_arrow[c.name].dtype), c.name
+        assert [_plain(v) for v in plain[c.name]] == [_plain(v) for v in with_arrow[c.name]], c.name
