@@ -143,6 +143,12 @@ class DatasetBrowserPane(Pane):
         bottom.addWidget(self.explain_button)
         self.failure_modes_button = failure_modes_button(self)
         bottom.addWidget(self.failure_modes_button)
+        from .fiftyone_link import fiftyone_button, open_in_fiftyone
+
+        self.fiftyone_session = None  # FiftyOne's app session, once opened (fiftyone_link.py)
+        self.fiftyone_button = fiftyone_button(self)
+        self.fiftyone_button.clicked.connect(lambda: open_in_fiftyone(self))
+        bottom.addWidget(self.fiftyone_button)
 
         layout = QVBoxLayout(self)
         layout.addLayout(top)
@@ -157,6 +163,7 @@ class DatasetBrowserPane(Pane):
         self.mode_bar = FailureModeBar()  # while a failure mode filters the grid: its sentence, and "Show all"
         self.mode_bar.sig_cleared.connect(lambda: self.show_failure_mode(None))
         self.mode_bar.sig_fix.connect(lambda: self.try_fix_from_mode())
+        self.mode_bar.sig_fiftyone.connect(lambda: open_in_fiftyone(self, self.failure_mode))
         layout.addLayout(filters)
         layout.addLayout(confidence)
         layout.addWidget(self.competency.bar)
@@ -251,6 +258,10 @@ class DatasetBrowserPane(Pane):
         self.analytics.set_data(data)
         self._set_filters_enabled(True)
         self.index_button.setEnabled(True)
+        from .fiftyone_link import update_button
+
+        update_button(self.fiftyone_button, data.indexed)
+        update_button(self.mode_bar.fiftyone_button, data.indexed)
         self.path_label.setText(path)
         self._describe(data)
         self.competency.dataset_shown(data)

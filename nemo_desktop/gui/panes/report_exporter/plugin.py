@@ -191,6 +191,10 @@ class ReportExporterPane(Pane):
                                 "becomes one report):"))
         layout.addWidget(self.table, 1)
         layout.addLayout(options)
+        from .table_export import TableExportRow
+
+        self.table_row = TableExportRow(self)  # the per-image table of an indexed dataset (core/export)
+        layout.addWidget(self.table_row)
         layout.addWidget(self.status_label)
         self._job: JobHandle | None = None
         self._update()
@@ -199,6 +203,7 @@ class ReportExporterPane(Pane):
         self.refresh()
 
     def refresh(self) -> JobHandle:
+        self.table_row.refresh()
         session = self.host.session
         handle = self.host.jobs.submit(lambda ctx: list_report_items(session.store(), ctx),
                                        title="Listing stored results", lane=IO, ask_before_quit=False, visible=False)
