@@ -24,6 +24,7 @@ from .turns import on_next_turn
 from .widgets.activation import skip_activation_repaints
 from .widgets.error_dialog import show_error
 from .widgets.jobs_panel import JobsPanel
+from .window_size import place_first_window
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ class MainWindow(QMainWindow):
         self.pane_actions: list[QAction] = []
         self.setObjectName("mainWindow")
         self.setWindowTitle(APP_TITLE)
-        self.resize(1200, 800)
+        place_first_window(self)  # fits the screen with its title bar (1280×800 included)
         self.setAcceptDrops(True)
 
         self.tabs = QTabWidget()
@@ -161,8 +162,12 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.jobs_summary)
         self.jobs_panel.sig_summary_changed.connect(self.jobs_summary.setText)
         # Idle, the dock is one line; when jobs come, it takes room for them again.
-        self.jobs_panel.sig_height_wanted.connect(
-            lambda h: self.resizeDocks([self.jobs_dock], [h], Qt.Orientation.Vertical))
+        self.jobs_panel.sig_height_wanted.connect(self._size_jobs_dock)
+
+    def _size_jobs_dock(self, panel_height: int) -> None:
+        """Give the Jobs dock room for its panel's wanted height plus the dock's own title bar and frame."""
+        chrome = max(0, self.jobs_dock.height() - self.jobs_panel.height()) if self.jobs_dock.isVisible() else 0
+        self.resizeDocks([self.jobs_dock], [panel_height + chrome], Qt.Orientation.Vertical)
 
     def _action(self, text: str, slot, shortcut: QKeySequence | str | None = None, tip: str = "") -> QAction:
         action = QAction(text, self)
