@@ -105,7 +105,7 @@ def ensure_fix_folder(paths: AppPaths | None = None, ctx: JobContext | None = No
 
     ctx = ctx or null_context()
     folder = fix_folder_dir(paths)
-    settings = {"affected_classes": ", ".join(FIX_AFFECTED)}
+    settings = {"affected_classes": ", ".join(FIX_AFFECTED), "data": "augment"}  # runs without an editor
     if digits._is_current(folder, "fix-folder") and all((folder / s).is_dir() for s in ("train", "affected", "rest")):
         return DemoExtra("fix-folder", folder, True, settings=settings, summary=_fix_summary(folder))
     tmp = digits._fresh_temp(folder)

@@ -26,7 +26,7 @@ def test_the_fix_folder_is_what_fix_loads_and_plants_a_real_cause(tmp_path):
 
     assert all(blue(im) for im, _ in data.affected) and not any(blue(im) for im, _ in data.rest)
     assert sum(blue(im) for im, _ in data.train) == 10 * (extras.FIX_TRAIN_PER_CLASS // extras.FIX_CAUSE_EVERY)
-    assert made.settings == {"affected_classes": "one, four, seven"}
+    assert made.settings == {"affected_classes": "one, four, seven", "data": "augment"}
     again = extras.ensure_fix_folder(paths)
     assert again.reused and again.summary == made.summary
 

@@ -26,6 +26,7 @@ from ...widgets.table_columns import keep_words_whole
 from ...widgets.text_images import attach_zoom_to_text_browser
 from ..base import Pane, PaneHost
 from ..workbench.widgets.method_form import MIN_FIELD_WIDTH, MethodForm
+from .demo_offers import DemoOffers
 from .failure_mode_actions import FailureModeActions
 from .fix_actions import FixActions
 from .model_diff_live import ModelDiffLivePanel
@@ -142,9 +143,10 @@ class AnalysesPane(PageResults, Pane):
 
         left = QWidget()
         lv = QVBoxLayout(left)
-        for w in (self.description, self.models_box, settings_box):
+        self.demo_offers = DemoOffers(self)  # what the demo can add so that this page runs from it
+        for w in (self.description, self.demo_offers, self.models_box, settings_box):
             lv.addWidget(w)
-        lv.insertLayout(1, data_row)
+        lv.insertLayout(2, data_row)
         lv.addLayout(buttons)
         lv.addWidget(self.run_problem_label)
         lv.addWidget(self.progress)
@@ -319,6 +321,7 @@ class AnalysesPane(PageResults, Pane):
     # -- one analysis' page --------------------------------------------------------------------------------
     def _show_page(self, page: PageData) -> None:
         from nemo_desktop.core.registry.data_inputs import data_prompt
+        from nemo_desktop.core.registry.spec import in_sentence
 
         current = self.analysis_list.currentItem()
         if current is None or current.data(NAME_ROLE) != page.spec.name:
@@ -331,7 +334,7 @@ class AnalysesPane(PageResults, Pane):
         for c in page.data_choices:
             self.data_combo.addItem(c.label, c.value)
         if how == "store" and not page.data_choices:
-            self.data_combo.addItem(f"(no {label.lower()} in the results store yet)", None)
+            self.data_combo.addItem(f"(no {in_sentence(label)} in the results store yet)", None)
         for w, show in ((self.data_label, how != "none"), (self.data_combo, how == "store"),
                         (self.data_path, how in ("folder", "file")), (self.browse_button, how in ("folder", "file"))):
             w.setVisible(show)
@@ -340,6 +343,9 @@ class AnalysesPane(PageResults, Pane):
         self._switching = True
         self.data_path.setText(self.state().data_text)  # this page's own folder / image, not the last page's
         self._switching = False
+        if not self.data_path.text() and spec.inputs.data == "dataset" and not spec.data_label:
+            self.data_path.setText(self.open_dataset() or "")  # the dataset open in the browser (the demo's)
+        self.demo_offers.show_for(spec.name)
         self._apply_pending()
         self._show_state()
 
@@ -371,12 +377,30 @@ class AnalysesPane(PageResults, Pane):
 
         if self.page is None:
             return
+        start = self.browse_start()
         if data_prompt(self.page.spec)[1] == "file":
-            path, _ = QFileDialog.getOpenFileName(self, "Choose an image")
+            path, _ = QFileDialog.getOpenFileName(self, "Choose an image", start)
         else:
-            path = QFileDialog.getExistingDirectory(self, "Choose a folder")
+            path = QFileDialog.getExistingDirectory(self, "Choose a folder", start)
         if path:
             self.data_path.setText(path)
+
+    def open_dataset(self) -> str | None:
+        """The dataset folder open in the Dataset browser (None: none is)."""
+        browser = getattr(self.host, "panes", {}).get("dataset_browser")
+        path = getattr(browser, "dataset_path", None)
+        return str(path) if path else None
+
+    def browse_start(self) -> str:
+        """Where Browse starts: the folder typed on the page, else the open dataset, else the home folder."""
+        from pathlib import Path
+
+        typed = Path(self.data_path.text().strip()).expanduser() if self.data_path.text().strip() else None
+        for candidate in (typed, typed.parent if typed else None,
+                          Path(self.open_dataset()) if self.open_dataset() else None):
+            if candidate is not None and candidate.is_dir():
+                return str(candidate)
+        return str(Path.home())
 
     def chosen_models(self) -> dict[str, str]:
         return chosen_models(self._model_boxes)
