@@ -84,6 +84,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(APP_TITLE)
         place_first_window(self)  # fits the screen with its title bar (1280×800 included)
         self.setAcceptDrops(True)
+        self._build_drop_highlight()
 
         self.tabs = QTabWidget()
         self.tabs.setObjectName("paneTabs")
@@ -266,17 +267,41 @@ class MainWindow(QMainWindow):
             self.show_message("Log folder", f"The log files are in:\n{folder}")
 
     # -- drag and drop ---------------------------------------------------------------------------
+    def _build_drop_highlight(self) -> None:
+        """A frame over the whole window while files are dragged over it: it says a drop is taken and what it
+        does (nothing showed before the drop)."""
+        frame = QLabel("Drop images or folders to diagnose them", self)
+        frame.setObjectName("dropHighlight")
+        frame.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        frame.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        frame.setStyleSheet("#dropHighlight { border: 3px dashed #2f6db5; background: rgba(47, 109, 181, 40); "
+                            "color: #1d4f8c; font-size: 16pt; font-weight: bold; }")
+        frame.hide()
+        self.drop_highlight = frame
+
+    def _show_drop_highlight(self, on: bool) -> None:
+        if on:
+            self.drop_highlight.setGeometry(self.rect())
+            self.drop_highlight.raise_()
+        self.drop_highlight.setVisible(on)
+
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
+            self._show_drop_highlight(True)
         else:
             event.ignore()
+
+    def dragLeaveEvent(self, event) -> None:
+        self._show_drop_highlight(False)
+        super().dragLeaveEvent(event)
 
     def dragMoveEvent(self, event) -> None:
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:
+        self._show_drop_highlight(False)
         urls = event.mimeData().urls()
         if not urls:
             event.ignore()

@@ -88,13 +88,14 @@ class JobRow(QFrame):
             self.stage.setText("Cancelling after the current step…")
 
     def _on_progress(self, p: Progress) -> None:
-        if not self.handle.cancel_requested:
-            self.stage.setText(progress_text(p))
         if p.overall_fraction is not None:  # the whole job's progress when sub-steps map it, else the stage's
             self.bar.setRange(0, 1000)
             self.bar.setValue(int(1000 * p.overall_fraction))
         else:
             self.bar.setRange(0, 0)
+        if not self.handle.cancel_requested:  # the percentage beside the bar, not drawn over it
+            percent = self.bar.percent_text()
+            self.stage.setText(progress_text(p) + (f" · {percent}" if percent else ""))
 
     def _on_finished(self, _outcome) -> None:
         if self.handle.state == FAILED:  # a failure stays listed until dismissed (see JobsPanel._finished)
