@@ -184,7 +184,11 @@ class AnalysesPane(PageResults, Pane):
         splitter.addWidget(self.analysis_list)
         splitter.addWidget(scroll)
         splitter.addWidget(right)
-        splitter.setSizes([190, 450, 560])
+        # The result takes what the window adds: at 1280×800 a nine-column table (competency-bench) fits beside
+        # the settings without sideways scrolling; the list and the settings keep what their text needs.
+        splitter.setSizes([170, 410, 600])
+        for i, stretch in enumerate((0, 0, 1)):
+            splitter.setStretchFactor(i, stretch)
         self.splitter = splitter
         QVBoxLayout(self).addWidget(splitter)
 
