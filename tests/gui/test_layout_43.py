@@ -187,3 +187,23 @@ def test_long_values_wrap_instead_of_pushing_the_table_past_the_view(qtbot, make
     assert pane.result_view.horizontalScrollBar().maximum() == 0
     assert fingerprint in pane.result_view.toPlainText().replace(ZWSP, "")  # all of it, only wrapped
     qtbot.waitUntil(lambda: not window.jobs.busy, timeout=120000)
+
+
+def test_the_walkthrough_finds_a_widget_outside_the_window(qtbot, make_window):
+    """packaging/walkthrough.py's check, on the window as it opens at 1280×800 and on a label put past its edge."""
+    from PySide6.QtWidgets import QLabel
+
+    sys.path.insert(0, str(ROOT / "packaging"))
+    from walkthrough import outside_window
+
+    window = _shown_window(qtbot, make_window)
+    for pane in window.panes:
+        window.show_pane(pane)
+        qtbot.wait(50)
+        assert outside_window(window) == [], pane
+    stray = QLabel("stray", window)
+    stray.setObjectName("stray")
+    stray.setGeometry(1250, 10, 80, 20)
+    stray.show()
+    assert [p for p in outside_window(window) if p.startswith("stray")]
+    qtbot.waitUntil(lambda: not window.jobs.busy, timeout=120000)
