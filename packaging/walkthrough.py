@@ -94,14 +94,24 @@ def outside_window(window) -> list[str]:
 
 
 def sideways_results(window) -> list[str]:
-    """Result views (report HTML) that need sideways scrolling: a table's columns past the view's edge."""
+    """Result views (report HTML) that scroll sideways although their widest table would fit: in the view as it
+    is, or with the Analyses settings column at its narrowest. A table too wide for either (competency-cf's
+    counterfactuals, two enlarged images a row) scrolls, and is named as a note."""
     from PySide6.QtWidgets import QTextBrowser
 
+    analyses = window.panes["analyses"]
+    settings = analyses.splitter.widget(1)
     out = []
     for view in window.centralWidget().findChildren(QTextBrowser):
         bar = view.horizontalScrollBar()
-        if view.isVisible() and view.document().characterCount() > 1 and bar.maximum() > 0:
-            out.append(f"{view.objectName() or 'a result view'} scrolls sideways by {bar.maximum()} px")
+        if not view.isVisible() or view.document().characterCount() <= 1 or bar.maximum() <= 0:
+            continue
+        spare = max(0, settings.width() - settings.minimumWidth()) if analyses.isAncestorOf(view) else 0
+        what = f"{view.objectName() or 'a result view'} scrolls sideways by {bar.maximum()} px"
+        if bar.maximum() <= spare:
+            out.append(what)
+        else:
+            print(f"  --    {what}: its widest table needs more than this window has")
     return out
 
 

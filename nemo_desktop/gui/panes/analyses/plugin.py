@@ -186,7 +186,7 @@ class AnalysesPane(PageResults, Pane):
         splitter.addWidget(right)
         # The result takes what the window adds: at 1280×800 a nine-column table (competency-bench) fits beside
         # the settings without sideways scrolling; the list and the settings keep what their text needs.
-        splitter.setSizes([170, 410, 600])
+        splitter.setSizes([190, 375, 615])
         for i, stretch in enumerate((0, 0, 1)):
             splitter.setStretchFactor(i, stretch)
         self.splitter = splitter
@@ -268,12 +268,21 @@ class AnalysesPane(PageResults, Pane):
             item.setData(NAME_ROLE, spec.name)
             item.setToolTip(spec.description)
             self.analysis_list.addItem(item)
+        self.fit_list_width()
         if self._pending is not None and self._pending[0] in {s.name for s in specs}:
             self.select_analysis(self._pending[0])
         elif specs:
             self.analysis_list.setCurrentRow(0)
 
     _pending_note: str | None = None
+
+    def fit_list_width(self) -> None:
+        """The list as wide as its longest entry ("global-explanation  (dataset)"); the result gives up the room."""
+        lst = self.analysis_list
+        need = lst.sizeHintForColumn(0) + 2 * lst.frameWidth() + lst.verticalScrollBar().sizeHint().width() // 2
+        sizes = self.splitter.sizes()
+        if need > sizes[0] and sum(sizes) > 0:
+            self.splitter.setSizes([need, sizes[1], max(0, sizes[2] - (need - sizes[0]))])
 
     def open_with(self, name: str, data: str | None = None, settings: dict | None = None,
                   note: str | None = None) -> None:
