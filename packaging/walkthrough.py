@@ -161,7 +161,8 @@ def show_page(app, pane, name: str) -> None:
 
 
 def run_page(app, pane, window, name: str, out: Path, exported: list) -> None:
-    """Run the page shown, wait for its result and export it as HTML."""
+    """Run the page shown, wait for its result and export it as HTML into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
     done = []
     pane.sig_result_shown.connect(done.append)
     handle = pane.run()
@@ -309,7 +310,7 @@ def main() -> int:
         settle(app, 0.3)
         problem = pane.run_problem()
         if problem is None:
-            run_page(app, pane, window, name, args.out, exported)
+            run_page(app, pane, window, name, work / "exports", exported)  # the HTML reports: not kept
         else:
             print(f"  --    {name}: not runnable from the demo: {problem}")
             check(pane.run_problem_label.isVisible() and not pane.run_button.isEnabled(),

@@ -360,6 +360,7 @@ class AnalysesPane(PageResults, Pane):
             self.data_path.setText(self.open_dataset() or "")  # the dataset open in the browser (the demo's)
         self.demo_offers.show_for(spec.name)
         self._apply_pending()
+        self.data_path.setCursorPosition(0)  # a long path shows its start (the folder's root), not its tail
         self._show_state()
 
     def _inputs_changed(self) -> None:
