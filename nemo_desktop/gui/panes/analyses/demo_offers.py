@@ -13,12 +13,13 @@ from nemo_desktop.core.worker.protocol import JobSpec
 
 from ...jobs import GPU, JobHandle
 
-OFFERS = {  # analysis -> (what the demo makes, button text, what it says it does)
+OFFERS = {  # analysis -> (what the demo makes, button text, what it says it does, the job's title)
     "model-diff": ("second-classifier", "Make a second model from the demo",
-                   "Trains a second digits classifier (about a minute on a CPU) to compare with the demo's."),
+                   "Trains a second digits classifier (about a minute on a CPU) to compare with the demo's.",
+                   "Training the demo's second classifier"),
     "fix": ("fix-folder", "Make a fix folder from the demo",
             "Writes train/, affected/ and rest/ folders of digits in which the demo classifier has a real weakness "
-            "(digits one, four and seven on a blue background)."),
+            "(digits one, four and seven on a blue background).", "Writing the demo's fix folder"),
 }
 
 
@@ -68,7 +69,7 @@ class DemoOffers(QWidget):
         what = offer[0]
         handle = self.pane.host.jobs.submit(
             JobSpec("nemo_desktop.core.app_jobs.demo_extras:prepare_demo_extra", (self.pane.host.paths, what)),
-            title=f"Demo: {offer[1][5:].lower()}", lane=GPU)
+            title=offer[3], lane=GPU)
         self.job = handle
         self.button.setEnabled(False)
         self.note.setText("Working… (see the Jobs list)")
