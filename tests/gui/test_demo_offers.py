@@ -49,6 +49,7 @@ def test_the_demo_feeds_every_analysis_page(qtbot, make_window, monkeypatch):
     assert pane.chosen_models()["generator"] == "digits"
     problem = pane.run_problem() or ""
     assert "second classifier" not in problem.lower() and "condition" not in problem.lower(), problem
+    assert ("Press Run" in pane.demo_offers.note.text()) == (pane.run_problem() is None)  # an MLLM is needed too
 
     _page(qtbot, pane, "fix")
     assert pane.run_problem() is not None
@@ -58,6 +59,6 @@ def test_the_demo_feeds_every_analysis_page(qtbot, make_window, monkeypatch):
     qtbot.waitUntil(lambda: pane.data_path.text() == str(folder), timeout=10000)
     assert pane.form.values()["affected_classes"] == "one, four, seven"
     assert pane.form.values()["data"] == "augment"
-    assert pane.run_problem() is None
+    assert pane.run_problem() is None and "Press Run" in pane.demo_offers.note.text()
     assert window.session.loaded()["classifier"] == demo.CLASSIFIER_ID
     qtbot.waitUntil(lambda: not window.jobs.busy, timeout=180000)

@@ -84,14 +84,15 @@ class DemoOffers(QWidget):
             self.note.setText("It could not be made (see the message).")
 
     def _made(self, name: str, extra) -> None:
-        self.note.setText(f"Made: {extra.summary}. Press Run." if not extra.reused else
-                          f"Already there: {extra.summary}. Press Run.")
         self.pane.host.sig_models_changed.emit()  # the catalog has a new classifier
         self.pane.open_with(name, str(extra.path) if extra.what == "fix-folder" else None,
                             dict(extra.settings or {}) if extra.what == "fix-folder" else None)
         if extra.what == "second-classifier" and self.pane.shown_name() == name:
             choose(self.pane._model_boxes.get("classifier_b"), extra.model_id)
             choose(self.pane._model_boxes.get("generator"), (extra.settings or {}).get("conditions"))
+        # "Press Run" only when it can run (model-diff also needs a multimodal LLM: the reason is shown below)
+        then = "Press Run." if self.pane.run_problem() is None else "What Run still needs is said below."
+        self.note.setText(f"{'Already there' if extra.reused else 'Made'}: {extra.summary}. {then}")
         self.sig_made.emit(name, extra)
 
 
