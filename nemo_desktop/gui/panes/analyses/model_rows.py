@@ -25,6 +25,13 @@ def fill_model_rows(pane, page: PageData) -> None:
     pane.models_box.setVisible(bool(pane._model_boxes))
 
 
+def show_start(box: QComboBox) -> None:
+    """An editable combo shows its text from the start: a choice longer than the field was shown scrolled to its
+    end ("rent (demo-digits-classifier)" for "current (demo-digits-classifier)")."""
+    if box.lineEdit() is not None:
+        box.lineEdit().setCursorPosition(0)
+
+
 def model_box(page: PageData, role: str, changed: Callable[[], None]) -> QComboBox:
     """The choices for `role`: a stored fit, a reference index, or a model (the session's, a default, or one
     from the catalog); `changed` is called when the choice of a fit or a model changes."""
@@ -63,6 +70,8 @@ def model_box(page: PageData, role: str, changed: Callable[[], None]) -> QComboB
             status = page.weights.get(ref)
             box.addItem(f"{ref} ({status})" if status in NOT_ON_DISK else ref, ref)
         box.setEditable(True)  # a local path or hf: spec works too
+        show_start(box)
+        box.currentIndexChanged.connect(lambda _i: show_start(box))
         box.currentIndexChanged.connect(lambda _i: changed())
         box.editTextChanged.connect(lambda _t: changed())
     if role == "fitted":

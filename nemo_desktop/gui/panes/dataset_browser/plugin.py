@@ -39,6 +39,7 @@ from .widgets.mode_bar import FailureModeBar
 
 ANY = -1
 COUNT_DELAY_MS = 400  # the comparison of an index with the files on disk waits for the first screen
+SIDE_SHARE = 0.6  # the most of the pane the side panel takes to show a confusion matrix whole
 
 
 class DatasetBrowserPane(Pane):
@@ -124,6 +125,10 @@ class DatasetBrowserPane(Pane):
         self.splitter.setStretchFactor(0, 4)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([900, 300])
+        # The Confusion tab widens the side panel to show its columns whole (up to SIDE_SHARE of the pane); the
+        # other tabs give the grid its room back.
+        self._sizes_before_wide: list[int] | None = None
+        self.analytics.sig_width_wanted.connect(self._fit_side_panel)
 
         # -- to the workbench --
         self.selection_label = QLabel("")
@@ -239,6 +244,20 @@ class DatasetBrowserPane(Pane):
     def _loaded_classifier_id(self) -> str | None:
         """The model id an index records for the loaded classifier (its ModelInfo.model_id)."""
         return (self.host.session.facts("classifier") or {}).get("model_id")  # the worker's, in worker mode
+
+    def _fit_side_panel(self, wanted: int) -> None:
+        sizes = self.splitter.sizes()
+        total = sum(sizes)
+        if total <= 0 or len(sizes) != 2:
+            return
+        if wanted > sizes[1]:
+            side = min(wanted, int(total * SIDE_SHARE))
+            if side > sizes[1]:
+                self._sizes_before_wide = self._sizes_before_wide or sizes
+                self.splitter.setSizes([total - side, side])
+        elif wanted == 0 and self._sizes_before_wide is not None:
+            self.splitter.setSizes(self._sizes_before_wide)
+            self._sizes_before_wide = None
 
     def show_data(self, path: str, data: BrowseData) -> None:
         """Show `data` (already read, e.g. by a script) as if it had been opened from `path`."""
