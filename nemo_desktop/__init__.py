@@ -15,7 +15,8 @@ __version__ = "0.1.0"
 _API = ("ConfigError", "Explanation", "InputImageError", "JobCancelled", "NemoError", "Predictions", "Progress",
         "Result",
         "analyses", "clear_models", "explain", "export_report", "get_result", "index_dataset", "list_families",
-        "list_indexes", "list_models", "list_plugins", "load_model", "methods", "predict", "run_analysis")
+        "list_indexes", "list_models", "list_plugins", "load_model", "methods", "per_image_table", "export_table",
+        "export_fiftyone", "predict", "run_analysis")
 
 def __getattr__(name: str) -> Any:
     if name == "api":

@@ -5,7 +5,9 @@ from .api import (ConfigError as ConfigError, Explanation as Explanation, InputI
                   export_report as export_report, get_result as get_result, index_dataset as index_dataset,
                   list_families as list_families, list_indexes as list_indexes,
                   list_models as list_models, list_plugins as list_plugins, load_model as load_model,
-                  methods as methods, predict as predict, run_analysis as run_analysis)
+                  methods as methods, per_image_table as per_image_table,
+                  export_table as export_table, export_fiftyone as export_fiftyone, predict as predict,
+                  run_analysis as run_analysis)
 
 __version__: str
 __all__: list[str]

@@ -12,6 +12,9 @@ the app, the `nemo` CLI and the MCP server.
     exp.report("cat.html")                                # a self-contained HTML (or .pdf) report
     nemo.run_analysis("failure-modes", "<index id>", classifier=clf, mllm="...")   # any registered analysis
     nemo.get_result(exp.key)                              # any stored result, by key (or a unique prefix)
+    nemo.per_image_table("digits/", "my-classifier")      # every stored fact per image, as a pandas DataFrame
+    nemo.export_table("digits/", "t.parquet", "my-classifier")   # the same, streamed to .parquet/.csv/.jsonl
+    nemo.export_fiftyone("digits/", "my-classifier", name="digits")   # a FiftyOne dataset (the fiftyone extra)
 
 Long calls show tqdm progress bars (notebook widgets in Jupyter, text in a terminal; `progress=False` hides
 them, a callable receives each `Progress`). Interrupting (Ctrl-C, or the notebook's stop button) cancels the
@@ -45,7 +48,8 @@ ProgressOption = Union[bool, Callable[[Progress], None]]
 
 __all__ = ["ConfigError", "InputImageError", "JobCancelled", "NemoError", "Predictions", "Progress", "Result",
            "analyses", "clear_models", "explain", "export_report", "get_result", "index_dataset", "list_families",
-           "list_indexes", "list_models", "list_plugins", "load_model", "methods", "predict", "run_analysis"]
+           "list_indexes", "list_models", "list_plugins", "load_model", "methods", "per_image_table", "export_table",
+           "export_fiftyone", "predict", "run_analysis"]
 
 
 # -- models -------------------------------------------------------------------------------------------------------
@@ -395,9 +399,12 @@ def index_dataset(dataset: PathType, classifier: Any, *, device: str = "auto", d
     from .core.data.datasets import open_dataset
     from .core.data.reference_index import ReferenceIndex, align_to_classifier, build_index
 
-    path = Path(dataset).expanduser()
-    if not path.exists():
-        raise ConfigError(f"No dataset at {path}.", hint="Give a folder of class sub-folders or a CSV manifest.")
+    from .core.data.sources import is_fiftyone_ref
+
+    path = str(dataset) if is_fiftyone_ref(dataset) else Path(dataset).expanduser()
+    if not is_fiftyone_ref(dataset) and not Path(path).exists():
+        raise ConfigError(f"No dataset at {path}.", hint="Give a folder of class sub-folders, a CSV manifest or "
+                                                         "fiftyone:NAME.")
     clf = load_model(classifier, "classifier", device=device, dtype=dtype)
     with _store(store) as s, job(progress, ctx) as jctx:
         index = build_index(align_to_classifier(open_dataset(path), clf, skip_unmatched=True), clf, s, jctx)
@@ -406,6 +413,51 @@ def index_dataset(dataset: PathType, classifier: Any, *, device: str = "auto", d
         build = getattr(index, "last_build", None)
         summary["unreadable"] = dict(build.errors) if build is not None else {}  # path -> why it is not indexed
         return summary
+
+
+# -- findings where users look ------------------------------------------------------------------------------------
+def per_image_table(dataset: PathType, classifier: str | None = None, *, competency: str | None = None,
+                    failure_modes: str | None = None, fix: str | None = None, store: Any = None) -> Any:
+    """One row per image of an indexed dataset (a folder, CSV, fiftyone:NAME or an index id) for `classifier` (the
+    id it was indexed with; needed when several were), with every fact the results store holds for it, as a pandas
+    DataFrame with nullable dtypes; a missing fact is <NA>. Columns: docs/per-image-table.md. `competency`,
+    `failure_modes` and `fix` name the stored results to use (default: the newest of this dataset and classifier)."""
+    from .core.export.table import PerImageTable
+
+    _pandas()
+    with _store(store) as s:
+        return PerImageTable.open(s, dataset, classifier, competency_key=competency, failure_modes_key=failure_modes,
+                                  fix_key=fix).to_pandas()
+
+
+def export_table(dataset: PathType, path: PathType, classifier: str | None = None, *, format: str | None = None,
+                 competency: str | None = None, failure_modes: str | None = None, fix: str | None = None,
+                 store: Any = None, progress: ProgressOption = True, ctx: JobContext | None = None) -> dict[str, Any]:
+    """per_image_table written to `path` (.parquet, .csv or .jsonl) in batches, never holding the rows; returns the
+    file, its row count and metadata."""
+    from .core.export.table import PerImageTable
+
+    with _store(store) as s, job(progress, ctx) as jctx:
+        table = PerImageTable.open(s, dataset, classifier, competency_key=competency, failure_modes_key=failure_modes,
+                                   fix_key=fix)
+        return table.write(Path(path).expanduser(), fmt=format, ctx=jctx)
+
+
+def export_fiftyone(dataset: PathType, classifier: str | None = None, *, name: str, competency: str | None = None,
+                    failure_modes: str | None = None, fix: str | None = None, visualization: str | None = None,
+                    store: Any = None, progress: ProgressOption = True, ctx: JobContext | None = None
+                    ) -> dict[str, Any]:
+    """Create or update (matching samples by file path) the FiftyOne dataset `name` with the per-image facts: labels,
+    nemo_* fields, failure modes as tags and saved views, the embeddings as a brain visualization. Needs the
+    'fiftyone' extra; open it with `fiftyone.launch_app(fiftyone.load_dataset(name))`."""
+    from .core.extras import require
+
+    require("fiftyone", "export_fiftyone()")
+    from .core.export.fiftyone_export import export_to_fiftyone
+
+    with _store(store) as s, job(progress, ctx) as jctx:
+        return export_to_fiftyone(s, dataset, classifier, name=name, competency_key=competency,
+                                  failure_modes_key=failure_modes, fix_key=fix, visualization=visualization, ctx=jctx)
 
 
 # -- running -------------------------------------------------------------------------------------------------------

@@ -36,14 +36,14 @@ INKS = [(200, 30, 30), (30, 60, 200), (20, 130, 40), (30, 30, 30), (230, 120, 0)
 NAMES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 
 
-def rerun_under_xvfb() -> int:
+def rerun_under_xvfb(screen: str = "1600x1000") -> int:
     if not shutil.which("xvfb-run"):
         print("screenshots.py: no DISPLAY and no xvfb-run. Install Debian packages xvfb libxcb-cursor0 "
               "libxcb-icccm4 libxcb-keysyms1 libxcb-xinerama0 (apt-get install ...), or run with a display.",
               file=sys.stderr)
         return 2
     env = dict(os.environ, QT_QPA_PLATFORM="xcb", NEMO_SCREENSHOTS_CHILD="1")
-    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1600x1000x24", sys.executable, *sys.argv]
+    cmd = ["xvfb-run", "-a", "-s", f"-screen 0 {screen}x24", sys.executable, *sys.argv]
     return subprocess.call(cmd, env=env)
 
 

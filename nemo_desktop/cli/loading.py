@@ -31,16 +31,19 @@ def default_editor_id() -> str:
 
 
 def reference(ref: str, classifier, store, ctx):
-    """An index id, a dataset (indexed now, incrementally) or 'none'."""
+    """An index id, a dataset (a folder, CSV or fiftyone:NAME, indexed now, incrementally) or 'none'."""
     if ref.lower() == "none":
         return None
     from ..core.data.reference_index import align_to_classifier, build_index, find_index
 
+    from ..core.data.sources import is_fiftyone_ref
+
     path = Path(ref).expanduser()
-    if path.exists():
+    if path.exists() or is_fiftyone_ref(ref):  # a folder, a CSV manifest or a FiftyOne dataset (fiftyone:NAME)
         from ..core.data.datasets import open_dataset
 
-        dataset = align_to_classifier(open_dataset(path), classifier, skip_unmatched=True)
+        dataset = align_to_classifier(open_dataset(ref if is_fiftyone_ref(ref) else path), classifier,
+                                      skip_unmatched=True)
         return build_index(dataset, classifier, store, ctx.sub("Reference index"))
     return find_index(store, ref)
 

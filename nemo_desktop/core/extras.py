@@ -5,8 +5,9 @@ what only one capability needs is an extra named by what it enables. `nemo docto
 every command, the desktop app's method start and its report exporter check theirs before anything runs
 (`require()`), naming the extra to install. Only `importlib.util.find_spec` is used: nothing is imported here.
 
-The `gui` extra holds the desktop user's capabilities (`in_gui`); `all` holds every extra. The opt-in ones (fix,
-mcp, notebook, keyring, ray) are listed too, so that `nemo doctor` shows every extra pyproject.toml declares.
+The `gui` extra holds the desktop user's capabilities (`in_gui`); `all` holds every extra but those marked
+`in_all=False` (fiftyone). The opt-in ones (fix, mcp, notebook, keyring, ray, fiftyone) are listed too, so that
+`nemo doctor` shows every extra pyproject.toml declares.
 """
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ class Extra:
     modules: tuple[str, ...]  # import names checked with find_spec
     without: str  # what happens without it
     in_gui: bool = True  # part of the `gui` extra (a desktop user's capabilities); the others are opt-in
+    # Part of the `all` extra. FiftyOne is not: it brings its own database server and app and pins versions of
+    # common packages (starlette, python-dateutil) that other capabilities use newer.
+    in_all: bool = True
 
 
 EXTRAS: dict[str, Extra] = {e.name: e for e in (
@@ -48,6 +52,11 @@ EXTRAS: dict[str, Extra] = {e.name: e for e in (
           in_gui=False),
     Extra("ray", "`nemo bench run --ray`: the benchmark's shards on a Ray cluster (ray)", ("ray",),
           "the benchmark runs its shards locally; --ray refuses to start", in_gui=False),
+    Extra("parquet", "the per-image table as Parquet and as a pandas DataFrame with its typed schema (pyarrow)",
+          ("pyarrow",), "`nemo export table` writes CSV and JSON Lines only"),
+    Extra("fiftyone", "`nemo export fiftyone` and \"Open in FiftyOne\": NEMO's findings as a FiftyOne dataset, and a "
+          "FiftyOne dataset as a source (fiftyone:NAME)", ("fiftyone",),
+          "findings leave NEMO as reports and the per-image table only", in_gui=False, in_all=False),
 )}
 
 # Model families whose loaders need an extra (the family name's prefix).

@@ -24,6 +24,7 @@ from .turns import on_next_turn
 from .widgets.activation import skip_activation_repaints
 from .widgets.error_dialog import show_error
 from .widgets.jobs_panel import JobsPanel
+from .window_size import place_first_window
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +84,9 @@ class MainWindow(QMainWindow):
         self.pane_actions: list[QAction] = []
         self.setObjectName("mainWindow")
         self.setWindowTitle(APP_TITLE)
-        self.resize(1200, 800)
+        place_first_window(self)  # fits the screen with its title bar (1280×800 included)
         self.setAcceptDrops(True)
+        self._build_drop_highlight()
 
         self.tabs = QTabWidget()
         self.tabs.setObjectName("paneTabs")
@@ -164,8 +166,12 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.jobs_summary)
         self.jobs_panel.sig_summary_changed.connect(self.jobs_summary.setText)
         # Idle, the dock is one line; when jobs come, it takes room for them again.
-        self.jobs_panel.sig_height_wanted.connect(
-            lambda h: self.resizeDocks([self.jobs_dock], [h], Qt.Orientation.Vertical))
+        self.jobs_panel.sig_height_wanted.connect(self._size_jobs_dock)
+
+    def _size_jobs_dock(self, panel_height: int) -> None:
+        """Give the Jobs dock room for its panel's wanted height plus the dock's own title bar and frame."""
+        chrome = max(0, self.jobs_dock.height() - self.jobs_panel.height()) if self.jobs_dock.isVisible() else 0
+        self.resizeDocks([self.jobs_dock], [panel_height + chrome], Qt.Orientation.Vertical)
 
     def _build_model_process_status(self) -> None:
         """The model worker's state in the status bar: models being loaded again after a restart, the ones it
@@ -298,17 +304,41 @@ class MainWindow(QMainWindow):
             self.show_message("Log folder", f"The log files are in:\n{folder}")
 
     # -- drag and drop ---------------------------------------------------------------------------
+    def _build_drop_highlight(self) -> None:
+        """A frame over the whole window while files are dragged over it: it says a drop is taken and what it
+        does (nothing showed before the drop)."""
+        frame = QLabel("Drop images or folders to diagnose them", self)
+        frame.setObjectName("dropHighlight")
+        frame.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        frame.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        frame.setStyleSheet("#dropHighlight { border: 3px dashed #2f6db5; background: rgba(47, 109, 181, 40); "
+                            "color: #1d4f8c; font-size: 16pt; font-weight: bold; }")
+        frame.hide()
+        self.drop_highlight = frame
+
+    def _show_drop_highlight(self, on: bool) -> None:
+        if on:
+            self.drop_highlight.setGeometry(self.rect())
+            self.drop_highlight.raise_()
+        self.drop_highlight.setVisible(on)
+
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
+            self._show_drop_highlight(True)
         else:
             event.ignore()
+
+    def dragLeaveEvent(self, event) -> None:
+        self._show_drop_highlight(False)
+        super().dragLeaveEvent(event)
 
     def dragMoveEvent(self, event) -> None:
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:
+        self._show_drop_highlight(False)
         urls = event.mimeData().urls()
         if not urls:
             event.ignore()

@@ -97,6 +97,22 @@ def all_tools() -> list[ToolDef]:
                       "format": {"type": "string", "enum": ["html", "pdf"],
                                  "description": "default: from the file's suffix, else html"}},
                      ["key", "path"]), _export_report),
+        ToolDef("export_table", "Write the per-image table of an indexed dataset for a classifier to a file inside "
+                "the server's roots (.parquet, .csv or .jsonl): one row per image with every fact the store holds "
+                "(prediction, top-k, competency and its low part, failure modes and their sentences, the newest "
+                "explanation with its CEI and edit verdict, a fix's gained/lost images); columns are documented "
+                "in docs/per-image-table.md and in the Parquet file. Seconds per 10^5 images; no model is loaded.",
+                _obj({"dataset": {"type": "string", "description": "the indexed dataset (folder, CSV manifest or "
+                                                                   "fiftyone:NAME) or a reference index id"},
+                      "classifier": {"type": "string", "description": "the classifier id it was indexed with "
+                                                                      "(needed when several were)"},
+                      "path": {"type": "string", "description": "the file to write (.parquet, .csv or .jsonl)"},
+                      "competency": {"type": "string", "description": "competency-score result key (default: "
+                                                                      "the newest)"},
+                      "failure_modes": {"type": "string", "description": "failure-modes result key (default: "
+                                                                         "the newest on this index)"},
+                      "fix": {"type": "string", "description": "fix result key (default: the newest)"}},
+                     ["dataset", "path"]), _export_table),
     ]
     for name in list_analyses():
         spec = get_analysis(name)
@@ -241,6 +257,22 @@ def _export_report(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutpu
     written = server.run_job(lambda: api.export_report(str(args["key"]), out, args.get("format"), ctx=ctx), ctx)
     return ToolOutput({"path": str(written), "bytes": written.stat().st_size,
                        "format": written.suffix.lstrip(".")})
+
+
+def _export_table(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
+    from .. import api
+    from ..core.data.sources import is_fiftyone_ref
+
+    dataset = str(args["dataset"])
+    if not is_fiftyone_ref(dataset) and _looks_like_path(dataset):
+        dataset = str(server.roots.check(dataset, "dataset"))
+    out = Path(str(args["path"])).expanduser()
+    server.roots.check(out.parent if out.parent != Path("") else Path.cwd(), "table folder")
+    done = server.run_job(lambda: api.export_table(dataset, out, args.get("classifier"),
+                                                   competency=args.get("competency"),
+                                                   failure_modes=args.get("failure_modes"), fix=args.get("fix"),
+                                                   ctx=ctx), ctx)
+    return ToolOutput({k: done[k] for k in ("path", "format", "rows", "columns", "metadata", "notes")})
 
 
 def _analysis_tool(spec: Any) -> ToolDef:

@@ -129,7 +129,9 @@ def run(args) -> int:
     config = make_config(spec, given_options(args))
     if args.report and Path(args.report).suffix.lower() not in (".html", ".pdf"):
         raise ConfigError(f"--report {args.report}: name the file *.html or *.pdf.")
-    is_dataset = Path(args.target).expanduser().exists()
+    from ...core.data.sources import is_fiftyone_ref
+
+    is_dataset = Path(args.target).expanduser().exists() or is_fiftyone_ref(args.target)
     if is_dataset and not args.classifier:
         raise ConfigError("Indexing a dataset needs the classifier.",
                           hint="Give --classifier ID, or pass the id of an existing index (`nemo index --list`).")

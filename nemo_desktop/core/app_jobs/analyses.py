@@ -93,7 +93,7 @@ def run_problem(page: PageData | None, chosen: dict[str, str], data: str | None)
     """Why Run cannot start with these inputs (one sentence with what to do), or None. Pure: reads no file, so
     the page calls it on every change of an input (the folder's existence is checked by the run itself)."""
     from nemo_desktop.core.registry.data_inputs import data_prompt
-    from nemo_desktop.core.registry.spec import ROLE_LABELS
+    from nemo_desktop.core.registry.spec import ROLE_LABELS, in_sentence
 
     if page is None:
         return "Choose an analysis in the list."
@@ -105,13 +105,13 @@ def run_problem(page: PageData | None, chosen: dict[str, str], data: str | None)
             return f"This analysis needs the '{extra}' extra: pip install 'nemo-desktop[{extra}]', then restart."
     label, how = data_prompt(spec)
     if how == "store" and not data:
-        what = label.lower()
+        what = in_sentence(label)
         todo = "build one with `nemo index FOLDER`" if spec.inputs.data == "index" else "run a benchmark first"
         return f"There is no {what} in the results store yet: {todo}."
     if how in ("folder", "file") and not (data or "").strip():
-        return f"Choose the {label.lower()} to run on."
+        return f"Choose the {in_sentence(label)} to run on."
     for role in spec.inputs.used():
-        name = ROLE_LABELS.get(role, role).lower()
+        name = in_sentence(ROLE_LABELS.get(role, role))
         if role == "fitted":
             if not chosen.get("fitted"):
                 return f"Fit '{spec.inputs.fitted}' first: no stored fit to use yet."

@@ -289,7 +289,14 @@ class CsvManifestDataset(LabelledImageDataset):
 
 
 def open_dataset(path: str | Path, class_names: Sequence[str] | None = None, **kw) -> LabelledImageDataset:
-    """A folder -> FolderDataset, a .csv file -> CsvManifestDataset; `kw` as for those classes."""
+    """A folder -> FolderDataset, a .csv file -> CsvManifestDataset, `fiftyone:NAME[#FIELD]` -> a FiftyOne dataset
+    (sources.py); `kw` as for those classes."""
+    from .sources import is_fiftyone_ref
+
+    if is_fiftyone_ref(path):
+        from .fiftyone_source import FiftyOneDataset
+
+        return FiftyOneDataset(str(path), class_names, **kw)
     p = Path(path).expanduser()
     if p.is_dir():
         return FolderDataset(p, class_names, **kw)

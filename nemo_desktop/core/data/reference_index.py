@@ -38,6 +38,7 @@ from ..errors import StoreError
 from ..store.keys import result_key
 from .index_build import BuildReport, align_to_classifier, build_index
 from .index_files import consolidate, remove_array_files, sidecar_current
+from .sources import dataset_root
 
 __all__ = ["INDEX_KIND", "BuildReport", "IndexEntries", "ReferenceIndex", "align_to_classifier", "build_index",
            "delete_index", "find_index", "index_id_for"]
@@ -268,13 +269,13 @@ def find_index(store, ref: str | Path, classifier=None) -> ReferenceIndex:
     with store.transaction() as conn:
         hit = conn.execute("SELECT index_id FROM indexes WHERE index_id=?", (text,)).fetchone()
         if hit is None and classifier is None:  # a path: the only index of that dataset, if unambiguous
-            root = str(Path(text).expanduser().resolve())
+            root = dataset_root(text)
             ids = [r[0] for r in conn.execute("SELECT index_id FROM indexes WHERE dataset_root=?", (root,))]
             hit = (ids[0],) if len(ids) == 1 else None
     if hit is not None:
         return ReferenceIndex.load(store, hit[0])
     if classifier is not None:
-        index_id = index_id_for(Path(text).expanduser().resolve(), classifier.info.model_id, classifier.info.revision)
+        index_id = index_id_for(dataset_root(text), classifier.info.model_id, classifier.info.revision)
         return ReferenceIndex.load(store, index_id)
     raise StoreError(f"No reference index matches '{text}'.",
                      hint="Give an index id from `nemo index --list`, or the dataset folder / CSV it was built from "

@@ -175,9 +175,10 @@ def _tensors(glyphs: np.ndarray, transform):
     return torch.stack([transform(render(g)) for g in glyphs])
 
 
-def train_classifier(ctx: JobContext | None = None, *, epochs: int = EPOCHS, seed: int = SEED):
-    """(timm model in eval mode, measurements): trained on the `train` pool through the model's own eval
-    transform, so training sees exactly what the loaded classifier will see."""
+def train_classifier(ctx: JobContext | None = None, *, epochs: int = EPOCHS, seed: int = SEED, training=None):
+    """(timm model in eval mode, measurements): trained on the `train` pool (or on `training`, a pair of PIL
+    images and labels drawn from it) through the model's own eval transform, so training sees exactly what the
+    loaded classifier will see."""
     import timm
     import timm.data
     import torch
@@ -187,12 +188,12 @@ def train_classifier(ctx: JobContext | None = None, *, epochs: int = EPOCHS, see
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a 0.1 M-parameter net gains nothing from more; on a busy CPU they spin (7 min vs 15 s)
     try:
-        return _train(ctx, epochs, seed, started)
+        return _train(ctx, epochs, seed, started, training)
     finally:
         torch.set_num_threads(threads)
 
 
-def _train(ctx: JobContext, epochs: int, seed: int, started: float):
+def _train(ctx: JobContext, epochs: int, seed: int, started: float, training=None):
     import timm
     import timm.data
     import torch
@@ -204,8 +205,13 @@ def _train(ctx: JobContext, epochs: int, seed: int, started: float):
     cfg = timm.data.resolve_model_data_config(model, args=dict(DATA_CONFIG))
     transform = timm.data.create_transform(**cfg, is_training=False)
     ctx.progress("Rendering the training digits", 0, None)
-    train_glyphs, train_labels = glyph_pool("train")
-    x, y = _tensors(train_glyphs, transform), torch.as_tensor(train_labels, dtype=torch.long)
+    if training is None:
+        train_glyphs, train_labels = glyph_pool("train")
+        x = _tensors(train_glyphs, transform)
+    else:
+        images, train_labels = training
+        x = torch.stack([transform(im.convert("RGB")) for im in images])
+    y = torch.as_tensor(np.asarray(train_labels), dtype=torch.long)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     gen = torch.Generator().manual_seed(seed)
     steps = epochs * ((len(x) + BATCH - 1) // BATCH)
@@ -233,20 +239,23 @@ def _train(ctx: JobContext, epochs: int, seed: int, started: float):
     return model, measured
 
 
-def ensure_classifier(folder: Path, ctx: JobContext | None = None) -> tuple[Path, dict[str, Any], bool]:
-    """(folder, manifest, reused): a timm `save_for_hf` folder (config.json + model.safetensors)."""
+def ensure_classifier(folder: Path, ctx: JobContext | None = None, *, kind: str = "classifier", train=None,
+                      about: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any], bool]:
+    """(folder, manifest, reused): a timm `save_for_hf` folder (config.json + model.safetensors). `train(ctx)`
+    makes (model, measurements) (default: the demo classifier's training); `kind` and `about` go in the
+    manifest."""
     from timm.models import save_for_hf
 
     ctx = ctx or null_context()
-    if _is_current(folder, "classifier") and (folder / "model.safetensors").is_file() \
+    if _is_current(folder, kind) and (folder / "model.safetensors").is_file() \
             and (folder / "config.json").is_file():
         return folder, _read_manifest(folder), True
-    model, measured = train_classifier(ctx)
+    model, measured = (train or train_classifier)(ctx)
     tmp = _fresh_temp(folder)
     try:
         save_for_hf(model, str(tmp), model_config={"label_names": list(CLASS_NAMES)},
                     data_config=dict(DATA_CONFIG), safe_serialization=True)
-        _write_manifest(tmp, {"kind": "classifier", "architecture": ARCHITECTURE, **measured})
+        _write_manifest(tmp, {"kind": kind, "architecture": ARCHITECTURE, **(about or {}), **measured})
         _replace(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

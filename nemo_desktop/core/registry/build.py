@@ -8,7 +8,7 @@ from ..errors import ConfigError
 from .components import Components
 from .params import check_range, config_params
 from .registry import get_analysis
-from .spec import ROLE_LABELS, AnalysisSpec
+from .spec import ROLE_LABELS, AnalysisSpec, in_sentence
 
 # How the CLI names a missing component, so the message tells the user which option to give.
 ROLE_OPTIONS = {"classifier": "--classifier", "classifier_b": "--classifier-b", "mllm": "--mllm",
@@ -51,7 +51,7 @@ def check_components(spec: AnalysisSpec, components: Components) -> None:
             continue
         if need == "required" or (need == "interventions" and not components.zero_shot):
             why = " to test hypotheses on images (the classifier is not zero-shot)" if need == "interventions" else ""
-            raise ConfigError(f"The analysis '{spec.name}' needs a {ROLE_LABELS[role].lower()}{why}.",
+            raise ConfigError(f"The analysis '{spec.name}' needs a {in_sentence(ROLE_LABELS[role])}{why}.",
                               hint=f"Give one ({ROLE_OPTIONS[role]} on the command line, or choose it in the app).")
 
 

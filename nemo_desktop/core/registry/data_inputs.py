@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .spec import AnalysisSpec
+from .spec import AnalysisSpec, in_sentence
 
 # What to ask the user for, per data kind: (label, how it is chosen). "store": one of `data_choices`;
 # "folder" / "file": a path; "none": nothing (the analysis' components and settings say it all).
@@ -85,7 +85,7 @@ def call_args(spec: AnalysisSpec, value: str | None) -> tuple:
     if how == "none":
         return ()
     if not value:
-        raise ConfigError(f"Choose the {data_prompt(spec)[0].lower()} to run '{spec.name}' on.")
+        raise ConfigError(f"Choose the {in_sentence(data_prompt(spec)[0])} to run '{spec.name}' on.")
     if how == "folder" and not Path(value).is_dir():
         raise ConfigError(f"{value} is not a folder.", hint="Choose an existing folder.")
     if how == "file" and not Path(value).is_file():

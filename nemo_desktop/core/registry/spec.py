@@ -29,6 +29,12 @@ ROLE_LABELS = {"classifier": "Classifier", "classifier_b": "Second classifier", 
                "judge": "Evaluator LLM", "reference": "Reference index", "fitted": "Fitted estimator"}
 
 
+def in_sentence(label: str) -> str:
+    """A label as it reads inside a sentence: lower case, except acronyms ("Multimodal LLM" -> "multimodal LLM",
+    not "multimodal llm")."""
+    return " ".join(w if sum(c.isupper() for c in w) > 1 else w.lower() for w in label.split(" "))
+
+
 @dataclass(frozen=True)
 class Inputs:
     """The components and data an analysis takes, each with how much it needs it."""

@@ -66,9 +66,16 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
         for i, v in enumerate(value):
             out += _flatten(v, f"{prefix}[{i}]")
         return out
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and _is_timestamp(prefix, value):
+        return [(prefix, _date(value))]  # "created_at": a date, not 1.79588e+09
     if isinstance(value, float):
         return [(prefix, f"{value:g}")]
     return [(prefix, DASH if value is None else str(value))]
+
+
+def _is_timestamp(key: str, value: float) -> bool:
+    """A manifest's time stamp ("created_at", "started_at", …): seconds since 1970, after 2001."""
+    return key.rsplit(".", 1)[-1].endswith("_at") and 1e9 <= value < 1e11
 
 
 def _name_of(v: Any) -> str | None:

@@ -185,11 +185,31 @@ class _Renderer(TextCanvas):
             x += w
         pdf.set_xy(pdf.l_margin, y + h)
 
+    def column_widths(self, header, widths) -> list[float]:
+        """Each column's width in mm: the page's width shared by `widths`, except that a column narrower than its
+        header's longest word (bold) is widened to it, taking the room from the columns with room to spare. A
+        header then never breaks mid-word ("Competen|cy") while the table fits the page."""
+        epw = self.pdf.epw
+        col_w = [epw * w / sum(widths) for w in widths]
+        if not header:
+            return col_w
+        self.font(TABLE_PT, "B")
+        need = [max((self._line_width(self._clean(word)) for word in h.split()), default=0.0) + 2 * PAD + 0.2
+                if isinstance(h, str) else 0.0 for h in header]
+        short = sum(max(0.0, n - w) for n, w in zip(need, col_w))
+        if short <= 0:
+            return col_w
+        spare = [max(0.0, w - n) for n, w in zip(need, col_w)]
+        if sum(spare) < short:  # the words cannot all fit: widths follow the words (a word may still break)
+            return [epw * n / sum(need) for n in need]
+        take = short / sum(spare)
+        return [max(n, w - s * take) for n, w, s in zip(need, col_w, spare)]
+
     def _table(self, header, rows, widths, align, bold_first=False, links=None) -> None:
         """A grid drawn by hand: rows never split, a row taller than a page is laid out as a list instead
         (fpdf2's own table refuses such rows, and a 5,000-character model answer makes one)."""
         pdf = self.pdf
-        col_w = [pdf.epw * w / sum(widths) for w in widths]
+        col_w = self.column_widths(header, widths)
         aligns = [{"l": "L", "r": "R", "c": "C"}.get(a, "L") for a in align]
         head_h = max((self._cell_height(h, w, True) for h, w in zip(header, col_w)), default=0)
         page_room = pdf.page_break_trigger - pdf.t_margin - head_h - 2
@@ -377,7 +397,7 @@ class _Renderer(TextCanvas):
                 bold_first = False
             else:
                 header, rows, widths, bold_first = [], [[k, v] for k, v in b.rows[:2]], [2.6, 7.4], True
-            col_w = [pdf.epw * w / sum(widths) for w in widths]
+            col_w = self.column_widths(header, widths)
             head = max((self._cell_height(h, w, True) for h, w in zip(header, col_w)), default=0)
             body = sum(max((self._cell_height(c, w, bold_first and i == 0) for i, (c, w) in
                             enumerate(zip(cells, col_w))), default=0) for cells in rows)

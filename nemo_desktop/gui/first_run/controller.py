@@ -174,6 +174,7 @@ class FirstRun(QObject):
         steps = self.steps()
         self.workbench_guide.set_steps(steps)
         self.welcome.guide.set_steps(steps)
+        self.welcome.set_something_here(steps["classifier"] or steps["dataset"] or self.browser.data is not None)
         self.workbench_guide.setVisible(not steps["diagnose"])  # the guide fills the empty result area
         empty = self.browser.data is None
         self.dataset_guide.setVisible(empty)

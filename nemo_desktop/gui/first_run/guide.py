@@ -165,6 +165,14 @@ class WorkbenchGuide(_Guide):
         self.note.setVisible(bool(text))
 
 
+INTRO = ("NEMO Desktop explains why an image classifier got an image wrong and tests each explanation with a "
+         "counterfactual image. ")
+INTRO_EMPTY = INTRO + ("Nothing is on this computer yet: start with the offline demo, or bring your own dataset "
+                       "and models.")
+INTRO_SOMETHING = INTRO + ("A classifier or a dataset is ready on this computer: go on with the steps below, try the "
+                           "Analyses pane, or bring your own dataset and models.")
+
+
 class WelcomePage(QFrame):
     """The page a first launch opens on (no models, no datasets yet): what the app does, the checklist to a first
     diagnosis, and "Try the demo" as the main action; the other ways in are secondary buttons."""
@@ -178,10 +186,10 @@ class WelcomePage(QFrame):
         super().__init__(parent)
         self.setObjectName("welcomePage")
         title = QLabel("<h2>Welcome to NEMO Desktop</h2>")
-        intro = QLabel("NEMO Desktop explains why an image classifier got an image wrong and tests each explanation "
-                       "with a counterfactual image. Nothing is on this computer yet: start with the offline demo, "
-                       "or bring your own dataset and models.")
+        intro = QLabel(INTRO_EMPTY)
+        intro.setObjectName("welcomeIntro")
         intro.setWordWrap(True)
+        self.intro = intro
         self.guide = WorkbenchGuide(name="welcomeGuide", demo_row=False)
         self.guide.sig_try_demo.connect(self.sig_try_demo)
         self.guide.sig_show_pane.connect(self.sig_show_pane)
@@ -224,6 +232,10 @@ class WelcomePage(QFrame):
     def set_next_step(self, html: str) -> None:
         self.next_step.setText(html)
         self.next_step.setVisible(bool(html))
+
+    def set_something_here(self, something: bool) -> None:
+        """Whether a model or a dataset is on this computer (the demo's included): the intro says so."""
+        self.intro.setText(INTRO_SOMETHING if something else INTRO_EMPTY)
 
 
 class NextStepBar(QFrame):

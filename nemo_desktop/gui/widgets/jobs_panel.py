@@ -18,6 +18,8 @@ from .progress_bar import ProgressBar
 
 # A finished row stays visible briefly so that a fast job is still seen to have run.
 FINISHED_ROW_MS = 4000
+# The dock grows to show this many rows whole (one and a half rows were shown at 1280x800); more scroll.
+SHOWN_ROWS = 4
 
 _FINAL_TEXT = {DONE: "Done", CANCELLED: "Cancelled", FAILED: "Failed"}
 
@@ -86,13 +88,14 @@ class JobRow(QFrame):
             self.stage.setText("Cancelling after the current step…")
 
     def _on_progress(self, p: Progress) -> None:
-        if not self.handle.cancel_requested:
-            self.stage.setText(progress_text(p))
         if p.overall_fraction is not None:  # the whole job's progress when sub-steps map it, else the stage's
             self.bar.setRange(0, 1000)
             self.bar.setValue(int(1000 * p.overall_fraction))
         else:
             self.bar.setRange(0, 0)
+        if not self.handle.cancel_requested:  # the percentage beside the bar, not drawn over it
+            percent = self.bar.percent_text()
+            self.stage.setText(progress_text(p) + (f" · {percent}" if percent else ""))
 
     def _on_finished(self, _outcome) -> None:
         if self.handle.state == FAILED:  # a failure stays listed until dismissed (see JobsPanel._finished)
@@ -116,6 +119,7 @@ class JobsPanel(QWidget):
         super().__init__(parent)
         self.runner = runner
         self.rows: dict[int, JobRow] = {}
+        self._shown_rows = 0  # rows the dock was last sized for
         self.empty_label = QLabel("No jobs running.")
         self.empty_label.setObjectName("jobsEmpty")
         self.empty_label.setEnabled(False)
@@ -153,7 +157,20 @@ class JobsPanel(QWidget):
         self._collapse()
 
     def sizeHint(self) -> QSize:
-        return QSize(480, 96)  # the dock's first height: room for two jobs
+        return QSize(480, self.rows_height(min(max(len(self.rows), 1), SHOWN_ROWS)))
+
+    def rows_height(self, n: int) -> int:
+        """The panel's height that shows `n` job rows whole: the header, the rows and their spacing."""
+        row = max((r.sizeHint().height() for r in self.rows.values()), default=0) or self._row_height_guess()
+        spacing = max(0, self._rows_layout.spacing())
+        margins = self._rows_layout.contentsMargins()
+        header = self.clear_button.sizeHint().height() if self.clear_button.isVisibleTo(self) else 0
+        return header + margins.top() + margins.bottom() + n * row + max(0, n - 1) * spacing + 2
+
+    def _row_height_guess(self) -> int:
+        """Two lines of text and a button in a framed row (before any row exists)."""
+        lines = 2 * self.fontMetrics().height() + 6 + 4
+        return max(lines, self.clear_button.sizeHint().height() + 10)
 
     def summary(self) -> str:
         jobs = [h for h in self.runner.active_jobs() if h.visible]
@@ -228,6 +245,9 @@ class JobsPanel(QWidget):
         """Idle: one line ("No jobs running."), so the dock takes no room it does not use; rows: room for them."""
         idle = not self.rows
         was_idle = self.scroll.isHidden()
+        shown = min(len(self.rows), SHOWN_ROWS)
+        changed = shown != self._shown_rows
+        self._shown_rows = shown
         self.empty_label.setVisible(idle)
         self.scroll.setVisible(not idle)
         self.clear_button.setVisible(any(not r.handle.active for r in self.rows.values()))
@@ -236,8 +256,8 @@ class JobsPanel(QWidget):
         else:
             self.setMaximumHeight(16777215)
         self.updateGeometry()
-        if idle != was_idle:
-            self.sig_height_wanted.emit(self.idle_height() if idle else self.sizeHint().height())
+        if idle != was_idle or (changed and not idle):  # room for each row, up to SHOWN_ROWS
+            self.sig_height_wanted.emit(self.idle_height() if idle else self.rows_height(shown))
 
     def idle_height(self) -> int:
         return max(self.empty_label.sizeHint().height(), self.clear_button.sizeHint().height()) + 4

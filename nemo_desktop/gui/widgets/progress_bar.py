@@ -19,6 +19,16 @@ class ProgressBar(QProgressBar):
         # Opaque: a busy bar animates ~10 times a second; a transparent one makes each frame repaint its
         # parents as well (dialogs and panes are Python subclasses: each paint waits for the GIL).
         self.setAutoFillBackground(True)
+        # No percentage drawn on the bar: styles drew it over the moving chunk, hard to read (issue 43 §7); the
+        # line beside the bar says the stage and its count, percent_text() the figure where one is wanted.
+        self.setTextVisible(False)
+
+    def percent_text(self) -> str:
+        """'42 %' of a bar with a range; '' while busy (no range)."""
+        lo, hi = self.minimum(), self.maximum()
+        if hi <= lo:
+            return ""
+        return f"{100 * (self.value() - lo) / (hi - lo):.0f} %"
 
     def _deferred(self, change, *args) -> None:
         if not self.isVisible() or not self.updatesEnabled():  # nothing would be repainted now anyway

@@ -33,7 +33,7 @@ from .... import __version__
 from ...errors import ConfigError
 from ...jobs import JobContext
 from ...registry import AnalysisSpec, Inputs, register_analysis
-from ...store.keys import result_key
+from ...store.keys import content_hash, result_key
 from . import measure
 from .config import FixConfig
 from .data import FixData, image_label_lists, targeted_data
@@ -208,11 +208,13 @@ class FixAnalysis:
             fixed, mixing = interpolate(fixed, base, x, y, cfg, original=original, ctx=ctx)
         timings["training"] = time.perf_counter() - t1
         t2 = time.perf_counter()
-        figures = {}
+        figures, per_image = {}, {}
         for name, items in (("affected", data.affected), ("rest", data.rest)):
             imgs, lab = image_label_lists(items)
             xs = Pixels.from_images(self.classifier, imgs, ctx, f"Measuring ({name})")
             before, after = self._predict(base, xs), self._predict(fixed, xs)
+            per_image[name] = {"sha256": [content_hash(im.convert("RGB")) for im in imgs],
+                               "before": [int(v) for v in before], "after": [int(v) for v in after]}
             figures[name] = measure.measure_set(lab, before, after, data.class_names, resamples=cfg.bootstrap,
                                                 seed=cfg.seed + (0 if name == "affected" else 7))
         verdict = measure.guard(figures["affected"], figures["rest"], cfg.margin, cfg.min_gain)
@@ -223,7 +225,7 @@ class FixAnalysis:
                   "affected": len(data.affected), "rest": len(data.rest), "description": data.description},
             sources=sources, trainable=trainable, training={**record.to_dict(), "interpolation": mixing},
             affected=figures["affected"],
-            rest=figures["rest"], guard=verdict, saved=None,
+            rest=figures["rest"], guard=verdict, saved=None, per_image=per_image,
             manifest={"analysis": ANALYSIS, "analysis_version": VERSION, "nemo_version": __version__,
                       "created_at": time.time(), "torch": torch.__version__, "device": str(device),
                       "classifier": _identity(self.classifier), "editor": _identity(self.editor),

@@ -26,6 +26,9 @@ class FixResult:
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     result_key: str | None = None
+    # Per held-out image (the per-image table's fix columns): {"affected"|"rest": {"sha256": pixel hashes (content_hash
+    # of the RGB image), "before": [class index], "after": [class index]}}; None in results stored before it existed.
+    per_image: dict[str, Any] | None = None
     kind: str = KIND
     analysis: str = ANALYSIS
     version: str = VERSION

@@ -248,15 +248,28 @@ def build_bench_report(result, store, *, ctx: JobContext | None = None, **_: obj
     if result.n_reference < 2:
         blocks.append(Paragraph(f"FD and KD are missing: they need at least 2 reference images (there are "
                                 f"{result.n_reference}).", "warning"))
-    for r in result.rows:
-        for note in dict.fromkeys(r.notes):
-            blocks.append(Paragraph(f"{'Original' if r.method == 'orig' else r.method.upper()}: {note}",
-                                    "warning" if not r.available else "muted"))
+    blocks += _bench_notes(result.rows)
     sections = [Section("Counterfactual generators compared", "bench", blocks),
                 Section("Reproducibility manifest", "manifest", [KeyValues(
                     [("Result key", result.result_key or "(not stored)"), *_flatten(m)])])]
     return ReportDocument(kind="single", title="Competency counterfactuals compared",
                           subtitle=f"{m.get('n_used')} low-competency images", generated_at=_now(), sections=sections)
+
+
+def _bench_notes(rows) -> list[Paragraph]:
+    """Each distinct note once, naming the generators it concerns ("LPIPS unavailable" was said six times, once
+    per row); a warning when every generator it names could not run."""
+    named: dict[str, list] = {}
+    for r in rows:
+        for note in r.notes:
+            if r not in named.setdefault(note, []):
+                named[note].append(r)
+    out = []
+    for note, owners in named.items():
+        names = ", ".join("Original" if r.method == "orig" else r.method.upper() for r in owners)
+        where = "All generators" if len(owners) == len(rows) > 1 else names
+        out.append(Paragraph(f"{where}: {note}", "warning" if not any(r.available for r in owners) else "muted"))
+    return out
 
 
 @result_report("dataset", "competency-score")

@@ -25,6 +25,13 @@ def fill_model_rows(pane, page: PageData) -> None:
     pane.models_box.setVisible(bool(pane._model_boxes))
 
 
+def show_start(box: QComboBox) -> None:
+    """An editable combo shows its text from the start: a choice longer than the field was shown scrolled to its
+    end ("rent (demo-digits-classifier)" for "current (demo-digits-classifier)")."""
+    if box.lineEdit() is not None:
+        box.lineEdit().setCursorPosition(0)
+
+
 def model_box(page: PageData, role: str, changed: Callable[[], None]) -> QComboBox:
     """The choices for `role`: a stored fit, a reference index, or a model (the session's, a default, or one
     from the catalog); `changed` is called when the choice of a fit or a model changes."""
@@ -37,6 +44,8 @@ def model_box(page: PageData, role: str, changed: Callable[[], None]) -> QComboB
     fill_box(box, page, role)
     if role not in ("fitted", "reference"):
         box.setEditable(True)  # a local path or hf: spec works too
+        show_start(box)
+        box.currentIndexChanged.connect(lambda _i: show_start(box))
         box.currentIndexChanged.connect(lambda _i: changed())
         box.editTextChanged.connect(lambda _t: changed())
     if role == "fitted":
@@ -155,6 +164,8 @@ def show_refreshed_pickers(pane, page: PageData) -> None:
         fill_box(box, page, role)
         box.blockSignals(False)
     restore_models(pane, chosen)
+    for box in boxes.values():
+        show_start(box)
     pane._switching = False
     pane._boxes_loaded = dict(page.loaded)
     pane._inputs_changed()

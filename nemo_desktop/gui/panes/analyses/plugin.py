@@ -26,6 +26,7 @@ from ...widgets.table_columns import keep_words_whole
 from ...widgets.text_images import attach_zoom_to_text_browser
 from ..base import Pane, PaneHost
 from ..workbench.widgets.method_form import MIN_FIELD_WIDTH, MethodForm
+from .demo_offers import DemoOffers
 from .failure_mode_actions import FailureModeActions
 from .fix_actions import FixActions
 from .model_diff_live import ModelDiffLivePanel
@@ -148,9 +149,10 @@ class AnalysesPane(PageResults, Pane):
 
         left = QWidget()
         lv = QVBoxLayout(left)
-        for w in (self.description, self.models_box, settings_box):
+        self.demo_offers = DemoOffers(self)  # what the demo can add so that this page runs from it
+        for w in (self.description, self.demo_offers, self.models_box, settings_box):
             lv.addWidget(w)
-        lv.insertLayout(1, data_row)
+        lv.insertLayout(2, data_row)
         lv.addLayout(buttons)
         lv.addWidget(self.run_problem_label)
         lv.addWidget(self.progress)
@@ -190,7 +192,11 @@ class AnalysesPane(PageResults, Pane):
         splitter.addWidget(self.analysis_list)
         splitter.addWidget(scroll)
         splitter.addWidget(right)
-        splitter.setSizes([190, 450, 560])
+        # The result takes what the window adds: at 1280×800 a nine-column table (competency-bench) fits beside
+        # the settings without sideways scrolling; the list and the settings keep what their text needs.
+        splitter.setSizes([190, 375, 615])
+        for i, stretch in enumerate((0, 0, 1)):
+            splitter.setStretchFactor(i, stretch)
         self.splitter = splitter
         QVBoxLayout(self).addWidget(splitter)
 
@@ -270,12 +276,21 @@ class AnalysesPane(PageResults, Pane):
             item.setData(NAME_ROLE, spec.name)
             item.setToolTip(spec.description)
             self.analysis_list.addItem(item)
+        self.fit_list_width()
         if self._pending is not None and self._pending[0] in {s.name for s in specs}:
             self.select_analysis(self._pending[0])
         elif specs:
             self.analysis_list.setCurrentRow(0)
 
     _pending_note: str | None = None
+
+    def fit_list_width(self) -> None:
+        """The list as wide as its longest entry ("global-explanation  (dataset)"); the result gives up the room."""
+        lst = self.analysis_list
+        need = lst.sizeHintForColumn(0) + 2 * lst.frameWidth() + lst.verticalScrollBar().sizeHint().width() // 2
+        sizes = self.splitter.sizes()
+        if need > sizes[0] and sum(sizes) > 0:
+            self.splitter.setSizes([need, sizes[1], max(0, sizes[2] - (need - sizes[0]))])
 
     def open_with(self, name: str, data: str | None = None, settings: dict | None = None,
                   note: str | None = None) -> None:
@@ -328,6 +343,7 @@ class AnalysesPane(PageResults, Pane):
     # -- one analysis' page --------------------------------------------------------------------------------
     def _show_page(self, page: PageData) -> None:
         from nemo_desktop.core.registry.data_inputs import data_prompt
+        from nemo_desktop.core.registry.spec import in_sentence
 
         current = self.analysis_list.currentItem()
         if current is None or current.data(NAME_ROLE) != page.spec.name:
@@ -340,7 +356,7 @@ class AnalysesPane(PageResults, Pane):
         for c in page.data_choices:
             self.data_combo.addItem(c.label, c.value)
         if how == "store" and not page.data_choices:
-            self.data_combo.addItem(f"(no {label.lower()} in the results store yet)", None)
+            self.data_combo.addItem(f"(no {in_sentence(label)} in the results store yet)", None)
         for w, show in ((self.data_label, how != "none"), (self.data_combo, how == "store"),
                         (self.data_path, how in ("folder", "file")), (self.browse_button, how in ("folder", "file"))):
             w.setVisible(show)
@@ -355,8 +371,12 @@ class AnalysesPane(PageResults, Pane):
         page_memory.restore_data_choice(self, state.data_choice)
         self.data_path.setText(state.data_text)  # this page's own folder / image, not the last page's
         self._switching = False
+        if not self.data_path.text() and spec.inputs.data == "dataset" and not spec.data_label:
+            self.data_path.setText(self.open_dataset() or "")  # the dataset open in the browser (the demo's)
+        self.demo_offers.show_for(spec.name)
         self._inputs_changed()
         self._apply_pending()
+        self.data_path.setCursorPosition(0)  # a long path shows its start (the folder's root), not its tail
         self._show_state()
         if state.result is None and state.result_key and state.job is None:
             page_memory.read_last_result(self, spec.name, state.result_key)
@@ -397,12 +417,30 @@ class AnalysesPane(PageResults, Pane):
 
         if self.page is None:
             return
+        start = self.browse_start()
         if data_prompt(self.page.spec)[1] == "file":
-            path, _ = QFileDialog.getOpenFileName(self, "Choose an image")
+            path, _ = QFileDialog.getOpenFileName(self, "Choose an image", start)
         else:
-            path = QFileDialog.getExistingDirectory(self, "Choose a folder")
+            path = QFileDialog.getExistingDirectory(self, "Choose a folder", start)
         if path:
             self.data_path.setText(path)
+
+    def open_dataset(self) -> str | None:
+        """The dataset folder open in the Dataset browser (None: none is)."""
+        browser = getattr(self.host, "panes", {}).get("dataset_browser")
+        path = getattr(browser, "dataset_path", None)
+        return str(path) if path else None
+
+    def browse_start(self) -> str:
+        """Where Browse starts: the folder typed on the page, else the open dataset, else the home folder."""
+        from pathlib import Path
+
+        typed = Path(self.data_path.text().strip()).expanduser() if self.data_path.text().strip() else None
+        for candidate in (typed, typed.parent if typed else None,
+                          Path(self.open_dataset()) if self.open_dataset() else None):
+            if candidate is not None and candidate.is_dir():
+                return str(candidate)
+        return str(Path.home())
 
     def chosen_models(self) -> dict[str, str]:
         return chosen_models(self._model_boxes)

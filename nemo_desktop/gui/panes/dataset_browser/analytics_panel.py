@@ -30,6 +30,8 @@ def _page(*widgets, stretch_last: bool = True) -> QWidget:
 class AnalyticsPanel(QTabWidget):
     sig_cell_clicked = Signal(int, int)  # true class, predicted class
     sig_class_clicked = Signal(int)
+    # The panel's width that shows the tab's table whole (the confusion matrix's columns), 0: its own width will do
+    sig_width_wanted = Signal(int)
 
     def __init__(self, classes_page: QWidget, jobs, session, parent=None):
         super().__init__(parent)
@@ -104,3 +106,10 @@ class AnalyticsPanel(QTabWidget):
         elif self.tabText(i) == CEI_TAB:  # the store's runs are listed again each time the tab is opened
             self._runs_listed = True
             self.run_cei.refresh()
+        self.sig_width_wanted.emit(self.confusion_width() if self.widget(i) is self._confusion_page else 0)
+
+    def confusion_width(self) -> int:
+        """The panel's width that shows every column of the confusion matrix (0: it already does)."""
+        self.confusion.horizontalHeader().doItemsLayout()  # the columns as widened to their header words
+        extra = self.confusion.full_width() - self.confusion.width()
+        return self.width() + extra if extra > 0 else 0

@@ -39,6 +39,7 @@ from .widgets.mode_bar import FailureModeBar
 
 ANY = -1
 COUNT_DELAY_MS = 400  # the comparison of an index with the files on disk waits for the first screen
+SIDE_SHARE = 0.6  # the most of the pane the side panel takes to show a confusion matrix whole
 
 
 class DatasetBrowserPane(Pane):
@@ -124,6 +125,10 @@ class DatasetBrowserPane(Pane):
         self.splitter.setStretchFactor(0, 4)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([900, 300])
+        # The Confusion tab widens the side panel to show its columns whole (up to SIDE_SHARE of the pane); the
+        # other tabs give the grid its room back.
+        self._sizes_before_wide: list[int] | None = None
+        self.analytics.sig_width_wanted.connect(self._fit_side_panel)
 
         # -- to the workbench --
         self.selection_label = QLabel("")
@@ -143,6 +148,12 @@ class DatasetBrowserPane(Pane):
         bottom.addWidget(self.explain_button)
         self.failure_modes_button = failure_modes_button(self)
         bottom.addWidget(self.failure_modes_button)
+        from .fiftyone_link import fiftyone_button, open_in_fiftyone
+
+        self.fiftyone_session = None  # FiftyOne's app session, once opened (fiftyone_link.py)
+        self.fiftyone_button = fiftyone_button(self)
+        self.fiftyone_button.clicked.connect(lambda: open_in_fiftyone(self))
+        bottom.addWidget(self.fiftyone_button)
 
         layout = QVBoxLayout(self)
         layout.addLayout(top)
@@ -157,6 +168,7 @@ class DatasetBrowserPane(Pane):
         self.mode_bar = FailureModeBar()  # while a failure mode filters the grid: its sentence, and "Show all"
         self.mode_bar.sig_cleared.connect(lambda: self.show_failure_mode(None))
         self.mode_bar.sig_fix.connect(lambda: self.try_fix_from_mode())
+        self.mode_bar.sig_fiftyone.connect(lambda: open_in_fiftyone(self, self.failure_mode))
         layout.addLayout(filters)
         layout.addLayout(confidence)
         layout.addWidget(self.competency.bar)
@@ -233,6 +245,20 @@ class DatasetBrowserPane(Pane):
         """The model id an index records for the loaded classifier (its ModelInfo.model_id)."""
         return (self.host.session.facts("classifier") or {}).get("model_id")  # the worker's, in worker mode
 
+    def _fit_side_panel(self, wanted: int) -> None:
+        sizes = self.splitter.sizes()
+        total = sum(sizes)
+        if total <= 0 or len(sizes) != 2:
+            return
+        if wanted > sizes[1]:
+            side = min(wanted, int(total * SIDE_SHARE))
+            if side > sizes[1]:
+                self._sizes_before_wide = self._sizes_before_wide or sizes
+                self.splitter.setSizes([total - side, side])
+        elif wanted == 0 and self._sizes_before_wide is not None:
+            self.splitter.setSizes(self._sizes_before_wide)
+            self._sizes_before_wide = None
+
     def show_data(self, path: str, data: BrowseData) -> None:
         """Show `data` (already read, e.g. by a script) as if it had been opened from `path`."""
         self._show_data(path, data)
@@ -251,6 +277,10 @@ class DatasetBrowserPane(Pane):
         self.analytics.set_data(data)
         self._set_filters_enabled(True)
         self.index_button.setEnabled(True)
+        from .fiftyone_link import update_button
+
+        update_button(self.fiftyone_button, data.indexed)
+        update_button(self.mode_bar.fiftyone_button, data.indexed)
         self.path_label.setText(path)
         self._describe(data)
         self.competency.dataset_shown(data)

@@ -23,7 +23,7 @@ from ...widgets.table_columns import keep_header_words_whole
 from ..base import Pane, PaneHost
 from .catalog_rows import CatalogSnapshot, delete_entry_weights, download_entry, load_catalog, refresh_row
 from .custom_import import add_checkpoint
-from .widgets.catalog_table import CatalogTableModel
+from .widgets.catalog_table import COLUMNS, CatalogTableModel
 from .widgets.disk_panel import DiskPanel
 from .widgets.import_dialog import ImportCheckpointDialog
 from .widgets.settings_panel import SettingsPanel
@@ -31,6 +31,9 @@ from .widgets.settings_panel import SettingsPanel
 MODEL_JOBS = "nemo_desktop.core.session_jobs"  # the model jobs, run where the settings say (core/worker)
 
 MAX_COLUMN_WIDTH = 240
+# A long license ("trained locally on UCI handwritten digits (CC BY 4.0)") is elided (whole in the tooltip): at
+# 1280×800 the License column then ends inside the table instead of off its edge.
+LICENSE_WIDTH = 160
 
 
 class ModelManagerPane(Pane):
@@ -213,7 +216,8 @@ class ModelManagerPane(Pane):
             self._sized = True
             self.table.resizeColumnsToContents()
             for col in range(self.model.columnCount()):
-                self.table.setColumnWidth(col, min(self.table.columnWidth(col), MAX_COLUMN_WIDTH))
+                cap = LICENSE_WIDTH if COLUMNS[col] == "License" else MAX_COLUMN_WIDTH
+                self.table.setColumnWidth(col, min(self.table.columnWidth(col), cap))
         if selected is not None:
             self.select(selected.id)
         downloaded = sum(r.status in ("downloaded", "local") for r in snapshot.rows)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QUrl, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
                                QLabel, QPushButton, QRadioButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
@@ -21,6 +21,7 @@ from ...widgets.table_columns import keep_header_words_whole
 from ..base import Pane, PaneHost
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
+REFRESH_DELAY_MS = 300  # after a job ends: jobs ending together read the list once
 
 
 @dataclass(frozen=True)
@@ -191,21 +192,55 @@ class ReportExporterPane(Pane):
                                 "becomes one report):"))
         layout.addWidget(self.table, 1)
         layout.addLayout(options)
+        from .table_export import TableExportRow
+
+        self.table_row = TableExportRow(self)  # the per-image table of an indexed dataset (core/export)
+        layout.addWidget(self.table_row)
         layout.addWidget(self.status_label)
         self._job: JobHandle | None = None
+        self._listing: JobHandle | None = None
+        # New results join the list by themselves: a finished job marks the list stale; it is read again at
+        # once when the pane is shown (a moment later, so several jobs ending together read it once), else when
+        # the pane is next shown.
+        self._stale = False
+        self._refresh_soon = QTimer(self)
+        self._refresh_soon.setSingleShot(True)
+        self._refresh_soon.setInterval(REFRESH_DELAY_MS)
+        self._refresh_soon.timeout.connect(self._refresh_if_stale)
+        host.jobs.sig_job_finished.connect(self._job_finished)
         self._update()
 
     def on_first_shown(self) -> None:
         self.refresh()
 
+    def _job_finished(self, handle) -> None:
+        if handle.state != "done" or handle is self._job or handle is self._listing or not handle.visible:
+            return
+        self._stale = True
+        if self.isVisible():
+            self._refresh_soon.start()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._stale:
+            self._refresh_soon.start()
+
+    def _refresh_if_stale(self) -> None:
+        if self._stale and self._shown_once:
+            self.refresh()
+
     def refresh(self) -> JobHandle:
+        self.table_row.refresh()
         session = self.host.session
+        self._stale = False
         handle = self.host.jobs.submit(lambda ctx: list_report_items(session.store(), ctx),
                                        title="Listing stored results", lane=IO, ask_before_quit=False, visible=False)
         handle.sig_done.connect(self._show_items)
+        self._listing = handle
         return handle
 
     def _show_items(self, items: list[ReportItem]) -> None:
+        keep = {it.ident for it in self.selected_items()}  # a refresh keeps what was selected
         self.items = items
         self.table.setRowCount(len(items))
         for i, it in enumerate(items):
@@ -216,6 +251,8 @@ class ReportExporterPane(Pane):
                 cell.setData(ITEM_ROLE, i)
                 self.table.setItem(i, col, cell)
         self.status_label.setText(describe_items(items))  # never "no results" beside a list of them
+        if keep:
+            self.select_keys(sorted(keep))
         self._update()
 
     def selected_items(self) -> list[ReportItem]:
@@ -277,9 +314,18 @@ class ReportExporterPane(Pane):
         self.host.show_status(f"Exported {len(paths)} report(s) to {where}")
         self.sig_exported.emit(paths)
 
-    def _open_last(self) -> None:
-        if self.last_written:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.last_written[0])))
+    def _open_last(self) -> bool:
+        """Open the last report with the system's viewer; when none opens it, say so and where the file is."""
+        if not self.last_written:
+            return False
+        path = self.last_written[0]
+        if QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
+            return True
+        text = (f"No program on this computer opened {path.name}. The report is at:\n{path}\n\nOpen it with a web "
+                "browser (HTML) or a PDF viewer.")
+        self.status_label.setText(f"No viewer opened the report; it is at {path}")
+        self.host.show_message("Open report", text)
+        return False
 
     def save_state(self, settings: QSettings) -> None:
         settings.setValue("format", self.fmt)

@@ -113,5 +113,11 @@ class ConfusionView(QTableView):
         keep_header_words_whole(self)  # the column headers are cut to HEADER_CHARS characters: never less
         self.clicked.connect(lambda i: self.sig_cell_clicked.emit(i.row(), i.column()))
 
+    def full_width(self) -> int:
+        """The width that shows every column without sideways scrolling: the row names, the columns, the frame
+        and a vertical scroll bar."""
+        return (self.verticalHeader().sizeHint().width() + self.horizontalHeader().length() + 2 * self.frameWidth()
+                + self.verticalScrollBar().sizeHint().width() + 2)
+
     def set_counts(self, counts: np.ndarray, class_names: list[str]) -> None:
         self.confusion.set_counts(counts, class_names)

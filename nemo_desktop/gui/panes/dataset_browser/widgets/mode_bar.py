@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 class FailureModeBar(QWidget):
     sig_cleared = Signal()
     sig_fix = Signal()  # "Try a fix…" for the failure mode shown
+    sig_fiftyone = Signal()  # "Open in FiftyOne" on the failure mode's saved view
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -24,6 +25,10 @@ class FailureModeBar(QWidget):
         self.fix_button.setToolTip("Fine-tune the classifier with this failure mode's images (their true labels) as "
                                    "targeted data, measure it and keep it only if it helps (the fix page)")
         self.fix_button.clicked.connect(self.sig_fix)
+        from ..fiftyone_link import fiftyone_button
+
+        self.fiftyone_button = fiftyone_button(self, "openModeInFiftyOneButton")
+        self.fiftyone_button.clicked.connect(self.sig_fiftyone)
         self.clear_button = QPushButton("Show all images")
         self.clear_button.setObjectName("clearFailureModeButton")
         self.clear_button.clicked.connect(self.sig_cleared)
@@ -31,6 +36,7 @@ class FailureModeBar(QWidget):
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.label, 1)
         row.addWidget(self.fix_button)
+        row.addWidget(self.fiftyone_button)
         row.addWidget(self.clear_button)
         self.hide()
 
@@ -40,4 +46,5 @@ class FailureModeBar(QWidget):
         caption = getattr(mode, "caption", None)  # a ranking says what orders the grid
         self.label.setText("" if mode is None else caption or f"{mode.title}. {mode.sentence}")
         self.fix_button.setVisible(mode is not None and caption is None)  # a ranking is no finding to fix
+        self.fiftyone_button.setVisible(mode is not None and caption is None)  # nor a saved view
         self.setVisible(mode is not None)

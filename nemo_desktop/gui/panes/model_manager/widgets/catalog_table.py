@@ -97,6 +97,8 @@ class CatalogTableModel(RowTableModel):
                     e.recommended_gpu)[col]
         if role == Qt.ItemDataRole.ToolTipRole:
             tip = f"{e.description}\nRepository: {e.repo} ({e.revision})"
+            if COLUMNS[col] == "License":  # the column elides a long one
+                tip = f"License: {e.license}\n{tip}"
             if e.estimated:
                 tip += f"\nEstimated: {', '.join(e.estimated)}"
             if e.notes:
