@@ -32,7 +32,8 @@ from ..errors import JobCancelled, MalformedOutputError
 from ..jobs import JobContext, describe_exception
 from ..metrics.cei import cei, top_k
 from ..models.outputs import predict_with_embeddings
-from ..models.protocols import ChatMessage, ModelInfo
+from ..models.protocols import ChatMessage, ChatRequest, ModelInfo
+from ..models.requests import send_requests
 from .cut_off import RETRY_FACTOR, accepted_a_cut_reply, cut_off_error, finish_record, is_cut_off
 from .parsing import extract_field, extract_json
 from .prompts import PromptTemplate, load_prompt
@@ -143,37 +144,96 @@ def safe_json(raw: str, field_name: str) -> dict | None:
         return None
 
 
+@dataclass
+class JsonAsk:
+    """One request of `ask_json_batch`: a conversation, greedy (`sampling` None) or one seeded draw."""
+
+    messages: list[ChatMessage]
+    seed: int | None = None
+    sampling: Any = None  # models.sampling.Sampling, or None for greedy
+    temperature: float = 0.0  # used when `sampling` is None (0 = greedy)
+
+    def request(self, max_new_tokens: int) -> ChatRequest:
+        ask = self.sampling.chat_kwargs() if self.sampling is not None else {"temperature": self.temperature}
+        return ChatRequest(self.messages, max_new_tokens=max_new_tokens, seed=self.seed, **ask)
+
+
 def ask_json(mllm: Any, repair: PromptTemplate, messages: list[ChatMessage], field_name: str, max_new_tokens: int,
              temperature: float, seed: int | None, sampling: Any = None) -> dict[str, Any]:
     """Ask, parse `field_name`; a reply cut short is asked again once with a larger budget and, if cut again,
     is an outcome of its own (cut_off.py); one repair turn (greedy) if otherwise unreadable. Returns
     value/error/raw replies/parsed and how the reply ended. `sampling` (models.sampling.Sampling) makes the
-    first call a sampled draw with every field explicit."""
-    ask = sampling.chat_kwargs() if sampling is not None else {"temperature": temperature}
-    budget = max_new_tokens
-    raw = mllm.chat(messages, max_new_tokens=budget, seed=seed, **ask)
-    record: dict[str, Any] = {}
-    if is_cut_off(raw, field_name, budget):
-        budget = max_new_tokens * RETRY_FACTOR
-        record = {"cut_off_reply": raw, "retry_max_new_tokens": budget}
-        raw = mllm.chat(messages, max_new_tokens=budget, seed=seed, **ask)  # the same draw, more room
-        if is_cut_off(raw, field_name, budget):  # no repair turn: it would only finish the fragment
-            return {"value": None, "raw_reply": raw, "repair_reply": None, "parsed": None,
-                    "error": cut_off_error(raw, max_new_tokens, budget), **record, **finish_record(raw)}
-    record.update(finish_record(raw))
-    try:
-        return {"value": extract_field(raw, field_name), "error": None, "raw_reply": raw,
-                "repair_reply": None, "parsed": safe_json(raw, field_name), **record}
-    except MalformedOutputError as first:
-        text = repair.render(error=first.message.rstrip("."), keys=f'"{field_name}"')
-        follow = [*messages, ChatMessage("assistant", [raw or ""]), ChatMessage.user(text)]
-        raw2 = mllm.chat(follow, max_new_tokens=budget, temperature=0.0, seed=seed)
+    first call a sampled draw with every field explicit. Raises what the MLLM raises."""
+    outcome = ask_json_batch(mllm, repair, [JsonAsk(messages, seed, sampling, temperature)], field_name,
+                             max_new_tokens)[0]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
+def ask_json_batch(mllm: Any, repair: PromptTemplate, asks: Sequence[JsonAsk], field_name: str,
+                   max_new_tokens: int) -> list[dict[str, Any] | Exception]:
+    """`ask_json` for several requests, each round sent at once (models/requests.py): the first replies, then
+    the cut ones asked again, then the repair turns. A request whose call raised gets that exception as its
+    outcome (JobCancelled is raised). One request alone makes the same calls as before."""
+    n = len(asks)
+    outcomes: list[Any] = [None] * n
+    records: list[dict[str, Any]] = [{} for _ in range(n)]
+    budgets = [max_new_tokens] * n
+    raws = _send_round(mllm, [a.request(max_new_tokens) for a in asks], list(range(n)), outcomes)
+    cut = [i for i in range(n) if outcomes[i] is None and is_cut_off(raws[i], field_name, max_new_tokens)]
+    for i in cut:
+        budgets[i] = max_new_tokens * RETRY_FACTOR
+        records[i] = {"cut_off_reply": raws[i], "retry_max_new_tokens": budgets[i]}
+    again = _send_round(mllm, [asks[i].request(budgets[i]) for i in cut], cut, outcomes)  # the same draw, more room
+    for i in cut:
+        if outcomes[i] is not None:
+            continue
+        raws[i] = again[i]
+        if is_cut_off(raws[i], field_name, budgets[i]):  # no repair turn: it would only finish the fragment
+            outcomes[i] = {"value": None, "raw_reply": raws[i], "repair_reply": None, "parsed": None,
+                           "error": cut_off_error(raws[i], max_new_tokens, budgets[i]), **records[i],
+                           **finish_record(raws[i])}
+    unreadable: dict[int, MalformedOutputError] = {}
+    for i in range(n):
+        if outcomes[i] is not None:
+            continue
+        records[i].update(finish_record(raws[i]))
         try:
-            return {"value": extract_field(raw2, field_name), "error": None, "raw_reply": raw,
-                    "repair_reply": raw2, "parsed": safe_json(raw2, field_name), **record}
+            outcomes[i] = {"value": extract_field(raws[i], field_name), "error": None, "raw_reply": raws[i],
+                           "repair_reply": None, "parsed": safe_json(raws[i], field_name), **records[i]}
+        except MalformedOutputError as first:
+            unreadable[i] = first
+    todo = list(unreadable)
+    follow_ups = []
+    for i in todo:
+        text = repair.render(error=unreadable[i].message.rstrip("."), keys=f'"{field_name}"')
+        follow = [*asks[i].messages, ChatMessage("assistant", [raws[i] or ""]), ChatMessage.user(text)]
+        follow_ups.append(ChatRequest(follow, max_new_tokens=budgets[i], temperature=0.0, seed=asks[i].seed))
+    repaired = _send_round(mllm, follow_ups, todo, outcomes)
+    for i in todo:
+        if outcomes[i] is not None:
+            continue
+        raw2 = repaired[i]
+        try:
+            outcomes[i] = {"value": extract_field(raw2, field_name), "error": None, "raw_reply": raws[i],
+                           "repair_reply": raw2, "parsed": safe_json(raw2, field_name), **records[i]}
         except MalformedOutputError as second:
-            return {"value": None, "raw_reply": raw, "repair_reply": raw2, "parsed": None,
-                    "error": f"Unreadable reply, also after one repair request: {second.message}", **record}
+            outcomes[i] = {"value": None, "raw_reply": raws[i], "repair_reply": raw2, "parsed": None,
+                           "error": f"Unreadable reply, also after one repair request: {second.message}",
+                           **records[i]}
+    return outcomes
+
+
+def _send_round(mllm: Any, requests: list[ChatRequest], indices: list[int], outcomes: list[Any]) -> dict[int, Any]:
+    """Send one round; the replies by request index. A request's exception is stored as its outcome."""
+    replies: dict[int, Any] = {}
+    for i, reply in zip(indices, send_requests(mllm, requests)):
+        if isinstance(reply, BaseException):
+            outcomes[i] = reply
+        else:
+            replies[i] = reply
+    return replies
 
 
 # -- the tester --------------------------------------------------------------------------------------------
@@ -219,7 +279,9 @@ class InterventionSettings:
     edit_size: tuple[int, int] | None = None  # (width, height); None = see edit_resolution
     max_new_tokens: int = 256
     edit_resolution: str = "preferred"  # "preferred" | "native"
-    edit_batch_size: int = 1  # >1: uncached edits of one image run together (editor.edit_batch), same seeds
+    edit_batch_size: int = 1  # >1: uncached edits of one image run together (editor.edit_batch), same seeds;
+    # 0: as many as the editor says fit in free memory (editor.edit_batch_capacity), else one at a time
+    batch_requests: bool = False  # True: the uncached interventions go to the MLLM at once (requests.py)
 
     def __post_init__(self) -> None:
         check_edit_resolution(self.edit_resolution)
@@ -230,7 +292,8 @@ class InterventionSettings:
         return cls(seed=config.seed, edit_steps=config.edit_steps, edit_guidance=config.edit_guidance,
                    edit_size=config.edit_size, max_new_tokens=config.intervention_max_new_tokens,
                    edit_resolution=getattr(config, "edit_resolution", "preferred"),
-                   edit_batch_size=int(getattr(config, "edit_batch_size", 1) or 1))
+                   edit_batch_size=int(getattr(config, "edit_batch_size", 1)),
+                   batch_requests=bool(getattr(config, "batch_requests", False)))
 
 
 class CounterfactualTester:
@@ -342,12 +405,16 @@ class CounterfactualTester:
 
     def write_interventions(self, ctx: JobContext, units: UnitCache, sample: SampleInfo,
                             candidates: list[Candidate]) -> bool:
+        """The intervention of every candidate (cached per prompt). Uncached ones go to the MLLM one request
+        per call, or all at once with `batch_requests` (the same requests and parsing either way)."""
         kind = self.kind
         tpl = self.prompts.rewrite if self.zero_shot else self.prompts.edit
         max_new = self.settings.max_new_tokens
         transient = False
         m = len(candidates)
         ctx.progress("Writing interventions", 0, m)
+        done = 0
+        pending: list[tuple[int, str, str]] = []  # (candidate index, unit key, prompt)
         for j, cand in enumerate(candidates):
             ctx.check_cancelled()
             cand.intervention_kind = kind
@@ -364,31 +431,44 @@ class CounterfactualTester:
                 if payload is not None and accepted_a_cut_reply(payload, "intervention", "solution"):
                     payload = None  # cached before cut replies were refused: its instruction is a fragment
                 if payload is None:
-                    try:
-                        outcome = ask_json(self.mllm, self.prompts.repair, [ChatMessage.user(prompt)], "solution",
-                                           max_new, 0.0, None)
-                    except JobCancelled:
-                        raise
-                    except Exception as exc:  # noqa: BLE001 - recorded on this candidate, not cached
-                        transient = True
-                        cand.error = f"The MLLM failed while writing the intervention: {error_text(exc)}"
-                        ctx.progress("Writing interventions", j + 1, m)
-                        continue
+                    pending.append((j, key, prompt))
+                    continue
+                self._take_intervention(cand, payload)
+            done += 1
+            ctx.progress("Writing interventions", done, m)
+        size = len(pending) if self.settings.batch_requests else 1
+        for start in range(0, len(pending), max(1, size)):
+            ctx.check_cancelled()
+            group = pending[start:start + max(1, size)]
+            outcomes = ask_json_batch(self.mllm, self.prompts.repair,
+                                      [JsonAsk([ChatMessage.user(prompt)]) for _, _, prompt in group], "solution",
+                                      max_new)
+            for (j, key, _), outcome in zip(group, outcomes):
+                if isinstance(outcome, BaseException):  # recorded on this candidate, not cached
+                    transient = True
+                    candidates[j].error = f"The MLLM failed while writing the intervention: {error_text(outcome)}"
+                else:
                     payload = {"intervention": outcome.pop("value"), "kind": kind, "prompt_version": tpl.version,
                                **outcome}
                     units.put(key, "intervention", payload)
-                cand.intervention = payload["intervention"]
-                if payload.get("error"):
-                    cand.error = f"Intervention: {payload['error']}"
-                    cand.raw_reply = raw_replies(payload)
-            ctx.progress("Writing interventions", j + 1, m)
+                    self._take_intervention(candidates[j], payload)
+                done += 1
+                ctx.progress("Writing interventions", done, m)
         return transient
+
+    @staticmethod
+    def _take_intervention(cand: Candidate, payload: dict) -> None:
+        cand.intervention = payload["intervention"]
+        if payload.get("error"):
+            cand.error = f"Intervention: {payload['error']}"
+            cand.raw_reply = raw_replies(payload)
 
     def edit_all(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str,
                  candidates: list[Candidate], artifacts: dict[str, Image.Image] | None = None,
                  artifact_prefix: str = "edited_") -> tuple[dict[int, Image.Image], bool]:
-        """Edit the image once per candidate (cached per edit). With `edit_batch_size` > 1 and an editor that
-        has `edit_batch`, the uncached edits run that many per editor call, each with the same seed."""
+        """Edit the image once per candidate (cached per edit). With `edit_batch_size` > 1 (or 0: chosen from
+        free memory) and an editor that has `edit_batch`, the uncached edits run that many per editor call, each
+        with the same seed."""
         s = self.settings
         size, _ = self.working_size(img.size)
         edited: dict[int, Image.Image] = {}
@@ -408,9 +488,10 @@ class CounterfactualTester:
                 ctx.progress(f"Editing image {j + 1}/{m}", 1, 1)
             else:
                 todo.append((j, key))
-        batch = max(1, int(s.edit_batch_size)) if callable(getattr(self.editor, "edit_batch", None)) else 1
-        for start in range(0, len(todo), batch):
-            group = todo[start:start + batch]
+        start = 0
+        while start < len(todo):
+            group = todo[start:start + self._edit_batch(size)]
+            start += len(group)
             ctx.check_cancelled()
             first = group[0][0] + 1
             stage = (f"Editing image {first}/{m}" if len(group) == 1 else
@@ -459,6 +540,17 @@ class CounterfactualTester:
             if artifacts is not None:
                 artifacts[candidates[j].edited_artifact] = out
         return edited, transient
+
+    def _edit_batch(self, size: tuple[int, int]) -> int:
+        """Edits per editor call: `edit_batch_size`, or with 0 what the editor says fits in free memory now
+        (asked again before every batch, so the first edit of a size runs alone and is measured)."""
+        if not callable(getattr(self.editor, "edit_batch", None)):
+            return 1
+        wanted = int(self.settings.edit_batch_size)
+        if wanted > 0:
+            return wanted
+        capacity = getattr(self.editor, "edit_batch_capacity", None)
+        return max(1, int(capacity(tuple(size)))) if callable(capacity) else 1
 
     def score_all(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, clf: dict,
                   sample: SampleInfo, candidates: list[Candidate], edited: Mapping[int, Image.Image]) -> None:

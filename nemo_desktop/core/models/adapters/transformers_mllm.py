@@ -13,7 +13,6 @@ places the images, AutoModelForImageTextToText generates.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import hashlib
 import logging
@@ -28,7 +27,8 @@ from ...images import downscale, to_rgb
 from ..batching import oom_guard
 from ..device import free_memory, resolve_device, resolve_dtype
 from ..hub_files import cache_dir_for, commit_from_path, fetch_file, offline_requested
-from ..protocols import ChatMessage, ModelInfo, Reply
+from ..protocols import ChatMessage, ChatRequest, ModelInfo, Reply
+from ..row_sampling import RowSampler
 from ..registry import LoadOptions, ModelSpec, register_family
 from ..sampling import Sampling, resolve_sampling
 
@@ -68,16 +68,27 @@ class TransformersMLLM:
     def chat_batch(self, conversations: Sequence[Sequence[ChatMessage]], *, max_new_tokens: int | None = None,
                    temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,
                    top_k: int | None = None, min_p: float | None = None) -> list[str]:
-        sampling = resolve_sampling(float(temperature), top_p, top_k, min_p)
-        replies: list[str] = []
+        return self.chat_requests([ChatRequest(c, max_new_tokens, temperature, seed, top_p, top_k, min_p)
+                                   for c in conversations])
+
+    def chat_requests(self, requests: Sequence[ChatRequest]) -> list[str]:
+        """Each request with its own settings, `batch_size` conversations per generate() call. Requests with
+        the same token limit share a call; a sampled row draws from its own seeded generator (RowSampler),
+        so its reply is the one it gets alone, whatever else is in the batch."""
+        replies: list[Any] = [None] * len(requests)
         usage: dict[str, list[int]] = {"prompt_tokens": [], "image_tokens": [], "completion_tokens": []}
-        for start in range(0, len(conversations), self.batch_size):
-            chunk = conversations[start:start + self.batch_size]
-            texts, chunk_usage = self._generate(chunk, int(max_new_tokens or self.default_max_new_tokens),
-                                                sampling, seed)
-            replies.extend(texts)
-            for k, v in chunk_usage.items():
-                usage[k].extend(v)
+        by_limit: dict[int, list[int]] = {}
+        for i, r in enumerate(requests):
+            by_limit.setdefault(int(r.max_new_tokens or self.default_max_new_tokens), []).append(i)
+        for limit, indices in by_limit.items():
+            for start in range(0, len(indices), self.batch_size):
+                chunk = indices[start:start + self.batch_size]
+                rows = [_row(requests[i]) for i in chunk]
+                texts, chunk_usage = self._generate([requests[i].messages for i in chunk], limit, rows)
+                for i, text in zip(chunk, texts):
+                    replies[i] = text
+                for k, v in chunk_usage.items():
+                    usage[k].extend(v)
         self.last_usage = usage
         return replies
 
@@ -139,14 +150,18 @@ class TransformersMLLM:
             cfg.pad_token_id = self.processor.tokenizer.pad_token_id
         return cfg
 
-    def _generate(self, conversations, max_new_tokens: int, sampling: Sampling | None, seed: int | None):
+    def _generate(self, conversations, max_new_tokens: int, rows: Sequence[tuple[Sampling, int | None] | None]):
         import torch
+        from transformers import LogitsProcessorList
 
         with oom_guard("The multimodal LLM"):
             inputs = self._encode(conversations)
-            cfg = self._generation_config(max_new_tokens, sampling)
-            with torch.inference_mode(), _seeded(seed if sampling is not None else None, self.model.device):
-                out = self.model.generate(**inputs, generation_config=cfg)
+            # generate() runs greedy; sampled rows are drawn by RowSampler (see models/row_sampling.py)
+            cfg = self._generation_config(max_new_tokens, None)
+            sampler = RowSampler(rows, self.model.device)
+            extra = {"logits_processor": LogitsProcessorList([sampler])} if sampler.samples else {}
+            with torch.inference_mode():
+                out = self.model.generate(**inputs, generation_config=cfg, **extra)
         prompt_len = inputs["input_ids"].shape[1]
         new_tokens = out[:, prompt_len:]
         ends = [_until_eos(row, cfg.eos_token_id) for row in new_tokens.tolist()]
@@ -158,18 +173,10 @@ class TransformersMLLM:
         return texts, usage
 
 
-@contextlib.contextmanager
-def _seeded(seed: int | None, device):
-    """Seed sampling for this call only; the process-wide RNG state is restored afterwards."""
-    if seed is None:
-        yield
-        return
-    import torch
-
-    devices = [device] if getattr(device, "type", str(device)).startswith("cuda") else []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(seed)
-        yield
+def _row(request: ChatRequest) -> tuple[Sampling, int | None] | None:
+    """A request's row for RowSampler: None for greedy, else its explicit sampling settings and seed."""
+    sampling = resolve_sampling(float(request.temperature), request.top_p, request.top_k, request.min_p)
+    return None if sampling is None else (sampling, request.seed)
 
 
 def _until_eos(ids: list[int], eos) -> tuple[int, bool]:
