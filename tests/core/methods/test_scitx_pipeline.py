@@ -444,3 +444,28 @@ def test_batched_captions_and_edits_give_the_same_result(digits, blue_three, sto
     assert batched.explanation == one.explanation and batched.cei == pytest.approx(one.cei)
     assert [o.caption for o in batched.observations] == [o.caption for o in one.observations]
     assert [c.prob_true_after for c in batched.candidates] == pytest.approx([c.prob_true_after for c in one.candidates])
+
+
+def test_edit_batch_is_chosen_from_what_the_editor_says_fits(digits, blue_three, store, index):
+    """Issue 40: edit_batch_size 0 (the default) asks the editor before every batch how many edits fit in free
+    memory; the first edit runs alone (nothing measured yet), then the rest together. An editor that cannot
+    say runs one edit per call."""
+
+    class MeasuringEditor(DigitsEditor):
+        def __init__(self):
+            super().__init__()
+            self.batches, self.asked = [], []
+
+        def edit_batch(self, image, instructions, **kw):
+            self.batches.append(len(instructions))
+            return [self.edit(image, ins, **kw) for ins in instructions]
+
+        def edit_batch_capacity(self, size):
+            self.asked.append(tuple(size))
+            return 1 if not self.calls else 8  # the first edit measures the cost of one
+
+    editor = MeasuringEditor()
+    result = make(DigitsCNNClassifier(digits[0]), store, index, editor=editor)(blue_three, "three")
+    assert result.manifest["complete"] and len(editor.calls) == 3
+    assert editor.batches == [2] and len(editor.asked) == 2  # one alone (edit), then two (edit_batch)
+    assert SciTXConfig().as_dict()["edit_batch_size"] == 0  # automatic is part of the key (see README)

@@ -94,6 +94,22 @@ def test_seeded_sampling_repeats_and_leaves_the_global_rng_alone(loaded):
     assert others - {a}, "different seeds should sample different text from a random model"
 
 
+def test_chat_requests_batch_gives_each_row_its_reply_alone(loaded):
+    """Issue 40: a greedy row and seeded rows in one generate() call: each row is what it is alone (its own
+    generator), the global RNG is untouched, and distinct seeds still differ."""
+    from nemo_desktop.core.models.protocols import ChatRequest
+
+    mllm = loaded("qwen2_5_vl")
+    conv = _question(_photo())
+    requests = [ChatRequest(conv, 10)] + [ChatRequest(conv, 10, 1.5, s, 0.95, 0, 0.0) for s in (1001, 1002, 1003)]
+    state = torch.random.get_rng_state()
+    batch = mllm.chat_requests(requests)
+    assert torch.equal(state, torch.random.get_rng_state())
+    assert batch == [mllm.chat(r.messages, **r.chat_kwargs()) for r in requests]
+    assert len(set(batch[1:])) > 1
+    assert mllm.chat_batch([conv, conv], max_new_tokens=10, temperature=1.5, seed=1001) == [batch[1], batch[1]]
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_min_max_pixels_set_the_image_token_count(loaded, variant):
     img = _photo(512, 384)
