@@ -15,8 +15,9 @@ per fix: accuracy on the affected held-out images before (the issue requires bel
 guard's verdict, steps and seconds. Then the issue's checks: right gain >= 30 points with everything else within
 1 point overall and per class (a class may gain; per class read on the paired interval per seed, on the point
 estimate pooled over the seeds, and, printed beside them, on each seed's point estimate); wrong and controls each
-gain at most 10 points and at least 15 less than the right fix. With several `--seeds` (each its own split, CNN,
-edits and fixes) it ends with how many seeds pass each check and the per-class changes pooled over the seeds.
+gain at most 10 points and at least 15 less than the right fix, and the guard keeps none of them (its minimum gain,
+`min_gain`, is what separates them when their gain's interval excludes zero). With several `--seeds` (each its
+own split, CNN, edits and fixes) it ends with how many seeds pass each check and the per-class changes pooled over the seeds.
 The fix runs with its own defaults unless an option below says otherwise.
 
     python benchmarks/fix_loop.py [--seeds 0,1,2,3,4] [--modes head,full] [--preserve 10] [--cause viewpoint]
@@ -48,7 +49,7 @@ def report_settings(chosen):
 
     d = FixConfig(**{**SETTINGS, **chosen}).to_dict()
     return ", ".join(f"{k} {d[k]}" for k in ("per_class", "lr", "epochs", "patience", "preserve",
-                                              "average_epochs", "interpolation"))
+                                              "average_epochs", "interpolation", "margin", "min_gain"))
 
 
 def run_fix(world, editor, options):
@@ -70,7 +71,7 @@ def row(name, r, seconds):
             "per_class": {k: {"change": c["change"], "ci": c["ci"], "n": c["n"], "gained": c["gained"],
                               "lost": c["lost"]} for k, c in r.rest["per_class"].items()},
             "mix": (r.training.get("interpolation") or {}).get("mix"),
-            "verdict": r.guard["verdict"],
+            "verdict": r.guard["verdict"], "decided_by": r.guard.get("decided_by"),
             "epochs": r.training["epochs"], "steps": r.training["steps"], "targeted": r.data["targeted"],
             "seconds": seconds}
 
@@ -98,6 +99,7 @@ def checks(rows):
     for name in ("wrong", "augment", "none"):
         g = by[name]["affected_change"]
         out[f"{name}: gain <= 10 and >= 15 below right"] = g <= 10 and g <= right["affected_change"] - 15
+        out[f"{name}: the guard does not keep it"] = by[name]["verdict"] != "keep"
     return out
 
 

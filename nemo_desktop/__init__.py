@@ -12,7 +12,8 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_API = ("ConfigError", "InputImageError", "JobCancelled", "NemoError", "Predictions", "Progress", "Result",
+_API = ("ConfigError", "Explanation", "InputImageError", "JobCancelled", "NemoError", "Predictions", "Progress",
+        "Result",
         "analyses", "clear_models", "explain", "export_report", "get_result", "index_dataset", "list_families",
         "list_indexes", "list_models", "list_plugins", "load_model", "methods", "predict", "run_analysis")
 

@@ -1,5 +1,5 @@
 # Type stub of the package: the names `nemo_desktop.__getattr__` imports lazily from `nemo_desktop.api`.
-from .api import (ConfigError as ConfigError, InputImageError as InputImageError, JobCancelled as JobCancelled,
+from .api import (ConfigError as ConfigError, Explanation as Explanation, InputImageError as InputImageError, JobCancelled as JobCancelled,
                   NemoError as NemoError, Predictions as Predictions, Progress as Progress, Result as Result,
                   analyses as analyses, clear_models as clear_models, explain as explain,
                   export_report as export_report, get_result as get_result, index_dataset as index_dataset,

@@ -28,10 +28,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union
 
 from .core.errors import ConfigError, InputImageError, JobCancelled, NemoError
 from .core.jobs import JobContext, Progress
+
+if TYPE_CHECKING:  # types only: records import torch-free modules, pandas is the notebook extra
+    import pandas
+
+    from .core.records import Candidate, ExplanationResult, Observation, SampleInfo
+
+R = TypeVar("R")
 
 PathType = Union[str, "PathLike[str]"]
 ProgressOption = Union[bool, Callable[[Progress], None]]
@@ -194,16 +201,22 @@ def _store(store: Any = None) -> Iterator[Any]:
 
 
 # -- results ------------------------------------------------------------------------------------------------------
-class Result:
+class Result(Generic[R]):
     """A stored analysis result: `.key` (its results-store key), `.kind`, `.analysis`, `.record` (the result
     object: an ExplanationResult, a FailureModesResult, ...), `.to_dict()`, `.to_pandas()`, `.images()` and
-    `.report(path)`. Attributes of the record read through (`exp.explanation`, `exp.cei`, `exp.candidates`)."""
+    `.report(path)`. Attributes of the record read through (`exp.explanation`, `exp.cei`, `exp.candidates`);
+    `explain()` returns an `Explanation`, whose fields are typed."""
 
-    def __init__(self, record: Any, key: str | None = None, kind: str | None = None,
+    record: R
+    key: str  # the results-store key ("" only for a result that was not stored)
+    kind: str
+    analysis: str | None
+
+    def __init__(self, record: R, key: str | None = None, kind: str | None = None,
                  data: dict[str, Any] | None = None) -> None:
         self.record = record
         self._data = data
-        self.key: str | None = key or getattr(record, "key", None) or getattr(record, "result_key", None)
+        self.key = str(key or getattr(record, "key", None) or getattr(record, "result_key", None) or "")
         self.kind: str = kind or str(getattr(record, "kind", "result"))
         self.analysis: str | None = getattr(record, "analysis", None) or (data or {}).get("method")
 
@@ -224,7 +237,7 @@ class Result:
             return dict(self._data)
         return self.record.to_dict() if hasattr(self.record, "to_dict") else dict(self.record)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pandas.DataFrame:
         """A pandas DataFrame: one row per candidate hypothesis for an explanation, else the result flattened
         (`pandas.json_normalize`). Needs pandas (`pip install pandas`)."""
         pd = _pandas()
@@ -256,6 +269,50 @@ class Result:
         return export_report(self.key, path, format, store=store, progress=progress)
 
 
+class Explanation(Result["ExplanationResult"]):
+    """`explain()`'s answer: a stored Result whose record is an ExplanationResult, its fields typed."""
+
+    @property
+    def method(self) -> str:
+        return self.record.method
+
+    @property
+    def sample(self) -> SampleInfo:
+        return self.record.sample
+
+    @property
+    def explanation(self) -> str | None:
+        """The selected natural-language explanation (None when no candidate was selected)."""
+        return self.record.explanation
+
+    @property
+    def cei(self) -> float | None:
+        return self.record.cei
+
+    @property
+    def selected_index(self) -> int | None:
+        return self.record.selected_index
+
+    @property
+    def candidates(self) -> list[Candidate]:
+        return self.record.candidates
+
+    @property
+    def observations(self) -> list[Observation]:
+        return self.record.observations
+
+    @property
+    def notes(self) -> list[str]:
+        return self.record.notes
+
+
+def _result(record: Any, **kw: Any) -> Result[Any]:
+    """An Explanation for an explanation record, else a Result."""
+    from .core.records import ExplanationResult
+
+    return Explanation(record, **kw) if isinstance(record, ExplanationResult) else Result(record, **kw)
+
+
 class Predictions(list):
     """`predict`'s answer: one dict per image ({"image", "top_k": [{"rank", "index", "name", "probability"}]} or
     {"image", "error"}), plus `.classifier` (its id, family, revision) and `.to_dict()` / `.to_pandas()`."""
@@ -265,13 +322,13 @@ class Predictions(list):
     def to_dict(self) -> dict[str, Any]:
         return {"classifier": self.classifier, "results": list(self)}
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pandas.DataFrame:
         """One row per (image, rank)."""
         pd = _pandas()
         return pd.DataFrame([{"image": r["image"], **t} for r in self for t in r.get("top_k", [])])
 
 
-def _pandas() -> Any:
+def _pandas() -> Any:  # the module (typed as pandas where it is returned)
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover - depends on the environment
@@ -279,7 +336,7 @@ def _pandas() -> Any:
     return pd
 
 
-def get_result(key: str, *, store: Any = None) -> Result:
+def get_result(key: str, *, store: Any = None) -> Result[Any]:
     """A stored result by key, or by a unique key prefix (at least 4 characters)."""
     from .core.reports import resolve_target
 
@@ -298,8 +355,8 @@ def get_result(key: str, *, store: Any = None) -> Result:
                 record = ExplanationResult.from_dict(stored.payload)
             except Exception:  # noqa: BLE001 - an older payload: the plain data still serves
                 record = None
-        return Result(record if record is not None else stored.payload, key=ident, kind=stored.kind,
-                      data=stored.payload)
+        return _result(record if record is not None else stored.payload, key=ident, kind=stored.kind,
+                       data=stored.payload)
 
 
 def export_report(key_or_run: str, path: PathType, format: str | None = None, *, store: Any = None,
@@ -344,8 +401,11 @@ def index_dataset(dataset: PathType, classifier: Any, *, device: str = "auto", d
     clf = load_model(classifier, "classifier", device=device, dtype=dtype)
     with _store(store) as s, job(progress, ctx) as jctx:
         index = build_index(align_to_classifier(open_dataset(path), clf, skip_unmatched=True), clf, s, jctx)
-        return next((r for r in ReferenceIndex.list(s) if r["index_id"] == index.index_id),
-                    {"index_id": index.index_id, "entries": len(index)})
+        summary = dict(next((r for r in ReferenceIndex.list(s) if r["index_id"] == index.index_id),
+                            {"index_id": index.index_id, "entries": len(index)}))
+        build = getattr(index, "last_build", None)
+        summary["unreadable"] = dict(build.errors) if build is not None else {}  # path -> why it is not indexed
+        return summary
 
 
 # -- running -------------------------------------------------------------------------------------------------------
@@ -419,7 +479,7 @@ def run_analysis(name: str, data: Any = None, *, classifier: Any = None, classif
                  editor: Any = None, embedder: Any = None, judge: Any = None, generator: Any = None,
                  reference: Any = None, fitted: Any = None, settings: Mapping[str, Any] | None = None,
                  device: str = "auto", dtype: str = "auto", store: Any = None, progress: ProgressOption = True,
-                 ctx: JobContext | None = None, call_args: Sequence[Any] | None = None) -> Result:
+                 ctx: JobContext | None = None, call_args: Sequence[Any] | None = None) -> Result[Any]:
     """Run any registered analysis (`analyses()` lists them with their settings) on `data`: an image for a
     per-sample method (then give `call_args=(image, true_label)` or use `explain`), a run id, an index id or a
     dataset folder for the dataset analyses, nothing for those whose components say it all. Models are given by
@@ -461,13 +521,13 @@ def run_analysis(name: str, data: Any = None, *, classifier: Any = None, classif
             args = (find_index(s, str(args[0]), components.classifier), *args[1:])  # an index id -> the index
         analysis = build_analysis(spec, components, config)
         record = analysis(*args, jctx)
-    return Result(record)
+    return _result(record)
 
 
 def explain(image: PathType, true_label: str | int, *, classifier: Any, mllm: Any = None, editor: Any = None,
             reference: Any = None, method: str = "scitx", validate: bool = False,
             settings: Mapping[str, Any] | None = None, device: str = "auto", dtype: str = "auto",
-            store: Any = None, progress: ProgressOption = True, ctx: JobContext | None = None) -> Result:
+            store: Any = None, progress: ProgressOption = True, ctx: JobContext | None = None) -> Explanation:
     """Explain why `classifier` got `image` wrong (its true class `true_label`, a name or an index) with an
     explanation method (`methods()`: SciTX by default, the paper's baselines, plugins), and test each hypothesis.
 
@@ -506,6 +566,9 @@ def explain(image: PathType, true_label: str | int, *, classifier: Any, mllm: An
         editor = chosen.id
     if getattr(clf, "zero_shot", False) or spec.inputs.editor == "none":
         editor = None
-    return run_analysis(spec.name, classifier=clf, mllm=mllm, editor=editor, reference=reference,
-                        settings=settings, device=device, dtype=dtype, store=store, progress=progress, ctx=ctx,
-                        call_args=(path, true_label))
+    result = run_analysis(spec.name, classifier=clf, mllm=mllm, editor=editor, reference=reference,
+                          settings=settings, device=device, dtype=dtype, store=store, progress=progress, ctx=ctx,
+                          call_args=(path, true_label))
+    if not isinstance(result, Explanation):  # a plugin method's own record type
+        raise NemoError(f"The method {spec.name} returned {type(result.record).__name__}, not an explanation.")
+    return result

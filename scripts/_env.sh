@@ -14,9 +14,17 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.nemo-installed
 extras=${NEMO_EXTRAS:-gui,test}
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$(cat "$stamp")" != "$extras" ]; then
-  echo "Installing NEMO Desktop and its dependencies (first run: several minutes, ~5 GB with CUDA torch) ..." >&2
+# What was installed: the extras, the torch route asked for (NEMO_TORCH: auto, cpu or default) and the editable
+# mode; a change of any of them installs again.
+want="$extras torch=${NEMO_TORCH:-auto} editable=compat"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "Installing NEMO Desktop and its dependencies (first run: several minutes; about 6.8 GB with CUDA torch, \
+less with NEMO_TORCH=cpu) ..." >&2
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[$extras]"
-  echo "$extras" > "$stamp"
+  # scripts/install_plan.py: the pip commands, one a line, tab-separated (the CPU-only torch first where chosen)
+  plan=$("$PY" scripts/install_plan.py --extras "$extras")
+  while IFS=$'\t' read -r -a command; do
+    if [ "${#command[@]}" -gt 0 ]; then .venv/bin/python -m pip "${command[@]}"; fi
+  done <<< "$plan"
+  echo "$want" > "$stamp"
 fi

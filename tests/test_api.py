@@ -60,6 +60,34 @@ def test_the_package_names_the_api_lazily_and_documents_it():
     assert set(nemo.__all__) - {"__version__"} <= set(dir(nemo))
 
 
+def test_results_are_typed_for_a_type_checker():
+    """Issue 42 §4: an explanation's fields and to_pandas() are typed (not Any), and a stored result's key is a str.
+    (The annotations a checker reads; README's install mode makes the package visible to it.)"""
+    import typing
+
+    import pandas
+
+    from nemo_desktop.api import Explanation, Predictions, Result
+    from nemo_desktop.core.records import Candidate, ExplanationResult, Observation, SampleInfo
+
+    # the names the module imports for type checkers only (if TYPE_CHECKING)
+    only_for_checkers = {"pandas": pandas, "Candidate": Candidate, "ExplanationResult": ExplanationResult,
+                         "Observation": Observation, "SampleInfo": SampleInfo}
+
+    def hints(obj):
+        return typing.get_type_hints(obj, localns=only_for_checkers)
+
+    assert hints(Result)["key"] is str
+    assert hints(Result.to_pandas)["return"] is pandas.DataFrame
+    assert hints(Predictions.to_pandas)["return"] is pandas.DataFrame
+    fields = {name: hints(getattr(Explanation, name).fget)["return"]
+             for name in ("explanation", "cei", "candidates", "sample", "selected_index")}
+    assert fields == {"explanation": str | None, "cei": float | None, "candidates": list[Candidate],
+                      "sample": SampleInfo, "selected_index": int | None}
+    assert hints(nemo.explain)["return"] is Explanation
+    assert issubclass(Explanation, Result)
+
+
 def test_predict_models_and_analyses(tiny):
     preds = nemo.predict(tiny["images"], tiny["classifier"], top_k=3, device="cpu", progress=False)
     assert [r["image"] for r in preds] == tiny["images"] and len(preds[0]["top_k"]) == 3
@@ -89,6 +117,7 @@ def test_explain_result_pandas_report_and_get_result(tiny, plugin, tmp_path):
     assert report.read_text().lstrip().lower().startswith("<!doctype html")
     again = nemo.get_result(exp.key[:10])
     assert again.key == exp.key and again.explanation == exp.explanation and "tiny-caption" in repr(again)
+    assert isinstance(exp, nemo.Explanation) and isinstance(again, nemo.Explanation) and isinstance(exp.key, str)
     with pytest.raises(nemo.ConfigError, match="no option"):
         nemo.explain(tiny["images"][0], "cat", classifier=tiny["classifier"], method=METHOD, settings={"x": 1})
     assert any(p["name"] == "broken-family" and not p["ok"] for p in nemo.list_plugins())

@@ -13,7 +13,7 @@ import pkgutil
 import sys
 
 from .. import __version__
-from ..core.errors import ConfigError, InputImageError, JobCancelled, NemoError
+from ..core.errors import ConfigError, InputImageError, JobCancelled, NemoError, StoreError
 from . import exit_codes
 
 log = logging.getLogger("nemo_desktop.cli")
@@ -154,7 +154,10 @@ def _main(argv: list[str] | None) -> int:
     try:
         paths = get_paths()
         use_portable_caches(paths)  # portable mode: the torch hub cache in the portable folder too
-        setup_logging(paths, stderr_level="DEBUG" if args.verbose else "WARNING")
+        try:
+            setup_logging(paths, stderr_level="DEBUG" if args.verbose else "WARNING")
+        except StoreError as exc:  # read-only media: commands that only read still work (a write says so itself)
+            print(f"warning: {exc.message} The log goes to the terminal only.", file=sys.stderr)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside a cancellable job (e.g. a model loading)
         interrupted = JobCancelled("Interrupted. Completed results are kept in the store; a re-run resumes.")
@@ -164,8 +167,6 @@ def _main(argv: list[str] | None) -> int:
     except BrokenPipeError:
         raise
     except OSError as exc:  # a file the command writes or reads failed in a way no command foresaw
-        from ..core.errors import StoreError
-
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
         error = StoreError(f"{exc.strerror or exc}{where}.", hint="Check the path, its permissions and free space.",
                            detail=repr(exc))

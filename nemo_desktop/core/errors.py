@@ -54,6 +54,10 @@ class GatedModelError(ModelError):
     """A gated Hugging Face repository needs a token and an accepted license."""
 
 
+class ModelNotRestoredError(ModelError):
+    """A new model process could not load again the model the user had loaded (no other is used instead)."""
+
+
 class OutOfMemoryError(ModelError):
     """The GPU (or host) ran out of memory; the process stays usable."""
 

@@ -5,7 +5,8 @@ what only one capability needs is an extra named by what it enables. `nemo docto
 every command, the desktop app's method start and its report exporter check theirs before anything runs
 (`require()`), naming the extra to install. Only `importlib.util.find_spec` is used: nothing is imported here.
 
-The `gui` extra holds all of them (a desktop user gets every capability); `all` is `gui` plus keyring and ray.
+The `gui` extra holds the desktop user's capabilities (`in_gui`); `all` holds every extra. The opt-in ones (fix,
+mcp, notebook, keyring, ray) are listed too, so that `nemo doctor` shows every extra pyproject.toml declares.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class Extra:
     enables: str  # what it enables, in words (after "the '<name>' extra enables ...")
     modules: tuple[str, ...]  # import names checked with find_spec
     without: str  # what happens without it
+    in_gui: bool = True  # part of the `gui` extra (a desktop user's capabilities); the others are opt-in
 
 
 EXTRAS: dict[str, Extra] = {e.name: e for e in (
@@ -36,6 +38,18 @@ EXTRAS: dict[str, Extra] = {e.name: e for e in (
           "token lengths use tiktoken if its vocabulary is cached, else approximate word counts"),
     Extra("quantize", "int8/int4 weights of a local multimodal LLM (torchao): the '48 GB' and '24 GB' memory "
           "profiles", ("torchao",), "the MLLM loads in bf16 and the smaller memory profiles refuse to start"),
+    Extra("fix", "LoRA fixes (`nemo fix --mode lora`: peft's adapters on a classifier's backbone)", ("peft",),
+          "`nemo fix --mode lora` refuses to start; the head, last-block and full modes work", in_gui=False),
+    Extra("mcp", "the engine as Model Context Protocol tools for agents (`nemo mcp`: mcp, anyio, uvicorn)",
+          ("mcp", "anyio", "uvicorn"), "`nemo mcp` refuses to start", in_gui=False),
+    Extra("notebook", "Result.to_pandas() and notebook progress bars in the Python API (pandas, ipywidgets)",
+          ("pandas", "ipywidgets"), "to_pandas() asks for pandas; progress bars in notebooks fall back to text bars",
+          in_gui=False),
+    Extra("keyring", "API keys kept in the system's keyring (keyring)", ("keyring",),
+          "API keys are referenced by environment variable ('env:NAME'); a keyring reference is refused",
+          in_gui=False),
+    Extra("ray", "`nemo bench run --ray`: the benchmark's shards on a Ray cluster (ray)", ("ray",),
+          "the benchmark runs its shards locally; --ray refuses to start", in_gui=False),
 )}
 
 # Model families whose loaders need an extra (the family name's prefix).
@@ -121,5 +135,6 @@ def status() -> list[dict]:
     for e in EXTRAS.values():
         missing = missing_modules(e.name)
         rows.append({"extra": e.name, "installed": not missing, "missing": missing, "enables": e.enables,
-                     "without": e.without, "install": f"pip install 'nemo-desktop[{e.name}]'"})
+                     "without": e.without, "in_gui": e.in_gui,
+                     "install": f"pip install 'nemo-desktop[{e.name}]'"})
     return rows

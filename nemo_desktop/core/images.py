@@ -172,6 +172,12 @@ def open_image_file(path: Path, label: str) -> io.IOBase:
         err.reason = reason
         return err
 
+    from .confine import OUTSIDE_HINT, outside_reason
+
+    outside = outside_reason(path)  # a server's roots (nemo mcp): a member linked or listed from outside them
+    if outside is not None:
+        raise fail(f"is not read: {outside}", OUTSIDE_HINT)
+
     try:
         st = os.stat(path)
     except FileNotFoundError:

@@ -96,6 +96,12 @@ class ModelSession:
         self.remote = None
         # Called after every load / unload (the model worker reports its models to the app at once).
         self.on_change = None
+        # How each model in memory was loaded ({kind: record}, see `wanted()`), so that a new model process can
+        # load exactly the same models again after the last one died.
+        self._records: dict[str, dict] = {}
+        # Models a new process was asked to restore but could not ({kind: {"ref", "reason", ...}}): a job that
+        # needs one fails naming it instead of loading the default in its place.
+        self._unrestored: dict[str, dict] = {}
 
     # -- settings -------------------------------------------------------------------------------------
     def settings(self):
@@ -156,6 +162,13 @@ class ModelSession:
             return self.remote.loaded()
         return {kind: m.ref for kind, m in list(self._models.items())}
 
+    def wanted_refs(self) -> dict[str, str]:
+        """kind -> ref of the models the user has loaded, in memory or being (or failed to be) loaded again in a
+        new model process: what a job uses, never the default in their place (read from the GUI thread)."""
+        if self.remote is not None:
+            return self.remote.wanted()
+        return {kind: r["ref"] for kind, r in self.wanted().items()}
+
     def facts(self, kind: str) -> dict | None:
         """What the window may know of the current `kind` model without holding it: {"model_id", "revision",
         "class_names", "zero_shot"};
@@ -175,14 +188,84 @@ class ModelSession:
     def put(self, kind: str, ref: str, model: Any) -> None:
         """Use an already built model (a script's own, or one loaded elsewhere) as the current `kind`."""
         self.unload(kind)
+        self._unrestored.pop(kind, None)
         self._models[kind] = LoadedModel(kind, ref, model)
+        self._records[kind] = {"kind": kind, "ref": ref, "restorable": False, **_facts_of(model)}
         self._changed()
 
+    def wanted(self) -> dict[str, dict]:
+        """What the user has asked to be loaded, {kind: record}: each model in memory with how it was loaded
+        (ref, catalog kind, options, and the model's id, revision and class names), and each model a restore
+        could not bring back ("unrestored": its reason). The model worker's supervisor keeps this, so that a new
+        process loads exactly these again (`restore`)."""
+        out = {kind: dict(r) for kind, r in self._records.items()}
+        out.update({kind: dict(r) for kind, r in self._unrestored.items()})
+        return out
+
+    def unrestored(self, kind: str) -> dict | None:
+        """The record of a `kind` model a new process could not load again (its "reason"), or None."""
+        return self._unrestored.get(kind)
+
+    def restore(self, records: dict[str, dict], ctx: JobContext | None = None) -> dict[str, list]:
+        """Load exactly the models of `records` (`wanted()` of a process that died): the same ref, catalog kind
+        and options, from the disk only, and the same revision. Never another model: one that cannot be loaded
+        again is remembered as unrestored, and a job that needs it fails naming it (`ensure`, `preflight`).
+        {"restored": [(kind, ref)], "failed": [(kind, ref, reason)]}."""
+        from dataclasses import fields
+
+        from nemo_desktop.core.models.registry import LoadOptions
+
+        ctx = ctx or null_context()
+        out: dict[str, list] = {"restored": [], "failed": []}
+        for kind, record in records.items():
+            ref = record["ref"]
+            reason = None  # one that failed before (its "reason") is tried again: its weights may be back
+            if not record.get("restorable", True):
+                reason = "it was handed to the model process as an object, not loaded from a reference"
+            if reason is None:
+                known = {f.name for f in fields(LoadOptions)}
+                options = LoadOptions(**{k: v for k, v in (record.get("options") or {}).items() if k in known})
+                try:
+                    loaded = self.load(kind, ref, ctx, catalog_kind=record.get("catalog_kind"), local_only=True,
+                                       options=options)
+                    now = _facts_of(loaded.model)
+                    if record.get("revision") and now.get("revision") and now["revision"] != record["revision"]:
+                        self.unload(kind)
+                        reason = (f"its weights on disk changed since it was loaded (revision {record['revision']}, "
+                                  f"now {now['revision']})")
+                    elif record.get("class_names") is not None and now.get("class_names") is not None \
+                            and list(now["class_names"]) != list(record["class_names"]):
+                        self.unload(kind)
+                        reason = "its classes on disk changed since it was loaded"
+                except JobCancelled:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - said in words: the job that needs it names the reason
+                    reason = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            if reason is None:
+                out["restored"].append((kind, ref))
+                continue
+            self._unrestored[kind] = {k: v for k, v in record.items() if k != "reason"} | {"reason": reason}
+            out["failed"].append((kind, ref, reason))
+            log.error("could not load the %s %s again after the model process restarted: %s", kind, ref, reason)
+        if out["failed"]:
+            self._changed()
+        return out
+
+    def _unrestored_error(self, kind: str):
+        from nemo_desktop.core.errors import ModelNotRestoredError
+
+        r = self._unrestored[kind]
+        return ModelNotRestoredError(
+            f"The {KIND_TEXT.get(kind, kind)} {r['ref']} could not be loaded again after the model process "
+            f"restarted: {r['reason']}. Nothing was run with another model in its place.",
+            hint="Load it again in the Model manager (or choose another model there), then run again.")
+
     def load(self, kind: str, ref: str, ctx: JobContext | None = None, catalog_kind: str | None = None,
-             local_only: bool = False) -> LoadedModel:
+             local_only: bool = False, options: Any = None) -> LoadedModel:
         """Load `ref` as the current model of `kind` (the previous one is released first). GPU lane only.
         `catalog_kind` names the catalog kind when the slot is a role (an 'embedder' is a classifier model);
-        `local_only` never touches the network (restoring the last models at start must not download)."""
+        `local_only` never touches the network (restoring the last models at start must not download);
+        `options` (LoadOptions) replaces the settings' (a restore loads with the options of the first load)."""
         from nemo_desktop.core.models.registry import load_model
 
         ctx = ctx or null_context()
@@ -194,7 +277,7 @@ class ModelSession:
         self.unload(kind)  # free its memory before the next one claims it
         ctx.progress(f"Loading the {KIND_TEXT.get(kind, kind)} {ref}", 0, None)
         try:
-            options = self.load_options()
+            options = options if options is not None else self.load_options()
             if local_only:
                 options.local_files_only = True
             model = load_model(spec, options)
@@ -208,12 +291,21 @@ class ModelSession:
                 raise oom from exc
             raise
         ctx.check_cancelled()
+        from dataclasses import asdict
+
         self._models[kind] = LoadedModel(kind, ref, model)
+        self._unrestored.pop(kind, None)
+        self._records[kind] = {"kind": kind, "ref": ref, "catalog_kind": catalog_kind, "restorable": True,
+                               "options": asdict(options), **_facts_of(model)}
         self._changed()
         log.info("loaded %s %s", kind, ref)
         return self._models[kind]
 
     def unload(self, kind: str) -> bool:
+        self._records.pop(kind, None)
+        if self._unrestored.pop(kind, None) is not None and kind not in self._models:
+            self._changed()  # the user gave up the model that could not be restored: jobs may use the default
+            return True
         m = self._models.pop(kind, None)
         if m is None:
             return False
@@ -235,9 +327,9 @@ class ModelSession:
     def classifier_is_zero_shot(self) -> bool:
         """Whether the classifier a method would use (in memory, else the default) is zero-shot, so that its
         interventions rewrite prompts and need no image editor."""
-        loaded = self.facts("classifier")
+        loaded = self.facts("classifier") or self._unrestored.get("classifier")
         if loaded is not None:
-            return loaded["zero_shot"]
+            return bool(loaded.get("zero_shot"))
         ref = self.default_ref("classifier")
         try:
             from nemo_desktop.core.models.catalog import get_entry
@@ -258,6 +350,11 @@ class ModelSession:
         loaded = self.loaded()  # the model worker's, in worker mode
         for kind in kinds:
             if kind in loaded:
+                continue
+            if kind in self._unrestored:
+                r = self._unrestored[kind]
+                problems.append(f"the {KIND_TEXT.get(kind, kind)} {r['ref']} could not be loaded again after the "
+                                f"model process restarted ({r['reason']}), and no other model is used in its place")
                 continue
             ref = self.default_ref(kind)
             if ref is None:
@@ -289,6 +386,8 @@ class ModelSession:
         """The current model of `kind`, loading the default one if none is in memory. GPU lane only."""
         if kind in self._models:
             return self._models[kind].model
+        if kind in self._unrestored:  # never the default in place of the model the user had loaded
+            raise self._unrestored_error(kind)
         ref = self.default_ref(kind)
         if ref is None:
             raise ConfigError(f"No {KIND_TEXT.get(kind, kind)} is chosen.",

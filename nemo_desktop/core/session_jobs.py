@@ -200,6 +200,12 @@ def unload_model(session, kind: str, ctx: JobContext) -> bool:
     return session.unload(kind)
 
 
+def restore_loaded(session, records: dict[str, dict], ctx: JobContext) -> dict[str, list]:
+    """A new model process loads exactly the models its predecessor held (the supervisor's remembered
+    `ModelSession.wanted()`), before the next job runs; see `ModelSession.restore`."""
+    return session.restore(records, ctx)
+
+
 REMEMBERED_KINDS = ("classifier", "mllm", "editor")
 
 

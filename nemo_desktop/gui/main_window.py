@@ -52,6 +52,7 @@ class _ModelsRelay(QObject):
     the GUI thread (a worker that died took its models with it: the lists must say so at once)."""
 
     changed = Signal(object)
+    state = Signal(object)  # WorkerSupervisor.state(): restoring, dead with its cause, models not restored
 
 
 class MainWindow(QMainWindow):
@@ -74,7 +75,8 @@ class MainWindow(QMainWindow):
         # Where model jobs (JobSpecs) run: this process, or the supervised model worker process (settings).
         self._models_relay = _ModelsRelay(self)
         self._models_relay.changed.connect(lambda _models: self.sig_models_changed.emit())
-        self.model_host = make_model_host(self.session, on_models_changed=self._models_relay.changed.emit)
+        self.model_host = make_model_host(self.session, on_models_changed=self._models_relay.changed.emit,
+                                          on_state_changed=self._models_relay.state.emit)
         self.jobs.model_host = self.model_host
         self._closing = False
         self._first_paint = _FirstPaint(self, self._after_first_paint)
@@ -100,6 +102,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.stack)
 
         self._build_jobs_area()
+        self._build_model_process_status()
         self._build_menus()
         self.jobs.sig_job_finished.connect(self._report_job_failure)
         from .first_run import FirstRun
@@ -163,6 +166,40 @@ class MainWindow(QMainWindow):
         # Idle, the dock is one line; when jobs come, it takes room for them again.
         self.jobs_panel.sig_height_wanted.connect(
             lambda h: self.resizeDocks([self.jobs_dock], [h], Qt.Orientation.Vertical))
+
+    def _build_model_process_status(self) -> None:
+        """The model worker's state in the status bar: models being loaded again after a restart, the ones it
+        could not load again, and a worker that kept dying (with its cause and a button to start it again)."""
+        from PySide6.QtWidgets import QPushButton
+
+        from .model_process_status import describe_state
+
+        self.model_process_label = QLabel()
+        self.model_process_label.setObjectName("modelProcessStatus")
+        self.model_process_label.setVisible(False)
+        self.model_process_button = QPushButton("Start the model process again")
+        self.model_process_button.setObjectName("restartModelProcess")
+        self.model_process_button.setVisible(False)
+        self.model_process_button.clicked.connect(self.start_model_process_again)
+        self.statusBar().addPermanentWidget(self.model_process_label)
+        self.statusBar().addPermanentWidget(self.model_process_button)
+
+        def show(state: dict) -> None:
+            text, tip, dead = describe_state(state)
+            self.model_process_label.setText(text)
+            self.model_process_label.setToolTip(tip)
+            self.model_process_label.setVisible(bool(text))
+            self.model_process_button.setVisible(dead)
+            self.sig_models_changed.emit()  # pickers follow the worker (restored, or not)
+
+        self._models_relay.state.connect(show)
+
+    def start_model_process_again(self) -> None:
+        """After the model process was given up (it kept dying): start it again; it restores the models."""
+        revive = getattr(self.model_host, "revive", None)
+        if callable(revive):
+            self.model_process_button.setVisible(False)
+            revive()
 
     def _action(self, text: str, slot, shortcut: QKeySequence | str | None = None, tip: str = "") -> QAction:
         action = QAction(text, self)

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.confine import is_within, resolve
 from .replies import ToolError
 
 
@@ -23,14 +24,18 @@ class Roots:
         return cls(out)
 
     def contains(self, path: Path) -> bool:
-        return any(path == r or r in path.parents for r in self.folders)
+        """Whether the resolved `path` is a root or below one, by path components (never a string prefix)."""
+        return any(is_within(path, r) for r in self.folders)
 
     def check(self, value: str | os.PathLike, what: str) -> Path:
         """The resolved path, or a ToolError when it is outside every root (links are followed first)."""
-        path = Path(value).expanduser()
-        if not path.is_absolute():
-            path = Path.cwd() / path
-        resolved = path.resolve()
+        try:
+            resolved = resolve(value)
+        except ValueError as exc:  # a NUL byte: no file has such a name
+            raise ToolError(f"The {what} path {str(value)!r} cannot name a file: {exc}.",
+                            hint="Give the path of a file or folder inside the server's roots.") from None
+        except (OSError, RuntimeError) as exc:  # a link loop, a name too long
+            raise ToolError(f"The {what} path {value} cannot be resolved ({exc}).") from None
         if not self.contains(resolved):
             allowed = ", ".join(str(r) for r in self.folders) or "none"
             raise ToolError(f"The {what} {value} is outside the folders this server may use ({allowed}).",
@@ -56,7 +61,7 @@ class Roots:
 def _looks_like_path(value: str) -> bool:
     """A value that can name a file: separators, ~ or . first, or an existing file (relative to the server's
     working directory). A bare word that names nothing (a shipped sentence set: 'general') is a name."""
-    return "/" in value or os.sep in value or value.startswith(("~", ".")) or Path(value).exists()
+    return "/" in value or os.sep in value or value.startswith(("~", ".")) or "\0" in value or Path(value).exists()
 
 
 def _checked_path(roots: "Roots", value: str, setting: str) -> str:

@@ -120,7 +120,48 @@ class ToolDef:
     read_only: bool = False
 
 
+_BOUNDS = {"minimum": "must be at least {v}", "maximum": "must be at most {v}",
+           "exclusiveMinimum": "must be more than {v}", "exclusiveMaximum": "must be less than {v}",
+           "minItems": "needs at least {v} item(s)", "maxItems": "takes at most {v} item(s)",
+           "minLength": "must be at least {v} character(s) long", "maxLength": "must be at most {v} characters long"}
+
+
+def _nul_in(value: Any, where: str) -> str | None:
+    """The argument (path) holding a NUL byte: no file name can, and the OS would refuse it deep in a job."""
+    if isinstance(value, str):
+        return where if "\0" in value else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        found = _nul_in(v, f"{where}.{k}" if isinstance(k, str) else f"{where}[{k}]")
+        if found:
+            return found
+    return None
+
+
+def _bound_errors(error: Any) -> list[Any]:
+    """The schema's bounds a value breaks (inside anyOf too: an optional setting is anyOf [value, null])."""
+    if error.validator in _BOUNDS:
+        return [error]
+    return [e for sub in (error.context or []) for e in _bound_errors(sub)]
+
+
+def _check_bounds(schema: dict[str, Any], args: dict[str, Any]) -> None:
+    """Every bound the tool's schema declares (minimum, maximum, minItems, ...), checked with jsonschema (the
+    schema's own validator, not a copy of its rules); other problems keep the messages of the checks above."""
+    from jsonschema import Draft202012Validator
+
+    for error in Draft202012Validator(schema).iter_errors(args):
+        for e in _bound_errors(error):
+            name = ".".join(str(p) for p in e.absolute_path) or "arguments"
+            raise ToolError(f"'{name}' {_BOUNDS[e.validator].format(v=e.validator_value)}, "
+                            f"not {json.dumps(e.instance)[:80]}.")
+
+
 def _check_args(tool: ToolDef, args: dict[str, Any]) -> None:
+    nul = _nul_in(args, "")
+    if nul:
+        raise ToolError(f"'{nul.lstrip('.')}' contains a NUL byte (\\0), which no file path can hold.",
+                        hint="Give the path as the file system spells it.")
     props = tool.schema.get("properties", {})
     unknown = sorted(set(args) - set(props))
     if unknown:
@@ -140,3 +181,4 @@ def _check_args(tool: ToolDef, args: dict[str, Any]) -> None:
         types = t if isinstance(t, list) else [t] if t else []
         if types and value is not None and not any(ok.get(x, lambda v: True)(value) for x in types):
             raise ToolError(f"'{name}' must be {' or '.join(types)}, not {json.dumps(value)[:80]}.")
+    _check_bounds(tool.schema, args)

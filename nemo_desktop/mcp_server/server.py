@@ -11,6 +11,7 @@ appears without touching this file):
     explain          any explanation method (enum from the registry) on one image; settings from their configs
     analysis_<name>  one tool per other registered analysis (competency, failure modes, model differences,
                      global explanation, plugins' analyses), its components, data and settings from its spec
+    list_images      the image files of a folder inside the roots, a page at a time
     get_result       a stored result by key (or prefix), optionally with its images as image content
     export_report    a stored result's or run's HTML/PDF report, written inside an allowed root
 
@@ -20,11 +21,17 @@ stored). Jobs run one at a time. Results are also resources, `nemo://result/<key
 
 Safety: every path a tool reads or writes (images, dataset folders, local model folders in `<family>:<source>`
 references, report files) must lie inside a root given on the command line (`--root`, repeatable) or the
-results store; nothing else is readable through a tool. Bad arguments come back as tool errors with the CLI's
-messages (`error: ...` / `hint: ...`), never tracebacks, and every text is passed through the secret redactor.
+results store; nothing else is readable through a tool. The arguments are checked where they arrive, and while
+a tool runs every file it opens is checked again after its links are resolved (`core/confine.py`): a dataset
+member linked from outside, a CSV row naming a file outside, a file in a reference or estimator folder that
+leads outside is refused, that file alone, with the reason (the rest of the batch goes on). Argument bounds in
+the schemas (minimum, maximum, minItems, ...) are enforced, and a NUL byte in an argument is a path error. Bad
+arguments come back as tool errors with the CLI's messages (`error: ...` / `hint: ...`), never tracebacks, and
+every text is passed through the secret redactor.
 
 Modules: tools.py (the tools), schemas.py (their input schemas and argument checks), roots.py (the file
-access confinement), replies.py (what the client reads back: content and errors, redacted); this one serves them.
+access confinement), listing.py (list_images), replies.py (what the client reads back: content and errors,
+redacted); this one serves them.
 """
 from __future__ import annotations
 
@@ -58,6 +65,10 @@ class NemoMCP:
         self._roots_given = list(roots or [])
         self._job_lock = threading.Lock()
         self.roots = Roots.of(self._roots_given, self._store_dir())
+
+    def user_roots(self) -> list[Path]:
+        """The `--root` folders (resolved), without the results store."""
+        return [Path(r).expanduser().resolve() for r in self._roots_given]
 
     def _store_dir(self) -> Path | None:
         from ..core.store import ResultsStore
@@ -96,6 +107,21 @@ class NemoMCP:
                 self.roots.check(conditions, "conditions file")
         return ref
 
+    def call(self, name: str, args: dict[str, Any], ctx: Any = None) -> ToolOutput:
+        """Run tool `name` as a client's call does (arguments checked, file access confined to the roots)."""
+        from ..core.jobs import JobContext
+
+        tool = self.tool(name)
+        _check_args(tool, args)
+        return self.run_tool(tool, args, ctx or JobContext())
+
+    def run_tool(self, tool: ToolDef, args: dict[str, Any], ctx: Any) -> ToolOutput:
+        """Every file the tool opens while it runs must resolve inside the roots (core/confine.py)."""
+        from ..core.confine import confined
+
+        with confined(self.roots.folders):
+            return tool.run(self, args, ctx)
+
     def run_job(self, fn: Callable[[], Any], ctx: Any) -> Any:
         """Run one job at a time (models share one GPU); a cancelled job waiting here gives up at once."""
         while not self._job_lock.acquire(timeout=0.2):
@@ -107,7 +133,16 @@ class NemoMCP:
 
 
 class _Progress:
-    """JobContext progress (in the job thread) -> MCP progress notifications (in the server's event loop)."""
+    """JobContext progress (in the job thread) -> MCP progress notifications (in the server's event loop).
+
+    MCP asks each notification's progress to be larger than the last, over the whole call. A report's `overall`
+    (the call's fraction, where the job maps its sub-steps) is used as it is; a report without it only knows its
+    own stage's fraction, which starts again at 0 for every stage (read as the call's, SciTX sent 0.01 and then
+    100 for each of its 18 stages): it moves the value a step closer to the end instead. The value stays below
+    100 until the call returns (its result is the end)."""
+
+    CAP = 99.0
+    CREEP = 0.02  # a report that knows nothing of the whole call: 2 % of the way left
 
     def __init__(self, session: Any) -> None:
         self.session = session
@@ -115,18 +150,23 @@ class _Progress:
         self.sent_at = 0.0
         self.stage: str | None = None
 
+    def next_value(self, p: Any) -> float:
+        target = min(self.CAP, 100.0 * p.overall) if p.overall is not None else None
+        if target is not None and target > self.last:
+            return target
+        return self.last + max((self.CAP - self.last) * self.CREEP, 1e-6)  # strictly more, even near the cap
+
     def __call__(self, p: Any) -> None:
         import anyio.from_thread
 
         now = time.monotonic()
-        frac = p.overall_fraction
-        value = max(self.last + 0.01, 100.0 * frac if frac is not None else self.last)
-        if p.stage == self.stage and now - self.sent_at < 0.25 and (frac or 0) < 1.0:
+        if p.stage == self.stage and now - self.sent_at < 0.25:
             return
+        value = self.next_value(p)
         self.stage, self.sent_at, self.last = p.stage, now, value
         message = f"{p.stage} {p.done}/{p.total}" if p.total else p.stage
         try:
-            anyio.from_thread.run(self.session.report_progress, min(value, 100.0), 100.0, message)
+            anyio.from_thread.run(self.session.report_progress, value, 100.0, message)
         except Exception:  # noqa: BLE001 - the request is over (cancelled) or the client went away
             pass
 
@@ -175,7 +215,7 @@ def build_server(nemo: NemoMCP) -> Any:
 
     def _run_tool(server: NemoMCP, tool: ToolDef, args: dict[str, Any], job: Any) -> ToolOutput:
         try:
-            return tool.run(server, args, job)
+            return server.run_tool(tool, args, job)
         except JobCancelled:
             log.warning("%s: job stopped (cancelled)", tool.name)
             raise

@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .listing import MAX_PAGE, list_images
 from .replies import RESULT_URI, ToolOutput
 from .roots import _looks_like_path
 from .schemas import _DEVICE, _IMAGES_FLAG, _ROLE_HELP, ToolDef, _coerce_settings, _obj, settings_schema
@@ -70,6 +71,17 @@ def all_tools() -> list[ToolDef]:
                 _obj({"dataset": {"type": "string", "description": "dataset folder or CSV manifest"},
                       "classifier": {"type": "string", "description": _ROLE_HELP["classifier"]},
                       "device": _DEVICE}, ["dataset", "classifier"]), _index_dataset),
+        ToolDef("list_images", "The image files in a folder inside the server's roots (default: every root), "
+                "sorted by path, a page at a time (offset, limit): the paths predict, explain and the analyses "
+                "take. A file that leads outside the roots (a link) is not listed; 'refused' counts and names "
+                "them. Milliseconds for thousands of files.",
+                _obj({"folder": {"type": "string", "description": "a folder inside the roots (default: each root)"},
+                      "recursive": {"type": "boolean", "default": True, "description": "also list sub-folders"},
+                      "offset": {"type": "integer", "minimum": 0, "default": 0,
+                                 "description": "how many images to skip (the previous page's next_offset)"},
+                      "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 100,
+                                "description": "images in this page"}}), _list_images, long=False,
+                read_only=True),
         ToolDef("list_indexes", "The reference indexes in the results store (id, dataset, classifier, "
                 "entries, correctly classified), newest first.", _obj({}), _list_indexes, long=False,
                 read_only=True),
@@ -112,13 +124,32 @@ def _list_analyses(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutpu
 
 def _predict(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
     from .. import api
+    from .replies import ToolError
 
-    images = [str(server.roots.check(p, "image")) for p in args["images"]]
+    images, refused = [], []
+    for p in args["images"]:  # per image: one outside the roots is refused with the reason, the others go on
+        try:
+            images.append(str(server.roots.check(p, "image")))
+        except ToolError as exc:
+            refused.append({"image": p, "error": {"message": exc.message, "hint": exc.hint}})
+    if not images:
+        first = refused[0]["error"]
+        raise ToolError(first["message"] if len(refused) == 1 else
+                        f"None of the {len(refused)} images may be read: {first['message']}", hint=first["hint"])
     classifier = server.model(args["classifier"], "classifier")
     preds = server.run_job(lambda: api.predict(images, classifier, top_k=int(args.get("top_k") or 5),
                                                device=args.get("device") or server.device, dtype=server.dtype,
                                                ctx=ctx), ctx)
-    return ToolOutput(preds.to_dict())
+    out = preds.to_dict()
+    if refused:
+        out["results"] = list(out.get("results", [])) + refused
+    return ToolOutput(out)
+
+
+def _list_images(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
+    folders = [server.roots.check(args["folder"], "folder")] if args.get("folder") else server.user_roots()
+    return ToolOutput(list_images(folders, server.roots, recursive=args.get("recursive", True) is not False,
+                                  offset=int(args.get("offset") or 0), limit=int(args.get("limit") or 100)))
 
 
 def _index_dataset(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
@@ -178,10 +209,14 @@ def _explain(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
         reference = str(server.roots.check(reference, "reference dataset"))
     settings = _coerce_settings([get_method(m).config for m in list_methods()], args.get("settings"), server.roots)
     label = args["true_label"]
+    from ..core.session_jobs import STAGE_WEIGHTS
+
+    # The method's stages fill their own slices of the call (progress notifications grow across the whole call).
+    staged = ctx.stages("", 0.0, 1.0, STAGE_WEIGHTS)
     result = server.run_job(lambda: api.explain(
         image, label, classifier=classifier, mllm=mllm, editor=editor, reference=reference,
         method=args.get("method") or "scitx", validate=bool(args.get("validate")), settings=settings,
-        device=args.get("device") or server.device, dtype=server.dtype, ctx=ctx), ctx)
+        device=args.get("device") or server.device, dtype=server.dtype, ctx=staged), ctx)
     images = result.images() if result.key else {}
     return ToolOutput(_result_summary(result, images),
                       _images_of(result, result.to_dict(), images, bool(args.get("include_images"))))
@@ -202,6 +237,7 @@ def _export_report(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutpu
 
     out = Path(str(args["path"])).expanduser()
     server.roots.check(out.parent if out.parent != Path("") else Path.cwd(), "report folder")
+    server.roots.check(out, "report file")  # the file itself: an existing link there may lead outside
     written = server.run_job(lambda: api.export_report(str(args["key"]), out, args.get("format"), ctx=ctx), ctx)
     return ToolOutput({"path": str(written), "bytes": written.stat().st_size,
                        "format": written.suffix.lstrip(".")})

@@ -119,3 +119,36 @@ method = "scitx"
     assert main(["bench", "run", str(config), "--json"]) == 2
     error = _error(capsys)
     assert "'editing' extra" in error["message"] and "Nothing was started" in error["hint"]
+
+
+def test_a_lora_fix_without_the_extra_is_refused_before_the_classifier_loads(without, no_model_loads, tmp_path,
+                                                                              capsys):
+    """Issue 42 §4: `nemo fix --mode lora` without peft used to load the classifier and prepare the data first."""
+    without("fix")
+    for split in ("train", "affected", "rest"):
+        (tmp_path / "data" / split / "cat").mkdir(parents=True)
+    assert main(["fix", str(tmp_path / "data"), "-c", "timm:local-dir:/nowhere", "--mode", "lora", "--data",
+                 "augment", "--affected-classes", "cat", "--json"]) == 2
+    error = _error(capsys)
+    assert "'fix' extra" in error["message"] and "peft" in error["message"]
+    assert "nemo-desktop[fix]" in error["hint"]
+
+
+def test_a_lora_fix_built_through_the_registry_checks_the_extra_first(without):
+    """The app, the API and MCP build the fix through the registry: refused there, before any data is read."""
+    import torch
+
+    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.registry import Components, build_analysis
+
+    class Torchy:
+        zero_shot, class_names = False, ["a", "b"]
+        model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 2))
+
+        def preprocess(self, images):
+            raise AssertionError("no image is prepared")
+
+    without("fix")
+    with pytest.raises(ConfigError, match="'fix' extra"):
+        build_analysis("fix", Components(classifier=Torchy()), {"mode": "lora", "data": "augment",
+                                                                "affected_classes": "a"})

@@ -199,3 +199,37 @@ def test_causes_command_writes_nothing_when_no_image_loses_competency(setup, cap
         "source,cause,factor,competency_before,competency_after,file"]
     assert _nemo(setup, "competency", "causes", str(setup["data"]), "-c", setup["classifier"], "-E", key,
                  "--cause", "spatial", "-o", str(tmp_path / "d"), "--device", "cpu") == 2
+
+
+FIT_ARGS = ("--epochs", "1", "--image-size", "16", "--latent-dim", "8", "--batch-size", "8", "--device", "cpu")
+
+
+def _calibration_csv(setup, tmp_path, rows) -> str:
+    csv = tmp_path / "calibration.csv"
+    csv.write_text("path,label\n" + "".join(f"{p},{label}\n" for p, label in rows), encoding="utf-8")
+    return str(csv)
+
+
+def test_calibration_csv_errors_are_usage_errors_that_name_the_csv(setup, capsys, tmp_path):
+    """Issue 42 §3: a missing image file in the calibration CSV exits 2 with its own message (as a non-image
+    does), and a label the classifier lacks names the CSV and suggests nothing `nemo competency fit` rejects."""
+    good = [(setup["data"] / name / f"{i}.png", name) for name in CLASSES for i in range(2)]
+    cases = {
+        "missing": good + [(tmp_path / "gone.png", "red")],
+        "not an image": good + [(tmp_path / "text.png", "red")],
+        "label": good + [(setup["data"] / "red" / "3.png", "purple")],
+    }
+    (tmp_path / "text.png").write_text("not an image")
+    for what, rows in cases.items():
+        csv = _calibration_csv(setup, tmp_path, rows)
+        rc = _nemo(setup, "competency", "fit", str(setup["data"]), "-c", setup["classifier"], *FIT_ARGS,
+                   "--calibration-set", csv, "--json")
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert rc == 2, (what, error)
+        assert "calibration.csv" in error["message"], (what, error)
+        if what == "not an image":
+            assert "text.png" in error["message"] and "not an image" in error["message"]
+        if what == "missing":
+            assert "gone.png does not exist" in error["message"] and error["type"] == "InputImageError"
+        if what == "label":
+            assert "purple" in error["message"] and "--skip-unmatched" not in error["hint"], error

@@ -240,11 +240,20 @@ async def test_explain_with_a_paper_method_on_tiny_models(world, tmp_path):
             clf = f"timm:local-dir:{world['model']}"
             top = _json(await s.call_tool("predict", {"images": world["images"][:1], "classifier": clf}))
             wrong = top["results"][0]["top_k"][1]["name"]  # not the prediction: a misclassified image
+            progress = []
+
+            async def on_progress(value, total, message):
+                progress.append(value)
+
             res = await s.call_tool("explain", {
                 "image": world["images"][0], "true_label": wrong, "method": "cam-mllm", "reference": "none",
                 "classifier": f"timm:local-dir:{world['model']}", "include_images": True,
-                "mllm": f"openai-compatible:http://127.0.0.1:{endpoint.server_port}/v1"})
+                "mllm": f"openai-compatible:http://127.0.0.1:{endpoint.server_port}/v1"}, progress_callback=on_progress)
             out = _json(res)
+            # Progress grows over the whole call through the method's stages (each once counted 0..1 on its own,
+            # which read as 0.01, then 100 again and again).
+            assert len(progress) >= 3 and all(b > a for a, b in zip(progress, progress[1:])), progress
+            assert progress[-1] < 100
             assert out["method"] == "cam-mllm" and out["explanation"] == "The striped background misleads the model."
             assert out["cei"] is None  # not scored: no editor, and the classifier is not zero-shot
             assert Path(out["evidence"]["Grad-CAM overlay"]).is_file()

@@ -3,8 +3,9 @@
 The digits world's models load in the worker by ref (families registered by tests/worker_test_jobs.py, which
 every worker preloads). Checked: a diagnosis runs there and opens in the workbench; the worker SIGKILLed in
 the middle of a diagnosis fails the run with its cause in words while the window stays, the model list
-empties, and the next diagnosis works (models loaded again on demand); Cancel of a job stuck in one native
-call ends within the grace period + 1 s; the Model manager's Load / Unload act on the worker's models.
+empties, and the next diagnosis works (the new process loads the same models again first); Cancel of a job
+stuck in one native call ends within the grace period + 1 s; the Model manager's Load / Unload act on the
+worker's models.
 """
 from __future__ import annotations
 

@@ -23,9 +23,25 @@ def _open_store():
     return store
 
 
+def _writable(folder) -> bool:
+    """Whether the store's folder can be written (False on read-only media: access() reports EROFS)."""
+    import os
+
+    return not folder.is_dir() or os.access(folder, os.W_OK)
+
+
 def run_info(args) -> int:
-    store = _open_store()
-    info = store.info()
+    from ...core.store import ResultsStore
+    from ...core.store.paths import get_paths
+
+    paths = get_paths()
+    if _writable(paths.database.parent):
+        store = _open_store()
+    else:  # read-only media: inspected as it is, nothing created or changed
+        store = ResultsStore.open_read_only(paths.database, paths.artifacts_dir)
+        print(f"note: {paths.database.parent} cannot be written (read-only media or permissions): the store is "
+              f"opened read-only ({store.read_only}); nothing is changed.", file=sys.stderr)
+    info = store.info() | {"read_only": store.read_only}
     store.close()
     if args.json:
         print(json.dumps(info, indent=2, default=str))
@@ -37,6 +53,7 @@ def run_info(args) -> int:
 
 def run_check(args) -> int:
     from ...core.errors import JobCancelled
+    from ...core.store.maintenance import PROBLEM_DATABASE
     from ..output import cancelled
     from ..progress import StageBars, cancellable_job
 
@@ -48,7 +65,20 @@ def run_check(args) -> int:
     except JobCancelled:
         store.close()
         return cancelled(args, "Cancelled; nothing was changed.")
-    removed = None
+    removed = repaired = None
+    if args.repair and any(p.startswith(PROBLEM_DATABASE) for p in problems):
+        from ...core.store.salvage import move_aside_and_salvage
+
+        try:
+            with cancellable_job(StageBars(terminal_only=True)) as ctx:
+                store, aside, report = move_aside_and_salvage(store, ctx)
+        except JobCancelled:
+            return cancelled(args, "Cancelled while salvaging; the damaged database is kept aside: `nemo cache "
+                                   "salvage FILE` (listed by `nemo cache check`) finishes the job.")
+        repaired = {"moved_aside": str(aside), "salvage": report.to_dict()}
+        if not args.json:
+            print(f"The results database was damaged: it was moved aside to {aside} and a fresh one was created.")
+            print(format_salvage(report))
     if problems and args.repair:
         removed = store.cleanup()
         if not args.json:  # stdout under --json holds the JSON only
@@ -62,13 +92,15 @@ def run_check(args) -> int:
     store.close()
     if args.json:
         print(json.dumps({"ok": not problems, "problems": problems}
-                         | ({"removed": removed} if removed is not None else {}), indent=2))
+                         | ({"removed": removed} if removed is not None else {})
+                         | ({"repaired": repaired} if repaired is not None else {}), indent=2))
     elif problems:
         print(f"{len(problems)} problem(s) found:")
         for p in problems:
             print(f"  - {p}")
         print("Affected results will be recomputed on their next use; `nemo cache check --repair` removes "
-              "leftover temporary files and moves orphan artifact files to the quarantine (never deletes them).")
+              "leftover temporary files and moves orphan artifact files to the quarantine (never deletes them); a "
+              "damaged database it moves aside and salvages.")
     else:
         print("results store OK")
     return 1 if problems else 0
@@ -93,16 +125,30 @@ def run_salvage(args) -> int:
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
         return 0
-    print(f"Salvaged from {report.source}: {report.results} result(s) recovered, "
-          f"{report.results_existing} already in the store, {report.results_missing_files} not recovered because "
-          f"their artifact files are gone; {report.runs} run(s) with {report.run_items} item(s).")
-    if report.files_from_quarantine:
-        print(f"{report.files_from_quarantine} artifact file(s) of recovered results were moved back from the "
-              "quarantine.")
-    for note in report.notes:
-        print(f"note: {note}")
-    print(f"When you no longer need it: `nemo cache discard {report.source}`.")
+    print(format_salvage(report))
     return 0
+
+
+def format_salvage(report) -> str:
+    """Every loss the report knows, in words (the same counts as its --json)."""
+    lost = report.results_missing_files + report.results_unreadable_refs
+    lines = [f"Salvaged from {report.source}: {report.results} result(s) recovered, {report.results_existing} "
+             f"already in the store, {lost} not recovered; {report.runs} run(s) with {report.run_items} item(s)."]
+    if report.results_missing_files:
+        lines.append(f"  {report.results_missing_files} result(s) not recovered because their artifact files are "
+                     "gone.")
+    if report.results_unreadable_refs:
+        lines.append(f"  {report.results_unreadable_refs} result(s) not recovered because the list of their artifact "
+                     "files was on a damaged page.")
+    if report.damaged_regions:
+        lines.append(f"  {report.damaged_regions} damaged region(s) of the database could not be read: the results, "
+                     "runs and run items stored there are lost, and how many cannot be told.")
+    if report.files_from_quarantine:
+        lines.append(f"{report.files_from_quarantine} artifact file(s) of recovered results were moved back from "
+                     "the quarantine.")
+    lines += [f"note: {note}" for note in report.notes]
+    lines.append(f"When you no longer need it: `nemo cache discard {report.source}`.")
+    return "\n".join(lines)
 
 
 def run_discard(args) -> int:
@@ -201,7 +247,9 @@ def register(sub) -> None:
     c = cs.add_parser("check", help="verify database integrity and artifact files")
     c.add_argument("--json", action="store_true")
     c.add_argument("--repair", action="store_true",
-                   help="remove leftover temporary files; move orphan artifact files to the quarantine")
+                   help="remove leftover temporary files; move orphan artifact files to the quarantine; a "
+                        "damaged database: move it aside to <database>.corrupt-<YYYYmmdd-HHMMSS> and salvage its "
+                        "readable results into a fresh one (the file is kept until `nemo cache discard`)")
     c.set_defaults(func=run_check)
     s = cs.add_parser("salvage", help="recover the readable results of a damaged database moved aside")
     s.add_argument("file", metavar="FILE", help="the moved-aside database (<database>.corrupt-<time>)")

@@ -95,7 +95,7 @@ def format_result(result) -> str:
     for c in result.affected["confusions"][:5]:
         lines.append(f"  {c['true']} taken for {c['pred']}: {c['before']} -> {c['after']} image(s)")
     lines.append(f"Guard: {g['verdict']}: {g['why']}.")
-    if result.saved:
+    if result.saved and result.saved.get("id"):
         lines.append(f"Saved as the catalog entry '{result.saved['id']}' ({result.saved['weights']}); load it with "
                      f"--classifier {result.saved['id']}.")
     lines += [f"note: {n}" for n in result.notes]
@@ -105,6 +105,7 @@ def format_result(result) -> str:
 
 
 def run(args) -> int:
+    import sys
     from pathlib import Path
 
     from ...core.errors import ConfigError, JobCancelled
@@ -124,6 +125,10 @@ def run(args) -> int:
         options.update({k: v for k, v in finding.items() if k in spec.config.__dataclass_fields__
                         and k not in options})
         config = make_config(spec, options)
+        if config.mode == "lora":
+            from ...core.extras import require
+
+            require("fix", "A LoRA fix (--mode lora)")  # before the classifier loads and the data is prepared
         classifier = load(args.classifier, "classifier", args)
         if getattr(classifier, "zero_shot", False):
             return _adopt_prompt(args, classifier, finding, config)
@@ -138,7 +143,10 @@ def run(args) -> int:
                 components.editor = load(args.editor, "editor", args)
             if config.data == "edit" and config.sentence.strip() and args.generator:
                 components.generator = load(args.generator, "generator", args)
-            result = build_analysis(spec, components, config)(args.folder, ctx)
+            analysis = build_analysis(spec, components, config)
+            for line in analysis.plan_lines():
+                print(line, file=sys.stderr if args.json else sys.stdout, flush=True)
+            result = analysis(args.folder, ctx)
     except JobCancelled as exc:
         return cancelled(args, f"{exc.message} The last epoch's checkpoint and the edited images are kept; run the "
                                "same command to resume. No catalog entry was written.")
@@ -180,7 +188,8 @@ def _adopt_prompt(args, classifier, finding: dict, config) -> int:
         raise ConfigError(f"{classifier.info.model_id} is zero-shot: its fix is a class prompt.",
                           hint="Give --prompt CLASS=TEXT, or --from-result KEY of a prompt intervention.")
     data = load_fix_folder(args.folder, list(classifier.class_names), need_train=False)
-    out = measure_prompts(classifier, data, finding["prompt"], margin=config.margin, resamples=config.bootstrap,
+    out = measure_prompts(classifier, data, finding["prompt"], margin=config.margin,
+                          min_gain=config.min_gain, resamples=config.bootstrap,
                           seed=config.seed)
     out = {"analysis": "adopt-prompt", "classifier": {"id": classifier.info.model_id,
                                                       "revision": classifier.info.revision}, **out, "saved": None}

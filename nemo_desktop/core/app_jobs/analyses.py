@@ -187,7 +187,8 @@ def page_data(session, name: str, ctx: JobContext) -> PageData:
                 fitted.append((r.key, f"{r.key[:12]} ({datetime.fromtimestamp(r.created_at):%Y-%m-%d %H:%M}"
                                       + (f", for {model})" if model else ")")))
     loaded = session.loaded()
-    current = {k: loaded.get(k) or session.default_ref(k) or "" for k in SESSION_KINDS}
+    wanted = session.wanted_refs()  # a model the model process is loading again counts as current, not the default
+    current = {k: loaded.get(k) or wanted.get(k) or session.default_ref(k) or "" for k in SESSION_KINDS}
     # Other roles (a second classifier, an embedder) held by the session are what a run falls back to: say so.
     current.update({role: loaded[role] for role in spec.inputs.used() if role not in current and loaded.get(role)})
     page = PageData(spec, data_choices(spec, store), models, fitted, current, loaded=dict(loaded))

@@ -95,11 +95,16 @@ class LabelMapping:
         return "no matching class"
 
 
+class UnmatchedLabelsError(ConfigError):
+    """Labels of a dataset that match none of the classifier's classes. Its hint names the skip option of
+    `nemo index` and the API; a caller without that option replaces the hint with its own."""
+
+
 def _unmatched_error(kind: str, unmatched: dict[str, str], vocab_size: int) -> ConfigError:
     shown = sorted(unmatched.items())[:20]
     listing = "; ".join(f"{k!r} ({why})" for k, why in shown)
     more = f" and {len(unmatched) - len(shown)} more" if len(unmatched) > len(shown) else ""
-    return ConfigError(
+    return UnmatchedLabelsError(
         f"{len(unmatched)} {kind} do not match any of the classifier's {vocab_size} classes: {listing}{more}.",
         hint="Rename them to the classifier's class names or WordNet ids, give an explicit label map, or skip "
              "the unmatched classes (skip_unmatched=True / --skip-unmatched).")

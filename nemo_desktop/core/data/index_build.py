@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..confine import OUTSIDE
 from ..errors import JobCancelled
 from ..jobs import JobContext, null_context
 from ..store.keys import content_hash
@@ -207,10 +208,12 @@ def _update(store, index_id, dataset, classifier, class_names, existing, errors,
             ctx.check_cancelled()
             ok = _rows(loaded, forward, class_names)
             for (path, label, mtime, size), reason in loaded.errors:
-                errors[str(path)] = {"reason": reason, "mtime": mtime, "size": size, "label": label}
                 report.errors[str(path)] = reason
+                if OUTSIDE not in reason:  # a server's roots refused it: not the file's fault, so not remembered
+                    errors[str(path)] = {"reason": reason, "mtime": mtime, "size": size, "label": label}
             report.new_errors += len(loaded.errors)
-            _commit_batch(store, index_id, ok, {str(t[0]): errors[str(t[0])] for t, _ in loaded.errors})
+            _commit_batch(store, index_id, ok, {str(t[0]): errors[str(t[0])] for t, _ in loaded.errors
+                                                if str(t[0]) in errors})
             done += len(loaded.items) + len(loaded.errors)
             report.processed += len(ok)
             ctx.progress("Indexing images", done, total_todo)

@@ -100,6 +100,7 @@ def retrieve_observations(index, query_embedding: np.ndarray, true_label: int | 
         excluded = (index.rows_with_sha(query_sha256) if hasattr(index, "rows_with_sha")
                     else np.flatnonzero(entries.sha256 == query_sha256))
         usable[np.asarray(excluded, dtype=np.int64)] = False
+    _drop_outside_roots(entries, usable, notes)
     labels = entries.labels
     scorer = _Scorer(index, q, _resolve_device(device), chunk_rows)
     picked: list[tuple[str, np.ndarray, np.ndarray]] = []
@@ -146,6 +147,20 @@ def retrieve_observations(index, query_embedding: np.ndarray, true_label: int | 
                                 label_index=int(labels[r]), label_name=names[int(labels[r])], similarity=float(s))
                     for name, rows, sims in picked for r, s in zip(rows.tolist(), sims.tolist())]
     return RetrievalResult(observations, notes, params)
+
+
+def _drop_outside_roots(entries, usable: np.ndarray, notes: list[str]) -> None:
+    """Inside a server (nemo mcp --root), an index built elsewhere may hold images that lead outside its roots:
+    they are never observations (their content and path would reach the agent)."""
+    from ..confine import current_roots, outside_reason
+
+    if current_roots() is None:
+        return
+    outside = np.fromiter((outside_reason(p) is not None for p in entries.paths.tolist()), bool, len(entries))
+    if outside.any():
+        usable &= ~outside
+        notes.append(f"{int(outside.sum())} reference image(s) lead outside the folders this server may use: "
+                     "not used as observations")
 
 
 def _query_seed(query_sha256: str) -> int:

@@ -118,6 +118,7 @@ class ResultsStore(RunsMixin, ArraysMixin, MaintenanceMixin):
         # the database file existed with 0 bytes and nothing beside it (never written); with stored files beside
         # it, a 0-byte file is a truncated database and is moved aside instead (recovered_from)
         self.opened_empty = opened_empty
+        self.read_only: str | None = None  # open_read_only(): "read-only" (mode=ro) or "immutable"
 
     # ---------------------------------------------------------------- opening
 
@@ -181,6 +182,42 @@ class ResultsStore(RunsMixin, ArraysMixin, MaintenanceMixin):
                 except sqlite3.Error as exc2:
                     raise cls._open_error(exc2, db) from exc2
         return cls(conn, db, art, recovered_from, opened_empty)
+
+    @classmethod
+    def open_read_only(cls, db_path: str | os.PathLike, artifacts_dir: str | os.PathLike | None = None
+                       ) -> "ResultsStore":
+        """The store for reading only, changing nothing on disk: no folders, no lock file, no WAL switch, no
+        schema upgrade, no recovery. For a store on read-only media (a DVD, a read-only mount or share) or one the
+        user may not write to. SQLite's `mode=ro` first; where that cannot open the file (a write-ahead-log
+        database needs its shared-memory file, which read-only media cannot create) `immutable=1`, which reads
+        the file as it is (committed results only; nothing can change it there)."""
+        from urllib.parse import quote
+
+        db = Path(db_path)
+        if not db.is_file():
+            raise StoreError(f"There is no results database at {db}.",
+                             hint="Point NEMO_HOME at the folder that holds store/results.sqlite.")
+        art = Path(artifacts_dir) if artifacts_dir else db.parent / "artifacts"
+        last: sqlite3.Error | None = None
+        for flags in ("mode=ro", "mode=ro&immutable=1"):
+            conn = sqlite3.connect(f"file:{quote(str(db.resolve()))}?{flags}", uri=True, isolation_level=None,
+                                   check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+            except sqlite3.Error as exc:
+                conn.close()
+                last = exc
+                continue
+            if version > CURRENT_VERSION:
+                conn.close()
+                raise StoreError(f"The results database {db} was written by a newer NEMO Desktop (schema "
+                                 f"{version}; this one reads up to {CURRENT_VERSION}).",
+                                 hint="Inspect it with the newer version.")
+            store = cls(conn, db, art)
+            store.read_only = "immutable" if "immutable" in flags else "read-only"
+            return store
+        raise cls._open_error(last, db) if last is not None else StoreError(f"{db} could not be opened.")
 
     @staticmethod
     def _is_empty_file(db: Path) -> bool:
@@ -288,9 +325,15 @@ class ResultsStore(RunsMixin, ArraysMixin, MaintenanceMixin):
                 raise
             raise translated from exc
 
+    def _refuse_if_read_only(self) -> None:
+        if self.read_only:
+            raise StoreError(f"The results store {self.db_path} was opened read-only: nothing can be written to it.",
+                             hint="Open it from a writable copy or location to store results.")
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction (BEGIN IMMEDIATE): commit on success, roll back on any exception; nests."""
+        self._refuse_if_read_only()
         with self._lock, self._sqlite_errors():
             conn = self._require_conn()
             if conn.in_transaction:
@@ -326,6 +369,7 @@ class ResultsStore(RunsMixin, ArraysMixin, MaintenanceMixin):
         return self.artifacts_dir / sha[:2] / f"{sha}.{ext}"
 
     def _write_artifact(self, path: Path, data: bytes, *, force: bool = False, outside_lock: bool = False) -> None:
+        self._refuse_if_read_only()
         # Content-addressed: an existing file of the right size already holds these bytes (check() verifies).
         if not force:
             try:

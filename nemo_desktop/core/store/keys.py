@@ -23,6 +23,9 @@ def content_hash(x: Any) -> str:
     if isinstance(x, (bytes, bytearray, memoryview)):
         h.update(x)
     elif isinstance(x, (str, os.PathLike)):
+        from ..confine import check_file
+
+        check_file(x)  # a server's roots (nemo mcp): never read a file outside them, not even to hash it
         with open(x, "rb") as f:
             for chunk in iter(lambda: f.read(_CHUNK), b""):
                 h.update(chunk)

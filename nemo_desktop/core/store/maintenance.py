@@ -76,7 +76,9 @@ class MaintenanceMixin:
         except sqlite3.DatabaseError as exc:
             if not _is_corruption(exc):
                 raise
-            return [f"{PROBLEM_DATABASE}: {self.db_path} is damaged ({exc}); move it aside to start a fresh store"]
+            return [f"{PROBLEM_DATABASE}: {self.db_path} is damaged ({exc}); `nemo cache check --repair` moves it "
+                    f"aside (to {self.db_path.name}.corrupt-<time>) and salvages its readable results into a fresh "
+                    "store"]
         if integrity != ["ok"]:
             problems += [f"{PROBLEM_DATABASE}: {line}" for line in integrity]
         problems += [f"{PROBLEM_DATABASE}: row {rowid} of {table} points at a missing {parent} row"

@@ -256,6 +256,22 @@ def _copy_runs(store, walker: _Walker, report: SalvageReport, *, has_items: bool
                     "VALUES (?, ?, ?, ?, ?, ?)", item).rowcount
 
 
+def move_aside_and_salvage(store, ctx: Any = None) -> tuple[Any, Path, SalvageReport]:
+    """What `nemo cache check --repair` does for a damaged database (check() reports it under "database"): closes
+    `store`, moves its database aside to `<database>.corrupt-<YYYYmmdd-HHMMSS>` (with its -wal/-shm), opens a
+    fresh database in its place and salvages the readable results and runs into it. The moved-aside file and the
+    artifact files are kept (`nemo cache discard` gives them up). Returns (the fresh store, the moved-aside file,
+    the salvage report)."""
+    from .db import ResultsStore, _open_lock
+
+    db, art = store.db_path, store.artifacts_dir
+    store.close()
+    with _open_lock(db):
+        aside = ResultsStore._move_aside(db)
+    fresh = ResultsStore.open(db_path=db, artifacts_dir=art)
+    return fresh, aside, salvage_into(fresh, aside, ctx)
+
+
 def discard(db_path: Path, aside: Path) -> None:
     """Delete a moved-aside database (and its -wal/-shm): its artifact files become ordinary orphans."""
     aside = Path(aside)

@@ -70,7 +70,22 @@ def _restart_reason(spec: P.JobSpec, session, status: str, error: dict | None, c
 
 
 def main(conn, config: P.WorkerConfig) -> None:
-    """Entry point of the child process."""
+    """Entry point of the child process. A failure before it is ready (a preload that does not import, a memory
+    cap too small for the libraries) is sent to the app in words before the process exits, so the window can
+    say why the model process cannot start."""
+    try:
+        _serve(conn, config)
+    except BaseException as exc:  # noqa: BLE001 - the process ends either way: say why first
+        if isinstance(exc, SystemExit) and not exc.code:
+            raise
+        try:
+            conn.send((P.START_FAILED, f"{type(exc).__name__}: {exc}"))
+        except Exception:  # noqa: BLE001 - the app is gone
+            pass
+        raise
+
+
+def _serve(conn, config: P.WorkerConfig) -> None:
     _set_memory_limit(config.memory_limit_bytes)
     import faulthandler
     import signal
@@ -104,7 +119,7 @@ def main(conn, config: P.WorkerConfig) -> None:
     from nemo_desktop.core.session import ModelSession
 
     session = ModelSession(config.paths)
-    session.on_change = lambda: send((P.MODELS, session.loaded(), session.model_facts()))
+    session.on_change = lambda: send((P.MODELS, session.loaded(), session.model_facts(), session.wanted()))
     jobs: queue.Queue = queue.Queue()
     current: dict = {}  # job_id -> CancelToken of the running job
 

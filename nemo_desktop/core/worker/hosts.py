@@ -37,8 +37,10 @@ class InProcessHost:
         pass
 
 
-def make_model_host(session, on_models_changed: Callable[[dict], None] | None = None, mode: str | None = None):
-    """The host the settings ask for (`mode` overrides them); a worker host becomes `session.remote`."""
+def make_model_host(session, on_models_changed: Callable[[dict], None] | None = None, mode: str | None = None,
+                    on_state_changed: Callable[[dict], None] | None = None):
+    """The host the settings ask for (`mode` overrides them); a worker host becomes `session.remote`.
+    `on_state_changed` hears the worker's state (WorkerSupervisor.state: restoring, dead with its cause)."""
     compute = None
     try:
         compute = session.settings().compute
@@ -52,7 +54,7 @@ def make_model_host(session, on_models_changed: Callable[[dict], None] | None = 
     config = WorkerConfig(paths=session.paths, memory_limit_bytes=int(limit_gb * 1024 ** 3) if limit_gb else None,
                           preload=tuple(WORKER_PRELOAD))
     host = WorkerSupervisor(config, grace_s=float(getattr(compute, "cancel_grace_s", 10.0)),
-                            on_models_changed=on_models_changed)
+                            on_models_changed=on_models_changed, on_state_changed=on_state_changed)
     host.mode = WORKER
     session.remote = host
     log.info("model jobs run in a separate model process (cancel grace %.0f s%s)", host.grace_s,

@@ -15,8 +15,12 @@ Messages are tuples whose first item names them:
                   ("progress", job_id, Progress)  throttled like the GUI's lane (about 20 a second)
                   ("partial", job_id, object)     what the job passed to ctx.partial()
                   ("log", levelno, logger, text)  a log record of the worker, re-logged in the app
-                  ("models", models, facts)       after every load and unload, as it happens; `facts` is
-                                                  {kind: {"model_id", "zero_shot"}} (ModelSession.facts)
+                  ("models", models, facts, wanted)
+                                                  after every load and unload, as it happens; `facts` is
+                                                  {kind: {"model_id", "zero_shot"}} (ModelSession.facts);
+                                                  `wanted` how each was loaded (ModelSession.wanted), which
+                                                  the app keeps to restore them in a new process
+                  ("start-failed", text)          the process could not start (then it exits)
                   ("end", job_id, status, result, error, models, restart)
                                                   status done | cancelled | failed; `error` is the
                                                   describe_exception dict; `restart` a reason (words) when the
@@ -31,7 +35,7 @@ from typing import Any, Callable
 
 RUN, CANCEL, STOP = "run", "cancel", "stop"
 READY, STARTED, PROGRESS, PARTIAL, LOG, END = "ready", "started", "progress", "partial", "log", "end"
-MODELS = "models"
+MODELS, START_FAILED = "models", "start-failed"
 
 # Job functions whose end changes which models are in memory (the others may load defaults too: the worker
 # reports its models after every job anyway).

@@ -185,7 +185,8 @@ class FirstRun(QObject):
     # -- models: remember, restore ------------------------------------------------------------------------
     def _models_changed(self) -> None:
         if self._record_models:
-            memory.remember_models(self.settings, self.window.session.loaded())
+            # What the user loaded, also while a new model process loads it again (its loaded() is empty then).
+            memory.remember_models(self.settings, self.window.session.wanted_refs())
         self.refresh()
 
     def restore_last_models(self) -> JobHandle | None:

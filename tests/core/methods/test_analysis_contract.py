@@ -280,7 +280,7 @@ def _fix_case(world) -> Case:
                   "per_class": 3, "mode": "head", "lora_rank": 2, "lr": 1e-2, "epochs": 2, "patience": 0,
                   "batch_size": 16, "val_fraction": 0.3, "margin": 2.0, "bootstrap": 200, "seed": 1, "save": True,
                   "name": "my-fix", "preserve": 0.5, "interpolation": "held-out", "sentence": "a {class} on blue",
-                  "average_epochs": 0.0}
+                  "average_epochs": 0.0, "min_gain": 5.0}
     invariant = {name: "names a stored failure mode whose images join the training data; their content is in the "
                        "key through the data's fingerprint (tests/core/analyses/failure_modes/test_fm_fix.py)"
                  for name in ("failure_modes", "failure_mode")}

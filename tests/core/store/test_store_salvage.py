@@ -140,3 +140,58 @@ def test_a_zero_byte_database_with_nothing_beside_it_is_an_empty_store(caplog, c
     paths.database.write_bytes(b"")
     assert main(["cache", "info"]) == 0
     assert "was an empty file (0 bytes)" in capsys.readouterr().err
+
+
+def _damage_inner_page(db_path) -> None:
+    """One page in the middle of the data overwritten; the header stays (the database still opens)."""
+    with sqlite3.connect(db_path) as conn:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    pages = db_path.stat().st_size // page_size
+    with open(db_path, "r+b") as f:
+        f.seek(page_size * (pages // 2))
+        f.write(os.urandom(page_size))
+
+
+def test_check_repair_moves_a_database_with_a_damaged_inner_page_aside_and_salvages_it(capsys):
+    """Issue 42 §3: `check` advised moving such a database aside; `check --repair` now does it, under the
+    documented name <database>.corrupt-<time>, and salvages its readable results into a fresh database."""
+    import json
+
+    from nemo_desktop.core.store.salvage import ASIDE_RE
+
+    paths = get_paths().ensure()
+    with ResultsStore.open(paths) as store:
+        keys = _fill(store)
+    _damage_inner_page(paths.database)
+    assert main(["cache", "check"]) == 1
+    assert "`nemo cache check --repair` moves it aside" in capsys.readouterr().out
+    main(["cache", "check", "--repair", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    aside = paths.database.with_name(out["repaired"]["moved_aside"].rsplit("/", 1)[-1])
+    assert aside.is_file() and ASIDE_RE.search(aside.name) and aside.name.startswith(paths.database.name)
+    salvage = out["repaired"]["salvage"]
+    assert salvage["damaged_regions"] >= 1 and N_RESULTS * 0.7 <= salvage["results"] < N_RESULTS
+    assert not any(p.startswith("database") for p in out["problems"])
+    with ResultsStore.open(paths) as store:
+        assert sum(store.has(k) for k in keys) == salvage["results"] and store.recovered_from is None
+
+
+def test_salvage_text_reports_every_loss_its_json_knows(damaged, capsys):
+    """Issue 42 §3: the text said "0 not recovered" while --json counted results whose artifact references were
+    unreadable; it now names each loss: missing files, unreadable references, damaged regions."""
+    from nemo_desktop.cli.commands.cache import format_salvage
+    from nemo_desktop.core.store.salvage import SalvageReport
+
+    store, _keys, _files = damaged
+    aside = store.recovered_from
+    store.close()
+    assert main(["cache", "salvage", str(aside)]) == 0
+    text = capsys.readouterr().out
+    assert "damaged region(s) of the database could not be read" in text
+    report = SalvageReport(aside, results=3, results_unreadable_refs=60, results_missing_files=2, damaged_regions=4)
+    text = format_salvage(report)
+    assert "3 result(s) recovered" in text and "62 not recovered" in text
+    assert "60 result(s) not recovered because the list of their artifact files was on a damaged page" in text
+    assert "2 result(s) not recovered because their artifact files are gone" in text
+    assert "4 damaged region(s)" in text

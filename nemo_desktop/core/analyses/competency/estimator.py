@@ -141,8 +141,12 @@ class FittedEstimator:
 
     @classmethod
     def load(cls, directory: str | os.PathLike, classifier: Any, *, check_classifier: bool = True) -> "FittedEstimator":
+        from ...confine import check_file
+
         d = Path(directory)
         try:
+            for name in (MANIFEST_FILE, WEIGHTS_FILE):  # a server's roots: a file linked from outside is refused
+                check_file(d / name, "estimator file")
             manifest = json.loads((d / MANIFEST_FILE).read_text(encoding="utf-8"))
             data = (d / WEIGHTS_FILE).read_bytes()
         except FileNotFoundError as exc:

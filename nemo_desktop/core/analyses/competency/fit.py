@@ -54,6 +54,33 @@ def dataset_fingerprint(images: Sequence[Any], labels: Sequence[int]) -> str:
     return h.hexdigest()
 
 
+def calibration_from(path: str, class_names: Sequence[str]) -> tuple[list[Path], list[int]]:
+    """(image paths, labels) of a calibration set (a class-folder tree or a CSV manifest) on the classifier's
+    classes. Every error names the set; a file that is missing or not readable is a usage error found before any
+    work, like a file that is not an image."""
+    from ...data.datasets import UnmatchedLabelsError, open_dataset
+    from ...errors import InputImageError
+    from ...images import unreadable_reason
+
+    try:
+        ds = open_dataset(path).with_class_names(list(class_names))
+    except UnmatchedLabelsError as exc:
+        raise ConfigError(f"The calibration set {path}: {exc.message}",
+                          hint="Label its images with the classifier's class names (or class indices), or leave out "
+                               "the images of classes the classifier does not have.") from None
+    except ConfigError as exc:
+        raise ConfigError(f"The calibration set {path}: {exc.message}", hint=exc.hint) from None
+    bad = [(p, why) for p in ds.paths if (why := unreadable_reason(p))]
+    if bad:
+        listing = "; ".join(f"{p} {why}" for p, why in bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5
+                                                                    else "")
+        where = "relative paths are read from the CSV's folder" if Path(path).suffix.lower() == ".csv" else \
+            "the folder lists them"
+        raise InputImageError(f"{len(bad)} image file(s) of the calibration set {path} cannot be read: {listing}.",
+                              hint=f"Correct or remove them ({where}).")
+    return ds.paths, ds.labels
+
+
 def stratified_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(train indices, calibration indices): `fraction` of every class with >= 2 images (at least one)."""
     rng = np.random.default_rng(seed)
@@ -86,10 +113,7 @@ class CompetencyEstimatorFit:
     def _calibration_set(self, calibration: Any) -> tuple[list, np.ndarray, str | None] | None:
         """(images, labels, name) of the calibration set: the one passed, else the config's folder/CSV, else None."""
         if calibration is None and self.config.calibration_set:
-            from ...data.datasets import open_dataset
-
-            ds = open_dataset(self.config.calibration_set).with_class_names(list(self.classifier.class_names))
-            calibration = (ds.paths, ds.labels)
+            calibration = calibration_from(self.config.calibration_set, self.classifier.class_names)
         if calibration is None:
             return None
         images, labels = calibration
@@ -168,6 +192,18 @@ class CompetencyEstimatorFit:
             raise ConfigError(f"Label {int(bad[0])} of the {what} is not a class of the classifier (it has "
                               f"{n_classes}).", hint="Map the dataset's labels to the classifier's classes first.")
 
+    def _decode(self, image: Any, calibration: bool) -> Any:
+        """The image decoded; an unreadable image of a named calibration set says which set it is in."""
+        from ...errors import InputImageError
+
+        try:
+            return _as_image(image)
+        except InputImageError as exc:
+            if not (calibration and self.config.calibration_set):
+                raise
+            raise InputImageError(f"The calibration set {self.config.calibration_set}: {exc.message}",
+                                  hint=exc.hint) from None
+
     def _prepare(self, images: list, cal_idx: np.ndarray, ctx: JobContext):
         """Autoencoder-size tensors of all images, and the classifier's probabilities on the calibration ones."""
         size = (self.config.image_size, self.config.image_size)
@@ -176,7 +212,7 @@ class CompetencyEstimatorFit:
         chunks, probs, input_size = [], [], None
         starts = range(0, len(images), PREP_BATCH)
         for s in ctx.track(starts, stage="Preparing images", total=len(starts)):
-            batch = [_as_image(im) for im in images[s:s + PREP_BATCH]]
+            batch = [self._decode(im, is_cal[s + i]) for i, im in enumerate(images[s:s + PREP_BATCH])]
             with torch.no_grad():
                 u = self.classifier.unit_tensor(batch)
                 input_size = tuple(u.shape[-2:])

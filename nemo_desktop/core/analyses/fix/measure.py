@@ -4,7 +4,9 @@ Both models see the same images, so the change in accuracy is measured per image
 before) and its interval comes from resampling images, not from two independent intervals. The guard compares
 the change on everything else (the `rest`) with a margin in points: a fix that costs more than the margin there,
 overall or on a class whose drop is beyond the margin with an interval that excludes zero, is rejected however
-much it helps the finding's images.
+much it helps the finding's images. A fix must also gain on the finding's images: an interval above zero AND at
+least a minimum gain in points, since extra training steps alone (the unchanged-images and wrong-explanation
+controls of benchmarks/fix_loop.py) can gain a few points there with an interval that excludes zero.
 """
 from __future__ import annotations
 
@@ -66,8 +68,11 @@ def measure_set(labels: np.ndarray, pred_before: np.ndarray, pred_after: np.ndar
             "confusions": confusions_moved(labels, pred_before, pred_after, names)}
 
 
-def guard(affected: dict[str, Any], rest: dict[str, Any], margin: float) -> dict[str, Any]:
-    """The verdict: keep (the finding's images gain, nothing else drops beyond the margin) or why not."""
+def guard(affected: dict[str, Any], rest: dict[str, Any], margin: float, min_gain: float = 0.0) -> dict[str, Any]:
+    """The verdict: keep (the finding's images gain at least `min_gain` points with an interval above zero, nothing
+    else drops beyond the margin) or why not. `decided_by` names the threshold that decided: "margin" (a
+    regression), "interval" (the gain's interval reaches zero), "min_gain" (a clear gain, but below the minimum),
+    or, for a kept fix, all three (each was passed)."""
     o = rest["overall"]
     regressions = []
     if o["change"] is not None and o["change"] < -margin:
@@ -76,18 +81,23 @@ def guard(affected: dict[str, Any], rest: dict[str, Any], margin: float) -> dict
         if c["change"] is not None and c["change"] < -margin and c["ci"][1] < 0:
             regressions.append({"set": f"class {name}", "change": c["change"], "ci": c["ci"], "n": c["n"]})
     a = affected["overall"]
-    gained = a["change"] is not None and a["ci"][0] > 0
+    clear = a["change"] is not None and a["ci"][0] > 0
+    gain = (f"{a['change']:+.1f} points (95% CI {a['ci'][0]:+.1f} to {a['ci'][1]:+.1f}, n={a['n']})"
+            if a["change"] is not None else "not measured (no images)")
     if regressions:
-        verdict = "reject-regression"
+        verdict, decided_by = "reject-regression", ["margin"]
         why = "; ".join(f"{r['set']} {r['change']:+.1f} points (95% CI {r['ci'][0]:+.1f} to {r['ci'][1]:+.1f}, "
                         f"n={r['n']})" for r in regressions) + f", beyond the {margin:g}-point margin"
-    elif not gained:
-        verdict = "reject-no-gain"
-        why = (f"the finding's images changed by {a['change']:+.1f} points (95% CI {a['ci'][0]:+.1f} to "
-               f"{a['ci'][1]:+.1f}, n={a['n']}): no clear gain")
+    elif not clear:
+        verdict, decided_by = "reject-no-gain", ["interval"]
+        why = f"the finding's images changed by {gain}: no clear gain (the interval reaches zero)"
+    elif a["change"] < min_gain:
+        verdict, decided_by = "reject-small-gain", ["min_gain"]
+        why = (f"the finding's images gained {gain}, below the {min_gain:g}-point minimum gain (what the same "
+               f"training without the right targeted data can gain)")
     else:
-        verdict = "keep"
-        why = (f"the finding's images gained {a['change']:+.1f} points (95% CI {a['ci'][0]:+.1f} to "
-               f"{a['ci'][1]:+.1f}, n={a['n']}); everything else changed by {o['change']:+.1f} points "
-               f"(n={o['n']}), within the {margin:g}-point margin")
-    return {"verdict": verdict, "keep": verdict == "keep", "margin": margin, "why": why, "regressions": regressions}
+        verdict, decided_by = "keep", ["interval", "min_gain", "margin"]
+        why = (f"the finding's images gained {gain}, at least the {min_gain:g}-point minimum gain; everything else "
+               f"changed by {o['change']:+.1f} points (n={o['n']}), within the {margin:g}-point margin")
+    return {"verdict": verdict, "keep": verdict == "keep", "margin": margin, "min_gain": min_gain,
+            "decided_by": decided_by, "why": why, "regressions": regressions}

@@ -11,6 +11,13 @@ Stages: "Preparing targeted data" (one edit per unit; edits are stored, so a res
 user-catalog entry only when the guard keeps it (and `save` is on). The result is keyed by the analysis version,
 the classifier, the editor (for edit data), the data's content and every setting; a re-run is answered from the
 store.
+
+What a classifier must expose to be fixable by training (`plan()` checks it and says it before the run): `model`,
+a torch.nn.Module whose forward maps preprocessed pixels to class logits; `preprocess(images)`, PIL images to the
+tensor `model` takes; `class_names`; and a head: timm's `get_classifier()`, or a `head` / `fc` / `classifier`
+module with weights. "last-block" trains the head and the backbone's last block: `layer4` when the model has one
+(ResNets), else the last child with weights of `blocks` / `stages` / `layers` / `features` (timm's ViTs, ConvNeXts,
+Swin, EfficientNets...), else the last top-level module with weights before the head.
 """
 from __future__ import annotations
 
@@ -33,8 +40,8 @@ from .from_mode import with_mode_images
 from .pixels import Pixels
 from .rendering import rendered_data, text_to_image
 from .result import ANALYSIS, KIND, STORE_KIND, VERSION, FixResult
-from .saving import can_save, default_name, save_fixed
-from .training import finish, interpolate, prepare, teacher_logits, train
+from .saving import default_name, save_fixed, save_form
+from .training import finish, head_name, interpolate, last_block_name, prepare, teacher_logits, train
 
 SPLITS = ("train", "affected", "rest", "finding")
 
@@ -90,12 +97,40 @@ class FixAnalysis:
                               hint="Use adopt-prompt (nemo fix --prompt ...) for CLIP/SigLIP/open_clip classifiers.")
         if not hasattr(classifier, "model") or not hasattr(classifier, "preprocess"):
             raise ConfigError(f"{type(classifier).__name__} exposes no torch model to fine-tune.",
-                              hint="Fixes train timm classifiers (and other torch classifiers with .model).")
+                              hint="A fixable classifier exposes .model (a torch module: pixels to logits), "
+                                   ".preprocess(images) and .class_names; see the fix's documentation.")
         if self.config.data == "edit" and editor is None and (self.config.instruction.strip()
                                                               or self.config.cue_instruction.strip()):
             raise ConfigError("Targeted data from an edit needs an image editor.",
                               hint="Give one (--editor), or choose --data augment for the control.")
+        if self.config.mode == "lora":
+            from ...extras import require
+
+            require("fix", "A LoRA fix (mode lora)")  # before any data is prepared or trained
+        self.plan()  # a classifier without a head is refused here, before any work
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else self._default_checkpoints()
+
+    def plan(self) -> dict[str, Any]:
+        """What the fix will train and how a kept fix is saved, known before any work (the CLI prints it)."""
+        model, cfg = self.classifier.model, self.config
+        head = head_name(model)
+        out: dict[str, Any] = {"mode": cfg.mode, "head": head,
+                               "block": last_block_name(model, head) if cfg.mode == "last-block" else None,
+                               "save": save_form(self.classifier) if cfg.save else None}
+        return out
+
+    def plan_lines(self) -> list[str]:
+        p = self.plan()
+        trains = {"head": f"the head ({p['head']})",
+                  "last-block": f"the head ({p['head']}) and the last block ({p['block']})",
+                  "lora": f"LoRA adapters on the backbone and the head ({p['head']})",
+                  "full": "every weight"}[p["mode"]]
+        lines = [f"Plan: {p['mode']} trains {trains}."]
+        if p["save"]:
+            lines.append(f"A kept fix is saved as {p['save']['how']}.")
+        else:
+            lines.append("A kept fix is not saved (save off).")
+        return lines
 
     @property
     def renders(self) -> bool:
@@ -162,7 +197,7 @@ class FixAnalysis:
             before, after = self._predict(base, xs), self._predict(fixed, xs)
             figures[name] = measure.measure_set(lab, before, after, data.class_names, resamples=cfg.bootstrap,
                                                 seed=cfg.seed + (0 if name == "affected" else 7))
-        verdict = measure.guard(figures["affected"], figures["rest"], cfg.margin)
+        verdict = measure.guard(figures["affected"], figures["rest"], cfg.margin, cfg.min_gain)
         timings["measuring"] = time.perf_counter() - t2
         result = FixResult(
             config=cfg.to_dict(), classifier=_identity(self.classifier),
@@ -174,16 +209,13 @@ class FixAnalysis:
             manifest={"analysis": ANALYSIS, "analysis_version": VERSION, "nemo_version": __version__,
                       "created_at": time.time(), "torch": torch.__version__, "device": str(device),
                       "classifier": _identity(self.classifier), "editor": _identity(self.editor),
-                      "generator": _identity(self.generator),
+                      "generator": _identity(self.generator), "plan": self.plan_lines(),
                       "preservation": {"preserve": cfg.preserve, "interpolation": cfg.interpolation,
                                        "mix": mixing["mix"] if mixing else None,
                                        "average_epochs": cfg.average_epochs,
                                        "average_decay": record.average_decay}},
             result_key=key)
-        unsavable = can_save(self.classifier) if cfg.save else None
-        if unsavable:
-            result.notes.append(f"The fixed model was not saved: {unsavable}.")
-        elif cfg.save and verdict["keep"]:
+        if cfg.save and verdict["keep"]:
             ctx.progress("Saving the fixed model", 0, 1)
             lineage = {"key": key, "base": _identity(self.classifier), "sources": sources,
                        "counts": result.data, "config": cfg.to_dict(), "summary": result.summary(),
@@ -192,6 +224,9 @@ class FixAnalysis:
             result.saved = save_fixed(self.classifier, fixed, cfg.name or default_name(
                 str(self.classifier.info.model_id), key), lineage, ctx)
             ctx.progress("Saving the fixed model", 1, 1)
+            if result.saved["id"] is None:
+                result.notes.append(f"The fixed weights were saved to {result.saved['weights']}, without a catalog "
+                                    f"entry: {save_form(self.classifier)['how']}.")
         elif cfg.save:
             result.notes.append("The guard did not keep the fix, so no catalog entry was written.")
         timings["total"] = time.perf_counter() - t0

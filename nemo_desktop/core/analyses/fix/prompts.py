@@ -45,7 +45,7 @@ def prompts_after(classifier: Any, changes: Mapping[str, str]) -> list[str]:
 
 
 def measure_prompts(classifier: Any, data: FixData, changes: Mapping[str, str], *, margin: float = 1.0,
-                    resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+                    min_gain: float = 0.0, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Before/after figures of adopting `changes` ({class name: new prompt}) and the guard's verdict."""
     if not getattr(classifier, "zero_shot", False):
         raise ConfigError(f"{classifier.info.model_id} is not a zero-shot classifier: it has no prompts to adopt.",
@@ -58,7 +58,7 @@ def measure_prompts(classifier: Any, data: FixData, changes: Mapping[str, str], 
         after = classifier.predict_proba(images, class_prompts=idx).argmax(1)
         out[name] = measure.measure_set(labels, before, after, data.class_names, resamples=resamples,
                                         seed=seed + (0 if name == "affected" else 7))
-    out["guard"] = measure.guard(out["affected"], out["rest"], margin)
+    out["guard"] = measure.guard(out["affected"], out["rest"], margin, min_gain)
     return out
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 KIND = "fit"
 ANALYSIS = "fix"
-VERSION = "2"  # 2: the preservation term and weight interpolation
+VERSION = "3"  # 2: the preservation term and weight interpolation; 3: the guard's minimum gain
 STORE_KIND = "fix"
 
 

@@ -27,7 +27,8 @@ def _rows(name: str, o: dict) -> list[str]:
 
 
 MAX_CLASS_BARS = 20  # the per-class chart: the flagged classes and the largest changes, worst first
-VERDICT = {"keep": "Kept", "reject-regression": "Rejected: regression", "reject-no-gain": "Rejected: no gain"}
+VERDICT = {"keep": "Kept", "reject-regression": "Rejected: regression", "reject-no-gain": "Rejected: no gain",
+           "reject-small-gain": "Rejected: gain below the minimum"}
 
 
 def _ci(v) -> tuple[float, float] | None:
@@ -36,6 +37,18 @@ def _ci(v) -> tuple[float, float] | None:
 
 def _pct_or_none(x) -> float | None:
     return None if x is None else 100 * float(x)
+
+
+def _guard_rule(g: dict) -> str:
+    """The guard's thresholds in words (results stored before the minimum gain have none)."""
+    gain = (f"keeps a fix only when the finding's images gain at least {g['min_gain']:g} point(s) with a 95% "
+            "interval above zero, and " if g.get("min_gain") is not None else "")
+    return (f"The guard {gain}rejects a fix that costs more than {g['margin']:g} point(s) on everything else "
+            "(overall, or on a class whose interval excludes zero)."
+            + (f" Decided by: {', '.join(DECIDED_BY[d] for d in g['decided_by'])}." if g.get("decided_by") else ""))
+
+
+DECIDED_BY = {"margin": "the regression margin", "interval": "the gain's interval", "min_gain": "the minimum gain"}
 
 
 def before_after_chart(result) -> BeforeAfter:
@@ -104,8 +117,7 @@ def build_fix_report(result, store, *, ctx: JobContext | None = None, **_: objec
         before_after_chart(result), Paragraph(f"The guard's verdict: {verdict.text}", "callout"), change_chart(result),
         Table(["Held-out set", "Before", "After", "Change, points (95% paired CI)", "Images gained / lost", "n"],
               rows),
-        Paragraph(f"The guard rejects a fix that costs more than {g['margin']:g} point(s) on everything else "
-                  "(overall, or on a class whose interval excludes zero).", "muted")]))
+        Paragraph(_guard_rule(g), "muted")]))
     moved = result.affected["confusions"] + result.rest["confusions"]
     if moved:
         sections.append(Section("Confusions that moved", "confusions", [Table(
@@ -113,7 +125,8 @@ def build_fix_report(result, store, *, ctx: JobContext | None = None, **_: objec
             [[c["true"], c["pred"], str(c["before"]), str(c["after"])] for c in moved[:15]])]))
     if result.saved:
         sections.append(Section("Fixed model", "saved", [KeyValues([
-            ("Catalog id", result.saved["id"]), ("Weights", result.saved["weights"]),
+            ("Catalog id", result.saved["id"] or "none (the weights alone: its family cannot load them by id)"),
+            ("Weights", result.saved["weights"]),
             ("Base model", f"{result.classifier['id']} ({result.classifier.get('revision') or DASH})")])]))
     for n in result.notes:
         sections[0].blocks.append(Paragraph(n, "muted"))

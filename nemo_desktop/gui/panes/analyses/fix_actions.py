@@ -41,12 +41,14 @@ class FixActions(QWidget):
         self.saved = getattr(result, "saved", None) if is_fix else None
         if is_fix:
             g = result.guard
-            self.label.setText(f"Guard: {g['verdict']}." + (f" Saved as '{self.saved['id']}'." if self.saved else ""))
-        self.use_button.setVisible(bool(self.saved))
+            saved = ("" if not self.saved else f" Saved as '{self.saved['id']}'." if self.saved.get("id")
+                     else f" Weights saved to {self.saved['weights']} (no catalog entry).")
+            self.label.setText(f"Guard: {g['verdict']}." + saved)
+        self.use_button.setVisible(bool(self.saved and self.saved.get("id")))
         self.setVisible(is_fix)
 
     def use_fixed_model(self) -> JobHandle | None:
-        if not self.saved:
+        if not (self.saved and self.saved.get("id")):
             return None
         ref = self.saved["id"]  # loaded as the model manager loads any catalog entry (in the worker, in worker mode)
         handle = self.host.jobs.submit(JobSpec(f"{MODEL_JOBS}:load_model", ("classifier", ref)),

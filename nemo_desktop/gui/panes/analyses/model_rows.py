@@ -77,6 +77,17 @@ def role_label(page: PageData | None, role: str, chosen: dict[str, str]) -> str:
     return f"{ROLE_LABELS.get(role, role)}" + (" (optional)" if need == "optional" else "") + ":"
 
 
+def relabel_current(pane) -> None:
+    """The "current (...)" entries follow the session's model as it is now (a model loaded elsewhere, or loaded
+    again by a new model process), not as it was when the page was built."""
+    if pane.page is None:
+        return
+    for role, box in getattr(pane, "_model_boxes", {}).items():
+        if role in SESSION_KINDS and box.count() and box.itemData(0) == NONE \
+                and box.itemText(0).startswith("current ("):
+            box.setItemText(0, f"current ({pane.page.current.get(role) or 'none chosen'})")
+
+
 def relabel_models(pane) -> None:
     """A role's label says 'optional' only when the run can do without it with the current choices (the
     failure-modes embedder is required for a classifier that is not a joint image-text space)."""

@@ -29,7 +29,7 @@ from ..workbench.widgets.method_form import MIN_FIELD_WIDTH, MethodForm
 from .failure_mode_actions import FailureModeActions
 from .fix_actions import FixActions
 from .model_diff_live import ModelDiffLivePanel
-from .model_rows import chosen_models, fill_model_rows, relabel_models
+from .model_rows import chosen_models, fill_model_rows, relabel_current, relabel_models
 from .page_results import PageResults, is_model_diff
 from .run_job import SESSION_KINDS, PageData, list_page_analyses, page_data, run_problem
 
@@ -353,11 +353,13 @@ class AnalysesPane(PageResults, Pane):
         """The models the session holds now (a model loaded or put since the page was prepared counts)."""
         session = self.host.session
         live = session.loaded()  # a dict read: cheap on the GUI thread
+        wanted = session.wanted_refs()  # being loaded again by a new model process: still the current one
         self.page.loaded = dict(live)
         self.page.loaded_zero_shot = bool((session.facts("classifier") or {}).get("zero_shot"))
         for kind in SESSION_KINDS:
-            if live.get(kind):
-                self.page.current[kind] = live[kind]
+            if live.get(kind) or wanted.get(kind):
+                self.page.current[kind] = live.get(kind) or wanted[kind]
+        relabel_current(self)
 
     def run_problem(self) -> str | None:
         """Why Run cannot start now (shown under the buttons), or None."""

@@ -100,7 +100,7 @@ def test_nemo_fix_writes_json_and_its_file(timm_clf, tmp_path, capsys):
     assert printed == written
     assert written["analysis"] == "fix" and written["data"]["targeted"] == 4
     assert written["affected"]["overall"]["n"] == 12 and written["rest"]["overall"]["n"] == 12
-    assert written["guard"]["verdict"] in ("keep", "reject-regression", "reject-no-gain")
+    assert written["guard"]["verdict"] in ("keep", "reject-regression", "reject-no-gain", "reject-small-gain")
     assert written["training"]["epochs"] >= 1 and written["sources"][0]["source"] == "augment:colour-jitter"
 
 
@@ -113,6 +113,9 @@ def test_nemo_fix_says_in_words_how_it_trained_and_what_it_kept(timm_clf, tmp_pa
             "--affected-classes", "cat", "--per-class", "4", "--epochs", "2", "--bootstrap", "100", "--device", "cpu"]
     assert main(args + ["--average-epochs", "2"]) == 0
     text = capsys.readouterr().out
+    # the plan, before the run: which block "last block" is, and how a kept fix is saved (issue 42 §6)
+    assert text.index("Plan: last-block trains the head (") < text.index("Trained 2 epoch(s)")
+    assert "A kept fix is saved as a new user-catalog entry (the timm architecture" in text
     assert "Trained 2 epoch(s)" in text and "Guard: " in text
     assert re.search(r"Everything else: .*n=12; \d+ image\(s\) gained, \d+ lost\)", text)
     # 20 training images after the 15 % held-out split (4 of 24), batch 64: one step an epoch, so decay 1 - 1/2
@@ -172,3 +175,36 @@ def test_nemo_fix_takes_the_finding_from_a_stored_explanation(timm_clf, tmp_path
     out = json.loads(capsys.readouterr().out)
     assert out["config"]["instruction"] == "Remove the red carpet"
     assert [(s["direction"], s["class"], s["count"]) for s in out["sources"]] == [("remove", "dog", 2)]
+
+
+def test_a_family_that_loads_a_fixed_checkpoint_gets_a_catalog_entry(timm_clf):
+    """Issue 42 §6: a plugin family saves a kept fix in the form it supports: its adapter's fixed_catalog_entry
+    (here one that loads the checkpoint with timm) names the entry's family and source."""
+    from types import SimpleNamespace
+
+    from nemo_desktop.core.analyses.fix.saving import save_form
+
+    clf, _ = timm_clf
+
+    class PluginClassifier:
+        zero_shot, class_names, model, preprocess = False, clf.class_names, clf.model, clf.preprocess
+        info = SimpleNamespace(model_id="my-plugin:tiny", family="my-plugin", revision="1", extra={})
+
+        def fixed_catalog_entry(self, weights):
+            return {"family": "timm", "source": f"checkpoint:{clf.info.extra['architecture']}:{weights}",
+                    "options": {"class_names": list(clf.class_names), "data_config": dict(clf.data_config)}}
+
+    plugin = PluginClassifier()
+    assert save_form(plugin)["form"] == "catalog" and "my-plugin family" in save_form(plugin)["how"]
+    fixed = _changed(clf.model)
+    saved = save_fixed(plugin, fixed, "plugin-fix", {"key": "p" * 64, "config": {}, "summary": "s"}, JobContext())
+    entry = get_entry("plugin-fix")
+    assert saved["id"] == "plugin-fix" and entry.options["lineage"]["key"] == "p" * 64
+    again = load_model(entry.spec(), LoadOptions(device="cpu", dtype="float32"))
+    images = _images(2)
+    import torch
+
+    with torch.no_grad():
+        expected = torch.softmax(fixed(clf.preprocess(images)), -1).numpy()
+    assert np.allclose(again.predict_proba(images), expected, atol=1e-5)
+    assert save_form(SimpleNamespace(info=SimpleNamespace(family="torch", model_id="x")))["form"] == "weights"
