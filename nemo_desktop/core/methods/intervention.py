@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from PIL import Image
 
-from ..errors import JobCancelled, MalformedOutputError
+from ..errors import JobCancelled, MalformedOutputError, OutOfMemoryError
 from ..jobs import JobContext, describe_exception
 from ..metrics.cei import cei, top_k
 from ..models.outputs import predict_with_embeddings
@@ -488,9 +488,9 @@ class CounterfactualTester:
                 ctx.progress(f"Editing image {j + 1}/{m}", 1, 1)
             else:
                 todo.append((j, key))
-        start = 0
+        start, one_by_one = 0, False
         while start < len(todo):
-            group = todo[start:start + self._edit_batch(size)]
+            group = todo[start:start + (1 if one_by_one else self._edit_batch(size))]
             start += len(group)
             ctx.check_cancelled()
             first = group[0][0] + 1
@@ -520,6 +520,11 @@ class CounterfactualTester:
             except JobCancelled:
                 raise
             except Exception as exc:  # noqa: BLE001 - these candidates fail, the others are still scored
+                if isinstance(exc, OutOfMemoryError) and len(group) > 1:
+                    # the batch did not fit after all: these edits, and the rest, one at a time
+                    one_by_one, start = True, start - len(group)
+                    log.warning("a batch of %d edits ran out of memory; editing one at a time", len(group))
+                    continue
                 transient = True
                 for j, _ in group:
                     candidates[j].error = f"Editing failed: {error_text(exc)}"

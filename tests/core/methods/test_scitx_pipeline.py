@@ -469,3 +469,21 @@ def test_edit_batch_is_chosen_from_what_the_editor_says_fits(digits, blue_three,
     assert result.manifest["complete"] and len(editor.calls) == 3
     assert editor.batches == [2] and len(editor.asked) == 2  # one alone (edit), then two (edit_batch)
     assert SciTXConfig().as_dict()["edit_batch_size"] == 0  # automatic is part of the key (see README)
+
+
+def test_an_edit_batch_out_of_memory_is_edited_one_at_a_time(digits, blue_three, store, index):
+    """A batch the free-memory estimate let through but that did not fit: the same edits run one at a time, the
+    result is complete, nothing is recorded as failed."""
+    from nemo_desktop.core.errors import OutOfMemoryError
+
+    class TightEditor(DigitsEditor):
+        def edit_batch(self, image, instructions, **kw):
+            raise OutOfMemoryError("CUDA out of memory while editing.")
+
+        def edit_batch_capacity(self, size):
+            return 3
+
+    editor = TightEditor()
+    result = make(DigitsCNNClassifier(digits[0]), store, index, editor=editor)(blue_three, "three")
+    assert result.manifest["complete"] and len(editor.calls) == 3
+    assert not any((c.error or "").startswith("Editing failed") for c in result.candidates)
