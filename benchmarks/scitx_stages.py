@@ -8,11 +8,16 @@ measured), but random weights write no JSON, so for the hypothesis and edit-inst
 replaced by a fixed valid answer after generation; that lets the editing and scoring stages run too.
 
 Printed: the first run's stage timings, the re-run answered from the final stored result, and a re-run
-from the stored units alone (final record deleted), with their speed-ups over the first run.
+from the stored units alone (final record deleted), with their speed-ups over the first run. Then (issue 40)
+the sequential model calls of one sample, each on a fresh store: one call per unit (caption_batch_size 1,
+batch_requests off, edit_batch_size 1: the behaviour before batching) against the defaults (every stage
+sends its work at once). On the CPU the editor batch chosen from free memory is 1, so the default run is
+also shown with edit_batch_size = m (what a GPU with memory to spare picks).
 """
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 import json
 import os
 import sys
@@ -31,21 +36,51 @@ class GeneratingJsonMLLM:
     def __init__(self, inner) -> None:
         self.inner = inner
         self.info = inner.info
-        self.calls = 0
+        self.calls = 0  # replies
+        self.sequential = 0  # model calls one after another (a batch is one)
 
     def chat(self, messages, **kw):
         self.calls += 1
-        reply = self.inner.chat(messages, **kw)
+        self.sequential += 1
+        return self._json(messages, self.inner.chat(messages, **kw), kw.get("seed"))
+
+    def chat_batch(self, conversations, **kw):
+        self.calls += len(conversations)
+        self.sequential += 1
+        return [self._json(c, r, kw.get("seed")) for c, r in zip(conversations, self.inner.chat_batch(conversations, **kw))]
+
+    def chat_requests(self, requests):
+        self.calls += len(requests)
+        self.sequential += 1
+        return [self._json(q.messages, r, q.seed) for q, r in zip(requests, self.inner.chat_requests(requests))]
+
+    @staticmethod
+    def _json(messages, reply, seed):
         text = "\n".join(p for m in messages for p in m.content if isinstance(p, str))
         if "cause_of_error" in text:
-            return json.dumps({"cause_of_error": f"The background misleads the model (seed {kw.get('seed')})."})
+            return json.dumps({"cause_of_error": f"The background misleads the model (seed {seed})."})
         if "editing prompt" in text:  # one distinct instruction per hypothesis, so every edit really runs
             colour = ("red", "green", "blue", "white", "black")[sum(map(ord, text)) % 5]
             return json.dumps({"reasoning": "-", "solution": f"change the color of the background to {colour}"})
         return reply
 
-    def chat_batch(self, conversations, **kw):
-        return [self.chat(c, **kw) for c in conversations]
+
+class CountingEditor:
+    """The editor as it is, counting its calls (a batch of edits is one call)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.info, self.sequential = inner, inner.info, 0
+
+    def __getattr__(self, name):  # preferred_size, edit_batch_capacity, ...
+        return getattr(self.inner, name)
+
+    def edit(self, *a, **kw):
+        self.sequential += 1
+        return self.inner.edit(*a, **kw)
+
+    def edit_batch(self, *a, **kw):
+        self.sequential += 1
+        return self.inner.edit_batch(*a, **kw)
 
 
 def main() -> None:
@@ -131,6 +166,23 @@ def main() -> None:
     print(f"re-run from stored units only:  {t_units * 1000:8.1f} ms (median of {reps})  "
           f"-> {t_first / t_units:7.1f}x faster, 0 MLLM calls ({r.manifest['units']['reused']} units reused)")
     store.close()
+
+    print(f"\nsequential model calls per sample (fresh store each, k={args.k}, m={args.m}):")
+    unbatched = {"caption_batch_size": 1, "batch_requests": False, "edit_batch_size": 1}
+    for label, speed in (("one call per unit (before)", unbatched), ("defaults (batched)", {}),
+                         (f"defaults, edit batch {args.m}", {"edit_batch_size": args.m})):
+        fresh = ResultsStore.open(db_path=tmp / label.replace(" ", "_") / "results.sqlite")
+        fresh_index = build_index(tmp / "ref", clf, fresh)
+        mllm, counted_editor = GeneratingJsonMLLM(qwen), CountingEditor(editor)
+        pipe = SciTXPipeline(clf, mllm, counted_editor, store=fresh, reference=fresh_index,
+                             config=SciTXConfig(**{**asdict(cfg), "edit_size": None, **speed}))
+        t0 = time.perf_counter()
+        result = pipe(query, y)
+        sec = time.perf_counter() - t0
+        fresh.close()
+        print(f"  {label:<28} MLLM {mllm.sequential:3d} calls ({mllm.calls} replies), editor "
+              f"{counted_editor.sequential} calls, {sec:6.2f} s ({len(result.observations)} observations captioned, "
+              f"{len(result.candidates)} candidates; explanation {result.explanation!r})")
 
 
 if __name__ == "__main__":

@@ -178,3 +178,25 @@ def test_mcp_tool_costs_tiny_runs_as_on_the_gpu_machine(tmp_path):
     named = {t.split()[0] for t in rows}
     assert {"analysis_" + a.replace("-", "_") for a in set(list_analyses()) - set(list_methods())} <= named
     assert "analysis_fix (augment, head)" in proc.stdout and "peak GiB" in proc.stdout
+
+
+def test_scitx_profiles_tiny_reports_tokens_and_memory_per_stage(capsys, tmp_path):
+    """Issue 40's GPU figures script, its CPU mode: per stage seconds, tokens, tokens/s and sequential calls, the
+    batched run against one call per unit, the profile's MLLM settings."""
+    pytest.importorskip("diffusers")
+    pytest.importorskip("torchao")
+    bench = _module("scitx_profiles")
+    out = tmp_path / "p.json"
+    assert bench.main(["--profile", "48 GB", "--tiny", "--steps", "2", "--k", "1", "--m", "2", "--references", "6",
+                       "--realistic", "4", "6", "4", "--only", "realistic", "--unbatched", "--out", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    assert figures["profile"] == "48 GB" and figures["mllm"] == {"quantize": "int8", "static_cache": False,
+                                                                  "batch_size": 8}
+    batched, unbatched = figures["runs"]
+    assert (batched["run"], unbatched["run"]) == ("realistic", "realistic-unbatched")
+    for run in (batched, unbatched):
+        assert not run.get("failed") and run["edits"] == 2 and run["memory_peak_gib"] > 0
+        hyp = run["mllm_stages"]["hypothesis"]
+        assert hyp["tokens"] == 2 * 6 and hyp["tokens_per_s"] > 0  # random weights: every reply to its cap
+    assert batched["mllm_stages"]["hypothesis"]["sequential_calls"] == 1
+    assert unbatched["mllm_stages"]["hypothesis"]["sequential_calls"] == 2

@@ -9,14 +9,57 @@ from typing import Any
 def add_device_options(p) -> None:
     p.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:1, ...")
     p.add_argument("--dtype", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
+    p.add_argument("--profile", default=None, metavar="PROFILE",
+                   help="memory profile: '80 GB', '48 GB', '24 GB' or CPU (which models are quantised or offloaded; "
+                        "`nemo doctor` names the one that fits this GPU); default: none, every model as loaded")
 
 
 def load(ref: str, kind: str, args) -> Any:
-    """A model by catalog id or <family>:<source>, with the command's --device/--dtype."""
+    """A model by catalog id or <family>:<source>, with the command's --device/--dtype and --profile (the
+    model's own options win over the profile's)."""
+    from dataclasses import replace
+
     from ..core.models.catalog import resolve_model_ref
     from ..core.models.registry import LoadOptions, load_model
 
-    return load_model(resolve_model_ref(ref, kind), LoadOptions(device=args.device, dtype=args.dtype))
+    spec = resolve_model_ref(ref, kind)
+    settings = {"device": args.device, "dtype": args.dtype}
+    profile_name = getattr(args, "profile", None)
+    if profile_name:
+        from ..core.models.profiles import get_profile
+
+        profile = get_profile(profile_name)
+        chosen = profile.load_settings(kind)
+        if args.device != "auto":  # an explicit --device wins
+            chosen.pop("device")
+        settings.update(chosen)
+        spec = replace(spec, options={**profile.spec_options(kind, spec.family), **spec.options})
+    return load_model(spec, LoadOptions(**settings))
+
+
+def check_profile(args, refs: dict[str, tuple[str | None, str]]) -> None:
+    """Refuse, before any model loads, a --profile whose models do not fit the GPU ({role: (ref, kind)});
+    models outside the catalog have no size to add and are left out of the estimate, with a note."""
+    profile_name = getattr(args, "profile", None)
+    if not profile_name:
+        return
+    from ..core.errors import ConfigError
+    from ..core.models.catalog import get_entry
+    from ..core.models.device import gpu_info
+    from ..core.models.profiles import check_fits, get_profile
+
+    profile = get_profile(profile_name)
+    entries = {}
+    for role, (ref, kind) in refs.items():
+        if not ref:
+            continue
+        try:
+            entries[role] = get_entry(ref)
+        except ConfigError:
+            print(f"note: {ref} is not in the catalog; its memory is not in the '{profile.name}' estimate",
+                  file=sys.stderr)
+    gpus = gpu_info()
+    check_fits(profile, entries, gpus[0]["total_bytes"] if gpus else None)
 
 
 def default_editor_id() -> str:

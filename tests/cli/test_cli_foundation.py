@@ -44,6 +44,7 @@ def test_doctor_human_output(capsys):
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
     assert "torch" in out and "paths:" in out and "Hugging Face: token" in out
+    assert "memory profile: '" in out and "choose it with --profile" in out  # issue 40
 
 
 def test_cache_commands_round_trip(capsys):

@@ -67,3 +67,32 @@ def test_format_result_is_neutral_without_a_positive_cei_and_shows_distances():
         < text.index("  1     -8.00")
     assert "distance from the original: 1-ssim 0.97, whole image changed (flagged)" in text
     assert "distance from the original: lpips-alex 0.20" in text
+
+
+def test_a_profile_that_cannot_fit_is_refused_before_the_big_models_load(tmp_path, capsys, monkeypatch):
+    """Issue 40: --profile '24 GB' with the paper's models on a stated 24 GB card stops, in words, after the
+    (small) classifier and before the MLLM or the editor is read; on no GPU a GPU profile says it needs one."""
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+    from PIL import Image
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_timm
+    from nemo_desktop.cli.main import main
+    from nemo_desktop.core.models import device
+
+    folder = build_tiny_timm(tmp_path / "timm", label_names=TINY_CLASSES, input_size=32)
+    image = tmp_path / "q.png"
+    Image.fromarray(np.zeros((32, 32, 3), dtype=np.uint8)).save(image)
+    argv = ["explain", str(image), "--true-label", "cat", "--classifier", f"timm:local-dir:{folder}",
+            "--mllm", "qwen2.5-vl-7b", "--reference", "none", "--device", "cpu", "--profile", "24 GB"]
+    monkeypatch.setattr(device, "gpu_info", lambda: [{"index": 0, "name": "RTX 4090", "total_bytes": int(23.6 * 2**30),
+                                                      "free_bytes": int(23 * 2**30)}])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "The '24 GB' profile does not fit this GPU" in err and "flux-kontext-dev" in err
+    monkeypatch.setattr(device, "gpu_info", lambda: [])
+    assert main(argv) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err

@@ -29,7 +29,7 @@ def test_the_development_environment_has_every_extra():
     covered = _distributions("gui", "test")
     wanted = [e.name for e in EXTRAS.values()
               if all({d.lower().replace("_", "-") for d in owners.get(m, [m])} & covered for m in e.modules)]
-    assert {"editing", "competency", "pdf", "tokens", "parquet", "fix", "mcp", "ray"} <= set(wanted)
+    assert {"editing", "competency", "pdf", "tokens", "parquet", "quantize", "fix", "mcp", "ray"} <= set(wanted)
     assert [row["extra"] for row in extras.status() if not row["installed"] and row["extra"] in wanted] == []
 
 
@@ -41,9 +41,9 @@ def test_every_extra_of_pyproject_is_listed():
 
     declared = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     names = set(declared["project"]["optional-dependencies"]) - {"gui", "all", "test"}
-    assert names == set(EXTRAS) and len(names) == 11
+    assert names == set(EXTRAS) and len(names) == 12
     assert {row["extra"] for row in extras.status()} == names
-    assert {e.name for e in EXTRAS.values() if e.in_gui} == {"editing", "competency", "pdf", "tokens", "parquet"}
+    assert {e.name for e in EXTRAS.values() if e.in_gui} == {"editing", "competency", "pdf", "tokens", "parquet", "quantize"}
     assert {e.name for e in EXTRAS.values() if not e.in_all} == {"fiftyone"}
 
 

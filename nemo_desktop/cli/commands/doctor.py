@@ -142,9 +142,19 @@ def collect() -> dict:
         "plugins": _plugins(),
         "extras": _extras(),
     }
+    facts["memory_profile"] = _profile(facts["torch"])
     facts["files_ok"] = all(r["ok"] for r in facts["files"])
     facts["disk"]["hub_cache"] = _disk(__import__("pathlib").Path(facts["huggingface"]["hub_cache"]))
     return facts
+
+
+def _profile(torch_facts: dict) -> dict:
+    """The memory profile that fits the first GPU (core/models/profiles.py), and why."""
+    from ...core.models.profiles import fitting_profile
+
+    gpus = torch_facts.get("gpus") or []
+    profile, why = fitting_profile(gpus[0]["total_bytes"] if gpus else None)
+    return {"name": profile.name, "why": why, "summary": profile.summary}
 
 
 def _plugins() -> list[dict]:
@@ -180,6 +190,9 @@ def print_human(f: dict) -> None:
                 print(f"  GPU {g['index']}: {g['name']}, {_gib(g['total_bytes'])} total, {_gib(g['free_bytes'])} free")
         else:
             print("  no CUDA GPU available: models run on the CPU (slow)")
+    p = f.get("memory_profile")
+    if p:
+        print(f"memory profile: '{p['name']}' fits ({p['why']}): {p['summary']}; choose it with --profile")
     if f.get("path_note"):
         print(f"note: {f['path_note']}")
     print("paths:")

@@ -203,7 +203,7 @@ def run(args) -> int:
     from ...core.registry import Components, build_analysis, make_config
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
-    from ..loading import load, load_editor, load_wanted, reference
+    from ..loading import check_profile, default_editor_id, load, load_editor, load_wanted, reference
     from ..output import cancelled, emit
     from ..progress import StageBars, cancellable_job
 
@@ -228,6 +228,10 @@ def run(args) -> int:
             components = Components(classifier=load(args.classifier, "classifier", args), store=store)
             label = args.true_label  # a class name first, else an index (resolve_label)
             resolve_label(label, components.classifier.class_names)  # a typo fails before the big models load
+            editor_ref = None if components.zero_shot else args.editor or (
+                default_editor_id() if inputs.editor in ("required", "interventions") else None)
+            check_profile(args, {"classifier": (args.classifier, "classifier"), "mllm": (args.mllm, "mllm"),
+                                 "editor": (editor_ref, "editor")})  # a profile that cannot fit: before loading
             components.editor = load_editor(spec, components, args.editor, args)
             load_wanted(spec, config, components, args)
             components.mllm = load(args.mllm, "mllm", args) if args.mllm else None

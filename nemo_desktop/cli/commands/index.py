@@ -71,7 +71,8 @@ def run_index(args) -> int:
                           hint="nemo index DATASET --classifier ID   (or `nemo index --list`)")
     if args.batch_size < 1:
         raise ConfigError("--batch-size must be at least 1.", hint="For example --batch-size 32.")
-    loading = LoaderSettings(workers=args.workers, draft_factor=0 if args.no_draft else DEFAULT_DRAFT_FACTOR)
+    loading = LoaderSettings(workers=args.workers, draft_factor=0 if args.no_draft else DEFAULT_DRAFT_FACTOR,
+                             decode=args.decode)
     dataset = open_dataset(args.dataset)  # dataset problems surface before a model is loaded
     spec = resolve_model_ref(args.classifier, "classifier")
 
@@ -110,6 +111,8 @@ def run_index(args) -> int:
     print(f"Reference index {index.index_id}: {len(index)} images of {dataset.root}, {acc}.")
     print(f"  this run: {report.processed} processed, {report.unchanged} unchanged, {report.removed} removed, "
           f"{len(report.errors)} unreadable; {report.seconds:.1f} s" + (f" ({rate:.0f} images/s)" if rate else ""))
+    for note in report.notes:
+        print(f"note: {note}", file=sys.stderr)
     for path, reason in list(report.errors.items())[:10]:
         print(f"  unreadable: {reason}" if path in reason else f"  unreadable: {path}: {reason}")
     if len(report.errors) > 10:
@@ -145,6 +148,9 @@ def register(sub) -> None:
     p.add_argument("--no-draft", action="store_true",
                    help="decode every JPEG at full size (default: JPEGs over twice the model's input side decode "
                         "at a reduced scale, much faster, nearly the same pixels after the model's resize)")
+    p.add_argument("--decode", choices=("cpu", "gpu"), default="cpu",
+                   help="where JPEGs are decoded and resized: cpu (default) or gpu (nvJPEG on the classifier's CUDA "
+                        "device; without one the CPU pipeline runs, with a note)")
     p.add_argument("--list", action="store_true", help="list the reference indexes in the store")
     p.add_argument("--delete", metavar="INDEX_ID", help="delete a reference index (its rows and arrays)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")

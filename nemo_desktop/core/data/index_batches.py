@@ -44,6 +44,42 @@ class _BatchForward:
         return predict_with_embeddings(self.classifier, loaded.images)
 
 
+@dataclass
+class _DeviceForward:
+    """GPU decoding (gpu_decode.py): the batch's JPEG bytes decoded and resized on the device, then the
+    classifier's tensor-level pass. A batch that fails to decode is decoded image by image; an image that still
+    fails becomes that file's error, as on the CPU path."""
+
+    classifier: Any
+    preprocess: Any
+    prepare: Any = None  # the loader hands over undecoded images
+
+    def __call__(self, loaded: LoadedBatch, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+        try:
+            pixels = self.preprocess(loaded.images)
+        except Exception:  # noqa: BLE001 - find the bad file(s) below
+            pixels = self._one_by_one(loaded)
+        out = self.classifier.outputs_from_pixels(self.classifier.to_device(pixels))
+        return check_outputs(out.probs, out.embeddings, len(loaded.items), n_classes)
+
+    def _one_by_one(self, loaded: LoadedBatch):
+        import torch
+
+        keep, tensors = [], []
+        for i, image in enumerate(loaded.images):
+            try:
+                tensors.append(self.preprocess([image]))
+                keep.append(i)
+            except Exception as exc:  # noqa: BLE001 - this file's problem, not the run's
+                loaded.errors.append((loaded.items[i], f"{type(exc).__name__}: {exc}"))
+        loaded.items = [loaded.items[i] for i in keep]
+        loaded.sha256 = [loaded.sha256[i] for i in keep]
+        loaded.images = [loaded.images[i] for i in keep]
+        if not tensors:
+            raise ModelError("No image of this batch could be decoded on the GPU.")
+        return torch.cat(tensors)
+
+
 def _batch_forward(classifier) -> _BatchForward:
     names = ("prepare_batch", "to_device", "outputs_from_pixels")
     if all(callable(getattr(classifier, n, None)) for n in names):

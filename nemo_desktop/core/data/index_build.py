@@ -16,7 +16,7 @@ from ..errors import JobCancelled
 from ..jobs import JobContext, null_context
 from ..store.keys import content_hash
 from .datasets import LabelledImageDataset, open_dataset
-from .index_batches import _batch_forward, _commit_batch, _rows
+from .index_batches import _batch_forward, _commit_batch, _DeviceForward, _rows
 from .index_files import consolidate, meta_of, remove_array_files, write_meta
 from .input_pipeline import BatchLoader, LoaderSettings, draft_side_for
 
@@ -40,6 +40,7 @@ class BuildReport:
     cancelled: bool = False
     pending: int = 0  # images still to process (after a cancel)
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # e.g. why decode "gpu" ran on the CPU
 
     @property
     def indexed(self) -> int:
@@ -47,7 +48,7 @@ class BuildReport:
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in ("index_id", "total", "processed", "unchanged", "removed", "new_errors",
-                                           "cancelled", "seconds", "pending")}
+                                           "cancelled", "seconds", "pending", "notes")}
         d["indexed"] = self.indexed
         d["errors"] = dict(self.errors)
         return d
@@ -97,6 +98,27 @@ def build_index(dataset: LabelledImageDataset | str | Path, classifier, store, c
         raise JobCancelled(
             f"Indexing cancelled: {indexed} of {report.total} images are indexed ({report.processed} in this run); "
             "run the same command again to resume.", detail=json.dumps(report.to_dict())) from None
+
+
+def _forward_for(classifier, loading: LoaderSettings, store, index_id: str, report: BuildReport):
+    """(forward, read) for the decode path asked for; decode "gpu" where it cannot run logs why and uses the CPU
+    pipeline. The path that built the rows is recorded in the index's metadata ("decode")."""
+    from .gpu_decode import gpu_decode_plan, read_for_device
+
+    preprocess, note = gpu_decode_plan(classifier, loading.decode)
+    if note:
+        log.warning("%s", note)
+        report.notes.append(note)
+    used = "gpu" if preprocess is not None else "cpu"
+    with store.transaction() as conn:
+        meta = meta_of(conn, index_id) or {}
+        meta.setdefault("decode", [])
+        if used not in meta["decode"]:
+            meta["decode"].append(used)
+            write_meta(conn, index_id, meta)
+    if preprocess is None:
+        return _batch_forward(classifier), None
+    return _DeviceForward(classifier, preprocess), read_for_device
 
 
 def _update(store, index_id, dataset, classifier, class_names, existing, errors, ctx, batch_size, report,
@@ -178,9 +200,9 @@ def _update(store, index_id, dataset, classifier, class_names, existing, errors,
     total_todo = len(todo)
     done = 0
     ctx.progress("Indexing images", 0, total_todo)
-    forward = _batch_forward(classifier)
+    forward, read = _forward_for(classifier, loading, store, index_id, report)
     loader = BatchLoader(todo, batch_size, path_of=lambda t: t[0], prepare=forward.prepare, workers=loading.workers,
-                         ahead=loading.ahead, draft_side=draft_side_for(classifier, loading.draft_factor))
+                         ahead=loading.ahead, draft_side=draft_side_for(classifier, loading.draft_factor), read=read)
     with closing(iter(loader)) as batches:  # leaving early (cancel, an error) stops the decode workers at once
         for loaded in batches:
             ctx.check_cancelled()

@@ -44,6 +44,7 @@ class LoaderSettings:
     workers: int | None = None  # decode threads (None: default_workers())
     ahead: int | None = None  # batches decoded in advance (None: max(2, workers))
     draft_factor: float = DEFAULT_DRAFT_FACTOR
+    decode: str = "cpu"  # "gpu": JPEGs decoded and resized on the classifier's CUDA device (gpu_decode.py)
 
     def __post_init__(self) -> None:
         from ..errors import ConfigError
@@ -54,6 +55,8 @@ class LoaderSettings:
             raise ConfigError("At least one batch must be decoded ahead.")
         if self.draft_factor and self.draft_factor < 1:
             raise ConfigError("The JPEG draft factor must be 0 (off) or at least 1.")
+        if self.decode not in ("cpu", "gpu"):
+            raise ConfigError(f"Unknown decode path '{self.decode}'.", hint="Use cpu or gpu.")
 
 
 @dataclass
@@ -105,7 +108,8 @@ class BatchLoader:
 
     def __init__(self, items: Sequence[Any], batch_size: int, *, path_of: Callable[[Any], Path] = lambda it: it,
                  prepare: Callable[[list[Any]], Any] | None = None, workers: int | None = None,
-                 ahead: int | None = None, draft_side: int | None = None) -> None:
+                 ahead: int | None = None, draft_side: int | None = None,
+                 read: Callable[[Path], Any] | None = None) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.items = items
@@ -115,6 +119,7 @@ class BatchLoader:
         self.workers = max(1, int(workers or default_workers()))
         self.ahead = max(1, int(ahead if ahead is not None else max(2, self.workers)))
         self.draft_side = draft_side
+        self.read = read  # instead of decoding with PIL (gpu_decode.read_for_device: a JPEG's bytes)
         self.stats = LoaderStats()
 
     def __iter__(self) -> Iterator[LoadedBatch]:
@@ -153,7 +158,7 @@ class BatchLoader:
                 path = self.path_of(item)
                 try:
                     # decode first: it refuses a FIFO, which hashing would wait on forever
-                    image = load_image(path, draft_side=self.draft_side)
+                    image = self.read(path) if self.read else load_image(path, draft_side=self.draft_side)
                     sha = content_hash(path)
                 except Exception as exc:  # noqa: BLE001 - any decoding failure is this file's problem, not the run's
                     errors.append((item, getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"))

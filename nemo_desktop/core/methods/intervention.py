@@ -28,13 +28,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from PIL import Image
 
-from ..errors import JobCancelled, MalformedOutputError
+from ..errors import JobCancelled, OutOfMemoryError
 from ..jobs import JobContext, describe_exception
 from ..metrics.cei import cei, top_k
 from ..models.outputs import predict_with_embeddings
 from ..models.protocols import ChatMessage, ModelInfo
-from .cut_off import RETRY_FACTOR, accepted_a_cut_reply, cut_off_error, finish_record, is_cut_off
-from .parsing import extract_field, extract_json
+from .cut_off import accepted_a_cut_reply
+from .json_ask import JsonAsk, ask_json, ask_json_batch  # noqa: F401 - ask_json re-exported (callers import it here)
 from .prompts import PromptTemplate, load_prompt
 from .result import Candidate, SampleInfo
 
@@ -136,46 +136,6 @@ def raw_replies(unit: Mapping[str, Any]) -> str | None:
     return f"{raw}\n--- reply to the repair request ---\n{repair}"
 
 
-def safe_json(raw: str, field_name: str) -> dict | None:
-    try:
-        return jsonable(extract_json(raw, (field_name,)))
-    except MalformedOutputError:
-        return None
-
-
-def ask_json(mllm: Any, repair: PromptTemplate, messages: list[ChatMessage], field_name: str, max_new_tokens: int,
-             temperature: float, seed: int | None, sampling: Any = None) -> dict[str, Any]:
-    """Ask, parse `field_name`; a reply cut short is asked again once with a larger budget and, if cut again,
-    is an outcome of its own (cut_off.py); one repair turn (greedy) if otherwise unreadable. Returns
-    value/error/raw replies/parsed and how the reply ended. `sampling` (models.sampling.Sampling) makes the
-    first call a sampled draw with every field explicit."""
-    ask = sampling.chat_kwargs() if sampling is not None else {"temperature": temperature}
-    budget = max_new_tokens
-    raw = mllm.chat(messages, max_new_tokens=budget, seed=seed, **ask)
-    record: dict[str, Any] = {}
-    if is_cut_off(raw, field_name, budget):
-        budget = max_new_tokens * RETRY_FACTOR
-        record = {"cut_off_reply": raw, "retry_max_new_tokens": budget}
-        raw = mllm.chat(messages, max_new_tokens=budget, seed=seed, **ask)  # the same draw, more room
-        if is_cut_off(raw, field_name, budget):  # no repair turn: it would only finish the fragment
-            return {"value": None, "raw_reply": raw, "repair_reply": None, "parsed": None,
-                    "error": cut_off_error(raw, max_new_tokens, budget), **record, **finish_record(raw)}
-    record.update(finish_record(raw))
-    try:
-        return {"value": extract_field(raw, field_name), "error": None, "raw_reply": raw,
-                "repair_reply": None, "parsed": safe_json(raw, field_name), **record}
-    except MalformedOutputError as first:
-        text = repair.render(error=first.message.rstrip("."), keys=f'"{field_name}"')
-        follow = [*messages, ChatMessage("assistant", [raw or ""]), ChatMessage.user(text)]
-        raw2 = mllm.chat(follow, max_new_tokens=budget, temperature=0.0, seed=seed)
-        try:
-            return {"value": extract_field(raw2, field_name), "error": None, "raw_reply": raw,
-                    "repair_reply": raw2, "parsed": safe_json(raw2, field_name), **record}
-        except MalformedOutputError as second:
-            return {"value": None, "raw_reply": raw, "repair_reply": raw2, "parsed": None,
-                    "error": f"Unreadable reply, also after one repair request: {second.message}", **record}
-
-
 # -- the tester --------------------------------------------------------------------------------------------
 @dataclass
 class InterventionPrompts:
@@ -219,7 +179,9 @@ class InterventionSettings:
     edit_size: tuple[int, int] | None = None  # (width, height); None = see edit_resolution
     max_new_tokens: int = 256
     edit_resolution: str = "preferred"  # "preferred" | "native"
-    edit_batch_size: int = 1  # >1: uncached edits of one image run together (editor.edit_batch), same seeds
+    edit_batch_size: int = 1  # >1: uncached edits of one image run together (editor.edit_batch), same seeds;
+    # 0: as many as the editor says fit in free memory (editor.edit_batch_capacity), else one at a time
+    batch_requests: bool = False  # True: the uncached interventions go to the MLLM at once (requests.py)
 
     def __post_init__(self) -> None:
         check_edit_resolution(self.edit_resolution)
@@ -230,7 +192,8 @@ class InterventionSettings:
         return cls(seed=config.seed, edit_steps=config.edit_steps, edit_guidance=config.edit_guidance,
                    edit_size=config.edit_size, max_new_tokens=config.intervention_max_new_tokens,
                    edit_resolution=getattr(config, "edit_resolution", "preferred"),
-                   edit_batch_size=int(getattr(config, "edit_batch_size", 1) or 1))
+                   edit_batch_size=int(getattr(config, "edit_batch_size", 1)),
+                   batch_requests=bool(getattr(config, "batch_requests", False)))
 
 
 class CounterfactualTester:
@@ -342,12 +305,16 @@ class CounterfactualTester:
 
     def write_interventions(self, ctx: JobContext, units: UnitCache, sample: SampleInfo,
                             candidates: list[Candidate]) -> bool:
+        """The intervention of every candidate (cached per prompt). Uncached ones go to the MLLM one request
+        per call, or all at once with `batch_requests` (the same requests and parsing either way)."""
         kind = self.kind
         tpl = self.prompts.rewrite if self.zero_shot else self.prompts.edit
         max_new = self.settings.max_new_tokens
         transient = False
         m = len(candidates)
         ctx.progress("Writing interventions", 0, m)
+        done = 0
+        pending: list[tuple[int, str, str]] = []  # (candidate index, unit key, prompt)
         for j, cand in enumerate(candidates):
             ctx.check_cancelled()
             cand.intervention_kind = kind
@@ -364,31 +331,44 @@ class CounterfactualTester:
                 if payload is not None and accepted_a_cut_reply(payload, "intervention", "solution"):
                     payload = None  # cached before cut replies were refused: its instruction is a fragment
                 if payload is None:
-                    try:
-                        outcome = ask_json(self.mllm, self.prompts.repair, [ChatMessage.user(prompt)], "solution",
-                                           max_new, 0.0, None)
-                    except JobCancelled:
-                        raise
-                    except Exception as exc:  # noqa: BLE001 - recorded on this candidate, not cached
-                        transient = True
-                        cand.error = f"The MLLM failed while writing the intervention: {error_text(exc)}"
-                        ctx.progress("Writing interventions", j + 1, m)
-                        continue
+                    pending.append((j, key, prompt))
+                    continue
+                self._take_intervention(cand, payload)
+            done += 1
+            ctx.progress("Writing interventions", done, m)
+        size = len(pending) if self.settings.batch_requests else 1
+        for start in range(0, len(pending), max(1, size)):
+            ctx.check_cancelled()
+            group = pending[start:start + max(1, size)]
+            outcomes = ask_json_batch(self.mllm, self.prompts.repair,
+                                      [JsonAsk([ChatMessage.user(prompt)]) for _, _, prompt in group], "solution",
+                                      max_new)
+            for (j, key, _), outcome in zip(group, outcomes):
+                if isinstance(outcome, BaseException):  # recorded on this candidate, not cached
+                    transient = True
+                    candidates[j].error = f"The MLLM failed while writing the intervention: {error_text(outcome)}"
+                else:
                     payload = {"intervention": outcome.pop("value"), "kind": kind, "prompt_version": tpl.version,
                                **outcome}
                     units.put(key, "intervention", payload)
-                cand.intervention = payload["intervention"]
-                if payload.get("error"):
-                    cand.error = f"Intervention: {payload['error']}"
-                    cand.raw_reply = raw_replies(payload)
-            ctx.progress("Writing interventions", j + 1, m)
+                    self._take_intervention(candidates[j], payload)
+                done += 1
+                ctx.progress("Writing interventions", done, m)
         return transient
+
+    @staticmethod
+    def _take_intervention(cand: Candidate, payload: dict) -> None:
+        cand.intervention = payload["intervention"]
+        if payload.get("error"):
+            cand.error = f"Intervention: {payload['error']}"
+            cand.raw_reply = raw_replies(payload)
 
     def edit_all(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str,
                  candidates: list[Candidate], artifacts: dict[str, Image.Image] | None = None,
                  artifact_prefix: str = "edited_") -> tuple[dict[int, Image.Image], bool]:
-        """Edit the image once per candidate (cached per edit). With `edit_batch_size` > 1 and an editor that
-        has `edit_batch`, the uncached edits run that many per editor call, each with the same seed."""
+        """Edit the image once per candidate (cached per edit). With `edit_batch_size` > 1 (or 0: chosen from
+        free memory) and an editor that has `edit_batch`, the uncached edits run that many per editor call, each
+        with the same seed."""
         s = self.settings
         size, _ = self.working_size(img.size)
         edited: dict[int, Image.Image] = {}
@@ -408,9 +388,10 @@ class CounterfactualTester:
                 ctx.progress(f"Editing image {j + 1}/{m}", 1, 1)
             else:
                 todo.append((j, key))
-        batch = max(1, int(s.edit_batch_size)) if callable(getattr(self.editor, "edit_batch", None)) else 1
-        for start in range(0, len(todo), batch):
-            group = todo[start:start + batch]
+        start, one_by_one = 0, False
+        while start < len(todo):
+            group = todo[start:start + (1 if one_by_one else self._edit_batch(size))]
+            start += len(group)
             ctx.check_cancelled()
             first = group[0][0] + 1
             stage = (f"Editing image {first}/{m}" if len(group) == 1 else
@@ -439,6 +420,11 @@ class CounterfactualTester:
             except JobCancelled:
                 raise
             except Exception as exc:  # noqa: BLE001 - these candidates fail, the others are still scored
+                if isinstance(exc, OutOfMemoryError) and len(group) > 1:
+                    # the batch did not fit after all: these edits, and the rest, one at a time
+                    one_by_one, start = True, start - len(group)
+                    log.warning("a batch of %d edits ran out of memory; editing one at a time", len(group))
+                    continue
                 transient = True
                 for j, _ in group:
                     candidates[j].error = f"Editing failed: {error_text(exc)}"
@@ -459,6 +445,17 @@ class CounterfactualTester:
             if artifacts is not None:
                 artifacts[candidates[j].edited_artifact] = out
         return edited, transient
+
+    def _edit_batch(self, size: tuple[int, int]) -> int:
+        """Edits per editor call: `edit_batch_size`, or with 0 what the editor says fits in free memory now
+        (asked again before every batch, so the first edit of a size runs alone and is measured)."""
+        if not callable(getattr(self.editor, "edit_batch", None)):
+            return 1
+        wanted = int(self.settings.edit_batch_size)
+        if wanted > 0:
+            return wanted
+        capacity = getattr(self.editor, "edit_batch_capacity", None)
+        return max(1, int(capacity(tuple(size)))) if callable(capacity) else 1
 
     def score_all(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, clf: dict,
                   sample: SampleInfo, candidates: list[Candidate], edited: Mapping[int, Image.Image]) -> None:

@@ -139,12 +139,16 @@ class SciTXConfig:
                             "help": "extra hypothesis draws allowed to replace duplicates"},
         "thumbnail_side": {"label": "Thumbnail side", "min": 8, "max": 1024,
                            "help": "pixels of the observation thumbnails kept with the result"},
-        "caption_batch_size": {"label": "Caption batch", "min": 1, "max": 64,
-                               "help": "observations captioned per MLLM call (1 = one call each, as before; "
-                                       "more is faster on a GPU, replies may differ in the last digits)"},
-        "edit_batch_size": {"label": "Edit batch", "min": 1, "max": 16,
-                            "help": "edits run together in one editor call (1 = one call each, as before; "
-                                    "more is faster on a GPU with memory to spare)"},
+        "caption_batch_size": {"label": "Caption batch", "min": 0, "max": 64,
+                               "help": "observations captioned per MLLM call (0 = all of a sample's at once; "
+                                       "1 = one call each, the old results; on a GPU batched replies may "
+                                       "differ in the last digits)"},
+        "edit_batch_size": {"label": "Edit batch", "min": 0, "max": 16,
+                            "help": "edits run together in one editor call (0 = as many as free GPU memory "
+                                    "allows; 1 = one call each, the old results)"},
+        "batch_requests": {"label": "Batch MLLM requests",
+                           "help": "send a sample's M hypothesis draws, and its M interventions, to the MLLM "
+                                   "at once (off = one call each, the old results)"},
         **SHARED_FIELD_INFO,
     }
 
@@ -174,10 +178,14 @@ class SciTXConfig:
     edit_flag_threshold: float = DEFAULT_FLAG_THRESHOLD
     selection: str = DEFAULT_SELECTION  # "evidence" | "prefer-unflagged" | "cei" (the paper's plain argmax)
     cei_noise_floor: float = DEFAULT_NOISE_FLOOR  # points; see edit_check.py
-    # Speed settings (scitx_gpu.py measures them). At 1 they leave results and cache keys exactly as before;
-    # above 1, batched numerics can differ in the last digits, so they become part of the result's key.
-    caption_batch_size: int = 1
-    edit_batch_size: int = 1
+    # Speed settings (scitx_stages.py counts the calls, gpu_figures.sh times them). Every stage sends its work at
+    # once by default: all captions of a sample in one call (0), the M hypothesis draws and the M interventions
+    # each in one call (batch_requests), the edits of one image as many per call as free memory allows (0).
+    # Batched numerics on a GPU can differ in the last digits from one call each, so any value other than the
+    # old one (1, 1, False) is part of the result's key; the old values leave the keys exactly as before.
+    caption_batch_size: int = 0
+    edit_batch_size: int = 0
+    batch_requests: bool = True
 
     def __post_init__(self) -> None:
         if self.k < 0 or self.m < 1:
@@ -192,8 +200,9 @@ class SciTXConfig:
             self.edit_size = (int(self.edit_size[0]), int(self.edit_size[1]))
         check_edit_resolution(self.edit_resolution)
         check_edit_check(self.edit_flag_threshold, self.selection, self.cei_noise_floor)
-        if self.caption_batch_size < 1 or self.edit_batch_size < 1:
-            raise ConfigError("SciTX's caption and edit batch sizes must be at least 1.")
+        if self.caption_batch_size < 0 or self.edit_batch_size < 0:
+            raise ConfigError("SciTX's caption and edit batch sizes must be 0 (automatic) or more.",
+                              hint="0 = all captions at once / as many edits as fit in memory; 1 = one at a time.")
 
     @property
     def random_count(self) -> int:
@@ -207,8 +216,8 @@ class SciTXConfig:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["edit_size"] = list(self.edit_size) if self.edit_size else None
-        for speed in ("caption_batch_size", "edit_batch_size"):  # at 1: the keys results had before they existed
-            if d[speed] == 1:
+        for speed, old in (("caption_batch_size", 1), ("edit_batch_size", 1), ("batch_requests", False)):
+            if d[speed] == old:  # the old value: the keys results had before these settings existed
                 del d[speed]
         return d
 
@@ -389,7 +398,7 @@ class SciTXPipeline:
     def _caption_all(self, ctx: JobContext, units: UnitCache, observations: list[Observation],
                      notes: list[str]) -> tuple[dict[str, Image.Image], bool]:
         """Caption every observation (cached per image). Uncached ones go to the MLLM one conversation per call,
-        or `caption_batch_size` conversations per `chat_batch` call."""
+        `caption_batch_size` conversations per `chat_batch` call, or (0) all in one call."""
         cfg, tpl = self.config, self.prompts.caption
         thumbs: dict[str, Image.Image] = {}
         transient = False
@@ -421,7 +430,7 @@ class SciTXPipeline:
                 continue
             done += 1
             ctx.progress("Captioning observations", done, n)
-        size = max(1, int(cfg.caption_batch_size))
+        size = max(1, int(cfg.caption_batch_size) or len(pending))
         for start in range(0, len(pending), size):
             ctx.check_cancelled()
             group = pending[start:start + size]
@@ -481,7 +490,7 @@ class SciTXPipeline:
             key_parts={"image_sha256": image_sha, "prompt_sha256": sha_text(prompt)},
             prompt=self._hypothesis_template(), repair=self.prompts.repair, seed=cfg.seed,
             sampling=cfg.sampling, max_extra_draws=cfg.max_extra_draws,
-            max_new_tokens=cfg.hypothesis_max_new_tokens)
+            max_new_tokens=cfg.hypothesis_max_new_tokens, batch=cfg.batch_requests)
         return candidates, transient
 
     # --------------------------------------------------------------------------------------- records

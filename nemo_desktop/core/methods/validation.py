@@ -43,7 +43,8 @@ from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K,
 from .cut_off import CUT_OFF, CUT_OFF_RECORD, accepted_a_cut_reply
 from .edit_check import (DEFAULT_FLAG_THRESHOLD, DEFAULT_NOISE_FLOOR, DEFAULT_SELECTION, EDIT_CHECK_FIELD_INFO,
                          check_edit_check, edit_check_record, select)
-from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache, ask_json,
+from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, JsonAsk, UnitCache,
+                           ask_json_batch,
                            check_edit_resolution, classifier_part, error_text, image_hash, jsonable, load_input,
                            model_manifest, model_part, raw_replies, unit_key)
 from .labels import resolve_label
@@ -198,23 +199,28 @@ def candidate_note(counts: dict[str, int]) -> str | None:
 def draw_hypotheses(ctx: JobContext, units: UnitCache, mllm: Any, messages: list[ChatMessage], *, m: int,
                     key_parts: dict[str, Any], prompt: PromptTemplate, repair: PromptTemplate, seed: int,
                     sampling: Sampling, max_extra_draws: int, max_new_tokens: int,
-                    field_name: str = "cause_of_error", stage: str = "Generating hypotheses") \
-        -> tuple[list[Candidate], list[dict], bool]:
+                    field_name: str = "cause_of_error", stage: str = "Generating hypotheses",
+                    batch: bool = False) -> tuple[list[Candidate], list[dict], bool]:
     """M candidates from M draws of one conversation (see the module docstring). Returns (candidates, the
-    cached outcome of each candidate's draw, transient)."""
+    cached outcome of each candidate's draw, transient). `batch`: the draws that will surely be needed go to
+    the MLLM at once (each with its own seed, so every draw is the one it would be alone); the candidates,
+    draw numbers and duplicate replacements are exactly those of one draw at a time."""
     candidates: list[Candidate] = []
     outcomes: list[dict] = []
     seen: dict[str, int] = {}
     transient = False
     draw, extra_left = 0, max_extra_draws
+    ready: dict[int, tuple[dict, bool]] = {}  # draw number -> (unit, failed), drawn ahead in a batch
     ctx.progress(stage, 0, m)
     for j in range(m):
         while True:
             ctx.check_cancelled()
-            draw_sampling = None if draw == 0 else sampling
-            draw_seed = None if draw == 0 else seed * 1000 + draw
-            unit, failed = _draw(units, mllm, messages, key_parts, prompt, repair, draw, draw_sampling, draw_seed,
-                                 max_new_tokens, field_name)
+            if draw not in ready:
+                # every candidate still to come needs at least one more draw: ask for those at once
+                ahead = (m - j) if batch else 1
+                ready.update(_draws(units, mllm, messages, key_parts, prompt, repair, range(draw, draw + ahead),
+                                    seed, sampling, max_new_tokens, field_name))
+            unit, failed = ready.pop(draw)
             draw += 1
             transient |= failed
             text = unit.get("hypothesis")
@@ -235,29 +241,42 @@ def draw_hypotheses(ctx: JobContext, units: UnitCache, mllm: Any, messages: list
     return candidates, outcomes, transient
 
 
-def _draw(units: UnitCache, mllm: Any, messages: list[ChatMessage], key_parts: dict, prompt: PromptTemplate,
-          repair: PromptTemplate, draw: int, sampling: Sampling | None, seed: int | None, max_new_tokens: int,
-          field_name: str) -> tuple[dict, bool]:
-    """One draw: greedy when `sampling` is None, else sampled with every sampling field explicit (they are in
-    the key, so a draw made under other settings is never reused)."""
-    temperature = sampling.temperature if sampling is not None else 0.0
-    settings = {"sampling": sampling.as_dict()} if sampling is not None else {}  # greedy keys stay as they were
-    key = unit_key("hypothesis", **key_parts, mllm=model_part(mllm.info), prompt_version=prompt.version,
-                   repair_version=repair.version, draw=draw, temperature=temperature, seed=seed,
-                   max_new_tokens=max_new_tokens, **settings)
-    hit = units.get(key)
-    if hit is not None and not accepted_a_cut_reply(hit.payload, "hypothesis", field_name):
-        return hit.payload, False
-    try:  # a cut reply is asked again with a larger budget, then recorded as cut off (cut_off.py)
-        outcome = ask_json(mllm, repair, messages, field_name, max_new_tokens, temperature, seed, sampling)
-    except JobCancelled:
-        raise
-    except Exception as exc:  # noqa: BLE001 - recorded on this candidate, not cached
-        return {"hypothesis": None, "error": f"The MLLM failed: {error_text(exc)}", "raw_reply": None}, True
-    payload = {"hypothesis": outcome.pop("value"), "draw": draw, "temperature": temperature, "seed": seed,
-               **settings, "prompt_version": prompt.version, **outcome}
-    units.put(key, "hypothesis", payload)
-    return payload, False
+def _draws(units: UnitCache, mllm: Any, messages: list[ChatMessage], key_parts: dict, prompt: PromptTemplate,
+           repair: PromptTemplate, draws: Any, seed: int, sampling: Sampling, max_new_tokens: int,
+           field_name: str) -> dict[int, tuple[dict, bool]]:
+    """Draws by number (cached per draw): draw 0 greedy, draw d >= 1 sampled with seed `seed * 1000 + d` and
+    every sampling field explicit (they are in the key, so a draw made under other settings is never reused).
+    The uncached ones are asked together (ask_json_batch). Returns {draw: (unit, failed)}."""
+    found: dict[int, tuple[dict, bool]] = {}
+    todo: list[tuple[int, str, Sampling | None, int | None]] = []
+    for draw in draws:
+        draw_sampling = None if draw == 0 else sampling
+        draw_seed = None if draw == 0 else seed * 1000 + draw
+        temperature = draw_sampling.temperature if draw_sampling is not None else 0.0
+        settings = {"sampling": draw_sampling.as_dict()} if draw_sampling is not None else {}  # greedy keys as before
+        key = unit_key("hypothesis", **key_parts, mllm=model_part(mllm.info), prompt_version=prompt.version,
+                       repair_version=repair.version, draw=draw, temperature=temperature, seed=draw_seed,
+                       max_new_tokens=max_new_tokens, **settings)
+        hit = units.get(key)
+        if hit is not None and not accepted_a_cut_reply(hit.payload, "hypothesis", field_name):
+            found[draw] = (hit.payload, False)
+        else:
+            todo.append((draw, key, draw_sampling, draw_seed))
+    # a cut reply is asked again with a larger budget, then recorded as cut off (cut_off.py)
+    asked = ask_json_batch(mllm, repair, [JsonAsk(messages, s_seed, s) for _, _, s, s_seed in todo], field_name,
+                           max_new_tokens)
+    for (draw, key, draw_sampling, draw_seed), outcome in zip(todo, asked):
+        if isinstance(outcome, BaseException):  # recorded on this candidate, not cached
+            found[draw] = ({"hypothesis": None, "error": f"The MLLM failed: {error_text(outcome)}",
+                            "raw_reply": None}, True)
+            continue
+        temperature = draw_sampling.temperature if draw_sampling is not None else 0.0
+        settings = {"sampling": draw_sampling.as_dict()} if draw_sampling is not None else {}
+        payload = {"hypothesis": outcome.pop("value"), "draw": draw, "temperature": temperature, "seed": draw_seed,
+                   **settings, "prompt_version": prompt.version, **outcome}
+        units.put(key, "hypothesis", payload)
+        found[draw] = (payload, False)
+    return found
 
 
 def with_validation(config: BaselineConfig | None, cls: type, validated_name: bool) -> BaselineConfig:

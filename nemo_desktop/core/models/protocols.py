@@ -118,7 +118,34 @@ class MultimodalLLM(Protocol):
     def chat_batch(self, conversations: Sequence[Sequence[ChatMessage]], *, max_new_tokens: int = 512,
                    temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,
                    top_k: int | None = None, min_p: float | None = None) -> list[str]:
-        """Several independent conversations; replies in the same order."""
+        """Several independent conversations; replies in the same order.
+
+        NEMO's adapters also offer `chat_requests(requests: Sequence[ChatRequest]) -> list[str]`: several
+        conversations, each with its own settings (a greedy draw next to seeded ones), sent at once (one
+        generate() batch locally, concurrent requests to a server). It is optional here: models/requests.py
+        falls back to `chat_batch` or to one `chat` call per request, so a user's own MLLM still plugs in."""
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One conversation and the settings of its reply, for `chat_requests` (see MultimodalLLM.chat_batch)."""
+
+    messages: Sequence[ChatMessage]
+    max_new_tokens: int | None = None
+    temperature: float = 0.0
+    seed: int | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+
+    def chat_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of `MultimodalLLM.chat` for this request (sampling fields only when set, so an
+        MLLM whose `chat` takes only temperature and seed still works)."""
+        kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature,
+                              "seed": self.seed}
+        kw.update({k: v for k, v in (("top_p", self.top_p), ("top_k", self.top_k), ("min_p", self.min_p))
+                   if v is not None})
+        return kw
 
 
 StepCallback = Callable[[int, int], bool]  # (step, total) -> False to stop (cancel)

@@ -29,7 +29,8 @@ def test_a_cut_reply_is_asked_again_with_twice_the_budget(digits_classifier, blu
     result = run(digits_classifier, store, index, mllm)(blue_three, "three")
     cand = result.candidates[1]
     assert cand.hypothesis == HYPOTHESES[1] and cand.error is None and cand.cei is not None  # not the fragment
-    assert mllm.hypothesis_budgets == [(None, BUDGET), (1, BUDGET), (1, 2 * BUDGET), (2, BUDGET)]  # no repair turn
+    # no repair turn; the M draws go out at once, then the cut one is asked again
+    assert mllm.hypothesis_budgets == [(None, BUDGET), (1, BUDGET), (2, BUDGET), (1, 2 * BUDGET)]
     assert "cut off; asked again with 1024 tokens" in cand.raw_reply
     unit = next(u.payload for u in store.find("hypothesis") if u.payload.get("seed") == 1)
     assert unit["retry_max_new_tokens"] == 2 * BUDGET and unit["cut_off_reply"].endswith('"The digit is slightly')
@@ -44,7 +45,8 @@ def test_a_reply_still_cut_is_not_tested_and_is_counted(digits_classifier, blue_
     assert cut.hypothesis == "" and cut.cei is None and cut.intervention is None
     assert cut.error.startswith("Reply cut off: it stops inside an unterminated JSON object")
     assert "then once more with 1024" in cut.error
-    assert mllm.hypothesis_budgets == [(None, BUDGET), (1, BUDGET), (1, 2 * BUDGET), (2, BUDGET)]  # no repair turn
+    # no repair turn; the M draws go out at once, then the cut one is asked again
+    assert mllm.hypothesis_budgets == [(None, BUDGET), (1, BUDGET), (2, BUDGET), (1, 2 * BUDGET)]
     assert len(editor.calls) == 2 and sum("editing prompt" in c["text"] for c in mllm.calls) == 2  # only the others
     assert result.manifest["candidate_counts"] == {"candidates": 3, "distinct_scored": 2, "duplicates": 0,
                                                    "no_hypothesis": 0, "cut_off": 1, "not_tested": 0}

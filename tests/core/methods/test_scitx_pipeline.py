@@ -401,6 +401,9 @@ def test_an_editor_without_a_preferred_size_edits_natively_and_says_so(digits_cl
         SciTXConfig(edit_resolution="huge")
 
 
+UNBATCHED = {"caption_batch_size": 1, "edit_batch_size": 1, "batch_requests": False}  # one call per unit
+
+
 def test_batched_captions_and_edits_give_the_same_result(digits, blue_three, store, index, tmp_path):
     """caption_batch_size / edit_batch_size > 1 send the same conversations and edits in fewer calls; with
     deterministic doubles the explanation is the same. At 1 the config's key is the one results had before."""
@@ -424,15 +427,15 @@ def test_batched_captions_and_edits_give_the_same_result(digits, blue_three, sto
             self.batches.append(len(instructions))
             return [self.edit(image, ins, **kw) for ins in instructions]
 
-    one = make(DigitsCNNClassifier(digits[0]), store, index)(blue_three, "three")
-    assert "caption_batch_size" not in SciTXConfig().as_dict() and "edit_batch_size" not in SciTXConfig().as_dict()
+    one = make(DigitsCNNClassifier(digits[0]), store, index, **UNBATCHED)(blue_three, "three")
+    assert not set(SciTXConfig(**UNBATCHED).as_dict()) & set(UNBATCHED)  # the old values: the old keys
     assert SciTXConfig(caption_batch_size=4).as_dict()["caption_batch_size"] == 4
 
     other = ResultsStore.open(db_path=tmp_path / "other" / "results.sqlite")  # a fresh store: nothing cached
     try:
         mllm, editor = BatchRecordingMLLM(), BatchingEditor()
         batched = make(DigitsCNNClassifier(digits[0]), other, index, mllm=mllm, editor=editor,
-                       caption_batch_size=4, edit_batch_size=3)(blue_three, "three")
+                       **{**UNBATCHED, "caption_batch_size": 4, "edit_batch_size": 3})(blue_three, "three")
     finally:
         other.close()
     n_captions = sum(1 for o in one.observations if o.caption)
@@ -441,3 +444,46 @@ def test_batched_captions_and_edits_give_the_same_result(digits, blue_three, sto
     assert batched.explanation == one.explanation and batched.cei == pytest.approx(one.cei)
     assert [o.caption for o in batched.observations] == [o.caption for o in one.observations]
     assert [c.prob_true_after for c in batched.candidates] == pytest.approx([c.prob_true_after for c in one.candidates])
+
+
+def test_edit_batch_is_chosen_from_what_the_editor_says_fits(digits, blue_three, store, index):
+    """Issue 40: edit_batch_size 0 (the default) asks the editor before every batch how many edits fit in free
+    memory; the first edit runs alone (nothing measured yet), then the rest together. An editor that cannot
+    say runs one edit per call."""
+
+    class MeasuringEditor(DigitsEditor):
+        def __init__(self):
+            super().__init__()
+            self.batches, self.asked = [], []
+
+        def edit_batch(self, image, instructions, **kw):
+            self.batches.append(len(instructions))
+            return [self.edit(image, ins, **kw) for ins in instructions]
+
+        def edit_batch_capacity(self, size):
+            self.asked.append(tuple(size))
+            return 1 if not self.calls else 8  # the first edit measures the cost of one
+
+    editor = MeasuringEditor()
+    result = make(DigitsCNNClassifier(digits[0]), store, index, editor=editor)(blue_three, "three")
+    assert result.manifest["complete"] and len(editor.calls) == 3
+    assert editor.batches == [2] and len(editor.asked) == 2  # one alone (edit), then two (edit_batch)
+    assert SciTXConfig().as_dict()["edit_batch_size"] == 0  # automatic is part of the key (see README)
+
+
+def test_an_edit_batch_out_of_memory_is_edited_one_at_a_time(digits, blue_three, store, index):
+    """A batch the free-memory estimate let through but that did not fit: the same edits run one at a time, the
+    result is complete, nothing is recorded as failed."""
+    from nemo_desktop.core.errors import OutOfMemoryError
+
+    class TightEditor(DigitsEditor):
+        def edit_batch(self, image, instructions, **kw):
+            raise OutOfMemoryError("CUDA out of memory while editing.")
+
+        def edit_batch_capacity(self, size):
+            return 3
+
+    editor = TightEditor()
+    result = make(DigitsCNNClassifier(digits[0]), store, index, editor=editor)(blue_three, "three")
+    assert result.manifest["complete"] and len(editor.calls) == 3
+    assert not any((c.error or "").startswith("Editing failed") for c in result.candidates)

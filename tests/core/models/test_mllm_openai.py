@@ -379,3 +379,20 @@ def test_length_with_a_whole_object_is_taken_and_stop_inside_an_object_is_not_re
     assert [r["body"]["max_tokens"] for r in server.requests] == [32, 64] and outcome["repair_reply"] is None
     assert cand.error.startswith("Reply cut off: it stops inside an unterminated JSON object (asked with 32")
     assert (counts["cut_off"], counts["no_hypothesis"]) == (1, 0)
+
+
+def test_chat_requests_sends_each_with_its_own_settings_at_once(server, client):
+    """Issue 40: a greedy request next to seeded draws goes out concurrently, each body with its own fields."""
+    from nemo_desktop.core.models.protocols import ChatRequest
+
+    mllm = client(concurrency=3)
+    requests = [ChatRequest([ChatMessage.user("sleep:0.3")], 20),
+                ChatRequest([ChatMessage.user("sleep:0.3")], 20, 0.7, 1001, 0.95, 0, 0.0),
+                ChatRequest([ChatMessage.user("sleep:0.3")], 20, 0.7, 1002, 0.95, 0, 0.0)]
+    start = time.monotonic()
+    replies = mllm.chat_requests(requests)
+    assert time.monotonic() - start < 0.85  # concurrent, not 3 x 0.3 s
+    assert len(replies) == 3
+    bodies = sorted((r["body"] for r in server.requests), key=lambda b: b.get("seed") or 0)
+    assert "temperature" not in bodies[0] or bodies[0]["temperature"] == 0
+    assert [(b.get("seed"), b.get("temperature")) for b in bodies[1:]] == [(1001, 0.7), (1002, 0.7)]

@@ -94,6 +94,49 @@ def test_seeded_sampling_repeats_and_leaves_the_global_rng_alone(loaded):
     assert others - {a}, "different seeds should sample different text from a random model"
 
 
+def test_chat_requests_batch_gives_each_row_its_reply_alone(loaded):
+    """Issue 40: a greedy row and seeded rows in one generate() call: each row is what it is alone (its own
+    generator), the global RNG is untouched, and distinct seeds still differ."""
+    from nemo_desktop.core.models.protocols import ChatRequest
+
+    mllm = loaded("qwen2_5_vl")
+    conv = _question(_photo())
+    requests = [ChatRequest(conv, 10)] + [ChatRequest(conv, 10, 1.5, s, 0.95, 0, 0.0) for s in (1001, 1002, 1003)]
+    state = torch.random.get_rng_state()
+    batch = mllm.chat_requests(requests)
+    assert torch.equal(state, torch.random.get_rng_state())
+    assert batch == [mllm.chat(r.messages, **r.chat_kwargs()) for r in requests]
+    assert len(set(batch[1:])) > 1
+    assert mllm.chat_batch([conv, conv], max_new_tokens=10, temperature=1.5, seed=1001) == [batch[1], batch[1]]
+
+
+def test_static_cache_and_int8_weights_run_on_the_cpu(loaded):
+    """Issue 40's fast local path on the tiny Qwen-VL: a static KV cache gives the same greedy reply; int8
+    weights (torchao) load, chat and batch; both are in the model's id, so their results get their own keys."""
+    pytest.importorskip("torchao")
+    conv = _question(_photo())
+    plain = loaded("qwen2_5_vl")
+    static = loaded("qwen2_5_vl", static_cache=True)
+    assert static.chat(conv, max_new_tokens=8) == plain.chat(conv, max_new_tokens=8)
+    assert static.info.model_id.endswith("[static]") and static.info.extra["static_cache"] is True
+    int8 = loaded("qwen2_5_vl", quantize="int8")
+    assert int8.info.model_id.endswith("[int8]") and int8.info.extra["quantize"] == "int8"
+    linear = int8.model.model.language_model.layers[0].mlp.up_proj
+    assert "int8" in type(linear.weight).__name__.lower() or "affine" in type(linear.weight).__name__.lower()
+    reply = int8.chat(conv, max_new_tokens=6)
+    assert isinstance(reply, str) and int8.chat_batch([conv, conv], max_new_tokens=6) == [reply, reply]
+    assert plain.info.model_id == str(plain.info.model_id).split("[")[0]  # no fast path: the id as before
+
+
+def test_int4_on_the_cpu_and_unknown_quantisation_are_refused_in_words(tiny_dirs):
+    pytest.importorskip("torchao")
+    for value, words in (("int4", "need a CUDA GPU"), ("int3", "Unknown quantize option")):
+        spec = ModelSpec(kind="mllm", family="transformers-mllm", source=str(tiny_dirs["qwen2_vl"]),
+                         options={"quantize": value})
+        with pytest.raises(ConfigError, match=words):
+            load_model(spec, CPU)
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_min_max_pixels_set_the_image_token_count(loaded, variant):
     img = _photo(512, 384)

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 from PIL import Image
 
 from ...errors import ConfigError, JobCancelled, ModelError
+from ..batching import batch_from_free_memory, cuda_free_bytes
 from ..device import translate_oom
 from ..protocols import ModelInfo, StepCallback
 from ..registry import LoadOptions, ModelSpec, register_family
@@ -80,6 +81,7 @@ class DiffusersEditor(PipelineHolder):
         self.info = info
         self.options = dict(options or {})
         self._lock = threading.Lock()
+        self._bytes_per_image: dict[tuple[int, int], int] = {}  # measured peak memory of one edit, per size
         pipe.set_progress_bar_config(disable=True)
 
     # -- per-family hooks -----------------------------------------------------------------------------------
@@ -108,6 +110,15 @@ class DiffusersEditor(PipelineHolder):
         instruction gets its own generator seeded with `seed`, so it starts from the noise `edit` would use."""
         return self._run(image, list(instructions), seed, steps, guidance, size, on_step)
 
+    def edit_batch_capacity(self, size: tuple[int, int]) -> int:
+        """How many edits at `size` (width, height) fit in one batch: chosen from the free memory of the
+        editor's CUDA device and the peak memory a single edit at that size was measured to take (the first
+        edit of a size runs alone to measure it). Off CUDA: 1 (host memory is not measured, and batching
+        gains little there)."""
+        device = str(self.info.extra.get("device", "cpu"))
+        width, height = self.working_size(int(size[0]), int(size[1]))
+        return batch_from_free_memory(cuda_free_bytes(device), self._bytes_per_image.get((width, height)))
+
     def _run(self, image, instructions: list[str], seed, steps, guidance, size, on_step) -> list[Image.Image]:
         import torch
 
@@ -128,11 +139,18 @@ class DiffusersEditor(PipelineHolder):
         kwargs = self.call_kwargs(source, instructions[0] if single else instructions, width, height, steps, guidance)
         # A CPU generator gives the same noise for a seed on every device.
         generators = [torch.Generator(device="cpu").manual_seed(int(seed)) for _ in instructions]
+        device = str(self.info.extra.get("device", "cpu"))
+        measure = device.startswith("cuda") and single
         with self._lock:
             try:
+                if measure:
+                    torch.cuda.reset_peak_memory_stats(device)
+                    before = torch.cuda.memory_allocated(device)
                 with torch.inference_mode():
                     out = self.pipe(**kwargs, generator=generators[0] if single else generators, output_type="pil",
                                     callback_on_step_end=step_callback(steps, on_step, "Image editing"))
+                if measure:
+                    self._bytes_per_image[(width, height)] = torch.cuda.max_memory_allocated(device) - before
             except JobCancelled:
                 self._release_offloaded()
                 raise

@@ -44,7 +44,7 @@ from ...errors import ConfigError, MalformedOutputError, ModelError
 from ...images import to_data_url
 from ...jobs import cancel_scope, current_cancel_token
 from ...secrets import describe_secret_ref, redact, resolve_secret
-from ..protocols import ChatMessage, ModelInfo, Reply
+from ..protocols import ChatMessage, ChatRequest, ModelInfo, Reply
 from ..registry import LoadOptions, ModelSpec, register_family
 from .endpoint_limit import EndpointLimiter
 from .http_deadline import fetch
@@ -135,21 +135,25 @@ class OpenAICompatibleMLLM:
     def chat_batch(self, conversations: Sequence[Sequence[ChatMessage]], *, max_new_tokens: int | None = None,
                    temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,
                    top_k: int | None = None, min_p: float | None = None) -> list[str]:
-        if not conversations:
+        return self.chat_requests([ChatRequest(c, max_new_tokens, temperature, seed, top_p, top_k, min_p)
+                                   for c in conversations])
+
+    def chat_requests(self, requests: Sequence[ChatRequest]) -> list[str]:
+        """Each request with its own settings, up to `concurrency` at once (the server batches them)."""
+        if not requests:
             return []
 
         token = current_cancel_token()  # pool threads do not inherit it: hand it on
 
-        def one(conv):
+        def one(request: ChatRequest):
             with cancel_scope(token):
-                return self.chat(conv, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
-                                 top_p=top_p, top_k=top_k, min_p=min_p)
+                return self.chat(request.messages, **request.chat_kwargs())
 
-        if len(conversations) == 1 or self.concurrency == 1:
-            return [one(c) for c in conversations]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(conversations)),
+        if len(requests) == 1 or self.concurrency == 1:
+            return [one(r) for r in requests]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)),
                                 thread_name_prefix="nemo-openai") as pool:
-            return list(pool.map(one, conversations))  # map keeps the input order
+            return list(pool.map(one, requests))  # map keeps the input order
 
     def served_models(self) -> list[str]:
         """Model ids the server lists under GET /models."""

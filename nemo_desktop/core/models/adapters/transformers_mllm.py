@@ -8,12 +8,18 @@ ModelInfo.revision) or a local folder saved with `save_pretrained` (model + proc
 min_pixels / max_pixels (the processor's image budget, which sets how many tokens an image costs),
 max_new_tokens (default for calls that pass None), max_image_side (larger images are downscaled before
 the processor sees them), batch_size (conversations per generate() call in chat_batch),
-attn_implementation. All three Qwen generations share this code path: AutoProcessor's chat template
-places the images, AutoModelForImageTextToText generates.
+attn_implementation (transformers' default is "sdpa", PyTorch's fused attention; the one used is recorded). All three
+Qwen generations share this code path: AutoProcessor's chat template places the images,
+AutoModelForImageTextToText generates.
+
+Fast paths (models/mllm_fast.py): quantize ("int8" / "int4": torchao weight-only quantisation of the language
+model; int4 needs a CUDA GPU), static_cache (a preallocated KV cache, transformers' cache_implementation
+"static", which torch.compile needs for fixed shapes) and compile (torch.compile of the decoder's forward,
+compiled once per loaded model and kept for every later sample). Each can change the last digits of the
+logits, so each is part of the model's id in result keys ("qwen2.5-vl-7b[int8,static]").
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import hashlib
 import logging
@@ -28,14 +34,17 @@ from ...images import downscale, to_rgb
 from ..batching import oom_guard
 from ..device import free_memory, resolve_device, resolve_dtype
 from ..hub_files import cache_dir_for, commit_from_path, fetch_file, offline_requested
-from ..protocols import ChatMessage, ModelInfo, Reply
+from ..protocols import ChatMessage, ChatRequest, ModelInfo, Reply
+from ..row_sampling import RowSampler
 from ..registry import LoadOptions, ModelSpec, register_family
+from ..mllm_fast import apply_fast_paths, fast_options
 from ..sampling import Sampling, resolve_sampling
 
 log = logging.getLogger(__name__)
 
 FAMILY = "transformers-mllm"
-OPTIONS = ("min_pixels", "max_pixels", "max_new_tokens", "max_image_side", "batch_size", "attn_implementation")
+OPTIONS = ("min_pixels", "max_pixels", "max_new_tokens", "max_image_side", "batch_size", "attn_implementation",
+           "quantize", "static_cache", "compile")
 _WEIGHT_SUFFIXES = (".json", ".safetensors", ".bin", ".model", ".jinja", ".txt")
 # Sampling fields of a greedy call: transformers' defaults (unused without do_sample; None would be refilled
 # from the checkpoint, and a checkpoint's top_k=1 then draws a "flag only used in sampling" warning).
@@ -46,13 +55,14 @@ class TransformersMLLM:
     """MultimodalLLM over a loaded transformers model + processor. Not thread-safe (one GPU worker)."""
 
     def __init__(self, model: Any, processor: Any, info: ModelInfo, *, max_new_tokens: int = 512,
-                 max_image_side: int | None = 2048, batch_size: int = 4):
+                 max_image_side: int | None = 2048, batch_size: int = 4, static_cache: bool = False):
         self.model = model
         self.processor = processor
         self.info = info
         self.default_max_new_tokens = int(max_new_tokens)
         self.max_image_side = max_image_side
         self.batch_size = max(1, int(batch_size))
+        self.static_cache = bool(static_cache)
         self.image_token_id = getattr(model.config, "image_token_id", None)
         self.last_usage: dict[str, list[int]] = {}
         processor.tokenizer.padding_side = "left"  # generation continues every row from its last token
@@ -68,16 +78,27 @@ class TransformersMLLM:
     def chat_batch(self, conversations: Sequence[Sequence[ChatMessage]], *, max_new_tokens: int | None = None,
                    temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,
                    top_k: int | None = None, min_p: float | None = None) -> list[str]:
-        sampling = resolve_sampling(float(temperature), top_p, top_k, min_p)
-        replies: list[str] = []
+        return self.chat_requests([ChatRequest(c, max_new_tokens, temperature, seed, top_p, top_k, min_p)
+                                   for c in conversations])
+
+    def chat_requests(self, requests: Sequence[ChatRequest]) -> list[str]:
+        """Each request with its own settings, `batch_size` conversations per generate() call. Requests with
+        the same token limit share a call; a sampled row draws from its own seeded generator (RowSampler),
+        so its reply is the one it gets alone, whatever else is in the batch."""
+        replies: list[Any] = [None] * len(requests)
         usage: dict[str, list[int]] = {"prompt_tokens": [], "image_tokens": [], "completion_tokens": []}
-        for start in range(0, len(conversations), self.batch_size):
-            chunk = conversations[start:start + self.batch_size]
-            texts, chunk_usage = self._generate(chunk, int(max_new_tokens or self.default_max_new_tokens),
-                                                sampling, seed)
-            replies.extend(texts)
-            for k, v in chunk_usage.items():
-                usage[k].extend(v)
+        by_limit: dict[int, list[int]] = {}
+        for i, r in enumerate(requests):
+            by_limit.setdefault(int(r.max_new_tokens or self.default_max_new_tokens), []).append(i)
+        for limit, indices in by_limit.items():
+            for start in range(0, len(indices), self.batch_size):
+                chunk = indices[start:start + self.batch_size]
+                rows = [_row(requests[i]) for i in chunk]
+                texts, chunk_usage = self._generate([requests[i].messages for i in chunk], limit, rows)
+                for i, text in zip(chunk, texts):
+                    replies[i] = text
+                for k, v in chunk_usage.items():
+                    usage[k].extend(v)
         self.last_usage = usage
         return replies
 
@@ -137,16 +158,22 @@ class TransformersMLLM:
                 setattr(cfg, name, value)
         if cfg.pad_token_id is None:
             cfg.pad_token_id = self.processor.tokenizer.pad_token_id
+        if self.static_cache:
+            cfg.cache_implementation = "static"
         return cfg
 
-    def _generate(self, conversations, max_new_tokens: int, sampling: Sampling | None, seed: int | None):
+    def _generate(self, conversations, max_new_tokens: int, rows: Sequence[tuple[Sampling, int | None] | None]):
         import torch
+        from transformers import LogitsProcessorList
 
         with oom_guard("The multimodal LLM"):
             inputs = self._encode(conversations)
-            cfg = self._generation_config(max_new_tokens, sampling)
-            with torch.inference_mode(), _seeded(seed if sampling is not None else None, self.model.device):
-                out = self.model.generate(**inputs, generation_config=cfg)
+            # generate() runs greedy; sampled rows are drawn by RowSampler (see models/row_sampling.py)
+            cfg = self._generation_config(max_new_tokens, None)
+            sampler = RowSampler(rows, self.model.device)
+            extra = {"logits_processor": LogitsProcessorList([sampler])} if sampler.samples else {}
+            with torch.inference_mode():
+                out = self.model.generate(**inputs, generation_config=cfg, **extra)
         prompt_len = inputs["input_ids"].shape[1]
         new_tokens = out[:, prompt_len:]
         ends = [_until_eos(row, cfg.eos_token_id) for row in new_tokens.tolist()]
@@ -158,18 +185,10 @@ class TransformersMLLM:
         return texts, usage
 
 
-@contextlib.contextmanager
-def _seeded(seed: int | None, device):
-    """Seed sampling for this call only; the process-wide RNG state is restored afterwards."""
-    if seed is None:
-        yield
-        return
-    import torch
-
-    devices = [device] if getattr(device, "type", str(device)).startswith("cuda") else []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(seed)
-        yield
+def _row(request: ChatRequest) -> tuple[Sampling, int | None] | None:
+    """A request's row for RowSampler: None for greedy, else its explicit sampling settings and seed."""
+    sampling = resolve_sampling(float(request.temperature), request.top_p, request.top_k, request.min_p)
+    return None if sampling is None else (sampling, request.seed)
 
 
 def _until_eos(ids: list[int], eos) -> tuple[int, bool]:
@@ -284,6 +303,7 @@ def load_transformers_mllm(spec: ModelSpec, options: LoadOptions) -> Transformer
     load_kw["trust_remote_code"] = options.trust_remote_code
     if opts.get("attn_implementation"):
         load_kw["attn_implementation"] = opts["attn_implementation"]
+    fast = fast_options(opts)
     offload = options.cpu_offload and device.startswith("cuda")
     try:
         with oom_guard(f"Loading {spec.source}"):
@@ -296,13 +316,15 @@ def load_transformers_mllm(spec: ModelSpec, options: LoadOptions) -> Transformer
     except Exception as exc:
         raise _load_error(exc, spec.source, bool(load_kw.get("local_files_only"))) from exc
     model.eval()
+    apply_fast_paths(model, fast, device)
     if pixel_budget:
         _set_pixel_budget(processor, pixel_budget, spec.source)
-    info = ModelInfo(model_id=spec.model_id, family=FAMILY, revision=revision,
+    info = ModelInfo(model_id=fast.model_id(spec.model_id), family=FAMILY, revision=revision,
                      extra={"architecture": type(model).__name__, "dtype": str(dtype).replace("torch.", ""),
-                            "device": str(model.device), **pixel_budget})
+                            "device": str(model.device), "attn_implementation": getattr(model.config, "_attn_implementation", None),
+                            **fast.record(), **pixel_budget})
     log.info("Loaded %s (%s, %s on %s)", spec.model_id, info.extra["architecture"], info.extra["dtype"],
              info.extra["device"])
     return TransformersMLLM(model, processor, info, max_new_tokens=opts.get("max_new_tokens") or 512,
                             max_image_side=opts.get("max_image_side", 2048),
-                            batch_size=opts.get("batch_size") or 4)
+                            batch_size=opts.get("batch_size") or 4, static_cache=fast.static_cache)
