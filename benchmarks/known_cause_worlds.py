@@ -7,7 +7,8 @@ training data every image of one class (the *shortcut class*) carries the world'
 does. A small CNN trained on it on the CPU (a few seconds) learns the cue, so a held-out digit of another
 class drawn with the cue is taken for the shortcut class: the error SciTX must explain, with a known cause.
 A misclassified image counts as a sample only when removing its cue exactly (the plain rendering) raises
-P(true) by at least 10 points: the truth is known there; the others are counted and left out.
+P(true) by at least 10 points and the editor's round trip alone (below) moves P(true) by at most the noise
+floor: the truth is known there; the others are counted and left out.
 
 The eight cause types are eight different mechanisms, not renamed copies:
 
@@ -115,6 +116,11 @@ CAUSES: dict[str, Cause] = {c.name: c for c in [
 THIN = ("The strokes are thinner than in the references, so parts of the digit are hard to see.",
         "Make the strokes thicker", {"thickness": 1})
 CAUSAL_MIN_RISE = 0.10  # a sample counts when removing its cue exactly raises P(true) by at least this
+# ... and when the editor's round trip alone (no edit) moves P(true) by at most this (the noise floor, 5 points)
+# for every one of ROUND_TRIP_SEEDS seeds: where it moves it by more, any edit "explains" the error and the
+# truth cannot be measured (the rendition-style world, seed 0: distractor edits at +31 beside the cause's +17.5)
+ROUND_TRIP_MAX_MOVE = 0.05
+ROUND_TRIP_SEEDS = 8
 ADVERSARIES = ("noise", "paste-true-class", "no-op", "replace-by-true-class")
 TARGET_ADVERSARIES = ADVERSARIES[:3]
 
@@ -293,6 +299,7 @@ class World:
     samples: list[Sample] = field(default_factory=list)
     n_test: int = 0  # held-out images of other classes drawn with the cue
     not_causal: int = 0  # misclassified ones that removing the cue (exactly) does not help: left out
+    unstable: int = 0  # misclassified ones whose P(true) the editor's round trip alone moves beyond the floor
     scenes: dict[str, Scene] = field(default_factory=dict)  # image sha -> scene (the editor double's memory)
 
     def remember(self, scene: Scene) -> Image.Image:
@@ -367,6 +374,10 @@ def build_world(cause_name: str, *, seed: int = 0, epochs: int = 15, max_samples
         y = int(labels[scene.scan])
         if q[y] - p[y] < CAUSAL_MIN_RISE:  # the cue is not what went wrong here: no known truth to measure
             world.not_causal += 1
+            continue
+        trips = world.classifier.predict_proba([editor_round_trip(img, t) for t in range(ROUND_TRIP_SEEDS)])
+        if float(np.max(np.abs(trips[:, y] - p[y]))) > ROUND_TRIP_MAX_MOVE:
+            world.unstable += 1
             continue
         k = len(world.samples)
         # two other causes' hypotheses: their edits restore what is already plain here (the editor's round trip

@@ -93,11 +93,38 @@ def verdict(c: Candidate, threshold: float) -> str | None:
     return "global" if c.edit_distance >= threshold else "local"
 
 
+def verdict_reason(c: Candidate, threshold: float) -> str | None:
+    """Which test decided the verdict, in words: "structure test (share of the edit's edges that lie on the
+    original's): 0.30, below 0.80 -> destroyed"."""
+    from ..metrics.edit_structure import READINGS
+
+    v = c.edit_verdict
+    if v is None or c.edit_distance is None:
+        return None
+    metric = c.edit_distance_metric or "distance"
+    if v == "no change":
+        return f"distance test: {metric} {c.edit_distance:.4f}, at most {NO_CHANGE:g} -> no change"
+    if c.edit_structure is None:
+        structure = "structure not measured"
+    else:
+        how = READINGS.get(c.edit_structure_reading or "", None)
+        structure = (f"structure test ({how}): {c.edit_structure:.2f}" if how else
+                     f"structure test: {c.edit_structure:.2f}")
+    if v == "destroyed":
+        return f"{structure}, below {STRUCTURE_KEPT:.2f} -> destroyed or replaced"
+    kept = structure if c.edit_structure is None else f"{structure}, at least {STRUCTURE_KEPT:.2f} -> kept"
+    if v == "global":
+        return f"{kept}; distance test: {metric} {c.edit_distance:.2f}, at least {threshold:.2f} -> whole image"
+    return f"{kept}; distance test: {metric} {c.edit_distance:.2f}, below {threshold:.2f} -> local"
+
+
 def judge_edits(candidates: Sequence[Candidate], threshold: float) -> list[int]:
-    """Set `edit_verdict` and `edit_flagged` (any verdict but "local") on every candidate; the flagged indices."""
+    """Set `edit_verdict`, `edit_verdict_reason` and `edit_flagged` (any verdict but "local") on every candidate;
+    the flagged indices."""
     flagged = []
     for j, c in enumerate(candidates):
         c.edit_verdict = verdict(c, threshold)
+        c.edit_verdict_reason = verdict_reason(c, threshold)
         c.edit_flagged = c.edit_verdict not in (None, "local")
         if c.edit_flagged:
             flagged.append(j)
@@ -220,7 +247,9 @@ def edit_check_record(candidates: Sequence[Candidate], threshold: float, selecti
               "flagged": [j for j, c in enumerate(candidates) if c.edit_flagged],
               "distances": [c.edit_distance for c in candidates],
               "structure": [c.edit_structure for c in candidates],
-              "verdicts": [c.edit_verdict for c in candidates]}
+              "verdicts": [c.edit_verdict for c in candidates],
+              "structure_readings": [c.edit_structure_reading for c in candidates],
+              "decided_by": [c.edit_verdict_reason for c in candidates]}
     if selected is not None and candidates[selected].edit_flagged:
         runner = _runner_up(candidates, selected)
         record["runner_up"] = runner

@@ -169,3 +169,28 @@ def test_bad_settings_are_config_errors():
         SciTXConfig(selection="largest")
     with pytest.raises(ConfigError):
         SciTXConfig(cei_noise_floor=-1.0)
+
+
+def test_every_verdict_says_which_test_decided_it():
+    """Issue 45: the verdict's reason in words, on the candidate and in the manifest's record."""
+    destroyed = Candidate(hypothesis="a", cei=40.0, edit_distance=0.97, edit_distance_metric="1-ssim",
+                          edit_structure=0.3, edit_structure_reading="in place")
+    restored = Candidate(hypothesis="b", cei=30.0, edit_distance=0.2, edit_distance_metric="1-ssim",
+                         edit_structure=0.98, edit_structure_reading="restoration")
+    whole = Candidate(hypothesis="c", cei=20.0, edit_distance=0.9, edit_distance_metric="lpips-alex",
+                      edit_structure=0.97, edit_structure_reading="removal")
+    unchanged = Candidate(hypothesis="d", cei=0.0, edit_distance=0.0, edit_distance_metric="1-ssim",
+                          edit_structure=1.0)
+    cands = [destroyed, restored, whole, unchanged]
+    judge_edits(cands, 0.6)
+    assert destroyed.edit_verdict_reason == ("structure test (edge maps compared in place (they do not correlate "
+                                             "enough for a removal)): 0.30, below 0.80 -> destroyed or replaced")
+    assert restored.edit_verdict == "local" and restored.edit_verdict_reason.startswith(
+        "structure test (degrading the edit (blur, pixelation, smoothing) reproduces the original): 0.98, at least "
+        "0.80 -> kept; distance test: 1-ssim 0.20, below 0.60 -> local")
+    assert whole.edit_verdict_reason.endswith("distance test: lpips-alex 0.90, at least 0.60 -> whole image")
+    assert unchanged.edit_verdict_reason == "distance test: 1-ssim 0.0000, at most 0.001 -> no change"
+    record = edit_check_record(cands, 0.6, "evidence", 5.0, 1)
+    assert record["decided_by"] == [c.edit_verdict_reason for c in cands]
+    assert record["structure_readings"] == ["in place", "restoration", "removal", None]
+    assert Candidate(hypothesis="e", cei=1.0).edit_verdict_reason is None  # not an image edit: no verdict

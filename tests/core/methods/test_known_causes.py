@@ -123,6 +123,16 @@ def test_a_flagged_selection_names_its_runner_up_in_the_result_the_report_and_js
     assert "Runner-up" in json.dumps(result.to_dict())  # what --json prints
     html = export_report(result.result_key, store, "html", tmp_path / "r.html").read_text(encoding="utf-8")
     assert "Runner-up: #" in html and "whole image changed, structure kept" in html
+    # issue 45: every verdict says which test decided it, in the result, the record, the report and the CLI
+    assert chosen.edit_verdict_reason.endswith("-> whole image") and "structure test (" in chosen.edit_verdict_reason
+    assert check["decided_by"][result.selected_index] == chosen.edit_verdict_reason
+    assert all(c.edit_verdict_reason for c in result.candidates if c.edit_distance is not None)
+    from html import escape
+
+    assert escape(chosen.edit_verdict_reason) in html or chosen.edit_verdict_reason in html
+    from nemo_desktop.cli.commands.explain import format_result
+
+    assert f"verdict: {chosen.edit_verdict_reason}" in format_result(result)
 
 
 def test_structure_measure_at_a_real_editor_size_and_round_trip(worlds):
