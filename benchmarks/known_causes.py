@@ -60,12 +60,17 @@ def _floor_violation(result, floor: float) -> bool:
     return (result.candidates[result.selected_index].cei or 0.0) <= floor
 
 
-def evaluate_world(world, samples, selection=None) -> dict:
-    mllm = W.ScriptedWorldMLLM()
+DIGIT_KIT = {"mllm": W.ScriptedWorldMLLM, "editor": W.WorldEditor, "adversary": W.AdversarialEditor,
+             "instruction_for": W._instruction_for}
+
+
+def evaluate_world(world, samples, selection=None, kit=None) -> dict:
+    kit = kit or DIGIT_KIT
+    mllm = kit["mllm"]()
     floor = SciTXConfig().cei_noise_floor
     rows = []
     for s in samples:
-        r = run_sample(world, s, W.WorldEditor(world), mllm, selection)
+        r = run_sample(world, s, kit["editor"](world), mllm, selection)
         true = next(c for c in r.candidates if _is_true(world, c))
         others = [c.cei for c in r.candidates if not _is_true(world, c) and c.cei is not None]
         sel = r.candidates[r.selected_index] if r.selected_index is not None else None
@@ -92,14 +97,15 @@ def _summary(rows) -> dict:
             "verdicts_true": sorted({r["verdict_true"] for r in rows if r.get("verdict_true")})}
 
 
-def evaluate_adversary(world, samples, behaviour: str, placement: str, selection=None) -> dict:
-    mllm = W.ScriptedWorldMLLM()
+def evaluate_adversary(world, samples, behaviour: str, placement: str, selection=None, kit=None) -> dict:
+    kit = kit or DIGIT_KIT
+    mllm = kit["mllm"]()
     floor = SciTXConfig().cei_noise_floor
     rows = []
     for s in samples:
         distractor = next(h for h in s.pool if h != world.cause.hypothesis)
-        target = "all" if placement == "every candidate" else W._instruction_for(distractor)
-        r = run_sample(world, s, W.AdversarialEditor(world, behaviour, target), mllm, selection)
+        target = "all" if placement == "every candidate" else kit["instruction_for"](distractor)
+        r = run_sample(world, s, kit["adversary"](world, behaviour, target), mllm, selection)
         bad = [j for j, c in enumerate(r.candidates) if target == "all" or c.intervention == target]
         sel = r.selected_index
         explained = sel is not None and (r.cei or 0) > floor
@@ -121,22 +127,31 @@ def evaluate_adversary(world, samples, behaviour: str, placement: str, selection
 
 
 def run(samples: int, selection: str | None, causes=None, adversary_samples: int | None = None,
-        seeds: Sequence[int] = (0,)) -> dict:
-    """Every world built once per seed (its split, its CNN's initial weights and batch order)."""
+        seeds: Sequence[int] = (0,), family: str = "digits") -> dict:
+    """Every world built once per seed (its split, its CNN's initial weights and batch order). `family`:
+    "digits" (known_cause_worlds.py) or "photos" (photo_worlds.py)."""
+    if family == "photos":
+        import photo_worlds as P
+
+        build, names, kit, half = P.build_world, P.CAUSES, P.KIT, {c: h for h, cs in P.HALVES.items() for c in cs}
+    else:
+        build, names, kit, half = W.build_world, W.CAUSES, DIGIT_KIT, {}
     figures = {"settings": "default" if selection is None else f"selection={selection}", "seeds": list(seeds),
-               "causes": [], "adversaries": [], "seconds": {}}
+               "family": family, "causes": [], "adversaries": [], "seconds": {}}
     for seed in seeds:
-        for name in causes or W.CAUSES:
+        for name in causes or names:
             t = time.perf_counter()
-            world = W.build_world(name, seed=seed, max_samples=samples)
+            world = build(name, seed=seed, max_samples=samples)
             figures["seconds"][f"train {name} seed {seed}"] = time.perf_counter() - t
             t = time.perf_counter()
-            figures["causes"].append({"seed": seed, **evaluate_world(world, world.samples, selection)})
+            figures["causes"].append({"seed": seed, "half": half.get(name),
+                                      **evaluate_world(world, world.samples, selection, kit)})
             adv = world.samples[:adversary_samples or samples]
             for behaviour in W.ADVERSARIES:
                 for placement in ("one distractor", "every candidate"):
                     figures["adversaries"].append(
-                        {"seed": seed, **evaluate_adversary(world, adv, behaviour, placement, selection)})
+                        {"seed": seed, "half": half.get(name),
+                         **evaluate_adversary(world, adv, behaviour, placement, selection, kit)})
             figures["seconds"][f"explain {name} seed {seed}"] = time.perf_counter() - t
     return figures
 
@@ -152,7 +167,7 @@ def pooled_causes(f: dict) -> list[dict]:
     for name in dict.fromkeys(c["cause"] for c in f["causes"]):
         rows = [c for c in f["causes"] if c["cause"] == name]
         st = [x for c in rows if c["structure_true"] for x in c["structure_true"]]
-        out.append({"cause": name, "n": sum(c["n"] for c in rows), "seeds": len(rows),
+        out.append({"cause": name, "half": rows[0].get("half"), "n": sum(c["n"] for c in rows), "seeds": len(rows),
                     "recovery": _weighted(rows, "recovery"),
                     "worst_seed_recovery": min((c["recovery"] for c in rows if c["recovery"] is not None),
                                                default=None),
@@ -170,35 +185,38 @@ def _fmt(x, spec=".2f"):
 
 
 def print_table(f: dict) -> None:
-    print(f"SciTX on known-cause worlds ({f['settings']}; seeds {', '.join(map(str, f['seeds']))}; scripted MLLM, "
+    print(f"SciTX on known-cause worlds of {f.get('family', 'digits')} ({f['settings']}; seeds {', '.join(map(str, f['seeds']))}; scripted MLLM, "
           "editor double that performs each edit)")
     print(f"{'cause':20s} {'n':>4s} {'recovery':>8s} {'worst seed':>10s} {'CEI true':>9s} {'CEI distr':>9s} "
           f"{'flagged':>7s} {'structure':>11s} floor-viol  verdicts")
     for c in pooled_causes(f):
         st = c["structure_true"]
-        print(f"{c['cause']:20s} {c['n']:4d} {_fmt(c['recovery']):>8s} {_fmt(c['worst_seed_recovery']):>10s} "
+        name = c["cause"] + (" (held out)" if c.get("half") == "held out" else "")
+        print(f"{name:20s} {c['n']:4d} {_fmt(c['recovery']):>8s} {_fmt(c['worst_seed_recovery']):>10s} "
               f"{_fmt(c['cei_true'], '+.1f'):>9s} {_fmt(c['cei_best_distractor'], '+.1f'):>9s} "
               f"{_fmt(c['flagged_selected']):>7s} {(_fmt(st[0]) + '..' + _fmt(st[1])) if st else '—':>11s} "
               f"{c['floor_violations']:10d}  {','.join(c['verdicts_true'])}")
     print()
-    print(f"{'adversary':22s} {'placement':16s} {'n':>4s} {'bad selected':>12s} {'worst seed':>10s} "
+    print(f"{'adversary':34s} {'placement':16s} {'n':>4s} {'bad selected':>12s} {'worst seed':>10s} "
           f"{'recovery':>8s} {'CEI bad':>8s} {'structure':>9s} floor-viol")
-    for beh in W.ADVERSARIES:
-        for placement in ("one distractor", "every candidate"):
-            rows = [a for a in f["adversaries"] if a["behaviour"] == beh and a["placement"] == placement]
-            n = sum(a["n"] for a in rows)
-            if not n:
-                continue
-            per_seed = {}
-            for a in rows:
-                k, bad = per_seed.get(a["seed"], (0, 0.0))
-                per_seed[a["seed"]] = (k + a["n"], bad + (a["bad_selected"] or 0.0) * a["n"])
-            worst = max(bad / k for k, bad in per_seed.values() if k)
-            tag = beh + ("" if beh in W.TARGET_ADVERSARIES else " (limit)")
-            rec = _weighted(rows, "recovery") if placement == "one distractor" else None
-            print(f"{tag:22s} {placement:16s} {n:4d} {_fmt(_weighted(rows, 'bad_selected')):>12s} {_fmt(worst):>10s} "
-                  f"{_fmt(rec):>8s} {_fmt(_weighted(rows, 'cei_bad'), '+.1f'):>8s} "
-                  f"{_fmt(_weighted(rows, 'structure_bad')):>9s} {sum(a['floor_violations'] for a in rows):10d}")
+    halves = list(dict.fromkeys(a.get("half") for a in f["adversaries"]))
+    for half, beh, placement in [(h, b, p) for h in halves for b in W.ADVERSARIES
+                                 for p in ("one distractor", "every candidate")]:
+        rows = [a for a in f["adversaries"] if a["behaviour"] == beh and a["placement"] == placement
+                and a.get("half") == half]
+        n = sum(a["n"] for a in rows)
+        if not n:
+            continue
+        per_seed = {}
+        for a in rows:
+            k, bad = per_seed.get(a["seed"], (0, 0.0))
+            per_seed[a["seed"]] = (k + a["n"], bad + (a["bad_selected"] or 0.0) * a["n"])
+        worst = max(bad / k for k, bad in per_seed.values() if k)
+        tag = beh + ("" if beh in W.TARGET_ADVERSARIES else " (limit)") + (f" [{half}]" if half else "")
+        rec = _weighted(rows, "recovery") if placement == "one distractor" else None
+        print(f"{tag:34s} {placement:16s} {n:4d} {_fmt(_weighted(rows, 'bad_selected')):>12s} {_fmt(worst):>10s} "
+              f"{_fmt(rec):>8s} {_fmt(_weighted(rows, 'cei_bad'), '+.1f'):>8s} "
+              f"{_fmt(_weighted(rows, 'structure_bad')):>9s} {sum(a['floor_violations'] for a in rows):10d}")
     print()
     print(f"seconds: train {sum(v for k, v in f['seconds'].items() if k.startswith('train')):.0f}, explain "
           f"{sum(v for k, v in f['seconds'].items() if k.startswith('explain')):.0f}")
@@ -211,10 +229,12 @@ def main(argv=None) -> int:
     ap.add_argument("--selection", default=None, help="selection rule to compare (default: the app's default)")
     ap.add_argument("--cause", action="append", help="only these cause types (repeatable)")
     ap.add_argument("--seeds", default="0,1,2,3,4", help="world seeds, comma-separated (default 0,1,2,3,4)")
+    ap.add_argument("--worlds", choices=("digits", "photos"), default="digits",
+                    help="drawn digits (known_cause_worlds.py) or photograph patches (photo_worlds.py)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
-    figures = run(args.samples, args.selection, args.cause, args.adversary_samples, seeds)
+    figures = run(args.samples, args.selection, args.cause, args.adversary_samples, seeds, args.worlds)
     if args.json:
         print(json.dumps(figures, indent=2))
     else:
