@@ -85,7 +85,7 @@ def test_colour_noise_over_a_textured_photograph_is_pixel_noise_not_kept_structu
             clean = patch(photos, k, y, x, out=side)
             noise = Image.fromarray(rng.integers(0, 256, (side, side, 3), dtype=np.uint8))
             score, reading = structure_reading(clean, noise)
-            assert reading == "pixel noise" and score < 0.2, ((k, y, x), side, score, reading)
+            assert reading == "pixel noise" and score < 0.5, ((k, y, x), side, score, reading)
             assert structure_reading(clean, round_trip(clean))[1] != "pixel noise"  # a faithful edit is not
 
 
