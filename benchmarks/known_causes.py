@@ -199,6 +199,20 @@ def print_table(f: dict) -> None:
     print()
     print(f"{'adversary':34s} {'placement':16s} {'n':>4s} {'bad selected':>12s} {'worst seed':>10s} "
           f"{'recovery':>8s} {'CEI bad':>8s} {'structure':>9s} floor-viol")
+    for a in adversary_rows(f):
+        tag = a["behaviour"] + ("" if a["behaviour"] in W.TARGET_ADVERSARIES else " (limit)") + (
+            f" [{a['half']}]" if a["half"] else "")
+        print(f"{tag:34s} {a['placement']:16s} {a['n']:4d} {_fmt(a['bad_selected']):>12s} {_fmt(a['worst_seed']):>10s} "
+              f"{_fmt(a['recovery']):>8s} {_fmt(a['cei_bad'], '+.1f'):>8s} {_fmt(a['structure_bad']):>9s} "
+              f"{a['floor_violations']:10d}")
+    print()
+    print(f"seconds: train {sum(v for k, v in f['seconds'].items() if k.startswith('train')):.0f}, explain "
+          f"{sum(v for k, v in f['seconds'].items() if k.startswith('explain')):.0f}")
+
+
+def adversary_rows(f: dict) -> list[dict]:
+    """Per half (photo worlds), adversary and placement over the worlds and seeds; the worst seed beside."""
+    out = []
     halves = list(dict.fromkeys(a.get("half") for a in f["adversaries"]))
     for half, beh, placement in [(h, b, p) for h in halves for b in W.ADVERSARIES
                                  for p in ("one distractor", "every candidate")]:
@@ -207,19 +221,40 @@ def print_table(f: dict) -> None:
         n = sum(a["n"] for a in rows)
         if not n:
             continue
-        per_seed = {}
+        per_seed: dict = {}
         for a in rows:
             k, bad = per_seed.get(a["seed"], (0, 0.0))
             per_seed[a["seed"]] = (k + a["n"], bad + (a["bad_selected"] or 0.0) * a["n"])
-        worst = max(bad / k for k, bad in per_seed.values() if k)
-        tag = beh + ("" if beh in W.TARGET_ADVERSARIES else " (limit)") + (f" [{half}]" if half else "")
-        rec = _weighted(rows, "recovery") if placement == "one distractor" else None
-        print(f"{tag:34s} {placement:16s} {n:4d} {_fmt(_weighted(rows, 'bad_selected')):>12s} {_fmt(worst):>10s} "
-              f"{_fmt(rec):>8s} {_fmt(_weighted(rows, 'cei_bad'), '+.1f'):>8s} "
-              f"{_fmt(_weighted(rows, 'structure_bad')):>9s} {sum(a['floor_violations'] for a in rows):10d}")
+        out.append({"half": half, "behaviour": beh, "placement": placement, "n": n,
+                    "bad_selected": _weighted(rows, "bad_selected"),
+                    "worst_seed": max(bad / k for k, bad in per_seed.values() if k),
+                    "recovery": _weighted(rows, "recovery") if placement == "one distractor" else None,
+                    "cei_bad": _weighted(rows, "cei_bad"), "structure_bad": _weighted(rows, "structure_bad"),
+                    "floor_violations": sum(a["floor_violations"] for a in rows)})
+    return out
+
+
+def print_markdown(f: dict) -> None:
+    """The same figures as markdown tables (docs/benchmarks/edit_evidence.md)."""
+    print(f"Worlds: {f.get('family', 'digits')}; {f['settings']} settings; seeds {', '.join(map(str, f['seeds']))}.\n")
+    print("| cause type | half | n | recovery | worst seed | CEI true / best distractor | structure of the true "
+          "edits | verdicts | floor violations |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for c in pooled_causes(f):
+        st = c["structure_true"]
+        print(f"| {c['cause']} | {c.get('half') or '—'} | {c['n']} | **{_fmt(c['recovery'])}** | "
+              f"{_fmt(c['worst_seed_recovery'])} | {_fmt(c['cei_true'], '+.1f')} / "
+              f"{_fmt(c['cei_best_distractor'], '+.1f')} | {(_fmt(st[0]) + '-' + _fmt(st[1])) if st else '—'} | "
+              f"{', '.join(c['verdicts_true'])} | {c['floor_violations']} |")
     print()
-    print(f"seconds: train {sum(v for k, v in f['seconds'].items() if k.startswith('train')):.0f}, explain "
-          f"{sum(v for k, v in f['seconds'].items() if k.startswith('explain')):.0f}")
+    print("| adversarial editor | half | on | n | bad edit selected | worst seed | recovery | its mean CEI | "
+          "structure | floor violations |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for a in adversary_rows(f):
+        tag = a["behaviour"] + ("" if a["behaviour"] in W.TARGET_ADVERSARIES else " (limit)")
+        print(f"| {tag} | {a['half'] or '—'} | {a['placement']} | {a['n']} | **{_fmt(a['bad_selected'])}** | "
+              f"{_fmt(a['worst_seed'])} | {_fmt(a['recovery'])} | {_fmt(a['cei_bad'], '+.1f')} | "
+              f"{_fmt(a['structure_bad'])} | {a['floor_violations']} |")
 
 
 def main(argv=None) -> int:
@@ -232,11 +267,18 @@ def main(argv=None) -> int:
     ap.add_argument("--worlds", choices=("digits", "photos"), default="digits",
                     help="drawn digits (known_cause_worlds.py) or photograph patches (photo_worlds.py)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--markdown", action="store_true", help="markdown tables")
+    ap.add_argument("--from-json", type=Path, help="print the figures of an earlier --json run (no training)")
     args = ap.parse_args(argv)
     seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
-    figures = run(args.samples, args.selection, args.cause, args.adversary_samples, seeds, args.worlds)
+    if args.from_json:
+        figures = json.loads(args.from_json.read_text(encoding="utf-8"))
+    else:
+        figures = run(args.samples, args.selection, args.cause, args.adversary_samples, seeds, args.worlds)
     if args.json:
         print(json.dumps(figures, indent=2))
+    elif args.markdown:
+        print_markdown(figures)
     else:
         print_table(figures)
     return 0
