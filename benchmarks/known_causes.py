@@ -2,11 +2,12 @@
 
     .venv/bin/python benchmarks/known_causes.py [--samples 30] [--seeds 0,1,2,3,4] [--selection evidence] [--json]
 
-For each of the eight worlds of known_cause_worlds.py (one planted cause each, a real CNN trained here on the
-CPU) it runs the project's real SciTX pipeline with the app's DEFAULT settings (only `--selection` changes
-the rule, for comparison) on up to `--samples` misclassified held-out images, with a scripted MLLM double
-(the true cause among two distractors, order varying per sample) and an editor double that performs each
-edit. Printed per cause type:
+For each of the eight worlds of known_cause_worlds.py (drawn digits), or with `--worlds photos` the six of
+photo_worlds.py (patches of real photographs, a development and a held-out half), each with one planted cause and
+a real CNN trained here on the CPU, it runs the project's real SciTX pipeline with the app's DEFAULT settings
+(only `--selection` changes the rule, for comparison) on up to `--samples` misclassified held-out images, with
+a scripted MLLM double (the true cause among two distractors, order varying per sample) and an editor double
+that performs each edit. Printed per cause type:
 
   recovery        share of samples whose selected hypothesis is the planted cause
   cei true/distr  mean CEI of the true cause's candidate and of the best distractor
@@ -22,7 +23,8 @@ class in the same place) is reported apart: the known limit of a structure measu
 Targets (issues 27, 42 and 45), default settings, every figure over five world seeds (each seed: its own split,
 initial weights and batch order; the worlds pin one torch thread, so a seed gives the same world anywhere):
 recovery >= 0.95 on every cause type; noise, paste-true-class and no-op selected <= 0.02 in both placements;
-replace-by-true-class <= 0.05; no selection with a CEI within the noise floor (floor-viol 0).
+replace-by-true-class <= 0.05; no selection with a CEI within the noise floor (floor-viol 0). Figures:
+docs/benchmarks/edit_evidence.md.
 """
 from __future__ import annotations
 
