@@ -13,7 +13,9 @@ The verdict (`Candidate.edit_verdict`) combines them: "no change" (distance ~0: 
 "local". A distance alone cannot separate "global" from "destroyed": in the known-cause worlds
 (benchmarks/known_causes.py) inverting a digit's background scores 1 − SSIM 1.00, exactly as noise does,
 while its structure share is 0.95-1.00 against noise's 0.0-0.34 (28 and 224 px). `edit_flagged` marks every
-verdict but "local", so the user sees what a selected candidate's edit did.
+verdict but "local", so the user sees what a selected candidate's edit did. `edit_verdict_reason` says in words
+which test decided the verdict (the structure reading and its figure, the distance; issue 45), for the result,
+the manifest's record (`decided_by`), the report, `nemo explain` and the app.
 
 The selection rules (a field of every method config, so in every result key and manifest):
 

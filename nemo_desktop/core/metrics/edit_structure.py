@@ -49,7 +49,8 @@ SIDE = 48  # working scale: enough for an object's layout, small enough for the 
 SIGMA = 2.0  # blur of the edge maps before correlating (pixels at SIDE)
 SUPPORT = 0.3  # an edge pixel: strength >= this fraction of the image's 99th-percentile strength
 SLACK = 1  # pixels (at SIDE) by which the original's edge support is widened for the removal reading
-REMOVAL_MIN_CORRELATION = 0.1  # colour noise correlates -0.2..0.05 in place; a thickened stroke 0.18+
+REMOVAL_MIN_CORRELATION = 0.1  # colour noise: -0.2..0.05 on digits, but 0.13-0.24 on textured photographs
+# (issue 45), which the pixel-noise reading catches first; a thickened stroke 0.18+
 STRUCTURE_SEARCH_BELOW = 0.95
 SPREAD_MIN = 5.0  # an edit whose edge strength's 99th percentile is below this times its median: edges everywhere
 # An edge pixel is at least this strong (colour Sobel at the working scale): a step of ~8/255 in grey. Below it
