@@ -72,6 +72,10 @@ class Candidate:
     # "destroyed" (structure not kept: noise, another picture) or "no change".
     edit_structure: float | None = None
     edit_verdict: str | None = None
+    # Which reading of the structure measure gave `edit_structure` ("removal", "restoration", ...) and, in words,
+    # which test decided the verdict (issue 45), for the result, the report and the app.
+    edit_structure_reading: str | None = None
+    edit_verdict_reason: str | None = None
 
 
 # The three outcomes of an explanation (ExplanationResult.outcome): kept apart in every table, summary and report.

@@ -17,7 +17,9 @@ def result(ceis, selected, distances=(None, None, None), flagged=()):
     cands = [Candidate(f"Hypothesis {j + 1}.", "image", f"Edit {j + 1}", f"edited_{j}", 0.1,
                        0.1 + ceis[j] / 100, ceis[j], edit_distance=distances[j],
                        edit_distance_metric="1-ssim" if distances[j] is not None else None,
-                       edit_flagged=j in flagged) for j in range(len(ceis))]
+                       edit_flagged=j in flagged,
+                       edit_verdict_reason="structure test: 0.30, below 0.80 -> destroyed or replaced"
+                       if j in flagged else None) for j in range(len(ceis))]
     return ExplanationResult("scitx", SampleInfo("q.png", "abc", 0, "three", 1, "eight", 0.1, 0.9, top),
                              explanation=cands[selected].hypothesis, selected_index=selected,
                              cei=ceis[selected], candidates=cands)
@@ -59,5 +61,9 @@ def test_positive_cei_is_a_finding_and_distances_and_flags_are_shown(qtbot):
     flagged = column.findChild(QLabel, "distance1").text()
     assert flagged.startswith("Distance from the original: 1-ssim 0.97, whole image changed (flagged)")
     assert column.findChild(QLabel, "distance0").text() == "Distance from the original: 1-ssim 0.12"
+    # issue 45: which test decided each verdict, in words
+    assert column.findChild(QLabel, "verdict1").text() == ("Verdict: structure test: 0.30, below 0.80 -> "
+                                                            "destroyed or replaced")
+    assert column.findChild(QLabel, "verdict0") is None  # no verdict measured: none shown
     header = column.findChild(QFrame, "candidate1")
     assert "whole image changed" in "\n".join(lb.text() for lb in header.findChildren(QLabel))

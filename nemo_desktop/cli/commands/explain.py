@@ -133,6 +133,8 @@ def format_result(result) -> str:
             moved = describe(c.edit_distance, c.edit_distance_metric, c.edit_flagged, structure=c.edit_structure,
                              verdict=c.edit_verdict)
             lines.append(f"  {'':>2}  {'':>8}  {'':<24}  distance from the original: {moved}")
+            if c.edit_verdict_reason:
+                lines.append(f"  {'':>2}  {'':>8}  {'':<24}  verdict: {c.edit_verdict_reason}")
         if c.top5_after:
             lines.append(f"  {'':>2}  {'':>8}  {'':<24}  top-1 after: '{c.top5_after[0].name}' "
                          f"({c.top5_after[0].prob:.3f})")

@@ -13,7 +13,9 @@ The verdict (`Candidate.edit_verdict`) combines them: "no change" (distance ~0: 
 "local". A distance alone cannot separate "global" from "destroyed": in the known-cause worlds
 (benchmarks/known_causes.py) inverting a digit's background scores 1 − SSIM 1.00, exactly as noise does,
 while its structure share is 0.95-1.00 against noise's 0.0-0.34 (28 and 224 px). `edit_flagged` marks every
-verdict but "local", so the user sees what a selected candidate's edit did.
+verdict but "local", so the user sees what a selected candidate's edit did. `edit_verdict_reason` says in words
+which test decided the verdict (the structure reading and its figure, the distance; issue 45), for the result,
+the manifest's record (`decided_by`), the report, `nemo explain` and the app.
 
 The selection rules (a field of every method config, so in every result key and manifest):
 
@@ -22,8 +24,11 @@ The selection rules (a field of every method config, so in every result key and 
   is exactly the kind of cause the NEMO benchmark's datasets plant. When the best valid candidate's CEI is
   within the noise floor (`cei_noise_floor` points) while an invalid edit raised P(true) beyond it, nothing is
   selected: a hypothesis with no evidence must not stand in for one whose test failed, and the strong effect
-  came from an edit that does not test its hypothesis. When every tested edit is invalid, nothing is selected
-  either. Why: with the earlier default ("prefer-unflagged", a flag from the distance alone) SciTX preferred a
+  came from an edit that does not test its hypothesis. The floor applies to every selection by this rule, also
+  when the best valid candidate is the best overall: a CEI at or below the floor (inclusive: exactly at the
+  floor is within it) is no evidence, and nothing is selected (issue 45). When every tested edit is invalid,
+  nothing is selected either. Ties in CEI go to the first candidate in order; a valid edit wins a tie with an
+  invalid one. Why: with the earlier default ("prefer-unflagged", a flag from the distance alone) SciTX preferred a
   rotation hypothesis with CEI 7e-10 to the true background cause with CEI +97.6; in the worlds the evidence
   rule recovers the planted cause and never selects noise (the README gives the figures).
 * "prefer-unflagged": the earlier default, kept for stored settings: the largest CEI among edits below the
@@ -62,8 +67,8 @@ EDIT_CHECK_FIELD_INFO: dict[str, dict] = {
                           "count); prefer-unflagged: largest CEI among edits below the flag distance; cei: the "
                           "paper's plain CEI argmax"},
     "cei_noise_floor": {"label": "CEI noise floor", "min": 0.0, "max": 100.0,
-                        "help": "points of CEI that an irrelevant edit can reach; a candidate within it is not "
-                                "selected over a failed test with a larger effect"},
+                        "help": "points of CEI that an irrelevant edit can reach; with the evidence rule a "
+                                "candidate must raise P(true) by more than this to be selected"},
 }
 
 
@@ -90,11 +95,38 @@ def verdict(c: Candidate, threshold: float) -> str | None:
     return "global" if c.edit_distance >= threshold else "local"
 
 
+def verdict_reason(c: Candidate, threshold: float) -> str | None:
+    """Which test decided the verdict, in words: "structure test (share of the edit's edges that lie on the
+    original's): 0.30, below 0.80 -> destroyed"."""
+    from ..metrics.edit_structure import READINGS
+
+    v = c.edit_verdict
+    if v is None or c.edit_distance is None:
+        return None
+    metric = c.edit_distance_metric or "distance"
+    if v == "no change":
+        return f"distance test: {metric} {c.edit_distance:.4f}, at most {NO_CHANGE:g} -> no change"
+    if c.edit_structure is None:
+        structure = "structure not measured"
+    else:
+        how = READINGS.get(c.edit_structure_reading or "", None)
+        structure = (f"structure test ({how}): {c.edit_structure:.2f}" if how else
+                     f"structure test: {c.edit_structure:.2f}")
+    if v == "destroyed":
+        return f"{structure}, below {STRUCTURE_KEPT:.2f} -> destroyed or replaced"
+    kept = structure if c.edit_structure is None else f"{structure}, at least {STRUCTURE_KEPT:.2f} -> kept"
+    if v == "global":
+        return f"{kept}; distance test: {metric} {c.edit_distance:.2f}, at least {threshold:.2f} -> whole image"
+    return f"{kept}; distance test: {metric} {c.edit_distance:.2f}, below {threshold:.2f} -> local"
+
+
 def judge_edits(candidates: Sequence[Candidate], threshold: float) -> list[int]:
-    """Set `edit_verdict` and `edit_flagged` (any verdict but "local") on every candidate; the flagged indices."""
+    """Set `edit_verdict`, `edit_verdict_reason` and `edit_flagged` (any verdict but "local") on every candidate;
+    the flagged indices."""
     flagged = []
     for j, c in enumerate(candidates):
         c.edit_verdict = verdict(c, threshold)
+        c.edit_verdict_reason = verdict_reason(c, threshold)
         c.edit_flagged = c.edit_verdict not in (None, "local")
         if c.edit_flagged:
             flagged.append(j)
@@ -152,17 +184,28 @@ def _by_evidence(candidates, best_any, floor, say, noun) -> int | None:
         say(f"Every tested {noun}'s edit destroyed the picture or changed nothing (best CEI {strong.cei:+.1f}, "
             f"#{best_any + 1}: {describe_edit(strong)}); no {noun} is validated.")
         return None
-    if valid != best_any:
-        c = candidates[valid]
-        if c.cei <= floor < strong.cei:
-            say(f"{noun.capitalize()} #{best_any + 1} raised P(true) by {strong.cei:+.1f} points, but its edit does "
-                f"not test it ({describe_edit(strong)}); no edit that kept the picture raised P(true) beyond the "
-                f"noise floor of {floor:g} points (best #{valid + 1}, CEI {c.cei:+.1f}), so no {noun} is "
+    c = candidates[valid]
+    if not beyond_floor(c.cei, floor):  # no explanation without evidence, whichever candidate was strongest
+        if valid != best_any and beyond_floor(strong.cei, floor):
+            say(f"{noun.capitalize()} #{best_any + 1} raised P(true) by {strong.cei:+.1f} points, but its edit "
+                f"does not test it ({describe_edit(strong)}); no edit that kept the picture raised P(true) beyond "
+                f"the noise floor of {floor:g} points (best #{valid + 1}, CEI {c.cei:+.1f}), so no {noun} is "
                 "validated.")
-            return None
+        else:
+            say(f"The best tested {noun} (#{valid + 1}) moved P(true) by {c.cei:+.1f} points, not beyond the "
+                f"noise floor of {floor:g} points that an edit naming nothing relevant reaches; no {noun} is "
+                "validated.")
+        return None
+    if valid != best_any:
         say(f"{noun.capitalize()} #{best_any + 1} had the largest CEI ({strong.cei:+.1f}) but its edit does not test "
             f"it ({describe_edit(strong)}); #{valid + 1}, the best {noun} whose edit kept the picture, is selected.")
     return valid
+
+
+def beyond_floor(cei: float, floor: float) -> bool:
+    """Evidence: a CEI strictly above the noise floor. A CEI exactly at the floor is within it (inclusive rule):
+    the floor is the largest rise an irrelevant edit was seen to reach, so reaching it shows nothing more."""
+    return cei > floor
 
 
 def _prefer_unflagged(candidates, best_any, threshold, say, noun) -> int | None:
@@ -206,7 +249,9 @@ def edit_check_record(candidates: Sequence[Candidate], threshold: float, selecti
               "flagged": [j for j, c in enumerate(candidates) if c.edit_flagged],
               "distances": [c.edit_distance for c in candidates],
               "structure": [c.edit_structure for c in candidates],
-              "verdicts": [c.edit_verdict for c in candidates]}
+              "verdicts": [c.edit_verdict for c in candidates],
+              "structure_readings": [c.edit_structure_reading for c in candidates],
+              "decided_by": [c.edit_verdict_reason for c in candidates]}
     if selected is not None and candidates[selected].edit_flagged:
         runner = _runner_up(candidates, selected)
         record["runner_up"] = runner

@@ -487,11 +487,11 @@ def measure_edits(img: Image.Image, edited: Mapping[int, Image.Image], candidate
     """Each counterfactual's distance from the original (metrics/edit_distance.py) and the share of its structure
     the original had (metrics/edit_structure.py), on its candidate."""
     from ..metrics.edit_distance import edit_distance
-    from ..metrics.edit_structure import structure_kept
+    from ..metrics.edit_structure import structure_reading
 
     for j, out in edited.items():
         candidates[j].edit_distance, candidates[j].edit_distance_metric = edit_distance(img, out)
-        candidates[j].edit_structure = structure_kept(img, out)
+        candidates[j].edit_structure, candidates[j].edit_structure_reading = structure_reading(img, out)
 
 
 def sample_info(probs: np.ndarray, class_names: Sequence[str], y: int, image_path: Path | None,

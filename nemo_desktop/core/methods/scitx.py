@@ -110,7 +110,8 @@ from .cut_off import CUT_OFF_RECORD
 from .validation import SHARED_FIELD_INFO, candidate_counts, candidate_note, draw_hypotheses, sampling_of
 
 
-VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)
+VERSION = "2"  # bump when this method's results change for the same inputs (part of every key)
+# 2: no selection within the noise floor; verdicts with their reason; photo structure readings (issue 45)
 METHOD = "scitx"
 EMPTY_SET = "  - (no examples available)"
 K_SCOPES = ("per-set", "pooled")

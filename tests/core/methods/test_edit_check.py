@@ -107,10 +107,44 @@ def test_evidence_rule_never_selects_destroyed_or_unchanged_edits():
     assert notes[0].startswith("Every tested hypothesis's edit destroyed the picture or changed nothing")
     no_op = cand(0.0, 0.0, structure=1.0)
     assert select([no_op], "evidence", 0.6, [], "hypothesis") is None and no_op.edit_verdict == "no change"
-    # a candidate within the noise floor is still the answer when nothing stronger exists ("no cause found")
-    assert select([cand(2.0, 0.1), cand(-3.0, 0.1)], "evidence", 0.6, [], "hypothesis") == 0
+    # no explanation without evidence: the best candidate overall, within the floor, is not selected either
+    notes.clear()
+    assert select([cand(2.0, 0.1), cand(-3.0, 0.1)], "evidence", 0.6, notes, "hypothesis") is None
+    assert "not beyond the noise floor of 5 points" in notes[0] and "no hypothesis is validated" in notes[0]
     # the floor is a setting
     assert select([cand(94.9, 0.97, 0.3), cand(1.0, 0.1)], "evidence", 0.6, [], "hypothesis", noise_floor=0.5) == 1
+
+
+def test_a_cei_exactly_at_the_floor_is_within_it_and_just_above_is_evidence():
+    """Issue 45: the floor is inclusive, and it applies when the best valid candidate is the best overall."""
+    notes: list[str] = []
+    assert select([cand(5.0, 0.1), cand(1.0, 0.1)], "evidence", 0.6, notes, "hypothesis", noise_floor=5.0) is None
+    assert "+5.0 points, not beyond the noise floor of 5 points" in notes[0]
+    assert select([cand(5.0001, 0.1), cand(1.0, 0.1)], "evidence", 0.6, [], "hypothesis", noise_floor=5.0) == 0
+    # at the floor beside a destroyed edit that moved P(true): the failed-test note, nothing selected
+    notes.clear()
+    assert select([cand(5.0, 0.1), cand(90.0, 0.97, 0.2)], "evidence", 0.6, notes, "hypothesis") is None
+    assert "does not test it" in notes[0] and "beyond the noise floor" in notes[0]
+    # a floor of 0: any rise is evidence, no rise is not
+    assert select([cand(0.0, 0.1)], "evidence", 0.6, [], "hypothesis", noise_floor=0.0) is None
+    assert select([cand(0.01, 0.1)], "evidence", 0.6, [], "hypothesis", noise_floor=0.0) == 0
+    # the paper's rule has no floor: it selects the argmax whatever its size
+    assert select([cand(1.0, 0.1)], "cei", 0.6, [], "hypothesis") == 0
+
+
+def test_ties_in_cei_go_to_the_first_candidate_and_a_valid_edit_wins_a_tie_with_an_invalid_one():
+    assert select([cand(40.0, 0.1), cand(40.0, 0.2)], "evidence", 0.6, [], "hypothesis") == 0
+    assert select([cand(40.0, 0.2), cand(40.0, 0.1)], "evidence", 0.6, [], "hypothesis") == 0
+    notes: list[str] = []
+    destroyed_first = [cand(40.0, 0.97, 0.2), cand(40.0, 0.1)]
+    assert select(destroyed_first, "evidence", 0.6, notes, "hypothesis") == 1
+    assert "#1 had the largest CEI (+40.0) but its edit does not test it" in notes[0]
+    assert select([cand(40.0, 0.1), cand(40.0, 0.97, 0.2)], "evidence", 0.6, [], "hypothesis") == 0
+    unchanged_first = [cand(40.0, 0.0, 1.0), cand(40.0, 0.1)]
+    assert select(unchanged_first, "evidence", 0.6, [], "hypothesis") == 1
+    # the paper's rule and the legacy one: first on ties too
+    assert select([cand(40.0, 0.97, 0.2), cand(40.0, 0.1)], "cei", 0.6, [], "hypothesis") == 0
+    assert select([cand(40.0, 0.1), cand(40.0, 0.2)], "prefer-unflagged", 0.6, [], "hypothesis") == 0
 
 
 def test_cei_and_legacy_rules():
@@ -135,3 +169,28 @@ def test_bad_settings_are_config_errors():
         SciTXConfig(selection="largest")
     with pytest.raises(ConfigError):
         SciTXConfig(cei_noise_floor=-1.0)
+
+
+def test_every_verdict_says_which_test_decided_it():
+    """Issue 45: the verdict's reason in words, on the candidate and in the manifest's record."""
+    destroyed = Candidate(hypothesis="a", cei=40.0, edit_distance=0.97, edit_distance_metric="1-ssim",
+                          edit_structure=0.3, edit_structure_reading="in place")
+    restored = Candidate(hypothesis="b", cei=30.0, edit_distance=0.2, edit_distance_metric="1-ssim",
+                         edit_structure=0.98, edit_structure_reading="restoration")
+    whole = Candidate(hypothesis="c", cei=20.0, edit_distance=0.9, edit_distance_metric="lpips-alex",
+                      edit_structure=0.97, edit_structure_reading="removal")
+    unchanged = Candidate(hypothesis="d", cei=0.0, edit_distance=0.0, edit_distance_metric="1-ssim",
+                          edit_structure=1.0)
+    cands = [destroyed, restored, whole, unchanged]
+    judge_edits(cands, 0.6)
+    assert destroyed.edit_verdict_reason == ("structure test (edge maps compared in place (they do not correlate "
+                                             "enough for a removal)): 0.30, below 0.80 -> destroyed or replaced")
+    assert restored.edit_verdict == "local" and restored.edit_verdict_reason.startswith(
+        "structure test (degrading the edit (blur, pixelation, smoothing) reproduces the original): 0.98, at least "
+        "0.80 -> kept; distance test: 1-ssim 0.20, below 0.60 -> local")
+    assert whole.edit_verdict_reason.endswith("distance test: lpips-alex 0.90, at least 0.60 -> whole image")
+    assert unchanged.edit_verdict_reason == "distance test: 1-ssim 0.0000, at most 0.001 -> no change"
+    record = edit_check_record(cands, 0.6, "evidence", 5.0, 1)
+    assert record["decided_by"] == [c.edit_verdict_reason for c in cands]
+    assert record["structure_readings"] == ["in place", "restoration", "removal", None]
+    assert Candidate(hypothesis="e", cei=1.0).edit_verdict_reason is None  # not an image edit: no verdict

@@ -123,6 +123,16 @@ def test_a_flagged_selection_names_its_runner_up_in_the_result_the_report_and_js
     assert "Runner-up" in json.dumps(result.to_dict())  # what --json prints
     html = export_report(result.result_key, store, "html", tmp_path / "r.html").read_text(encoding="utf-8")
     assert "Runner-up: #" in html and "whole image changed, structure kept" in html
+    # issue 45: every verdict says which test decided it, in the result, the record, the report and the CLI
+    assert chosen.edit_verdict_reason.endswith("-> whole image") and "structure test (" in chosen.edit_verdict_reason
+    assert check["decided_by"][result.selected_index] == chosen.edit_verdict_reason
+    assert all(c.edit_verdict_reason for c in result.candidates if c.edit_distance is not None)
+    from html import escape
+
+    assert escape(chosen.edit_verdict_reason) in html or chosen.edit_verdict_reason in html
+    from nemo_desktop.cli.commands.explain import format_result
+
+    assert f"verdict: {chosen.edit_verdict_reason}" in format_result(result)
 
 
 def test_structure_measure_at_a_real_editor_size_and_round_trip(worlds):
@@ -150,3 +160,27 @@ def test_structure_measure_at_a_real_editor_size_and_round_trip(worlds):
             assert structure_kept(source, resynthesised(editor.legit(s.image, world.cause.edit, 0), i)) >= 0.8
             noise = Image.fromarray(np.random.default_rng(i).integers(0, 256, (224, 224, 3), dtype=np.uint8))
             assert structure_kept(source, noise) < 0.5, cause
+
+
+def test_a_world_is_the_same_whatever_thread_count_the_caller_left():
+    """Issue 42 §5/§7: the world's CNN reached 0.866 accuracy with one torch thread and 0.771 with two, set by
+    whichever fixture ran first; the builder pins threads itself, so the world (weights, accuracy, samples) and
+    the probabilities it gives do not depend on test order, and the caller's setting is restored."""
+    import torch
+
+    before = torch.get_num_threads()
+    built = {}
+    try:
+        for threads in (2, 1):
+            torch.set_num_threads(threads)
+            world = W.build_world("rendition-style", max_samples=SAMPLES, epochs=4)
+            assert torch.get_num_threads() == threads and not torch.are_deterministic_algorithms_enabled()
+            probs = world.classifier.predict_proba([s.image for s in world.samples])
+            assert torch.get_num_threads() == threads
+            built[threads] = (world.classifier.info.revision, world.train_accuracy,
+                              [W.image_sha(s.image) for s in world.samples], probs)
+    finally:
+        torch.set_num_threads(before)
+    (rev2, acc2, shas2, p2), (rev1, acc1, shas1, p1) = built[2], built[1]
+    assert rev1 == rev2 and acc1 == acc2 and shas1 == shas2
+    np.testing.assert_array_equal(p1, p2)

@@ -29,7 +29,8 @@ from ...records import Candidate
 from .result import HardCluster
 
 KIND = "failure-modes-cei"
-VERSION = "2"  # 2: edits that destroy the picture or change nothing are not counted (issue 27)
+VERSION = "3"  # 2: edits that destroy the picture or change nothing are not counted (issue 27)
+# 3: structure readings for photographs (restoration, pixel noise, edge floor) and verdict reasons (issue 45)
 
 
 @dataclass

@@ -181,6 +181,8 @@ def _candidate_section(ld: _Loaded, i: int, c: Candidate, cache: ImageCache, pre
         rows.append(("Distance from the original", describe(c.edit_distance, c.edit_distance_metric,
                                                             c.edit_flagged, structure=c.edit_structure,
                                                             verdict=c.edit_verdict)))
+        if c.edit_verdict_reason:
+            rows.append(("Verdict", c.edit_verdict_reason))
     blocks: list[Block] = [KeyValues(rows)]
     if c.edit_flagged:
         blocks.append(Paragraph("The edit changed the whole image: its CEI may come from the destruction of the "
@@ -259,6 +261,8 @@ def _candidates_table(ld: _Loaded, cache: ImageCache) -> Table:
             moved = describe(c.edit_distance, c.edit_distance_metric, c.edit_flagged, structure=c.edit_structure,
                              verdict=c.edit_verdict)
             text += f"\nDistance from the original: {moved}"
+            if c.edit_verdict_reason:
+                text += f"\nVerdict: {c.edit_verdict_reason}"
         rows.append([f"{i + 1}" + (" \u2713" if r.selected_index == i else ""),
                      edited.with_text(f"Counterfactual {i + 1}") if edited else DASH, text,
                      f"{fmt_prob(c.prob_true_before)} \u2192 {fmt_prob(c.prob_true_after)}", fmt_cei(c.cei)])

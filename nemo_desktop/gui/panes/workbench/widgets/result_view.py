@@ -265,6 +265,8 @@ class ResultColumn(QScrollArea):
                 dist.setText(dist.text() + " — its CEI may come from destroying the image, not from the hypothesis")
                 dist.setStyleSheet("color: #b45309; font-weight: bold")
             v.addWidget(dist)
+            if c.edit_verdict_reason:  # which test decided the verdict (issue 45)
+                v.addWidget(_label("Verdict: " + c.edit_verdict_reason, name=f"verdict{j}"))
         if c.top5_after:
             v.addWidget(_label("Top-1 after: " + f"{c.top5_after[0].name} ({c.top5_after[0].prob:.3f})"))
         if c.error:
