@@ -185,7 +185,7 @@ def _list_indexes(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput
 
 def _result_summary(result: Any, store_images: dict[str, Path]) -> dict[str, Any]:
     data = result.to_dict()
-    out: dict[str, Any] = {"result_key": result.key, "resource": f"{RESULT_URI}{result.key}" if result.key else None}
+    out: dict[str, Any] = {"result_key": result.key or None, "resource": f"{RESULT_URI}{result.key}" if result.key else None}
     if "sample" in data and "candidates" in data:  # an explanation
         s = data["sample"]
         out.update({"method": data.get("method"), "explanation": data.get("explanation"), "cei": data.get("cei"),
