@@ -101,6 +101,9 @@ class ComputeSettings(_Section):
     model_process: str = "worker"
     cancel_grace_s: float = 10.0  # worker mode: seconds a cancelled job may take before its process is restarted
     worker_memory_limit_gb: float | None = None  # worker mode: address-space cap of the model process (RLIMIT_AS)
+    # The memory profile models load under ("80 GB", "48 GB", "24 GB", "CPU"; core/models/profiles.py), as the
+    # CLI's --profile; None: every model as loaded.
+    memory_profile: str | None = None
 
     def validate(self, where: str) -> None:
         _check(f"{where}.device", isinstance(self.device, str) and bool(DEVICES_RE.match(self.device)),
@@ -116,6 +119,11 @@ class ComputeSettings(_Section):
         _check(f"{where}.worker_memory_limit_gb",
                m is None or (isinstance(m, (int, float)) and not isinstance(m, bool) and m >= 1),
                "must be null or a number of gigabytes of at least 1")
+        if self.memory_profile is not None:
+            from ..models.profiles import PROFILES
+
+            _check(f"{where}.memory_profile", self.memory_profile in PROFILES,
+                   f"must be null or one of {', '.join(PROFILES)}")
 
 
 @dataclass
