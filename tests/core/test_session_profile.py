@@ -90,6 +90,9 @@ def test_advice_names_the_fitting_profile_and_why_the_chosen_one_cannot_fit(monk
 
 
 def test_an_unknown_profile_in_the_settings_file_is_refused_in_words():
+    from nemo_desktop.core.store.settings import MEMORY_PROFILES
+
+    assert MEMORY_PROFILES == tuple(PROFILES)  # the settings know the profiles by name
     session = ModelSession()
     with pytest.raises(ConfigError, match="memory_profile' must be null or one of 80 GB, 48 GB, 24 GB, CPU"):
         _choose(session, "12 GB")

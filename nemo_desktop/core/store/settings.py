@@ -37,6 +37,8 @@ DEVICES_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 HF_CACHE_CHOICES = ("huggingface-default", "app")
 MODEL_PROCESS_CHOICES = ("in-process", "worker")
+# The names of core/models/profiles.py's PROFILES (the store sits below the models layer; a test keeps them equal).
+MEMORY_PROFILES = ("80 GB", "48 GB", "24 GB", "CPU")
 
 
 def _bad(where: str, problem: str) -> ConfigError:
@@ -119,11 +121,8 @@ class ComputeSettings(_Section):
         _check(f"{where}.worker_memory_limit_gb",
                m is None or (isinstance(m, (int, float)) and not isinstance(m, bool) and m >= 1),
                "must be null or a number of gigabytes of at least 1")
-        if self.memory_profile is not None:
-            from ..models.profiles import PROFILES
-
-            _check(f"{where}.memory_profile", self.memory_profile in PROFILES,
-                   f"must be null or one of {', '.join(PROFILES)}")
+        _check(f"{where}.memory_profile", self.memory_profile is None or self.memory_profile in MEMORY_PROFILES,
+               f"must be null or one of {', '.join(MEMORY_PROFILES)}")
 
 
 @dataclass
