@@ -96,6 +96,17 @@ def test_a_local_server_url_is_checked_remembered_and_becomes_the_captioning_mod
         assert again.server_edit.text() == server.url
         assert again.server_status.text() == (f"Remembered: tiny/vl-model at {server.url}, the default captioning "
                                               "model.")
+
+        # Another server under the same endpoint name: the MLLM in memory is replaced, not kept.
+        moved = LoopbackOpenAI(models=("tiny/other",)).start()
+        try:
+            panel.server_edit.setText(moved.url)
+            _wait(qtbot, panel.use_server())
+            qtbot.waitUntil(lambda: getattr(window.session.get("mllm"), "base_url", None) == moved.url,
+                            timeout=20000)
+            assert window.session.get("mllm").chat([ChatMessage("user", ["hi"])]) == "tiny/other heard: hi"
+        finally:
+            moved.stop()
     finally:
         server.stop()
         web.stop()
