@@ -1,8 +1,9 @@
 """Model manager pane: the catalog with each model's state, and everything done to models.
 
 Left: the catalog (status: not downloaded / downloading n% / downloaded / loaded, size, GPU memory, license,
-gated) with Download, Cancel, Delete, Load, Unload, Set as default and Import. Right: the memory profile and a local
-model server (SpeedPanel), device and precision, the Hugging Face token, OpenAI-compatible endpoints, and the disk usage of the weights cache.
+gated) with Download, Cancel, Delete, Load, Unload, Set as default and Import. Right: the memory profile and a
+local model server (SpeedPanel), device and precision, the Hugging Face token, OpenAI-compatible endpoints, and
+the disk usage of the weights cache.
 Downloads and file work run on the I/O lane, loading and unloading on the GPU lane.
 """
 from __future__ import annotations
