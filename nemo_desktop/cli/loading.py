@@ -17,8 +17,6 @@ def add_device_options(p) -> None:
 def load(ref: str, kind: str, args) -> Any:
     """A model by catalog id or <family>:<source>, with the command's --device/--dtype and --profile (the
     model's own options win over the profile's)."""
-    from dataclasses import replace
-
     from ..core.models.catalog import resolve_model_ref
     from ..core.models.registry import LoadOptions, load_model
 
@@ -28,12 +26,7 @@ def load(ref: str, kind: str, args) -> Any:
     if profile_name:
         from ..core.models.profiles import get_profile
 
-        profile = get_profile(profile_name)
-        chosen = profile.load_settings(kind)
-        if args.device != "auto":  # an explicit --device wins
-            chosen.pop("device")
-        settings.update(chosen)
-        spec = replace(spec, options={**profile.spec_options(kind, spec.family), **spec.options})
+        spec, settings = get_profile(profile_name).apply(spec, kind, settings)  # an explicit --device wins
     return load_model(spec, LoadOptions(**settings))
 
 

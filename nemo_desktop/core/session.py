@@ -85,6 +85,22 @@ class LoadedModel:
     model: Any
 
 
+_FROM_SETTINGS = object()  # ModelSession.load: the memory profile of the settings
+
+
+def _catalog_entries(refs: dict[str, str | None]) -> dict[str, Any]:
+    """{role: catalog entry} of the refs the catalog knows (an endpoint or a path has no size to add)."""
+    from nemo_desktop.core.models.catalog import get_entry
+
+    out = {}
+    for role, ref in refs.items():
+        try:
+            out[role] = get_entry(ref) if ref else None
+        except ConfigError:
+            continue
+    return {role: e for role, e in out.items() if e is not None}
+
+
 class ModelSession:
     def __init__(self, paths: AppPaths | None = None):
         self.paths = paths or get_paths()
@@ -125,6 +141,29 @@ class ModelSession:
         s = self.settings()
         return LoadOptions(device=s.compute.device, dtype=s.compute.dtype, cpu_offload=s.compute.cpu_offload,
                            trust_remote_code=s.models.trust_remote_code)
+
+    def profile_advice(self, name: str | None) -> dict:
+        """The memory profile that fits this machine's GPU and whether `name` holds the models a diagnosis would
+        use (those loaded, else the defaults): `core.models.profiles.advice`, for the Model manager."""
+        from nemo_desktop.core.models.device import gpu_info
+        from nemo_desktop.core.models.profiles import advice
+
+        wanted = self.wanted_refs()
+        refs = {kind: wanted.get(kind) or self.default_ref(kind) for kind in ("classifier", "mllm", "editor")}
+        gpus = gpu_info()
+        return advice(name, _catalog_entries(refs), gpus[0]["total_bytes"] if gpus else None)
+
+    def _check_profile_fits(self, profile, kind: str, ref: str) -> None:
+        """Refuse, before anything is released or loaded, a GPU profile that cannot hold `ref` beside the other
+        models in memory (ConfigError in words, as the CLI's --profile)."""
+        if profile.memory_gib is None:
+            return
+        from nemo_desktop.core.models.device import gpu_info
+        from nemo_desktop.core.models.profiles import check_fits
+
+        refs = {k: m.ref for k, m in self._models.items() if k != kind} | {kind: ref}
+        gpus = gpu_info()
+        check_fits(profile, _catalog_entries(refs), gpus[0]["total_bytes"] if gpus else None)
 
     def default_ref(self, kind: str) -> str | None:
         """The model used when none is loaded: the settings' default, else the catalog's paper default."""
@@ -227,7 +266,7 @@ class ModelSession:
                 options = LoadOptions(**{k: v for k, v in (record.get("options") or {}).items() if k in known})
                 try:
                     loaded = self.load(kind, ref, ctx, catalog_kind=record.get("catalog_kind"), local_only=True,
-                                       options=options)
+                                       options=options, profile=record.get("profile"))
                     now = _facts_of(loaded.model)
                     if record.get("revision") and now.get("revision") and now["revision"] != record["revision"]:
                         self.unload(kind)
@@ -261,12 +300,14 @@ class ModelSession:
             hint="Load it again in the Model manager (or choose another model there), then run again.")
 
     def load(self, kind: str, ref: str, ctx: JobContext | None = None, catalog_kind: str | None = None,
-             local_only: bool = False, options: Any = None) -> LoadedModel:
+             local_only: bool = False, options: Any = None, profile: Any = _FROM_SETTINGS) -> LoadedModel:
         """Load `ref` as the current model of `kind` (the previous one is released first). GPU lane only.
         `catalog_kind` names the catalog kind when the slot is a role (an 'embedder' is a classifier model);
         `local_only` never touches the network (restoring the last models at start must not download);
-        `options` (LoadOptions) replaces the settings' (a restore loads with the options of the first load)."""
-        from nemo_desktop.core.models.registry import load_model
+        `options` (LoadOptions) replaces the settings' (a restore loads with the options of the first load);
+        `profile` the memory profile's name (default: the settings' one, checked to fit first; None: none)."""
+        from nemo_desktop.core.models.profiles import get_profile
+        from nemo_desktop.core.models.registry import LoadOptions, load_model
 
         ctx = ctx or null_context()
         leave_a_core_for_the_gui()
@@ -274,10 +315,19 @@ class ModelSession:
         if current is not None and current.ref == ref:
             return current
         spec = self.spec_for(catalog_kind or kind, ref)  # a bad ref fails before the old model is dropped
+        if profile is _FROM_SETTINGS:
+            profile = self.settings().compute.memory_profile
+            if profile:  # a profile that cannot fit says so before the old model is dropped
+                self._check_profile_fits(get_profile(profile), kind, ref)
+        options = options if options is not None else self.load_options()
+        if profile:
+            from dataclasses import asdict as _fields
+
+            spec, chosen = get_profile(profile).apply(spec, catalog_kind or kind, _fields(options))
+            options = LoadOptions(**chosen)
         self.unload(kind)  # free its memory before the next one claims it
         ctx.progress(f"Loading the {KIND_TEXT.get(kind, kind)} {ref}", 0, None)
         try:
-            options = options if options is not None else self.load_options()
             if local_only:
                 options.local_files_only = True
             model = load_model(spec, options)
@@ -296,7 +346,7 @@ class ModelSession:
         self._models[kind] = LoadedModel(kind, ref, model)
         self._unrestored.pop(kind, None)
         self._records[kind] = {"kind": kind, "ref": ref, "catalog_kind": catalog_kind, "restorable": True,
-                               "options": asdict(options), **_facts_of(model)}
+                               "options": asdict(options), "profile": profile or None, **_facts_of(model)}
         self._changed()
         log.info("loaded %s %s", kind, ref)
         return self._models[kind]

@@ -294,3 +294,30 @@ def prepare_and_load_demo(session, paths, ctx):
 # them is then right from the first stage on (with writing at 1 of 24, it said six times the real time).
 DEMO_STAGE_WEIGHTS = {"Writing the demo images": 4.5, "Rendering the training digits": 1.6,
                       "Training the demo classifier": 11.7, "Measuring on held-out digits": 0.7}
+
+
+def memory_profile_advice(session, name: str | None, ctx: JobContext) -> dict:
+    """The profile that fits this machine's GPU, and whether `name` holds the models (`ModelSession.profile_advice`);
+    run in the model process, which holds torch and sees the GPU."""
+    return session.profile_advice(name)
+
+
+def use_local_server(session, url: str, ctx: JobContext | None = None):
+    """Check the OpenAI-compatible server at `url` and make it the default MLLM: the endpoint LOCAL_SERVER in the
+    settings (its model: the one it already named when still served, else the first the server lists; its key
+    reference kept). Returns (ServerCheck, settings). Nothing is saved when the check fails."""
+    from nemo_desktop.core.models.local_server import LOCAL_SERVER, check_server
+    from nemo_desktop.core.session import ENDPOINT_PREFIX
+    from nemo_desktop.core.store.settings import Endpoint
+
+    before = session.settings().endpoint(LOCAL_SERVER)
+    check = check_server(url, before.api_key_ref if before else None)
+    model = before.model if before is not None and before.model in check.models else check.models[0]
+
+    def change(s):
+        endpoint = Endpoint(name=LOCAL_SERVER, base_url=check.base_url, model=model,
+                            api_key_env=before.api_key_env if before else None)
+        s.endpoints = [e for e in s.endpoints if e.name != LOCAL_SERVER] + [endpoint]
+        s.models.mllm = ENDPOINT_PREFIX + LOCAL_SERVER
+
+    return check, session.update_settings(change)

@@ -18,7 +18,7 @@ under a per-process memory cap of the profile's size.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from ..errors import ConfigError
@@ -59,6 +59,15 @@ class MemoryProfile:
         if self.mllm_quantize:
             out["quantize"] = self.mllm_quantize
         return out
+
+    def apply(self, spec: Any, kind: str, settings: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """A model's spec and LoadOptions fields under this profile (the CLI's --profile and the app's setting):
+        the profile's device and offload, unless a device was chosen (not "auto"); its MLLM options under the
+        spec's own, which win."""
+        chosen = self.load_settings(kind)
+        if settings.get("device", "auto") != "auto":
+            chosen.pop("device")
+        return replace(spec, options={**self.spec_options(kind, spec.family), **spec.options}), {**settings, **chosen}
 
 
 PROFILES: dict[str, MemoryProfile] = {p.name: p for p in (
@@ -158,3 +167,19 @@ def check_fits(profile: MemoryProfile, models: Mapping[str, Any], total_bytes: i
             f"({est.describe()}), and the GPU has {card:.1f} GiB.",
             hint=f"Choose a smaller profile (this GPU fits '{better.name}'), smaller models, or a model server.")
     return est
+
+
+def advice(chosen: str | None, models: Mapping[str, Any], total_bytes: int | None) -> dict[str, Any]:
+    """What the app shows beside the profile choice: the profile that fits the card ("fits", "why", "summary")
+    and, for a `chosen` profile, why it cannot fit ("problem", in words) or its estimate ("estimate_gib")."""
+    fits, why = fitting_profile(total_bytes)
+    out: dict[str, Any] = {"fits": fits.name, "why": why, "summary": fits.summary, "chosen": None,
+                           "problem": None, "estimate_gib": None}
+    if chosen:
+        profile = get_profile(chosen)
+        out["chosen"] = profile.name
+        try:
+            out["estimate_gib"] = check_fits(profile, models, total_bytes).peak_gib
+        except ConfigError as exc:
+            out["problem"] = f"{exc.message} {exc.hint or ''}".strip()
+    return out

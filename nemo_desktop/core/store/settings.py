@@ -37,6 +37,8 @@ DEVICES_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 HF_CACHE_CHOICES = ("huggingface-default", "app")
 MODEL_PROCESS_CHOICES = ("in-process", "worker")
+# The names of core/models/profiles.py's PROFILES (the store sits below the models layer; a test keeps them equal).
+MEMORY_PROFILES = ("80 GB", "48 GB", "24 GB", "CPU")
 
 
 def _bad(where: str, problem: str) -> ConfigError:
@@ -101,6 +103,9 @@ class ComputeSettings(_Section):
     model_process: str = "worker"
     cancel_grace_s: float = 10.0  # worker mode: seconds a cancelled job may take before its process is restarted
     worker_memory_limit_gb: float | None = None  # worker mode: address-space cap of the model process (RLIMIT_AS)
+    # The memory profile models load under ("80 GB", "48 GB", "24 GB", "CPU"; core/models/profiles.py), as the
+    # CLI's --profile; None: every model as loaded.
+    memory_profile: str | None = None
 
     def validate(self, where: str) -> None:
         _check(f"{where}.device", isinstance(self.device, str) and bool(DEVICES_RE.match(self.device)),
@@ -116,6 +121,8 @@ class ComputeSettings(_Section):
         _check(f"{where}.worker_memory_limit_gb",
                m is None or (isinstance(m, (int, float)) and not isinstance(m, bool) and m >= 1),
                "must be null or a number of gigabytes of at least 1")
+        _check(f"{where}.memory_profile", self.memory_profile is None or self.memory_profile in MEMORY_PROFILES,
+               f"must be null or one of {', '.join(MEMORY_PROFILES)}")
 
 
 @dataclass

@@ -93,7 +93,8 @@ def test_v1_flat_file_migrates_to_grouped_v2(tmp_path):
     data = json.loads(f.read_text())
     assert data["schema_version"] == 2 and data["recent_files"] == ["/data/a.png"]
     assert data["compute"] == {"device": "cuda:1", "dtype": "bfloat16", "cpu_offload": True,
-                               "model_process": "worker", "cancel_grace_s": 10.0, "worker_memory_limit_gb": None}
+                               "model_process": "worker", "cancel_grace_s": 10.0, "worker_memory_limit_gb": None,
+                               "memory_profile": None}
     assert not {"device", "dtype", "hf_token_env", "scitx_k", "default_mllm"} & set(data)
     assert load_settings() == s
 

@@ -1,8 +1,9 @@
 """Model manager pane: the catalog with each model's state, and everything done to models.
 
 Left: the catalog (status: not downloaded / downloading n% / downloaded / loaded, size, GPU memory, license,
-gated) with Download, Cancel, Delete, Load, Unload, Set as default and Import. Right: device and precision,
-the Hugging Face token, OpenAI-compatible endpoints, and the disk usage of the weights cache.
+gated) with Download, Cancel, Delete, Load, Unload, Set as default and Import. Right: the memory profile and a
+local model server (SpeedPanel), device and precision, the Hugging Face token, OpenAI-compatible endpoints, and
+the disk usage of the weights cache.
 Downloads and file work run on the I/O lane, loading and unloading on the GPU lane.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from nemo_desktop.core.models.user_catalog import remove_user_entry
 from nemo_desktop.core.worker.protocol import JobSpec
 
 from ...jobs import GPU, IO, JobHandle
-from ...session import KIND_TEXT
+from ...session import ENDPOINT_PREFIX, KIND_TEXT
 from ...widgets.buttons import action_button
 from ...widgets.table_columns import keep_header_words_whole
 from ..base import Pane, PaneHost
@@ -27,6 +28,7 @@ from .widgets.catalog_table import COLUMNS, CatalogTableModel
 from .widgets.disk_panel import DiskPanel
 from .widgets.import_dialog import ImportCheckpointDialog
 from .widgets.settings_panel import SettingsPanel
+from .widgets.speed_panel import SpeedPanel
 
 MODEL_JOBS = "nemo_desktop.core.session_jobs"  # the model jobs, run where the settings say (core/worker)
 
@@ -136,11 +138,14 @@ class ModelManagerPane(Pane):
         lv.addWidget(self.status_label)
 
         self.settings_panel = SettingsPanel(host)
-        self.settings_panel.sig_use_endpoint.connect(lambda name: self.load("mllm", f"endpoint:{name}"))
+        self.settings_panel.sig_use_endpoint.connect(self.use_endpoint)
+        self.speed_panel = SpeedPanel(host)
+        self.speed_panel.sig_use_endpoint.connect(self.use_endpoint)
         self.disk_panel = DiskPanel(host)
         right_inner = QWidget()
         rv = QVBoxLayout(right_inner)
         rv.setContentsMargins(4, 4, 4, 4)
+        rv.addWidget(self.speed_panel)
         rv.addWidget(self.settings_panel)
         rv.addWidget(self.disk_panel)
         rv.addStretch(1)
@@ -192,6 +197,7 @@ class ModelManagerPane(Pane):
     def on_first_shown(self) -> None:
         self.refresh()
         self.settings_panel.reload()
+        self.speed_panel.reload()
         self.disk_panel.refresh()
 
     def refresh(self) -> JobHandle:
@@ -355,6 +361,15 @@ class ModelManagerPane(Pane):
         handle.sig_finished.connect(lambda _o: self.host.sig_models_changed.emit())
         self._update_buttons()
         return handle
+
+    def use_endpoint(self, name: str) -> JobHandle:
+        """Load the endpoint `name` as the captioning model; one in memory under that name is unloaded first (it
+        may now name another URL or model)."""
+        ref = ENDPOINT_PREFIX + name
+        if self.host.session.loaded().get("mllm") == ref:
+            self.unload("mllm")
+        self.settings_panel.reload()  # the endpoints table and the defaults as saved
+        return self.load("mllm", ref)
 
     def _gpu_busy(self, handle: JobHandle) -> bool:
         return any(h.lane == GPU and h is not handle for h in self.host.jobs.active_jobs())
