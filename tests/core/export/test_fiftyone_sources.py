@@ -110,3 +110,13 @@ def test_a_missing_fiftyone_dataset_is_a_usage_error_in_words(setup, capsys):
                     capsys=capsys)
     assert rc == 2
     assert "no FiftyOne dataset named 'no-such'" in json.dumps(out)
+
+
+def test_the_competency_image_sets_read_a_fiftyone_source_as_the_folder(setup):
+    """What `competency score | bench | causes` (and their analyses, given a string) read a set with."""
+    from nemo_desktop.core.analyses.competency.score_set import open_image_set
+
+    from_fo, from_folder = open_image_set("fiftyone:colours"), open_image_set(setup["data"])
+    assert str(from_fo.root) == "fiftyone:colours"
+    assert [str(p) for p in from_fo.paths] == [str(p) for p in from_folder.paths]
+    assert list(from_fo.labels) == list(from_folder.labels) and from_fo.class_names == from_folder.class_names
