@@ -120,3 +120,31 @@ def test_the_competency_image_sets_read_a_fiftyone_source_as_the_folder(setup):
     assert str(from_fo.root) == "fiftyone:colours"
     assert [str(p) for p in from_fo.paths] == [str(p) for p in from_folder.paths]
     assert list(from_fo.labels) == list(from_folder.labels) and from_fo.class_names == from_folder.class_names
+
+
+@pytest.mark.anyio
+async def test_mcp_tools_take_a_fiftyone_source_whose_images_are_inside_the_roots(setup, tmp_path):
+    """The real server over stdio (a child process on the same temporary FiftyOne database): the competency fit on
+    fiftyone:colours is the folder's (same key, answered from the store); a root that does not hold its images
+    refuses it, naming one."""
+    pytest.importorskip("mcp")
+    from fixtures_tiny.mcp_stdio import stdio_session, text_of
+
+    fit = {"epochs": 2, "image_size": 16, "latent_dim": 8, "batch_size": 8, "calibration_fraction": 0.34}
+    clf = setup["classifier"]
+    async with stdio_session([setup["root"]], tmp_path) as (s, _):
+        keys = []
+        for data in (setup["data"], "fiftyone:colours"):
+            res = await s.call_tool("analysis_competency_estimator", {"data": data, "classifier": clf, "settings": fit})
+            assert not res.is_error, text_of(res)
+            keys.append(json.loads(res.content[0].text)["result_key"])
+        assert keys[0] == keys[1]
+        res = await s.call_tool("index_dataset", {"dataset": "fiftyone:colours", "classifier": clf})
+        assert not res.is_error, text_of(res)
+        assert json.loads(res.content[0].text)["entries"] == 18
+    other, w2 = tmp_path / "other", tmp_path / "w2"
+    other.mkdir()
+    w2.mkdir()
+    async with stdio_session([other, setup["root"] / "model"], w2) as (s, _):
+        res = await s.call_tool("index_dataset", {"dataset": "fiftyone:colours", "classifier": clf})
+        assert res.is_error and "18 image(s) of the dataset fiftyone:colours are outside" in text_of(res)
