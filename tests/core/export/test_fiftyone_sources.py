@@ -1,7 +1,8 @@
 """A FiftyOne dataset (`fiftyone:NAME`) as the dataset of the competency commands and of `nemo predict`, with the real
 `fiftyone` (its bundled database in a temporary folder, fiftyone_db.py): the same images and labels as a class-folder
-tree give the same estimator, the same scores and the same predictions as that folder. Skipped where the `fiftyone`
-extra is not installed (CI installs it: .ci/run)."""
+tree give the same estimator, the same scores and the same predictions as that folder, from the CLI and from the MCP
+server (which takes it only when its images are inside the server's roots). Skipped where the `fiftyone` extra is not
+installed (CI installs it: .ci/run)."""
 from __future__ import annotations
 
 import importlib.util
