@@ -104,15 +104,17 @@ def open_indexed(path: str | Path, store, ctx: JobContext, *, prefer_classifier:
     else the most recently updated), WITHOUT reading the dataset itself: the index holds every path, so a
     large dataset shows at once; `count_new_images` then compares it with the files (a second job)."""
     from nemo_desktop.core.data.reference_index import ReferenceIndex
+    from nemo_desktop.core.data.sources import dataset_root, is_fiftyone_ref
 
-    root = Path(path).expanduser().resolve()  # the root open_dataset records for folders and manifests
-    chosen = _choose(indexes_of(store, str(root)), prefer_classifier, index_id) if root.exists() else None
+    root = dataset_root(path)  # the root open_dataset records (a resolved path, or the canonical fiftyone: ref)
+    present = is_fiftyone_ref(root) or Path(root).exists()  # a FiftyOne dataset is not looked up (its database)
+    chosen = _choose(indexes_of(store, root), prefer_classifier, index_id) if present else None
     if chosen is None:
         return None
     ctx.progress("Loading the reference index", 0, None)
     index = ReferenceIndex.load(store, chosen["index_id"])
     ctx.check_cancelled()
-    return from_index(index, None, indexes_of(store, str(root)))
+    return from_index(index, None, indexes_of(store, root))
 
 
 def open_index(index_id: str, store, ctx: JobContext) -> BrowseData:
@@ -135,7 +137,8 @@ def count_new_images(path: str | Path, data: BrowseData, ctx: JobContext) -> int
 
 def open_browse_data(path: str | Path, store, ctx: JobContext, *, prefer_classifier: str | None = None,
                      index_id: str | None = None) -> BrowseData:
-    """Read a folder or CSV manifest; show it through its index when one exists (see open_indexed)."""
+    """Read a folder, CSV manifest or FiftyOne dataset (data/sources.py); show it through its index when one exists
+    (see open_indexed)."""
     from nemo_desktop.core.data.datasets import open_dataset
     from nemo_desktop.core.data.reference_index import ReferenceIndex
 

@@ -42,6 +42,22 @@ class Roots:
                             hint="Restart it with `nemo mcp --root FOLDER` to allow a folder.")
         return resolved
 
+    def check_dataset(self, value: str | os.PathLike, what: str) -> str:
+        """A dataset path checked like any path; a `fiftyone:NAME` source (core/data/sources.py) names no file, so
+        its images are checked instead: every one must be inside a root (else a FiftyOne dataset would reach files
+        the roots do not allow)."""
+        from ..core.data.sources import is_fiftyone_ref, open_source
+
+        if not is_fiftyone_ref(value):
+            return str(self.check(value, what))
+        outside = [p for p in open_source(str(value)).paths if not self.contains(resolve(p))]
+        if outside:
+            allowed = ", ".join(str(r) for r in self.folders) or "none"
+            raise ToolError(f"{len(outside)} image(s) of the {what} {value} are outside the folders this server may "
+                            f"use ({allowed}), e.g. {outside[0]}.",
+                            hint="Restart it with `nemo mcp --root FOLDER` to allow the folder that holds them.")
+        return str(value)
+
     def check_model_ref(self, ref: str, what: str) -> str:
         """A `<family>:<source>` reference may name a local folder or file: it must be inside a root too."""
         from ..core.models.catalog import list_catalog

@@ -68,7 +68,8 @@ def all_tools() -> list[ToolDef]:
                 "the index id that explain's 'reference' and the index-based analyses (analysis_failure_modes) "
                 "take. Incremental: a re-run indexes only new images. Cost: one classifier pass per image "
                 "(milliseconds each on a GPU) plus decoding.",
-                _obj({"dataset": {"type": "string", "description": "dataset folder or CSV manifest"},
+                _obj({"dataset": {"type": "string", "description": "dataset folder, CSV manifest or fiftyone:NAME "
+                                                                   "(its images inside the roots)"},
                       "classifier": {"type": "string", "description": _ROLE_HELP["classifier"]},
                       "device": _DEVICE}, ["dataset", "classifier"]), _index_dataset),
         ToolDef("list_images", "The image files in a folder inside the server's roots (default: every root), "
@@ -171,7 +172,7 @@ def _list_images(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
 def _index_dataset(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
     from .. import api
 
-    dataset = server.roots.check(args["dataset"], "dataset")
+    dataset = server.roots.check_dataset(args["dataset"], "dataset")
     classifier = server.model(args["classifier"], "classifier")
     return ToolOutput(server.run_job(lambda: api.index_dataset(
         dataset, classifier, device=args.get("device") or server.device, dtype=server.dtype, ctx=ctx), ctx))
@@ -264,8 +265,8 @@ def _export_table(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput
     from ..core.data.sources import is_fiftyone_ref
 
     dataset = str(args["dataset"])
-    if not is_fiftyone_ref(dataset) and _looks_like_path(dataset):
-        dataset = str(server.roots.check(dataset, "dataset"))
+    if is_fiftyone_ref(dataset) or _looks_like_path(dataset):
+        dataset = server.roots.check_dataset(dataset, "dataset")
     out = Path(str(args["path"])).expanduser()
     server.roots.check(out.parent if out.parent != Path("") else Path.cwd(), "table folder")
     done = server.run_job(lambda: api.export_table(dataset, out, args.get("classifier"),
@@ -285,7 +286,7 @@ def _analysis_tool(spec: Any) -> ToolDef:
     if how != "none":
         props["data"] = {"type": "string", "description": {
             "store": f"{label}: its id in the results store",
-            "folder": f"{label}: a folder inside the server's roots",
+            "folder": f"{label}: a folder inside the server's roots (or fiftyone:NAME, its images inside them)",
             "file": f"{label}: a file inside the server's roots"}.get(how, label)}
         required.append("data")
     for role in spec.inputs.used():
@@ -316,7 +317,7 @@ def _run_analysis(server: NemoMCP, name: str, args: dict[str, Any], ctx: Any) ->
     data = args.get("data")
     how = data_prompt(spec)[1]
     if data is not None and how in ("folder", "file"):
-        data = str(server.roots.check(data, "data path"))
+        data = server.roots.check_dataset(data, "data path")
     models = {role: server.model(args[role], role) for role in _MODEL_ROLES if args.get(role) and role != "generator"}
     if args.get("generator"):
         models["generator"] = server.condition_source(str(args["generator"]))

@@ -1,6 +1,7 @@
 """Issue 44 in the window: the Report exporter writes the per-image table of an indexed dataset; "Open in FiftyOne"
 on the dataset browser and on a failure mode is greyed out with the reason when the 'fiftyone' extra is missing (its
-working path is tested with the real fiftyone in tests/core/export/test_fiftyone.py)."""
+working path is tested with the real fiftyone in tests/core/export/test_fiftyone.py); the browser's Open ▸ "FiftyOne
+dataset…" opens a FiftyOne dataset by name (the fiftyone: source), greyed out the same way without the extra."""
 from __future__ import annotations
 
 import shutil
@@ -116,3 +117,49 @@ def test_open_in_fiftyone_on_a_failure_mode_exports_and_shows_its_view(qtbot, fo
     assert len(ds) == 360 and view in ds.list_saved_views()
     assert set(ds.load_saved_view(view).values("filepath")) == set(mode.paths)
     assert opened == ["http://localhost:5151/"]
+
+
+def test_the_open_menu_offers_a_fiftyone_dataset_greyed_out_without_the_extra(qtbot, make_window, without):
+    without("fiftyone")
+    browser = make_window().show_pane("dataset_browser")
+    action = browser.open_fiftyone_action
+    assert action in browser.open_button.menu().actions() and action.text() == "FiftyOne dataset…"
+    assert not action.isEnabled() and "nemo-desktop[fiftyone]" in action.toolTip()
+    from nemo_desktop.gui.panes.dataset_browser.fiftyone_open import choose_fiftyone
+
+    assert choose_fiftyone(browser) is None  # nothing runs without the extra
+
+
+def test_the_browser_opens_a_fiftyone_dataset_by_name(qtbot, fo, window_with_findings, monkeypatch):
+    """Open ▸ FiftyOne dataset… lists FiftyOne's datasets; the chosen one is shown through its reference index (built
+    here from the fiftyone: source) and then compared with the FiftyOne dataset itself (no new images)."""
+    from PySide6.QtWidgets import QInputDialog
+
+    from nemo_desktop.core.data.datasets import open_dataset
+    from nemo_desktop.core.data.reference_index import build_index
+    from nemo_desktop.core.store import ResultsStore
+    from nemo_desktop.core.store.paths import get_paths
+
+    window, found = window_with_findings
+    fo.Dataset.from_dir(dataset_dir=str(found.dataset_dir), dataset_type=fo.types.ImageClassificationDirectoryTree,
+                        name="demo-browse", label_field="ground_truth")
+    with ResultsStore.open(get_paths()) as store:
+        index = build_index(open_dataset("fiftyone:demo-browse"), found.classifier(), store)
+    offered = []
+
+    def pick(parent, title, label, names, current, editable):
+        offered.append((list(names), editable))
+        return "demo-browse", True
+
+    monkeypatch.setattr(QInputDialog, "getItem", staticmethod(pick))
+    browser = window.show_pane("dataset_browser")
+    assert browser.open_fiftyone_action.isEnabled()
+    with qtbot.waitSignal(browser.sig_opened, timeout=60000):
+        browser.open_fiftyone_action.trigger()
+    ((names, editable),) = offered
+    assert "demo-browse" in names and names == sorted(fo.list_datasets()) and editable  # a name may be typed
+    data = browser.data
+    assert data.root == "fiftyone:demo-browse" and data.index_id == index.index_id and len(data) == 360
+    assert browser.path_label.text() == "fiftyone:demo-browse"
+    assert data.not_indexed is None  # shown from the index alone, before FiftyOne's dataset is read
+    qtbot.waitUntil(lambda: browser.data.not_indexed == 0, timeout=60000)  # read back from FiftyOne: nothing new

@@ -31,7 +31,8 @@ def register(subparsers) -> None:
                          description="Fit a PaRCE competency estimator: train the reconstruction autoencoder, "
                                      "compute per-class loss statistics and calibrate on a held-out split.",
                          derive_options=lambda q: _options(q, FIT))
-    fit.add_argument("dataset", metavar="DATASET", help="labelled images: a folder of class folders or a CSV")
+    fit.add_argument("dataset", metavar="DATASET", help="labelled images: a folder of class folders, a CSV or "
+                     "fiftyone:NAME[#FIELD]")
     fit.add_argument("--classifier", "-c", metavar="ID", required=True, help="classifier (catalog id or "
                      "<family>:<source>) with the differentiable extension (timm, HF CLIP/SigLIP, open_clip)")
     fit.add_argument("--save", metavar="DIR", type=OutputPath(folder=True),
@@ -47,7 +48,8 @@ def register(subparsers) -> None:
         q = sub.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".",
                            derive_options=lambda r, a=analysis: _options(r, a))
         q.add_argument("images", metavar="IMAGE", nargs="+", help="image file(s)" + (
-            "" if name == "explain" else ", or one folder / CSV (a labelled set also gives accuracy by competency)"))
+            "" if name == "explain" else ", or one folder / CSV / fiftyone:NAME (a labelled set also gives accuracy "
+                                         "by competency)"))
         q.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator "
                        "was fitted for")
         q.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
@@ -67,7 +69,8 @@ def register(subparsers) -> None:
                         description="Modify the images on which the classifier is competent (brightness, contrast, "
                                     "saturation, noise, pixelation) with the smallest listed factor that makes it "
                                     "lose competency, and write them with a causes.csv.")
-    cs.add_argument("dataset", metavar="IMAGES", help="a folder of images (class folders or flat) or a CSV")
+    cs.add_argument("dataset", metavar="IMAGES", help="a folder of images (class folders or flat), a CSV or "
+                    "fiftyone:NAME")
     cs.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator was "
                     "fitted for")
     cs.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
@@ -93,7 +96,8 @@ def register(subparsers) -> None:
                            description="Run every counterfactual generator on the low-competency images of a set "
                                        "and compare success rate, LPIPS, feature/latent similarity, FD, KD and time.",
                            derive_options=lambda r: _options(r, BENCH))
-    bench.add_argument("dataset", metavar="IMAGES", help="a folder of images (class folders or flat) or a CSV")
+    bench.add_argument("dataset", metavar="IMAGES", help="a folder of images (class folders or flat), a CSV or "
+                       "fiftyone:NAME")
     bench.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator was "
                        "fitted for")
     bench.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
@@ -167,10 +171,12 @@ def run_fit(args) -> int:
 
 def _open_dataset(path: str):
     from ...core.data.datasets import open_dataset
+    from ...core.data.sources import is_fiftyone_ref
     from ...core.errors import ConfigError
 
-    if not Path(path).exists():
-        raise ConfigError(f"No dataset at {path}.", hint="Give a folder of class folders or a CSV manifest.")
+    if not is_fiftyone_ref(path) and not Path(path).exists():
+        raise ConfigError(f"No dataset at {path}.", hint="Give a folder of class folders, a CSV manifest or "
+                                                         "fiftyone:NAME[#FIELD].")
     return open_dataset(path)
 
 
@@ -247,8 +253,10 @@ def run_score(args) -> int:
 
     spec = get_analysis(SCORE)
     config = make_config(spec, given_options(args))
-    one = Path(args.images[0])
-    if len(args.images) == 1 and (one.is_dir() or one.suffix.lower() == ".csv"):
+    from ...core.data.sources import is_fiftyone_ref
+
+    one = args.images[0]
+    if len(args.images) == 1 and (is_fiftyone_ref(one) or Path(one).is_dir() or Path(one).suffix.lower() == ".csv"):
         images = open_image_set(one)  # a dataset (labels used when they name the classifier's classes)
     else:
         images = _check_images(args.images)

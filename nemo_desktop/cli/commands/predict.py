@@ -3,6 +3,8 @@
 ID_OR_SPEC is a catalog id (`vit-b16-augreg2`, `clip-vit-b32`, ...) or `<family>:<source>`, e.g.
 `timm:local-dir:/models/mine`, `timm:checkpoint:resnet50:/data/ft.safetensors --classes classes.txt`,
 `hf-clip:/models/clip-folder`, `open_clip:ViT-B-32@laion2b_s34b_b79k`.
+`fiftyone:NAME[#FIELD]` among the images stands for the images of that FiftyOne dataset that have a label in its
+ground-truth field (the dataset source of core/data/sources.py).
 An unreadable image (damaged, missing, a FIFO, a dangling link, no read permission, ...) is reported and skipped
 (exit status 1, partial); the others are still classified. When no image can be read, nothing completed: exit
 status 3, each file's error reported once (the scheme of every batch command, cli/exit_codes.py). A bar on
@@ -23,7 +25,8 @@ def register(subparsers) -> None:
                     "(`nemo models list`) or <family>:<source>, e.g. timm:local-dir:/models/mine, "
                     "timm:checkpoint:resnet50:/data/ft.safetensors (with --classes), hf-clip:/models/clip, "
                     "open_clip:ViT-B-32@laion2b_s34b_b79k.")
-    p.add_argument("images", nargs="+", metavar="IMAGE", help="image files")
+    p.add_argument("images", nargs="+", metavar="IMAGE", help="image files, or fiftyone:NAME for a FiftyOne "
+                   "dataset's images")
     p.add_argument("--classifier", "-c", default=DEFAULT_CLASSIFIER, metavar="ID_OR_SPEC",
                    help=f"catalog id or <family>:<source> (default: {DEFAULT_CLASSIFIER})")
     p.add_argument("--top-k", "-k", type=int, default=5, metavar="N", help="classes to show per image (default 5)")
@@ -60,6 +63,16 @@ def _spec(args):
 
 
 READING, CLASSIFYING = "Reading images", "Classifying"
+
+
+def expand_sources(images: list[str]) -> list[str]:
+    """The image files, with each `fiftyone:NAME` replaced by its dataset's images (in the dataset's order)."""
+    from ...core.data.sources import is_fiftyone_ref, open_source
+
+    out: list[str] = []
+    for image in images:
+        out += [str(p) for p in open_source(image).paths] if is_fiftyone_ref(image) else [image]
+    return out
 
 
 def _report_unreadable(failures) -> None:
@@ -101,7 +114,7 @@ def run(args) -> int:
     loaded, failures = [], []
     bars = StageBars(kept={CLASSIFYING}, units={READING: "img", CLASSIFYING: "img"}, terminal_only=True)
     with cancellable_job(bars, cancels_after="the current batch") as ctx:
-        for path in ctx.track(args.images, READING):
+        for path in ctx.track(expand_sources(args.images), READING):
             try:
                 loaded.append((path, load_image(path)))
             except InputImageError as exc:

@@ -14,6 +14,16 @@ from .datasets import LabelledImageDataset
 from .sources import fiftyone_ref, parse_fiftyone_ref
 
 
+def dataset_names() -> list[str]:
+    """The names of the FiftyOne datasets (what `fiftyone:NAME` may name), sorted; starts FiftyOne's database."""
+    from ..extras import require
+
+    require("fiftyone", "Listing FiftyOne datasets")
+    import fiftyone as fo
+
+    return sorted(fo.list_datasets())
+
+
 class FiftyOneDataset(LabelledImageDataset):
     kind = "fiftyone"
     _label_word = "ground-truth labels"

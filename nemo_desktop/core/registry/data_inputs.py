@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..data.sources import is_fiftyone_ref
 from ..errors import ConfigError
 from .spec import AnalysisSpec, in_sentence
 
@@ -86,8 +87,9 @@ def call_args(spec: AnalysisSpec, value: str | None) -> tuple:
         return ()
     if not value:
         raise ConfigError(f"Choose the {in_sentence(data_prompt(spec)[0])} to run '{spec.name}' on.")
-    if how == "folder" and not Path(value).is_dir():
-        raise ConfigError(f"{value} is not a folder.", hint="Choose an existing folder.")
+    if how == "folder" and not is_fiftyone_ref(value) and not Path(value).is_dir():  # fiftyone:NAME names no folder
+        raise ConfigError(f"{value} is not a folder.", hint="Choose an existing folder (or fiftyone:NAME for a "
+                                                            "FiftyOne dataset).")
     if how == "file" and not Path(value).is_file():
         raise ConfigError(f"{value} is not a file.", hint="Choose an existing image file.")
     return (value,)

@@ -65,8 +65,8 @@ class EstimatorConfig:
     calibration_fraction: float = _f(0.2, "Held-out calibration fraction", "Share of the labelled images kept "
                                      "out of training to compute class statistics and calibrate.", min=0.05,
                                      max=0.9)
-    calibration_set: str = _f("", "Calibration set", "A folder of class folders or a CSV manifest of labelled "
-                              "images to compute the class statistics and calibrate on. Empty: hold "
+    calibration_set: str = _f("", "Calibration set", "A folder of class folders, a CSV manifest or fiftyone:NAME "
+                              "of labelled images to compute the class statistics and calibrate on. Empty: hold "
                               "'calibration fraction' of the fit set out (the reference's split); with a set, every "
                               "fit image trains the autoencoder and the fraction is not used. The result records "
                               "which was used (and the set's content fingerprint).", path=True)

@@ -62,6 +62,7 @@ def calibration_from(path: str, class_names: Sequence[str]) -> tuple[list[Path],
     classes. Every error names the set; a file that is missing or not readable is a usage error found before any
     work, like a file that is not an image."""
     from ...data.datasets import UnmatchedLabelsError, open_dataset
+    from ...data.sources import is_fiftyone_ref
     from ...errors import InputImageError
     from ...images import unreadable_reason
 
@@ -78,7 +79,7 @@ def calibration_from(path: str, class_names: Sequence[str]) -> tuple[list[Path],
         listing = "; ".join(f"{p} {why}" for p, why in bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5
                                                                     else "")
         where = "relative paths are read from the CSV's folder" if Path(path).suffix.lower() == ".csv" else \
-            "the folder lists them"
+            "the FiftyOne dataset lists them" if is_fiftyone_ref(path) else "the folder lists them"
         raise InputImageError(f"{len(bad)} image file(s) of the calibration set {path} cannot be read: {listing}.",
                               hint=f"Correct or remove them ({where}).")
     return ds.paths, ds.labels

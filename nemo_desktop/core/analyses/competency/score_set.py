@@ -108,15 +108,20 @@ class CompetencyScoreSet:
 
 
 def open_image_set(path: str | os.PathLike) -> Any:
-    """A labelled dataset (class folders or CSV) when the path is one, else the image files under a folder."""
+    """A labelled dataset (class folders, CSV or `fiftyone:NAME[#FIELD]`, data/sources.py) when the path is one, else
+    the image files under a folder."""
     from pathlib import Path
 
     from ...data.datasets import open_dataset
+    from ...data.sources import is_fiftyone_ref
     from ...images import IMAGE_EXTENSIONS
 
+    if is_fiftyone_ref(path):
+        return open_dataset(path)
     p = Path(path).expanduser()
     if not p.exists():
-        raise ConfigError(f"No images at {p}.", hint="Give a folder of images (class folders or flat) or a CSV.")
+        raise ConfigError(f"No images at {p}.", hint="Give a folder of images (class folders or flat), a CSV or "
+                                                       "fiftyone:NAME.")
     try:
         return open_dataset(p)
     except ConfigError:

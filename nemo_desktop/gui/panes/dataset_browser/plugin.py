@@ -45,7 +45,7 @@ SIDE_SHARE = 0.6  # the most of the pane the side panel takes to show a confusio
 class DatasetBrowserPane(Pane):
     NAME = "dataset_browser"
     TITLE = "Dataset browser"
-    SUMMARY = "Open a folder of images or a CSV manifest and see where the classifier goes wrong."
+    SUMMARY = "Open a folder of images, a CSV manifest or a FiftyOne dataset and see where the classifier goes wrong."
 
     sig_opened = Signal(object)  # BrowseData, once shown
     sig_filtered = Signal(int)  # rows shown after a filter
@@ -86,6 +86,9 @@ class DatasetBrowserPane(Pane):
         menu = QMenu(self.open_button)
         menu.addAction("Folder with one sub-folder per class…", self.choose_folder)
         menu.addAction("CSV manifest (path,label)…", self.choose_csv)
+        from .fiftyone_open import add_open_action
+
+        self.open_fiftyone_action = add_open_action(self, menu)
         self.open_button.setMenu(menu)
         self.path_label = QLabel("No dataset open.")
         self.path_label.setObjectName("datasetPath")
@@ -560,10 +563,18 @@ class DatasetBrowserPane(Pane):
                                        visible=False, ask_before_quit=False)
         handle.sig_done.connect(lambda found: setattr(self, "image_analyses", found))
         self.competency.refresh()
-        if self._restore_path and Path(self._restore_path).exists() and self.data is None:
+        if self._restore_path and self.data is None and self._can_restore(self._restore_path):
             self.open_path(self._restore_path)
 
     _restore_path: str | None = None
+
+    @staticmethod
+    def _can_restore(path: str) -> bool:
+        from nemo_desktop.core.data.sources import is_fiftyone_ref
+
+        from .fiftyone_link import unavailable_reason
+
+        return unavailable_reason() is None if is_fiftyone_ref(path) else Path(path).exists()
 
     def save_state(self, settings: QSettings) -> None:
         settings.setValue("splitter", self.splitter.saveState())
