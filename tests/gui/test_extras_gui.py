@@ -10,18 +10,14 @@ import pytest
 
 
 
-def test_the_pdf_choice_is_off_and_names_the_extra(qtbot, without):
+def test_the_pdf_choice_is_off_and_names_the_extra(qtbot, make_window, without):
     from nemo_desktop.gui.panes.report_exporter.plugin import ReportExporterPane
 
-    host = SimpleNamespace(session=None)
-    try:
-        pane = ReportExporterPane(host)
-    except Exception as exc:  # noqa: BLE001 - the pane's constructor wants more of its host
-        pytest.skip(f"pane needs a main window: {exc}")
-    qtbot.addWidget(pane)
+    window = make_window()
+    pane = window.show_pane("report_exporter")
     assert pane.pdf_radio.isEnabled()
     without("pdf")
-    pane = ReportExporterPane(host)
+    pane = ReportExporterPane(window)  # a pane built while the extra is missing
     qtbot.addWidget(pane)
     assert not pane.pdf_radio.isEnabled() and "nemo-desktop[pdf]" in pane.pdf_radio.toolTip()
     assert pane.fmt == "html"
