@@ -193,6 +193,8 @@ def test_the_recommended_gpu_is_abbreviated_and_whole_in_the_tooltip():
         assert len(model.data(index)) <= 26, model.data(index)
         assert row.entry.recommended_gpu in model.data(index, Qt.ItemDataRole.ToolTipRole)
     assert "Recommended GPU" in model.headerData(col, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    kinds = {model.data(model.index(r, COLUMNS.index("Kind"))) for r in range(len(model.rows))}
+    assert all(k[0].isupper() for k in kinds), kinds  # "generator" showed as the catalog's word
 
 
 def test_long_values_wrap_instead_of_pushing_the_table_past_the_view(qtbot, make_window):

@@ -24,7 +24,8 @@ HEADER_TIPS = {
     "Gated": "Whether the repository asks you to accept its terms on Hugging Face before downloading",
     "Rec. GPU": "Recommended GPU (in full in the row's tooltip); \"offloaded\": with CPU offload, slower",
 }
-KIND_TEXT = {"classifier": "Classifier", "mllm": "Multimodal LLM", "editor": "Image editor"}
+KIND_TEXT = {"classifier": "Classifier", "mllm": "Multimodal LLM", "editor": "Image editor",
+             "generator": "Image generator"}
 _SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 MAX_COLUMN_WIDTH = 240
 # Columns whose long text is elided (whole in the row's tooltip) when the view has no room for all: a long license
