@@ -10,10 +10,10 @@ them (a second classifier; a fix folder), and every analysis the demo's models a
 (the others show why Run is disabled); the Report exporter lists them. At every stop the window's geometry is
 checked (no table column narrower than its header's longest word, no result view that scrolls sideways, no
 visible widget outside the window, no input field under 120 px, no tab title cut off, the workbench's Run visible
-without scrolling, the Jobs dock) and a screenshot is saved. Each page's settings must survive a page switch and a
-restart of the window. Exit status 1 when a check failed (all are printed). With --readme it also saves the
-README's two shots of this path (the welcome page and an Analyses result with its chart); `screenshots.py` makes
-the README's others, which need its tiny captioning model and editor.
+without scrolling, the Jobs dock) and a screenshot is saved. Each page's settings must survive a page switch, be
+on disk before the window closes, and survive a restart of the window. Exit status 1 when a check failed (all are
+printed). With --readme it also saves the README's two shots of this path (the welcome page and an Analyses result
+with its chart); `screenshots.py` makes the README's others, which need its tiny captioning model and editor.
 Without a DISPLAY the script re-runs itself under `xvfb-run` with a screen of --size (see screenshots.py for the
 packages). It takes about ten minutes on a 2-core CPU (the demo, a second classifier, the runs).
 """
@@ -184,6 +184,17 @@ def run_page(app, pane, window, name: str, out: Path, exported: list) -> None:
     pane.sig_result_shown.disconnect()
 
 
+def kept_on_disk(window) -> dict:
+    """The Analyses pages' remembered inputs as the settings file holds them now (page_memory.py)."""
+    import json
+
+    from nemo_desktop.gui.panes.analyses.page_memory import STATE_KEY, from_settings
+    from nemo_desktop.gui.settings import STATE_FILE_NAME
+
+    path = window.paths.config_dir / STATE_FILE_NAME
+    return from_settings(json.loads(path.read_text(encoding="utf-8")).get(STATE_KEY)) if path.exists() else {}
+
+
 def mark_setting(pane) -> tuple[str | None, object]:
     """Give the page's seed (else its first whole-number setting) a value of its own, to be found again after a
     page switch and a restart: (field, value), or (None, None) when the page has no such setting."""
@@ -328,9 +339,12 @@ def main() -> int:
         marks[name] = mark_setting(pane)  # after the run: the runs use the defaults
 
     print("   settings after a page switch")
+    for name in [n for n, (field, _v) in marks.items() if field is None]:
+        print(f"  --    {name}: no whole-number setting to follow")
+    marks = {n: mark for n, mark in marks.items() if mark[0] is not None}
     for name, (field, value) in marks.items():
         show_page(app, pane, name)
-        check(field is None or pane.form.values().get(field) == value,
+        check(pane.form.values().get(field) == value,
               f"{name}: '{field}' is still {value} after a page switch (shows {pane.form.values().get(field)})")
     print("5. the report exporter")
     exporter = window.show_pane("report_exporter")
@@ -343,6 +357,10 @@ def main() -> int:
     save(window, args.out / "06_report_exporter.png")
 
     print("6. a restart")
+    window.background_settings.flush()  # the writes already made (page switches), not the close's
+    kept = kept_on_disk(window)
+    check(all(kept.get(n, {}).get("values", {}).get(field) == value for n, (field, value) in marks.items()),
+          "the pages' settings are on disk before the window closes (a crash would not lose them)")
     window.close()
     window.jobs.shutdown(10_000)
     from nemo_desktop.gui.main_window import MainWindow
@@ -355,7 +373,7 @@ def main() -> int:
     run_until(app, lambda: pane.analysis_list.count() > 0, 60)
     for name, (field, value) in marks.items():
         show_page(app, pane, name)
-        check(field is None or pane.form.values().get(field) == value,
+        check(pane.form.values().get(field) == value,
               f"{name}: '{field}' is still {value} after a restart (shows {pane.form.values().get(field)})")
     again.close()
     again.jobs.shutdown(10_000)

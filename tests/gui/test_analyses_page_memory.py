@@ -95,3 +95,51 @@ def test_unreadable_remembered_settings_start_from_the_defaults(qtbot, make_wind
     window.settings.sync()
     window2, pane = _pane(qtbot, make_window, "fix")
     assert pane.form.values()["data"] in ("edit", "augment", "none")
+
+
+def _kept_on_disk(window) -> dict:
+    """The pages' remembered inputs as the settings files on disk hold them now ({} when not yet written): the
+    window's gui-state.json, else gui.ini (read by a QSettings of its own, as the next window would)."""
+    import json
+
+    from PySide6.QtCore import QSettings
+
+    from nemo_desktop.gui.panes.analyses.page_memory import from_settings
+    from nemo_desktop.gui.settings import FILE_NAME, STATE_FILE_NAME
+
+    state = window.paths.config_dir / STATE_FILE_NAME
+    text = json.loads(state.read_text(encoding="utf-8")).get("panes/analyses/pages") if state.exists() else None
+    if text is None:
+        text = QSettings(str(window.paths.config_dir / FILE_NAME), QSettings.Format.IniFormat).value(
+            "panes/analyses/pages")
+    return from_settings(text)
+
+
+def test_a_changed_setting_is_written_before_any_close_and_survives_a_crash(qtbot, make_window, gui_home,
+                                                                             class_folders):  # noqa: F811
+    """Written once the user pauses (no page switch, no close): a window that then dies loses nothing."""
+    window, pane = _pane(qtbot, make_window, "competency-bench")
+    qtbot.waitUntil(lambda: bool(pane.form.editors), timeout=60000)
+    pane.form.editors["seed"][1].setValue(7)  # as a user's typing does (a signal, not set_value)
+    pane.data_path.setText(str(class_folders))
+    qtbot.waitUntil(lambda: _kept_on_disk(window).get("competency-bench", {}).get("values", {}).get("seed") == 7,
+                    timeout=10000)
+    assert _kept_on_disk(window)["competency-bench"]["data_text"] == str(class_folders)
+
+    window2, pane2 = _pane(qtbot, make_window, "global-explanation")  # no save_layout: as after a crash
+    _show(qtbot, pane2, "competency-bench")
+    assert pane2.form.values()["seed"] == 7 and pane2.data_path.text() == str(class_folders)
+
+
+def test_leaving_a_page_writes_its_settings_at_once(qtbot, make_window, gui_home, monkeypatch):
+    """The page left is written as it is left, not after the pause a changed setting waits for."""
+    from nemo_desktop.gui.panes.analyses import page_memory
+
+    monkeypatch.setattr(page_memory, "WRITE_DELAY_MS", 600_000, raising=False)  # only leaving can write
+    window, pane = _pane(qtbot, make_window, "model-diff")
+    b = pane._model_boxes["classifier_b"]
+    second = b.itemData(b.count() - 1)
+    _choose(b, second)
+    _show(qtbot, pane, "fix")
+    window.background_settings.flush()
+    assert _kept_on_disk(window)["model-diff"]["models"]["classifier_b"] == second

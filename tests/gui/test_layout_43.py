@@ -147,7 +147,9 @@ def test_the_competency_bench_table_fits_beside_the_settings_at_1280(qtbot, make
     qtbot.waitUntil(lambda: not window.jobs.busy, timeout=120000)
 
 
-def test_the_model_list_shows_its_license_column_at_1280(qtbot, make_window):
+def test_every_model_list_column_is_readable_without_sideways_scrolling_at_1280(qtbot, make_window):
+    """License, Gated and the recommended GPU were off the list's edge (the demo's long license text among the
+    rows); each column is at least as wide as its header's text, and the list does not scroll sideways."""
     from nemo_desktop.core.demo import digits
     from nemo_desktop.core.models.user_catalog import put_user_entry
     from nemo_desktop.core.store.paths import get_paths
@@ -160,11 +162,39 @@ def test_the_model_list_shows_its_license_column_at_1280(qtbot, make_window):
     pane = window.show_pane("model_manager")
     qtbot.waitUntil(lambda: pane.model.row_of(digits.CLASSIFIER_ID) >= 0, timeout=60000)
     qtbot.wait(200)
-    header = pane.table.horizontalHeader()
-    col = [pane.model.headerData(c, header.orientation()) for c in range(header.count())].index("License")
-    right = header.sectionViewportPosition(col) + header.sectionSize(col)
-    assert right <= pane.table.viewport().width(), (right, pane.table.viewport().width(), pane.splitter.sizes())
+    header, table = pane.table.horizontalHeader(), pane.table
+    texts = [pane.model.headerData(c, header.orientation()) for c in range(header.count())]
+    widths = [header.sectionSize(c) for c in range(header.count())]
+    for c, text in enumerate(texts):
+        assert widths[c] >= header.fontMetrics().horizontalAdvance(text), (text, widths[c])
+        right = header.sectionViewportPosition(c) + widths[c]
+        assert right <= table.viewport().width(), (text, right, table.viewport().width(), pane.splitter.sizes())
+    assert table.horizontalScrollBar().maximum() == 0, (widths, table.viewport().width())
+    assert {"License", "Gated"} <= set(texts)
     qtbot.waitUntil(lambda: not window.jobs.busy, timeout=120000)
+
+
+def test_the_recommended_gpu_is_abbreviated_and_whole_in_the_tooltip():
+    from PySide6.QtCore import Qt
+
+    from nemo_desktop.core.jobs import null_context
+    from nemo_desktop.gui.panes.model_manager.catalog_rows import load_catalog
+    from nemo_desktop.gui.panes.model_manager.widgets.catalog_table import COLUMNS, CatalogTableModel, short_gpu
+
+    assert short_gpu("24 GB (RTX 3090/4090, A5000) or larger") == "≥ 24 GB"
+    assert short_gpu("48 GB (RTX A6000, the paper's GPU); 24 GB with CPU offload") == "48 GB (24 offloaded)"
+    assert short_gpu("any CUDA GPU with 2 GB or more; the CPU works") == "any, CPU ok"
+    assert short_gpu("a T4 or better") == "a T4 or better"  # another shape is kept, not guessed
+    model = CatalogTableModel()
+    model.set_rows(load_catalog(null_context()).rows)
+    col = COLUMNS.index("Rec. GPU")
+    for r, row in enumerate(model.rows):
+        index = model.index(r, col)
+        assert len(model.data(index)) <= 26, model.data(index)
+        assert row.entry.recommended_gpu in model.data(index, Qt.ItemDataRole.ToolTipRole)
+    assert "Recommended GPU" in model.headerData(col, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    kinds = {model.data(model.index(r, COLUMNS.index("Kind"))) for r in range(len(model.rows))}
+    assert all(k[0].isupper() for k in kinds), kinds  # "generator" showed as the catalog's word
 
 
 def test_long_values_wrap_instead_of_pushing_the_table_past_the_view(qtbot, make_window):

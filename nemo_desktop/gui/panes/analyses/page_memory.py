@@ -1,8 +1,11 @@
 """What each Analyses page remembers of its inputs: its settings (the form built from the analysis' config), the
 model chosen in each of its roles, its data (a folder, an image, a stored run) and the key of its last stored
 result. Read from the widgets when the page is left, put back when it is shown again, and kept in the window's
-settings so that a restart finds every page as it was left. Nothing here is specific to one analysis: the form,
-the roles and the data come from the registry entry. Helper functions taking the Analyses pane (plugin.py)."""
+settings so that a restart finds every page as it was left. Written as the user goes (a page left, a setting
+changed: debounced), not only when the window closes, so that a crash loses none of it; written off the GUI
+thread (the window's BackgroundSettings, gui-state.json), gui.ini being read only where an earlier version kept it.
+Nothing here is specific to one analysis: the form, the roles and the data come from the registry entry. Helper
+functions taking the Analyses pane (plugin.py)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +14,9 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-SETTINGS_KEY = "pages"  # in the pane's group of gui.ini: {analysis name: remembered inputs}
+SETTINGS_KEY = "pages"  # in the pane's group of gui.ini (earlier versions): {analysis name: remembered inputs}
+STATE_KEY = "panes/analyses/pages"  # the same in the window's BackgroundSettings (gui-state.json)
+WRITE_DELAY_MS = 500  # a setting changed: written once the user paused (a spin box's every step is not a write)
 REMEMBERED = ("values", "models", "data_text", "data_choice", "result_key")
 
 
@@ -25,6 +30,26 @@ def remember_shown(pane) -> None:
     state.models = pane.chosen_models()
     if pane.data_combo.count():  # a stored run / index (chosen_data reads the folder field for the others)
         state.data_choice = pane.data_combo.currentData()
+
+
+def background_settings(pane):
+    """The window's settings written off the GUI thread (None for a host without them: gui.ini at close only)."""
+    return getattr(pane.host, "background_settings", None)
+
+
+def keep(pane) -> None:
+    """Write every page's remembered inputs now (the shown page's read from its widgets first)."""
+    remember_shown(pane)
+    settings = background_settings(pane)
+    if settings is not None:
+        settings.setValue(STATE_KEY, to_settings(pane._states))
+
+
+def kept_text(pane, settings) -> Any:
+    """The remembered inputs' text: the latest written as the user went, else gui.ini's (an earlier version's)."""
+    background = background_settings(pane)
+    text = background.value(STATE_KEY) if background is not None else None
+    return text if text is not None else settings.value(SETTINGS_KEY)
 
 
 def restore_models(pane, models: dict[str, str] | None) -> None:

@@ -25,6 +25,8 @@ class PageResults:
         state.result = result
         # Stored results are read back after a restart (page_memory.py); an unstored one is not remembered.
         state.result_key = getattr(result, "key", None) or getattr(result, "result_key", None)
+        if state.result_key:
+            self._keep_timer.start()  # the key is written too (page_memory.keep)
         store = self.host.session.store()
         handle = self.host.jobs.submit(lambda ctx: result_html(result, store, ctx), title="Rendering the result",
                                        lane=IO, visible=False)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
                                QListWidget, QListWidgetItem, QPushButton, QScrollArea, QSplitter, QTextBrowser,
                                QVBoxLayout, QWidget)
@@ -74,6 +74,11 @@ class AnalysesPane(PageResults, Pane):
         self._states: dict[str, PageState] = {}  # analysis name -> its page's own result, job and status
         self._no_page = PageState()
         self._model_boxes: dict[str, QComboBox] = {}
+        # What is set on a page is written as the user goes (page_memory.keep): a crash loses none of it.
+        self._keep_timer = QTimer(self)
+        self._keep_timer.setSingleShot(True)
+        self._keep_timer.setInterval(page_memory.WRITE_DELAY_MS)
+        self._keep_timer.timeout.connect(lambda: page_memory.keep(self))
 
         self.analysis_list = QListWidget()
         self.analysis_list.setObjectName("analysisList")
@@ -110,6 +115,7 @@ class AnalysesPane(PageResults, Pane):
         self.data_combo.setMinimumWidth(MIN_FIELD_WIDTH)
         self.data_path.setMinimumWidth(MIN_FIELD_WIDTH)
         self.form = MethodForm()
+        self.form.sig_changed.connect(self._settings_changed)
         settings_box = QGroupBox("Settings")
         QVBoxLayout(settings_box).addWidget(self.form)
 
@@ -334,7 +340,8 @@ class AnalysesPane(PageResults, Pane):
     def _select(self, item: QListWidgetItem | None) -> None:
         if item is None:
             return
-        page_memory.remember_shown(self)  # the page being left keeps what was set on it
+        self._keep_timer.stop()
+        page_memory.keep(self)  # the page being left keeps what was set on it, written at once
         name, session = item.data(NAME_ROLE), self.host.session
         handle = self.host.jobs.submit(lambda ctx: page_data(session, name, ctx), title=f"Preparing {name}",
                                        lane=IO, visible=False)
@@ -387,7 +394,13 @@ class AnalysesPane(PageResults, Pane):
         refresh_pickers(self)
         self._inputs_changed()
 
+    def _settings_changed(self) -> None:
+        """A setting, model or data choice of the shown page changed: written once the user pauses."""
+        if not self._switching and self.page is not None:
+            self._keep_timer.start()
+
     def _inputs_changed(self) -> None:
+        self._settings_changed()
         if self.page is not None:
             self._refresh_loaded()
         relabel_models(self)
@@ -524,14 +537,19 @@ class AnalysesPane(PageResults, Pane):
 
     def save_state(self, settings: QSettings) -> None:
         settings.setValue("splitter", self.splitter.saveState())
-        page_memory.remember_shown(self)
-        settings.setValue(page_memory.SETTINGS_KEY, page_memory.to_settings(self._states))
+        self._keep_timer.stop()
+        page_memory.keep(self)
+        background = page_memory.background_settings(self)
+        if background is None:
+            settings.setValue(page_memory.SETTINGS_KEY, page_memory.to_settings(self._states))
+        else:
+            background.flush()  # on disk before the window (or a test) opens the next one
 
     def restore_state(self, settings: QSettings) -> None:
         state = settings.value("splitter")
         if state is not None:
             self.splitter.restoreState(state)
-        for name, kept in page_memory.from_settings(settings.value(page_memory.SETTINGS_KEY)).items():
+        for name, kept in page_memory.from_settings(page_memory.kept_text(self, settings)).items():
             page = self.state(name)
             for attr, value in kept.items():
                 setattr(page, attr, value)

@@ -24,7 +24,7 @@ from ...widgets.table_columns import keep_header_words_whole
 from ..base import Pane, PaneHost
 from .catalog_rows import CatalogSnapshot, delete_entry_weights, download_entry, load_catalog, refresh_row
 from .custom_import import add_checkpoint
-from .widgets.catalog_table import COLUMNS, CatalogTableModel
+from .widgets.catalog_table import CatalogTableModel, fit_columns
 from .widgets.disk_panel import DiskPanel
 from .widgets.import_dialog import ImportCheckpointDialog
 from .widgets.settings_panel import SettingsPanel
@@ -32,10 +32,8 @@ from .widgets.speed_panel import SpeedPanel
 
 MODEL_JOBS = "nemo_desktop.core.session_jobs"  # the model jobs, run where the settings say (core/worker)
 
-MAX_COLUMN_WIDTH = 240
-# A long license ("trained locally on UCI handwritten digits (CC BY 4.0)") is elided (whole in the tooltip): at
-# 1280×800 the License column then ends inside the table instead of off its edge.
-LICENSE_WIDTH = 160
+# The columns' widths as the user left them; another key than earlier versions', whose widths scrolled sideways.
+HEADER_KEY = "catalog_columns"
 
 
 class ModelManagerPane(Pane):
@@ -220,10 +218,7 @@ class ModelManagerPane(Pane):
             self._header_state = None
         elif not getattr(self, "_sized", False):
             self._sized = True
-            self.table.resizeColumnsToContents()
-            for col in range(self.model.columnCount()):
-                cap = LICENSE_WIDTH if COLUMNS[col] == "License" else MAX_COLUMN_WIDTH
-                self.table.setColumnWidth(col, min(self.table.columnWidth(col), cap))
+            fit_columns(self.table)  # every column readable without sideways scrolling where they fit
         if selected is not None:
             self.select(selected.id)
         downloaded = sum(r.status in ("downloaded", "local") for r in snapshot.rows)
@@ -448,11 +443,11 @@ class ModelManagerPane(Pane):
     # -- layout persistence ---------------------------------------------------------------------------------
     def save_state(self, settings: QSettings) -> None:
         if self.model.rowCount():
-            settings.setValue("catalog_header", self.table.horizontalHeader().saveState())
+            settings.setValue(HEADER_KEY, self.table.horizontalHeader().saveState())
         settings.setValue("splitter", self.splitter.saveState())
 
     def restore_state(self, settings: QSettings) -> None:
-        self._header_state = settings.value("catalog_header")
+        self._header_state = settings.value(HEADER_KEY)
         state = settings.value("splitter")
         if state is not None:
             self.splitter.restoreState(state)

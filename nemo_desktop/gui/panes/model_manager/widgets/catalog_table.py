@@ -5,14 +5,47 @@ percentage and the models in memory ("loaded").
 """
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtWidgets import QTableView
 
 from ..catalog_rows import CatalogRow
 from ....widgets.row_table_model import RowTableModel
 
-COLUMNS = ("Model", "Kind", "Status", "Size", "GPU memory (bf16)", "License", "Gated", "Recommended GPU")
-KIND_TEXT = {"classifier": "Classifier", "mllm": "Multimodal LLM", "editor": "Image editor"}
+# Short headers (their full words in the header's tooltip) so that every column is readable without sideways
+# scrolling at 1280×800 (issue 43 §3).
+COLUMNS = ("Model", "Kind", "Status", "Size", "GPU mem.", "License", "Gated", "Rec. GPU")
+HEADER_TIPS = {
+    "Model": "The catalog id (★ the paper's default)",
+    "Size": "Download size of the weights (≈ estimated)",
+    "GPU mem.": "GPU memory the weights need in bf16 (≈ estimated)",
+    "License": "The weights' license (a long one in full in the row's tooltip)",
+    "Gated": "Whether the repository asks you to accept its terms on Hugging Face before downloading",
+    "Rec. GPU": "Recommended GPU (in full in the row's tooltip); \"offloaded\": with CPU offload, slower",
+}
+KIND_TEXT = {"classifier": "Classifier", "mllm": "Multimodal LLM", "editor": "Image editor",
+             "generator": "Image generator"}
 _SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+MAX_COLUMN_WIDTH = 240
+# Columns whose long text is elided (whole in the row's tooltip) when the view has no room for all: a long license
+# ("trained locally on UCI handwritten digits (CC BY 4.0)"), the recommended GPU, the model id.
+ELIDED = ("Model", "License", "Rec. GPU")
+
+
+def short_gpu(text: str) -> str:
+    """The recommended GPU in a few characters: "24 GB (RTX 3090/4090, A5000) or larger" -> "≥ 24 GB",
+    "48 GB (RTX A6000); 24 GB with CPU offload" -> "48 GB (24 offloaded)"; text of another shape is kept."""
+    low = text.lower()
+    if low.startswith("any"):
+        return "any, CPU ok" if "cpu" in low else "any"
+    first = re.match(r"\s*(\d+(?:-\d+)?)\s*GB", text)
+    if first is None:
+        return text
+    main = text.split(";")[0]
+    short = ("≥ " if re.search(r"or (larger|more)", main) else "") + f"{first.group(1)} GB"
+    offload = re.search(r"(\d+(?:-\d+)?)\s*GB[^;]*CPU offload", text[len(main):])
+    return short + (f" ({offload.group(1)} offloaded)" if offload else "")
 
 
 def _size(n_bytes: int) -> str:
@@ -31,6 +64,11 @@ class CatalogTableModel(RowTableModel):
         self.downloading: dict[str, float | None] = {}  # entry id -> fraction done (None: starting)
         self.loaded: dict[str, str] = {}  # entry id -> kind it is loaded as
         self.loading: dict[str, str] = {}  # entry id -> "queued" (waits behind another job) | "loading…"
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802 - Qt's name
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.ToolTipRole:
+            return HEADER_TIPS.get(COLUMNS[section])
+        return super().headerData(section, orientation, role)
 
     def set_rows(self, rows: list[CatalogRow]) -> None:
         self.beginResetModel()
@@ -97,8 +135,12 @@ class CatalogTableModel(RowTableModel):
                     e.recommended_gpu)[col]
         if role == Qt.ItemDataRole.ToolTipRole:
             tip = f"{e.description}\nRepository: {e.repo} ({e.revision})"
+            if COLUMNS[col] == "Model":  # the column may elide a long id
+                tip = f"{e.id}\n{tip}"
             if COLUMNS[col] == "License":  # the column elides a long one
                 tip = f"License: {e.license}\n{tip}"
+            if COLUMNS[col] == "Rec. GPU":  # the column shows it abbreviated
+                tip = f"Recommended GPU: {e.recommended_gpu}\n{tip}"
             if e.estimated:
                 tip += f"\nEstimated: {', '.join(e.estimated)}"
             if e.notes:
@@ -125,4 +167,25 @@ class CatalogTableModel(RowTableModel):
             return e.license
         if col == 6:
             return "yes" if e.gated else "no"
-        return e.recommended_gpu
+        return short_gpu(e.recommended_gpu)
+
+
+def fit_columns(view: QTableView) -> None:
+    """Each column as wide as its content (at most MAX_COLUMN_WIDTH) and never narrower than its header's text;
+    when they do not all fit the view, the ELIDED columns are capped at one width, the widest giving up room first
+    (down to their header's), so that every column is readable without scrolling sideways where they can fit."""
+    header = view.horizontalHeader()
+    view.resizeColumnsToContents()
+    floor = [header.sectionSizeHint(c) for c in range(header.count())]  # the header's text, margins, sort arrow
+    widths = [max(floor[c], min(header.sectionSize(c), MAX_COLUMN_WIDTH)) for c in range(header.count())]
+    elided = [COLUMNS.index(name) for name in ELIDED]
+    bar = view.verticalScrollBar()  # not shown yet when the rows were just set: room is kept for it
+    width = view.viewport().width() - (0 if bar.isVisible() else bar.sizeHint().width())
+    room = width - sum(w for c, w in enumerate(widths) if c not in elided)
+    cap = max(widths[c] for c in elided)
+    while cap > 0 and sum(max(floor[c], min(widths[c], cap)) for c in elided) > room:
+        cap -= 1
+    for c in elided:
+        widths[c] = max(floor[c], min(widths[c], cap))
+    for c, w in enumerate(widths):
+        view.setColumnWidth(c, w)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from PySide6.QtWidgets import (QCheckBox, QFormLayout, QLineEdit, QVBoxLayout, QWidget)
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QFormLayout, QLineEdit, QVBoxLayout,
+                               QWidget)
 
 from nemo_desktop.core.registry.params import ParamInfo, config_params
 
@@ -26,6 +28,8 @@ MIN_FIELD_WIDTH = 120  # no settings field narrower than this (issue 28: fields 
 
 
 class MethodForm(QWidget):
+    sig_changed = Signal()  # the user changed a setting (not emitted while the form is built)
+
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self._editors: dict[str, tuple[str, QWidget]] = {}
@@ -85,6 +89,21 @@ class MethodForm(QWidget):
             editor.setMinimumWidth(MIN_FIELD_WIDTH)
         layout.addRow(param.label + ":", editor)
         self._editors[param.name] = (param.form_kind, editor)
+        self._watch(editor)
+
+    def _watch(self, editor: QWidget) -> None:
+        """sig_changed when `editor`'s value changes (connected after its value was set: building is silent)."""
+        changed = self.sig_changed.emit
+        if isinstance(editor, MultiChoiceEditor):
+            editor.sig_changed.connect(lambda _names: changed())
+        elif isinstance(editor, QCheckBox):
+            editor.toggled.connect(lambda _on: changed())
+        elif isinstance(editor, QComboBox):
+            editor.currentIndexChanged.connect(lambda _i: changed())
+        elif isinstance(editor, QLineEdit):
+            editor.textChanged.connect(lambda _t: changed())
+        elif isinstance(editor, QAbstractSpinBox):
+            editor.valueChanged.connect(lambda _v: changed())
 
     def _build_more(self) -> None:
         pending, self._more_pending = self._more_pending, []
