@@ -45,6 +45,7 @@ class TransformersLLM(TransformersMLLM):
         self.model, self.processor, self.info = model, _TokenizerAsProcessor(tokenizer), info
         self.default_max_new_tokens, self.max_image_side = int(max_new_tokens), None
         self.batch_size = max(1, int(batch_size))
+        self.static_cache = False  # the parent's fast-path option (issue 40); a text LLM loads without it
         self.image_token_id = -1  # never matches: usage reports 0 image tokens
         self.last_usage = {}
         tokenizer.padding_side = "left"  # generation continues every row from its last token
