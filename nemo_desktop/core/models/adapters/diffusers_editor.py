@@ -32,10 +32,11 @@ from PIL import Image
 
 from ...errors import ConfigError, JobCancelled, ModelError
 from ..batching import batch_from_free_memory, cuda_free_bytes
-from ..device import translate_oom
+from ..device import resolve_device, translate_oom
 from ..protocols import ModelInfo, StepCallback
 from ..registry import LoadOptions, ModelSpec, register_family
 from .diffusers_loading import PipelineHolder, load_pipeline, step_callback
+from .diffusers_quantize import check_device, quantize_choice, quantize_pipeline, quantized_model_id
 
 log = logging.getLogger(__name__)
 
@@ -261,11 +262,16 @@ class InstructPix2PixEditor(DiffusersEditor):
 # -- loading (the shared steps are in diffusers_loading.py) -----------------------------------------------
 
 def _load(editor_cls: type[DiffusersEditor], spec: ModelSpec, options: LoadOptions) -> DiffusersEditor:
+    quantize = quantize_choice(spec.options)
+    check_device(quantize, resolve_device(options.device))  # before any weights are read
     loaded = load_pipeline(spec, options, role="editor", accepted=editor_cls.pipeline_classes,
-                           expected=f"a {editor_cls.family} editor")
+                           expected=f"a {editor_cls.family} editor",
+                           before_placing=(lambda pipe, _device: quantize_pipeline(pipe, quantize, spec.model_id))
+                           if quantize else None)
     if spec.options.get("attention_backend"):
         _set_attention_backend(loaded.pipe, str(spec.options["attention_backend"]), spec.model_id)
-    info = ModelInfo(model_id=spec.model_id, family=editor_cls.family, revision=loaded.revision or spec.revision,
+    info = ModelInfo(model_id=quantized_model_id(spec.model_id, quantize), family=editor_cls.family,
+                     revision=loaded.revision or spec.revision,
                      extra={**loaded.extra(), "defaults_version": editor_cls.defaults_version})
     return editor_cls(loaded.pipe, info, spec.options)
 

@@ -11,7 +11,7 @@ import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ...errors import ConfigError, JobCancelled, ModelError
 from ..device import free_memory, resolve_device, resolve_dtype, translate_oom
@@ -89,12 +89,14 @@ class LoadedPipeline:
 
 
 def load_pipeline(spec: ModelSpec, options: LoadOptions, *, role: str, accepted: tuple[str, ...],
-                  expected: str) -> LoadedPipeline:
+                  expected: str, before_placing: Callable[[Any, str], None] | None = None) -> LoadedPipeline:
     """Load `spec`'s diffusers pipeline, one of the classes `accepted`.
 
     role: what the model is, for messages ("editor", "generator"); expected: what a refused class is not
     ("a diffusers-flux-kontext editor"). Offload: the spec's option `offload` ("model" or "sequential") or
-    LoadOptions.cpu_offload ("model"); without a CUDA device the pipeline runs unoffloaded, with a warning."""
+    LoadOptions.cpu_offload ("model"); without a CUDA device the pipeline runs unoffloaded, with a warning.
+    before_placing(pipe, device): runs on the loaded pipeline while it is still on the host (e.g. quantisation,
+    so the full-precision weights never have to fit the device)."""
     from diffusers import DiffusionPipeline
 
     folder, revision = weights_folder(spec, options)
@@ -114,6 +116,8 @@ def load_pipeline(spec: ModelSpec, options: LoadOptions, *, role: str, accepted:
     if name not in accepted:
         raise ConfigError(f"{spec.model_id} holds a {name}, not {expected}.",
                           hint=f"Supported pipelines: {', '.join(accepted)}.")
+    if before_placing is not None:
+        before_placing(pipe, device)
     try:
         if offload and device.startswith("cuda"):
             if offload == "sequential":
