@@ -40,8 +40,9 @@ EXTRAS: dict[str, Extra] = {e.name: e for e in (
           "reports export as HTML only"),
     Extra("tokens", "exact o200k token lengths of model differences, offline (bpe-openai)", ("bpe_openai",),
           "token lengths use tiktoken if its vocabulary is cached, else approximate word counts"),
-    Extra("quantize", "int8/int4 weights of a local multimodal LLM (torchao): the '48 GB' and '24 GB' memory "
-          "profiles", ("torchao",), "the MLLM loads in bf16 and the smaller memory profiles refuse to start"),
+    Extra("quantize", "int8/int4 weights of a local multimodal LLM and int8/float8 weights of a DiT image editor "
+          "(torchao): the '48 GB' and '24 GB' memory profiles", ("torchao",),
+          "the MLLM and the editor load in bf16 and the smaller memory profiles refuse to start"),
     Extra("fix", "LoRA fixes (`nemo fix --mode lora`: peft's adapters on a classifier's backbone)", ("peft",),
           "`nemo fix --mode lora` refuses to start; the head, last-block and full modes work", in_gui=False),
     Extra("mcp", "the engine as Model Context Protocol tools for agents (`nemo mcp`: mcp, anyio, uvicorn)",

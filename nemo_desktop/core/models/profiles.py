@@ -7,7 +7,7 @@ or leaves the GPU between stages:
 |---------|------------|----------------------------------------|------------------------------------------|
 | 80 GB   | resident   | bf16, resident, batch 16               | bf16, resident                           |
 | 48 GB   | resident   | int8 weights (torchao), resident, batch 8 | bf16, resident                        |
-| 24 GB   | resident   | int8 weights, resident, batch 4        | CPU offload (one component on the GPU at a time) |
+| 24 GB   | resident   | int8 weights, resident, batch 4        | int8 weights (torchao), CPU offload (one component on the GPU at a time) |
 | CPU     | CPU        | CPU, float32, batch 2                  | CPU                                      |
 
 `fitting_profile(total_bytes)` names the largest profile a card holds (`nemo doctor` prints it);
@@ -27,7 +27,17 @@ GIB = 1 << 30
 # Share of an offloaded editor's weights on the GPU at once: its largest component (FLUX.1 Kontext: the 12B
 # transformer, 23.8 of 33.7 GB). An assumption of this estimate, stated as such.
 OFFLOAD_PEAK_SHARE = 0.72
-BYTES_PER_PARAM = {None: 2.0, "int8": 1.0, "int4": 0.5}  # bf16 weights unless quantised
+BYTES_PER_PARAM = {None: 2.0, "int8": 1.0, "float8": 1.0, "int4": 0.5}  # bf16 weights unless quantised
+# An editor's `quantize` option (adapters/diffusers_quantize.py) covers its DiT transformer and T5 encoder only:
+# the share of its parameters that are quantised, from the catalog notes' component sizes (an assumption of the
+# estimate; the rest stays bf16). FLUX.1 Kontext: transformer 23.8 + T5-XXL 9.5 of 33.7 GB; Qwen-Image-Edit:
+# transformer 40.9 of 57.8 GB (its Qwen2.5-VL text encoder is not quantised). Families absent here (UNet
+# editors) are not quantised by a profile. int8 scales (one per output row) are left out: under 0.1%.
+EDITOR_QUANTISED_SHARE = {"diffusers-flux-kontext": 0.988, "diffusers-qwen-image-edit": 0.708}
+# The MLLM's `quantize` covers only its language model's linear layers (mllm_fast.py): the vision tower, the
+# token embeddings and the LM head stay bf16. Qwen2.5-VL-7B: 6.5 of 8.3B parameters (0.79); 3B: 2.8 of 3.75B
+# (0.74). The estimate assumes the smaller share, so it errs towards refusing.
+MLLM_QUANTISED_SHARE = 0.75
 CPU = "CPU"
 
 
@@ -39,6 +49,7 @@ class MemoryProfile:
     mllm_batch_size: int = 4  # conversations per generate() call
     editor_offload: bool = False  # diffusers model CPU offload: one component on the GPU at a time
     summary: str = ""
+    editor_quantize: str | None = None  # torchao weight-only quantisation of a DiT editor's transformer and T5
 
     @property
     def device(self) -> str:
@@ -52,7 +63,9 @@ class MemoryProfile:
         return out
 
     def spec_options(self, kind: str, family: str) -> dict[str, Any]:
-        """Options added to a model's spec under this profile (local transformers MLLMs only)."""
+        """Options added to a model's spec under this profile (local transformers MLLMs; DiT editors)."""
+        if kind == "editor" and self.editor_quantize and family in EDITOR_QUANTISED_SHARE:
+            return {"quantize": self.editor_quantize}
         if kind != "mllm" or family != "transformers-mllm":
             return {}
         out: dict[str, Any] = {"batch_size": self.mllm_batch_size}
@@ -62,8 +75,8 @@ class MemoryProfile:
 
     def apply(self, spec: Any, kind: str, settings: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """A model's spec and LoadOptions fields under this profile (the CLI's --profile and the app's setting):
-        the profile's device and offload, unless a device was chosen (not "auto"); its MLLM options under the
-        spec's own, which win."""
+        the profile's device and offload, unless a device was chosen (not "auto"); its MLLM and editor options
+        under the spec's own, which win."""
         chosen = self.load_settings(kind)
         if settings.get("device", "auto") != "auto":
             chosen.pop("device")
@@ -76,7 +89,8 @@ PROFILES: dict[str, MemoryProfile] = {p.name: p for p in (
     MemoryProfile("48 GB", 48, "int8", 8, False,
                   "MLLM weights in int8 (torchao), every model resident"),
     MemoryProfile("24 GB", 24, "int8", 4, True,
-                  "MLLM weights in int8; the editor offloaded to host memory, one component on the GPU at a time"),
+                  "MLLM and editor weights in int8; the editor offloaded to host memory, one component on the GPU "
+                  "at a time", editor_quantize="int8"),
     MemoryProfile(CPU, None, None, 2, False, "everything on the CPU (slow)"),
 )}
 # A card reports a little less than its nominal size (an 80 GB card: 79.2 GiB): a profile fits a card with at
@@ -124,18 +138,23 @@ class Estimate:
         return " + ".join(f"{p.model_id} ({p.how}) {p.gib:.1f} GiB" for p in self.parts)
 
 
-def model_gib(entry: Any, *, quantize: str | None = None, offload: bool = False) -> tuple[float, str]:
-    """GPU memory of a catalog model: its weights at the profile's precision plus the catalog's working memory
-    (`vram_bf16_gb` less the bf16 weights), an offloaded editor only its largest component."""
+def model_gib(entry: Any, *, quantize: str | None = None, offload: bool = False,
+              quantised_share: float = 1.0) -> tuple[float, str]:
+    """GPU memory of a catalog model: its weights at the profile's precision (`quantised_share` of them
+    quantised, the rest bf16) plus the catalog's working memory (`vram_bf16_gb` less the bf16 weights), an
+    offloaded editor only its largest component."""
     params = float(getattr(entry, "parameters", 0) or 0)
     vram_gb = float(entry.vram_bf16_gb)
     if not params:  # no parameter count: the catalog's whole estimate, unquantised
         return vram_gb * 1e9 / GIB, "catalog estimate"
-    weights = params * BYTES_PER_PARAM[quantize]
+    share = quantised_share if quantize else 0.0
+    weights = params * (share * BYTES_PER_PARAM[quantize] + (1 - share) * BYTES_PER_PARAM[None])
     working = max(0.0, vram_gb * 1e9 - params * BYTES_PER_PARAM[None])
+    precision = f"{quantize} weights" if quantize else None
     if offload:
-        return (weights * OFFLOAD_PEAK_SHARE + working) / GIB, "offloaded, largest component"
-    return (weights + working) / GIB, f"{quantize} weights" if quantize else "resident"
+        return (weights * OFFLOAD_PEAK_SHARE + working) / GIB, ", ".join(
+            filter(None, (precision, "offloaded, largest component")))
+    return (weights + working) / GIB, precision or "resident"
 
 
 def estimate(profile: MemoryProfile, models: Mapping[str, Any]) -> Estimate:
@@ -144,8 +163,14 @@ def estimate(profile: MemoryProfile, models: Mapping[str, Any]) -> Estimate:
     for role, entry in models.items():
         if entry is None:
             continue
-        gib, how = model_gib(entry, quantize=profile.mllm_quantize if role == "mllm" else None,
-                             offload=role == "editor" and profile.editor_offload)
+        if role == "editor":
+            share = EDITOR_QUANTISED_SHARE.get(getattr(entry, "family", ""))
+            gib, how = model_gib(entry, quantize=profile.editor_quantize if share else None,
+                                 offload=profile.editor_offload, quantised_share=share or 0.0)
+        elif role == "mllm":
+            gib, how = model_gib(entry, quantize=profile.mllm_quantize, quantised_share=MLLM_QUANTISED_SHARE)
+        else:
+            gib, how = model_gib(entry)
         parts.append(Part(role, entry.id, gib, how))
     return Estimate(tuple(parts))
 

@@ -5,6 +5,8 @@ import pytest
 
 from nemo_desktop.core.errors import ConfigError
 from nemo_desktop.core.models.catalog import get_entry
+from dataclasses import replace
+
 from nemo_desktop.core.models.profiles import (GIB, PROFILES, check_fits, estimate, fitting_profile,
                                                get_profile)
 
@@ -48,8 +50,8 @@ def test_a_profile_that_cannot_fit_says_so_before_loading():
     models = _paper_models()
     assert check_fits(PROFILES["80 GB"], models, int(79.2 * GIB)).peak_gib < 79.2
     assert check_fits(PROFILES["48 GB"], models, int(47.5 * GIB)).peak_gib < 47.5
-    # The default editor (FLUX.1 Kontext, 12B transformer in bf16) does not fit 24 GiB even offloaded; the
-    # check says so with the numbers and what to do, before any weights are read.
+    # The paper's models do not fit 24 GiB even with the editor in int8 and offloaded (0.9 + 11.9 + 13.5 GiB):
+    # the check says so with the numbers and what to do, before any weights are read.
     with pytest.raises(ConfigError) as err:
         check_fits(PROFILES["24 GB"], models, int(23.6 * GIB))
     assert "does not fit this GPU" in err.value.message and "flux-kontext-dev" in err.value.message
@@ -66,3 +68,29 @@ def test_profiles_set_the_mllm_options_and_offload():
     assert PROFILES["80 GB"].spec_options("mllm", "openai-compatible") == {}  # a server manages its own memory
     assert PROFILES["24 GB"].load_settings("editor") == {"device": "auto", "cpu_offload": True}
     assert PROFILES["CPU"].load_settings("mllm") == {"device": "cpu"}
+
+
+def test_the_24_gb_profile_quantises_a_dit_editor_and_its_estimate_says_so():
+    profile = PROFILES["24 GB"]
+    assert profile.spec_options("editor", "diffusers-flux-kontext") == {"quantize": "int8"}
+    assert profile.spec_options("editor", "diffusers-instruct-pix2pix") == {}  # a UNet: nothing to quantise
+    assert PROFILES["48 GB"].spec_options("editor", "diffusers-flux-kontext") == {}
+    models = {"classifier": get_entry("vit-b16-augreg2"), "mllm": get_entry("qwen2.5-vl-3b"),
+              "editor": get_entry("flux-kontext-dev")}
+    editor = {p.role: p for p in estimate(profile, models).parts}["editor"]
+    bf16 = {p.role: p for p in estimate(replace(profile, editor_quantize=None), models).parts}["editor"]
+    assert editor.how == "int8 weights, offloaded, largest component"
+    # int8 halves the transformer and T5 (99% of FLUX.1 Kontext's weights); the working memory stays.
+    assert 0.5 < editor.gib / bf16.gib < 0.6
+    # FLUX.1 Kontext with the 3B MLLM fits a 24 GB card now (bf16 offloaded: about 32 GiB, refused).
+    assert check_fits(profile, models, int(23.6 * GIB)).peak_gib < 23.6
+    with pytest.raises(ConfigError, match="does not fit this GPU"):
+        check_fits(replace(profile, editor_quantize=None), models, int(23.6 * GIB))
+
+
+def test_the_mllm_estimate_keeps_its_unquantised_parts_in_bf16():
+    """Only the language model's linear layers are quantised (about 75%): the rest stays at 2 bytes/param."""
+    entry = get_entry("qwen2.5-vl-7b")
+    mllm = {p.role: p for p in estimate(PROFILES["48 GB"], {"mllm": entry}).parts}["mllm"]
+    working = entry.vram_bf16_gb * 1e9 - entry.parameters * 2
+    assert mllm.gib * GIB == pytest.approx(entry.parameters * (0.75 + 0.25 * 2) + working)
