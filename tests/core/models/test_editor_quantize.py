@@ -1,4 +1,5 @@
-"""Editor option `quantize` (issue 40, item 3): torchao int8 weights for a DiT editor's transformer and T5."""
+"""The editor's speed options (issue 40, item 3): `quantize` (torchao int8 weights for a DiT editor's
+transformer and T5) and FLUX.1 Kontext's prompt embeddings computed once per instruction."""
 from __future__ import annotations
 
 import numpy as np
@@ -64,3 +65,26 @@ def test_a_unet_editor_has_nothing_to_quantise_and_says_so(tmp_path):
     folder = str(build_tiny_instruct_pix2pix(tmp_path))
     with pytest.raises(ConfigError, match="no transformer or T5 text encoder"):
         load_model(ModelSpec("editor", "diffusers-instruct-pix2pix", folder, options={"quantize": "int8"}), CPU)
+
+
+def test_prompt_embeddings_are_computed_once_per_instruction_and_change_nothing(kontext_dir, monkeypatch):
+    editor = load_model(ModelSpec("editor", FAMILY, kontext_dir), CPU)
+    source = _image().resize((48, 32))
+    # The pipeline encoding the prompt itself (no cached embeddings): the reference image.
+    kwargs = editor.call_kwargs(source, "add a hat", 48, 32, 2, editor.default_guidance)
+    with torch.inference_mode():
+        reference = editor.pipe(**kwargs, generator=torch.Generator().manual_seed(3), output_type="pil").images[0]
+    calls = []
+    t5 = editor.pipe.text_encoder_2
+    original = t5.forward
+    monkeypatch.setattr(t5, "forward", lambda *a, **k: calls.append(1) or original(*a, **k))
+    first = editor.edit(source, "add a hat", seed=3, steps=2, size=(48, 32))
+    again = editor.edit(source, "add a hat", seed=3, steps=2, size=(48, 32))
+    assert np.array_equal(np.asarray(first), np.asarray(reference)) and np.array_equal(np.asarray(again),
+                                                                                       np.asarray(reference))
+    assert len(calls) == 1  # T5 ran for the first edit only
+    batch = editor.edit_batch(source, ["add a hat", "make it red"], seed=3, steps=2, size=(48, 32))
+    assert len(calls) == 2  # only the new instruction was encoded
+    assert np.abs(np.asarray(batch[0], float) - np.asarray(reference, float)).max() <= 3
+    editor.unload()
+    assert not editor._prompt_cache

@@ -16,6 +16,11 @@ the input image's size. FluxKontextPipeline would otherwise rescale every reques
 *conditioning* image at about one megapixel inside the pipeline (no argument turns that off); its output
 size is still honoured.
 
+Prompt embeddings (FLUX.1 Kontext): T5 and CLIP run once per instruction; the embeddings are kept and passed to
+the pipeline, which uses them unchanged (identical images, tested), so repeated instructions skip both encoders.
+
+Quantisation: the option `quantize` ("int8", "float8" on CUDA) is in diffusers_quantize.py.
+
 Cancel: the step callback raises JobCancelled inside diffusers' loop (and sets `_interrupt` for the
 pipelines that read it). Raising is the only stop that works for all three: the InstructPix2Pix loop never
 reads `_interrupt`, and the others would still run the VAE decode of an unwanted image.
@@ -26,6 +31,7 @@ import inspect
 import logging
 import math
 import threading
+from collections import OrderedDict
 from typing import Any, ClassVar
 
 from PIL import Image
@@ -83,6 +89,7 @@ class DiffusersEditor(PipelineHolder):
         self.options = dict(options or {})
         self._lock = threading.Lock()
         self._bytes_per_image: dict[tuple[int, int], int] = {}  # measured peak memory of one edit, per size
+        self._prompt_cache: OrderedDict = OrderedDict()  # (instruction, length) -> embeddings; see encode_prompts
         pipe.set_progress_bar_config(disable=True)
 
     # -- per-family hooks -----------------------------------------------------------------------------------
@@ -97,6 +104,11 @@ class DiffusersEditor(PipelineHolder):
 
     def steps_for_pipeline(self) -> int:
         return self.default_steps
+
+    def encode_prompts(self, kwargs: dict) -> dict:
+        """Called under the lock and inference mode just before the pipeline call: a family may replace the
+        prompt by precomputed embeddings here. Default: the pipeline encodes the prompt itself."""
+        return kwargs
 
     # -- the ImageEditor protocol -----------------------------------------------------------------------------
     def edit(self, image: Image.Image, instruction: str, *, seed: int = 0, steps: int | None = None,
@@ -148,6 +160,7 @@ class DiffusersEditor(PipelineHolder):
                     torch.cuda.reset_peak_memory_stats(device)
                     before = torch.cuda.memory_allocated(device)
                 with torch.inference_mode():
+                    kwargs = self.encode_prompts(kwargs)
                     out = self.pipe(**kwargs, generator=generators[0] if single else generators, output_type="pil",
                                     callback_on_step_end=step_callback(steps, on_step, "Image editing"))
                 if measure:
@@ -168,6 +181,10 @@ class DiffusersEditor(PipelineHolder):
                              "instructions.")
         return [r if r.size == (out_w, out_h) else r.resize((out_w, out_h), Image.Resampling.LANCZOS)
                 for r in results]
+
+    def unload(self) -> None:
+        self._prompt_cache.clear()  # device tensors
+        super().unload()
 
     def preferred_size(self, width: int, height: int) -> tuple[int, int]:
         """The editor's preferred working resolution for a `width` x `height` input (aspect ratio kept)."""
@@ -208,6 +225,36 @@ class FluxKontextEditor(DiffusersEditor):
         if "max_sequence_length" in self.options:
             kwargs["max_sequence_length"] = int(self.options["max_sequence_length"])
         return kwargs
+
+    # Prompt embeddings kept per instruction (T5-XXL at 512 tokens: 4 MiB each in bf16, on the editor's device).
+    prompt_cache_size: ClassVar[int] = 16
+
+    def encode_prompts(self, kwargs: dict) -> dict:
+        """T5 and CLIP run once per instruction: their embeddings are kept (the last `prompt_cache_size`
+        instructions) and passed as prompt_embeds / pooled_prompt_embeds, which FluxKontextPipeline uses
+        unchanged, so a repeated instruction (another seed, another image, a batch) skips both encoders (and,
+        under CPU offload, moving them to the GPU)."""
+        import torch
+
+        prompts = kwargs.pop("prompt")
+        prompts = [prompts] if isinstance(prompts, str) else list(prompts)
+        length = int(kwargs.get("max_sequence_length", self._default_sequence_length()))
+        cache = self._prompt_cache
+        embeds, pooled = [], []
+        for prompt in prompts:
+            key = (prompt, length)
+            if key not in cache:
+                e, p, _ = self.pipe.encode_prompt(prompt=[prompt], prompt_2=None, max_sequence_length=length)
+                cache[key] = (e, p)
+                while len(cache) > self.prompt_cache_size:
+                    cache.popitem(last=False)
+            cache.move_to_end(key)
+            embeds.append(cache[key][0])
+            pooled.append(cache[key][1])
+        return {**kwargs, "prompt_embeds": torch.cat(embeds), "pooled_prompt_embeds": torch.cat(pooled)}
+
+    def _default_sequence_length(self) -> int:
+        return int(inspect.signature(self.pipe.__call__).parameters["max_sequence_length"].default)
 
 
 class QwenImageEditEditor(DiffusersEditor):
