@@ -5,9 +5,9 @@
 
 The models are scitx_gpu.py's: Qwen2.5-VL-7B, FLUX.1-Kontext-dev and ViT-B/16 architectures with random
 weights, in bf16, wrapped in NEMO's adapters. The profile (core/models/profiles.py) decides the MLLM's weights
-(bf16 or torchao int8), its batch size, and whether the editor is offloaded; on CUDA the process is capped at
-the profile's size with torch.cuda.set_per_process_memory_fraction once the models are built (the editor
-is built on the device, then offloaded), so "24 GB" is measured as a 24 GiB card would see it (an out-of-memory error is a result: it is recorded, with the stage). Every stage sends its work
+(bf16 or torchao int8), its batch size, the editor's weights (bf16 or int8) and whether it is offloaded; on
+CUDA the process is capped at the profile's size with torch.cuda.set_per_process_memory_fraction once the models
+are built (the editor is built on the device, quantised there if the profile says so, then offloaded), so "24 GB" is measured as a 24 GiB card would see it (an out-of-memory error is a result: it is recorded, with the stage). Every stage sends its work
 at once (SciTX's defaults); `--unbatched` adds the one-call-per-unit run for comparison.
 
 Random weights never end a reply, so every reply runs to its token cap. Two runs per profile say which is which:
@@ -88,6 +88,10 @@ def build(args, profile):
     offload = profile.editor_offload and cuda
     # built on the device (random init of 12B weights on the CPU takes minutes), then offloaded to host memory
     editor = g.build_flux_kontext(g.FLUX_TINY if args.tiny else g.FLUX_KONTEXT_DEV, args.device, dtype)
+    if profile.editor_quantize:  # the editor option `quantize`, applied as its loader does (here on the device)
+        from nemo_desktop.core.models.adapters.diffusers_quantize import quantize_pipeline
+
+        quantize_pipeline(editor.pipe, profile.editor_quantize, editor.info.model_id)
     if offload:
         editor.pipe.enable_model_cpu_offload(device=args.device)
         torch.cuda.empty_cache()
@@ -189,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         out["memory_cap_gib"] = round(fraction * total / GIB, 2)
     out["build_seconds"] = {k: round(v, 1) for k, v in times.items()}
     out["mllm"] = {"quantize": fast.quantize, "static_cache": fast.static_cache, "batch_size": mllm.batch_size}
+    out["editor"] = {"quantize": profile.editor_quantize, "offload": bool(profile.editor_offload and cuda)}
     out["resident_gib"] = round(torch.cuda.memory_allocated() / GIB, 2) if cuda else None
     print(f"{profile.name}: built in {time.perf_counter() - t:.1f} s; {json.dumps(out)}", flush=True)
     runs = [("cap", DEFAULT_CAPS, {}), ("realistic", tuple(args.realistic), {})]
