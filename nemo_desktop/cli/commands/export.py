@@ -12,11 +12,24 @@ import json
 import sys
 
 
-def _open_store():
+def _run_on_store(args, work):
+    """Open the results store, run `work(store, ctx)` as a cancellable job with terminal progress, close the store.
+    Returns (result, None), or (None, exit code) when the user cancelled."""
+    from ...core.errors import JobCancelled
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
+    from ..progress import StageBars, cancellable_job
 
-    return ResultsStore.open(get_paths().ensure())
+    store = ResultsStore.open(get_paths().ensure())
+    try:
+        with cancellable_job(StageBars(terminal_only=True), cancels_after="the current batch") as ctx:
+            return work(store, ctx), None
+    except JobCancelled as exc:
+        from ..output import cancelled
+
+        return None, cancelled(args, exc.message)
+    finally:
+        store.close()
 
 
 def _add_common(p) -> None:
@@ -35,9 +48,7 @@ def _add_common(p) -> None:
 def run_table(args) -> int:
     from pathlib import Path
 
-    from ...core.errors import JobCancelled
     from ...core.export.writers import format_for
-    from ..progress import StageBars, cancellable_job
 
     target = Path(args.output)
     fmt = format_for(target, args.format)
@@ -47,18 +58,14 @@ def run_table(args) -> int:
         require("parquet", "Writing a Parquet table")  # before the store is opened
     from ...core.export.table import PerImageTable
 
-    store = _open_store()
-    try:
-        with cancellable_job(StageBars(terminal_only=True), cancels_after="the current batch") as ctx:
-            table = PerImageTable.open(store, args.dataset, args.classifier, competency_key=args.competency,
-                                       failure_modes_key=args.failure_modes, fix_key=args.fix)
-            done = table.write(target, fmt=fmt, ctx=ctx)
-    except JobCancelled as exc:
-        from ..output import cancelled
+    def work(store, ctx):
+        table = PerImageTable.open(store, args.dataset, args.classifier, competency_key=args.competency,
+                                   failure_modes_key=args.failure_modes, fix_key=args.fix)
+        return table.write(target, fmt=fmt, ctx=ctx)
 
-        return cancelled(args, exc.message)
-    finally:
-        store.close()
+    done, code = _run_on_store(args, work)
+    if code is not None:
+        return code
     if args.json:
         print(json.dumps(done, indent=2))
     else:
@@ -69,25 +76,16 @@ def run_table(args) -> int:
 
 
 def run_fiftyone(args) -> int:
-    from ...core.errors import JobCancelled
     from ...core.extras import require
-    from ..progress import StageBars, cancellable_job
 
     require("fiftyone", "`nemo export fiftyone`")  # before the store is opened or FiftyOne started
     from ...core.export.fiftyone_export import export_to_fiftyone, launch
 
-    store = _open_store()
-    try:
-        with cancellable_job(StageBars(terminal_only=True), cancels_after="the current batch") as ctx:
-            done = export_to_fiftyone(store, args.dataset, args.classifier, name=args.name,
-                                      competency_key=args.competency, failure_modes_key=args.failure_modes,
-                                      fix_key=args.fix, visualization=args.visualization, ctx=ctx)
-    except JobCancelled as exc:
-        from ..output import cancelled
-
-        return cancelled(args, exc.message)
-    finally:
-        store.close()
+    done, code = _run_on_store(args, lambda store, ctx: export_to_fiftyone(
+        store, args.dataset, args.classifier, name=args.name, competency_key=args.competency,
+        failure_modes_key=args.failure_modes, fix_key=args.fix, visualization=args.visualization, ctx=ctx))
+    if code is not None:
+        return code
     if args.json:
         print(json.dumps(done, indent=2))
     else:

@@ -4,9 +4,6 @@ the same worlds (real CNNs trained here, scripted MLLM, an editor double that pe
 each instead of 30."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,18 +11,7 @@ from PIL import Image
 
 from nemo_desktop.core.metrics.edit_structure import structure_kept
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
-
-
-def _module(name: str):
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
+from benchmark_modules import benchmark_module as _module  # tests/core/methods: pytest puts it on sys.path
 
 W = _module("known_cause_worlds")
 K = _module("known_causes")

@@ -3,26 +3,9 @@
 recovered, and the noise and no-op editors, which must never be selected."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
-
-
-def _module(name: str):
-    if name in sys.modules:
-        return sys.modules[name]
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
+from benchmark_modules import benchmark_module as _module  # tests/core/methods: pytest puts it on sys.path
 
 W = _module("known_cause_worlds")
 P = _module("photo_worlds")
