@@ -120,3 +120,8 @@ def store_puts(session, n: int, ctx) -> int:
         store.put(key, "worker-test", {"i": i, "blob_sha256": hashlib.sha256(blob).hexdigest()}, {"blob": blob})
         ctx.partial(key)
     return n
+
+
+def classifier_dtype(session, ctx) -> str:
+    """The torch dtype the session's classifier runs in (a restore must load it with the first load's options)."""
+    return str(session.get("classifier").dtype)

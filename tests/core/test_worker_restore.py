@@ -110,6 +110,38 @@ def test_a_worker_killed_while_idle_restores_its_classifier_at_once(supervisors,
     assert predicted.status == "done" and predicted.result.classifier_id == ref
 
 
+def test_a_restored_classifier_keeps_the_options_of_its_first_load_not_todays_settings(supervisors, demo):
+    """Issue 42 §1 with non-default load options: the first load ran in bfloat16 on the CPU (the settings of that
+    moment); the settings are then put back to the defaults. The new process must load with the first load's
+    options (bfloat16), not with what the settings say now, as a silently different model would be run otherwise."""
+    from nemo_desktop.core.store.paths import get_paths
+    from nemo_desktop.core.store.settings import load_settings, save_settings
+
+    ref, images, _ = demo
+    paths = get_paths()
+
+    def compute(device, dtype):
+        settings = load_settings(paths)
+        settings.compute.device, settings.compute.dtype = device, dtype
+        save_settings(settings, paths)
+
+    compute("cpu", "bfloat16")
+    sup = supervisors()
+    assert _load(sup, ref) == ref
+    dtype = lambda: sup.run(JobSpec("worker_test_jobs:classifier_dtype", ()), JobContext())  # noqa: E731
+    assert dtype() == "torch.bfloat16"
+    assert sup._wanted["classifier"]["options"]["dtype"] == "bfloat16"
+    compute("auto", "auto")  # what a restore must NOT read
+    first = sup.pid
+    os.kill(first, signal.SIGKILL)
+    _wait(lambda: sup.pid not in (first, None) and sup.loaded() == {"classifier": ref})
+    assert dtype() == "torch.bfloat16"
+    record = sup._wanted["classifier"]
+    assert record["options"]["dtype"] == "bfloat16" and record["options"]["device"] == "cpu"
+    predicted = _predict(sup, images)
+    assert predicted.status == "done" and predicted.result.classifier_id == ref
+
+
 def test_a_model_that_cannot_be_restored_fails_the_job_naming_it(supervisors, demo, tmp_path):
     ref, images, setup = demo
     sup = supervisors()
