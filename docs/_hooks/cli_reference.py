@@ -159,6 +159,11 @@ def anchor(cmd: Command) -> str:
     return re.sub(r"[^\w\- ]", "", cmd.name).strip().lower().replace(" ", "-")
 
 
+def page_name(cmd: Command) -> str:
+    """`nemo-explain.md`: prefixed, so that a command named `index` cannot take the overview's `index.md`."""
+    return f"nemo-{cmd.path[0]}.md"
+
+
 def pages(parser: argparse.ArgumentParser | None = None) -> dict[str, str]:
     """{path under docs/: Markdown}: the index and one page per top-level command."""
     if parser is None:
@@ -179,8 +184,8 @@ def pages(parser: argparse.ArgumentParser | None = None) -> dict[str, str]:
         index.append("")
     index += ["| command | what it does |", "|---|---|"]
     for cmd in root.children:
-        index.append(f"| [`{cmd.name}`]({cmd.path[0]}.md) | {_cell(cmd.help)} |")
-        out[f"{FOLDER}/{cmd.path[0]}.md"] = "\n".join(_section(cmd, 1)) + "\n"
+        index.append(f"| [`{cmd.name}`]({page_name(cmd)}) | {_cell(cmd.help)} |")
+        out[f"{FOLDER}/{page_name(cmd)}"] = "\n".join(_section(cmd, 1)) + "\n"
     if parser.epilog:
         index += ["", _clean(parser.epilog)]
     out[f"{FOLDER}/index.md"] = "\n".join(index) + "\n"
@@ -198,7 +203,7 @@ def on_config(config, **kwargs):
     _PAGES.update(pages())
     commands = sorted(p for p in _PAGES if not p.endswith("/index.md"))
     entries = [{"Overview": f"{FOLDER}/index.md"}] + [
-        {"nemo " + p.rsplit("/", 1)[1].removesuffix(".md"): p} for p in commands]
+        {p.rsplit("/", 1)[1].removesuffix(".md").replace("-", " ", 1): p} for p in commands]
 
     def fill(items):
         for item in items or []:
