@@ -151,6 +151,34 @@ def test_the_flag_check_catches_a_misspelt_flag_and_command(reference):
     assert not _check("nemo cache info | check [--repair] | clear [--kind K] [--yes]", commands, globals_)
 
 
+# Where a path the docs name in code is looked up: the checkout, the package (`core/...`, `cli/...`), the window's
+# package (`widgets/...`), the analyses (`competency/results.py`) and the benchmark scripts (`startup.py`).
+PATH_BASES = ("", "nemo_desktop", "nemo_desktop/gui", "nemo_desktop/core/analyses", "benchmarks")
+_SOURCE_PATH = re.compile(r"[\w*.-]+\.py|(?:nemo_desktop|core|gui|cli|benchmarks|tests|resources|packaging|scripts|docs)/[\w*./-]*")
+
+
+def _named_paths(text: str) -> list[str]:
+    """Source paths the text names in code spans (`core/registry/registry.py:BUILTIN_MODULES` names the file)."""
+    paths = []
+    for span in re.findall(r"`([^`\n]+)`", text):
+        path = re.split(r"[: ]", span)[0]
+        if _SOURCE_PATH.fullmatch(path) and "<" not in span.split(" ")[0] and not path.startswith("nemo_desktop/resources"):
+            paths.append(path)  # nemo_desktop/resources/ is the installed copy's layout (setup.py maps it)
+    return paths
+
+
+def test_every_source_path_the_docs_name_exists():
+    """A module moved or renamed leaves no stale path in the docs."""
+    problems, checked = [], 0
+    for doc in _doc_files():
+        for path in _named_paths(doc.read_text(encoding="utf-8")):
+            checked += 1
+            if not any(list(ROOT.glob(str(Path(base) / path))) for base in PATH_BASES):
+                problems.append(f"{doc.relative_to(ROOT)}: {path}")
+    assert problems == []
+    assert checked > 100
+
+
 def test_the_readme_is_a_front_door_whose_links_resolve():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(text.splitlines()) <= README_MAX_LINES
