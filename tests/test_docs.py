@@ -154,7 +154,8 @@ def test_the_flag_check_catches_a_misspelt_flag_and_command(reference):
 # Where a path the docs name in code is looked up: the checkout, the package (`core/...`, `cli/...`), the window's
 # package (`widgets/...`), the analyses (`competency/results.py`) and the benchmark scripts (`startup.py`).
 PATH_BASES = ("", "nemo_desktop", "nemo_desktop/gui", "nemo_desktop/core/analyses", "benchmarks")
-_SOURCE_PATH = re.compile(r"[\w*.-]+\.py|(?:nemo_desktop|core|gui|cli|benchmarks|tests|resources|packaging|scripts|docs)/[\w*./-]*")
+_SOURCE_PATH = re.compile(r"[\w*.-]+\.py"
+                          r"|(?:nemo_desktop|core|gui|cli|benchmarks|tests|resources|packaging|scripts|docs)/[\w*./-]*")
 
 
 def _named_paths(text: str) -> list[str]:
@@ -162,8 +163,9 @@ def _named_paths(text: str) -> list[str]:
     paths = []
     for span in re.findall(r"`([^`\n]+)`", text):
         path = re.split(r"[: ]", span)[0]
-        if _SOURCE_PATH.fullmatch(path) and "<" not in span.split(" ")[0] and not path.startswith("nemo_desktop/resources"):
-            paths.append(path)  # nemo_desktop/resources/ is the installed copy's layout (setup.py maps it)
+        installed = path.startswith("nemo_desktop/resources")  # the installed copy's layout (setup.py maps it)
+        if _SOURCE_PATH.fullmatch(path) and "<" not in span.split(" ")[0] and not installed:
+            paths.append(path)
     return paths
 
 

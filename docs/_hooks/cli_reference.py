@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 FOLDER = "reference/cli"
 NAV_TITLE = "Command line"  # the nav section (mkdocs.yml) whose pages this hook fills
@@ -167,6 +169,9 @@ def page_name(cmd: Command) -> str:
 def pages(parser: argparse.ArgumentParser | None = None) -> dict[str, str]:
     """{path under docs/: Markdown}: the index and one page per top-level command."""
     if parser is None:
+        root = str(Path(__file__).resolve().parents[2])
+        if root not in sys.path:  # this checkout's parser, not an installed copy's
+            sys.path.insert(0, root)
         from nemo_desktop.cli.main import build_parser
 
         parser = build_parser()
