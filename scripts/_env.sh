@@ -13,7 +13,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.nemo-installed
-extras=${NEMO_EXTRAS:-gui,test}
+extras=${NEMO_EXTRAS:-gui,test,docs}  # docs: tests/test_docs.py builds the documentation site
 # What was installed: the extras, the torch route asked for (NEMO_TORCH: auto, cpu or default) and the editable
 # mode; a change of any of them installs again.
 want="$extras torch=${NEMO_TORCH:-auto} editable=compat"

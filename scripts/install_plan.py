@@ -1,7 +1,7 @@
 """The pip commands scripts/_env.sh runs to install NEMO Desktop into .venv, one command a line (its arguments
 separated by tabs), with notes on stderr. Standard library only: it runs before the venv exists.
 
-    python scripts/install_plan.py [--extras gui,test]
+    python scripts/install_plan.py [--extras gui,test,docs]
 
 1. On the CPU-only route, torch and torchvision first, as a pair, from PyTorch's CPU wheel index
    (https://download.pytorch.org/whl/cpu: without the 5.4 GiB of CUDA libraries), with pyproject.toml's own
@@ -79,7 +79,7 @@ def plan(extras: str, env: dict[str, str], has_driver=nvidia_driver_present, ans
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--extras", default="gui,test")
+    ap.add_argument("--extras", default="gui,test,docs")
     args = ap.parse_args(argv)
     commands, notes = plan(args.extras, dict(os.environ))
     for note in notes:
