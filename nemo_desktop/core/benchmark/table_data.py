@@ -63,6 +63,10 @@ class CellStats:
     def _count(self, status: str) -> int:
         return sum(1 for o in self.samples.values() if o.status == status)
 
+    def _present(self, name: str) -> list:
+        """The samples' values of `name` where they have one."""
+        return [v for v in (getattr(o, name) for o in self.samples.values()) if v is not None]
+
     @property
     def done(self) -> int:
         return self._count(DONE)
@@ -77,11 +81,11 @@ class CellStats:
 
     @property
     def llm(self) -> list[float]:
-        return [o.llm for o in self.samples.values() if o.llm is not None]
+        return self._present("llm")
 
     @property
     def cei(self) -> list[float]:
-        return [o.cei for o in self.samples.values() if o.cei is not None]
+        return self._present("cei")
 
     @property
     def unjudged(self) -> int:
@@ -89,15 +93,15 @@ class CellStats:
 
     @property
     def distinct_scored(self) -> list[int]:
-        return [o.distinct_scored for o in self.samples.values() if o.distinct_scored is not None]
+        return self._present("distinct_scored")
 
     @property
     def cut_off(self) -> list[int]:
-        return [o.cut_off for o in self.samples.values() if o.cut_off is not None]
+        return self._present("cut_off")
 
     @property
     def selected_flagged(self) -> list[bool]:
-        return [o.selected_flagged for o in self.samples.values() if o.selected_flagged is not None]
+        return self._present("selected_flagged")
 
     @property
     def llm_match(self) -> float | None:

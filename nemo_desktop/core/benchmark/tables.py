@@ -90,6 +90,11 @@ def _method_cfgs(data: RunData) -> dict[str, dict]:
     return out
 
 
+def _named(axes: dict[str, list], axis: str) -> list:
+    """The models on an axis ("mllm", "editor"), without None (cells that ran without one)."""
+    return [x for x in axes[axis] if x is not None]
+
+
 def _get(data: RunData, dataset, classifier, mllm, editor, method) -> CellStats | None:
     c = data.cells.get((dataset, classifier, mllm, editor, method))
     if c is None and editor is not None:
@@ -124,7 +129,7 @@ def table1(data: RunData) -> list[Table]:
     ax = data.axes
     pairs = [(d, c) for d in ax["dataset"] for c in ax["classifier"]
              if any(k[0] == d and k[1] == c for k in data.cells)]
-    editors = [e for e in ax["editor"] if e is not None] or [None]
+    editors = _named(ax, "editor") or [None]
     out = []
     for m in ax["mllm"]:
         for e in editors:
@@ -178,7 +183,7 @@ def table2(data: RunData) -> list[Table]:
 
 def table3(data: RunData) -> list[Table]:
     ax = data.axes
-    editors = [e for e in ax["editor"] if e is not None]
+    editors = _named(ax, "editor")
     if len(editors) < 2:
         return []
     out = []
@@ -204,11 +209,11 @@ def table3(data: RunData) -> list[Table]:
 
 def table4(data: RunData) -> list[Table]:
     ax = data.axes
-    mllms = [m for m in ax["mllm"] if m is not None]
+    mllms = _named(ax, "mllm")
     if len(mllms) < 2:
         return []
     out = []
-    editors = [e for e in ax["editor"] if e is not None] or [None]
+    editors = _named(ax, "editor") or [None]
     for d in ax["dataset"]:
         for c in ax["classifier"]:
             for e in editors:
@@ -244,7 +249,7 @@ def table5(data: RunData) -> list[Table]:
     for name, variants in pairs.items():
         for d in ax["dataset"]:
             for m in ax["mllm"]:
-                editors = [e for e in ax["editor"] if e is not None] or [None]
+                editors = _named(ax, "editor") or [None]
                 for e in editors:
                     comparisons: list[Comparison] = []
                     per_column = [_compared(data, c, {names[r]: _get(data, d, c, m, e, variants[r])
@@ -316,7 +321,7 @@ def _contexts(data: RunData) -> list[tuple]:
     for d in ax["dataset"]:
         for c in ax["classifier"]:
             for m in ax["mllm"]:
-                editors = [e for e in ax["editor"] if e is not None] or [None]
+                editors = _named(ax, "editor") or [None]
                 for e in editors:
                     if any(k[0] == d and k[1] == c and k[2] == m and k[3] in (e, None) for k in data.cells):
                         out.append((d, c, m, e))
@@ -328,7 +333,7 @@ def _ctx_suffix(data: RunData, m, e) -> str:
     parts = []
     if len(ax["mllm"]) > 1:
         parts.append(f"MLLM {m}")
-    if len([x for x in ax["editor"] if x is not None]) > 1:
+    if len(_named(ax, "editor")) > 1:
         parts.append(f"editor {e}")
     return "".join(f", {p}" for p in parts)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..store.arrays import numbered_arrays
 from ..store.atomic import atomic_writer
 
 log = logging.getLogger(__name__)
@@ -44,15 +45,7 @@ def write_meta(conn, index_id: str, meta: dict) -> None:
 
 
 def _chunk_files(store, index_id: str) -> dict[int, Path]:
-    prefix = _matrix_prefix(index_id) + CHUNK_MARK
-    out = {}
-    if store.arrays_dir.is_dir():
-        for p in store.arrays_dir.glob(f"{prefix}*.npy"):
-            try:
-                out[int(p.stem[len(prefix):])] = p
-            except ValueError:
-                continue
-    return out
+    return numbered_arrays(store.arrays_dir, _matrix_prefix(index_id) + CHUNK_MARK)
 
 
 _LIVE_COLUMNS = "path, row, sha256, label, pred, prob_label, prob_pred, correct, entropy"

@@ -22,7 +22,6 @@ from ..jobs import JobContext
 from ..models.protocols import ChatMessage
 from .gradcam import gradcam, model_view, render_overlay
 from .intervention import UnitCache, image_hash, sha_text, unit_key
-from .prompts import load_prompt
 from ..registry import Inputs
 from .registry import register_method
 from .validation import VALIDATED_SUFFIX, BaselineConfig, BaselinePipeline, Proposal, draw_hypotheses
@@ -49,14 +48,7 @@ class CamMLLMPipeline(BaselinePipeline):
 
     METHOD = METHOD
     CONFIG = CamMLLMConfig
-
-    def __init__(self, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self.prompt = load_prompt("cam_mllm")
-        self.repair = self.intervention_prompts.repair
-
-    def _prompt_versions(self) -> dict[str, str]:
-        return {"cam_mllm": self.prompt.version, "repair": self.repair.version}
+    PROMPT = "cam_mllm"
 
     def _propose(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, file_sha: str | None,
                  clf: dict, sample: Any, n: int) -> Proposal:

@@ -24,7 +24,6 @@ from ..errors import ConfigError, NemoError
 from ..jobs import JobContext
 from ..models.protocols import ChatMessage
 from .intervention import UnitCache, sha_text, unit_key
-from .prompts import load_prompt
 from .reference import embed_query, load_reference_image, reference_part
 from ..registry import Inputs
 from .registry import register_method
@@ -51,14 +50,7 @@ class ChangeMLLMPipeline(BaselinePipeline):
 
     METHOD = METHOD
     CONFIG = ChangeMLLMConfig
-
-    def __init__(self, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self.prompt = load_prompt("change_mllm")
-        self.repair = self.intervention_prompts.repair
-
-    def _prompt_versions(self) -> dict[str, str]:
-        return {"change_mllm": self.prompt.version, "repair": self.repair.version}
+    PROMPT = "change_mllm"
 
     def _identity(self) -> dict[str, Any]:
         return {"reference": reference_part(self.reference)}

@@ -49,7 +49,7 @@ from .intervention import (CounterfactualTester, InterventionPrompts, Interventi
                            model_manifest, model_part, raw_replies, unit_key)
 from .labels import resolve_label
 from .pipeline_steps import INCOMPLETE_NOTE, classify_query, run_record, select_by_cei, stored_result
-from .prompts import PromptTemplate
+from .prompts import PromptTemplate, load_prompt
 from .reference import check_reference, reference_part
 from .result import Candidate, ExplanationResult, Observation
 
@@ -307,7 +307,9 @@ class Proposal:
 class BaselinePipeline:
     """One baseline with its components injected; `__call__(image, true_label, ctx)` -> ExplanationResult.
 
-    Subclasses set METHOD and implement `_propose` (and `_identity` / `_prompt_versions` for cache keys). The
+    Subclasses set METHOD and implement `_propose` (and `_identity` / `_prompt_versions` for cache keys); one that
+    asks the MLLM for its hypotheses names its prompt in PROMPT (loaded as `self.prompt`, with the JSON repair
+    prompt as `self.repair`, both versions part of the key). The
     classes are the registry's factories: `<method>` is the class, `<method>-validated` a subclass with
     VALIDATED = True.
     """
@@ -315,6 +317,7 @@ class BaselinePipeline:
     METHOD = ""
     CONFIG: type[BaselineConfig] = BaselineConfig  # the method's settings class
     VALIDATED = False  # the `<method>-validated` registry entry is a subclass with True
+    PROMPT = ""  # the hypothesis prompt's name (prompts.load_prompt), for methods that ask the MLLM
 
     def __init__(self, classifier: Any, mllm: Any = None, editor: Any = None, store: Any = None,
                  reference: Any = None, config: BaselineConfig | None = None,
@@ -326,6 +329,9 @@ class BaselinePipeline:
         self.reference = reference
         self.config = with_validation(config, self.CONFIG, self.VALIDATED)
         self.intervention_prompts = intervention_prompts or InterventionPrompts.load()
+        if self.PROMPT:
+            self.prompt = load_prompt(self.PROMPT)
+            self.repair = self.intervention_prompts.repair
         self.last_artifacts: dict[str, Any] = {}
 
     # -- subclass hooks ------------------------------------------------------------------------------------
@@ -342,7 +348,7 @@ class BaselinePipeline:
         return {}
 
     def _prompt_versions(self) -> dict[str, str]:
-        return {}
+        return {self.PROMPT: self.prompt.version, "repair": self.repair.version} if self.PROMPT else {}
 
     def _models_manifest(self) -> dict[str, Any]:
         return {}

@@ -14,7 +14,20 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..errors import JobCancelled, ModelError
-from .protocols import ChatRequest
+from .protocols import ChatMessage, ChatRequest
+
+
+class ChatBatchFromRequests:
+    """`MultimodalLLM.chat_batch` for an adapter that implements `chat_requests`: every conversation with the
+    same settings."""
+
+    chat_requests: Any  # the adapter's own
+
+    def chat_batch(self, conversations: Sequence[Sequence[ChatMessage]], *, max_new_tokens: int | None = None,
+                   temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,
+                   top_k: int | None = None, min_p: float | None = None) -> list[str]:
+        return self.chat_requests([ChatRequest(c, max_new_tokens, temperature, seed, top_p, top_k, min_p)
+                                   for c in conversations])
 
 
 def send_requests(mllm: Any, requests: Sequence[ChatRequest]) -> list[Any]:

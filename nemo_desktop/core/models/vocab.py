@@ -93,24 +93,25 @@ def load_vocabulary(name: str) -> Vocabulary:
     return _load(_canonical(name))
 
 
+def _wordnet(canonical: str, file: str, index_column: str, source: str) -> Vocabulary:
+    """A vocabulary of WordNet synsets (one ImageNet-1k index each): named by their first lemma, in wnid folders."""
+    rows = _rows(file)
+    return Vocabulary(canonical, tuple(_first_lemma(r["wordnet_lemmas"]) for r in rows),
+                      wnids=tuple(r["wnid"] for r in rows),
+                      imagenet_indices=tuple((int(r[index_column]),) for r in rows),
+                      folders=tuple(r["wnid"] for r in rows),
+                      descriptions=tuple(r["wordnet_lemmas"] for r in rows),
+                      source=source)
+
+
 @lru_cache(maxsize=None)
 def _load(canonical: str) -> Vocabulary:
     if canonical == "imagenet-1k":
-        rows = _rows("imagenet1k_classes.tsv")
-        return Vocabulary(canonical, tuple(_first_lemma(r["wordnet_lemmas"]) for r in rows),
-                          wnids=tuple(r["wnid"] for r in rows),
-                          imagenet_indices=tuple((int(r["index"]),) for r in rows),
-                          folders=tuple(r["wnid"] for r in rows),
-                          descriptions=tuple(r["wordnet_lemmas"] for r in rows),
-                          source="ImageNet-1k (Keras class index + WordNet lemmas)")
+        return _wordnet(canonical, "imagenet1k_classes.tsv", "index",
+                        "ImageNet-1k (Keras class index + WordNet lemmas)")
     if canonical == "imagenet-r":
-        rows = _rows("imagenet_r_classes.tsv")
-        return Vocabulary(canonical, tuple(_first_lemma(r["wordnet_lemmas"]) for r in rows),
-                          wnids=tuple(r["wnid"] for r in rows),
-                          imagenet_indices=tuple((int(r["imagenet_index"]),) for r in rows),
-                          folders=tuple(r["wnid"] for r in rows),
-                          descriptions=tuple(r["wordnet_lemmas"] for r in rows),
-                          source="ImageNet-R (hendrycks/imagenet-r eval.py)")
+        return _wordnet(canonical, "imagenet_r_classes.tsv", "imagenet_index",
+                        "ImageNet-R (hendrycks/imagenet-r eval.py)")
     if canonical == "objectnet":
         rows = _rows("objectnet_overlap_classes.tsv")
         return Vocabulary(canonical, tuple(r["objectnet_label"] for r in rows),

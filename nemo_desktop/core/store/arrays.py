@@ -7,9 +7,21 @@ from typing import Any
 
 from ..errors import StoreError
 from .atomic import TMP_SUFFIX, atomic_writer
-from .disk_space import disk_full_error, is_disk_full
+from .disk_space import write_error
 
 _ARRAY_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+def numbered_arrays(arrays_dir: Path, prefix: str) -> dict[int, Path]:
+    """The array files named `<prefix><number>` (e.g. the chunks of a matrix written in parts), by number."""
+    out = {}
+    if arrays_dir.is_dir():
+        for p in arrays_dir.glob(f"{prefix}*.npy"):
+            try:
+                out[int(p.stem[len(prefix):])] = p
+            except ValueError:
+                continue
+    return out
 
 
 class ArraysMixin:
@@ -32,11 +44,7 @@ class ArraysMixin:
             with atomic_writer(path) as f:  # streamed: no second in-memory copy of a large matrix
                 np.save(f, np.asarray(arr), allow_pickle=False)
         except OSError as exc:
-            if is_disk_full(exc, path):
-                raise disk_full_error(path, exc, self.store_dir) from exc
-            raise StoreError(f"Could not write the array file {path}.",
-                             hint="Check free disk space and the store folder's permissions.",
-                             detail=repr(exc)) from exc
+            raise write_error("array file", path, exc, self.store_dir) from exc
         return path
 
     def open_array(self, name: str, mmap: bool = True):

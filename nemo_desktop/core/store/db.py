@@ -30,7 +30,7 @@ from typing import Any, Iterator, Mapping
 from ..errors import StoreError
 from .arrays import ArraysMixin
 from .atomic import TMP_SUFFIX, atomic_write_bytes, corrupt_aside_name
-from .disk_space import disk_full_error, is_disk_full
+from .disk_space import write_error
 from .maintenance import MaintenanceMixin
 from .migrations import CURRENT_VERSION, migrate
 from .paths import AppPaths, get_paths
@@ -386,11 +386,7 @@ class ResultsStore(RunsMixin, ArraysMixin, MaintenanceMixin):
             raise StoreError(f"Could not write the artifact file {path}: its folder disappeared.",
                              hint="Do not remove the store folder while NEMO Desktop is running.") from None
         except OSError as exc:
-            if is_disk_full(exc, path):
-                raise disk_full_error(path, exc, self.store_dir) from exc
-            raise StoreError(f"Could not write the artifact file {path}.",
-                             hint="Check free disk space and the store folder's permissions.",
-                             detail=repr(exc)) from exc
+            raise write_error("artifact file", path, exc, self.store_dir) from exc
 
     def _unlink_if_unreferenced(self, conn: sqlite3.Connection, files: set[tuple[str, str]]) -> None:
         """Delete artifact files no row references any more; call inside the write transaction."""

@@ -75,3 +75,12 @@ def disk_full_error(path: Path, exc: BaseException, store_dir: Path | None = Non
              "Hugging Face cache can be removed with `hf cache delete`; or move the store to another disk with "
              "NEMO_HOME. Completed results are kept; a re-run resumes.",
         detail=repr(exc))
+
+
+def write_error(what: str, path: Path, exc: OSError, store_dir: Path | None = None) -> StoreError:
+    """The StoreError for a failed write of `what` (e.g. "array file") to `path`: the disk-full one when that is
+    the cause, otherwise one that names the file."""
+    if is_disk_full(exc, path):
+        return disk_full_error(path, exc, store_dir)
+    return StoreError(f"Could not write the {what} {path}.",
+                      hint="Check free disk space and the store folder's permissions.", detail=repr(exc))

@@ -118,15 +118,21 @@ def restore(store_dir: Path, artifacts_dir: Path, name: str | None = None) -> di
                 else:
                     counts["kept"] += 1
                 continue
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.replace(src, dest)
-            except OSError:
-                shutil.copy2(src, dest)
-                src.unlink()
+            move_back(src, dest)
             counts["restored"] += 1
         _remove_empty_dirs(folder.path)
     return counts
+
+
+def move_back(src: Path, dest: Path) -> None:
+    """Move a quarantined file back to its place `dest`: a rename, or a copy then remove when the artifacts
+    folder is on another file system."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)
+        src.unlink()
 
 
 def purge(store_dir: Path, name: str | None = None) -> dict[str, int]:

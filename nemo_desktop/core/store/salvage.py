@@ -230,12 +230,9 @@ def _present(store, sha: str, ext: str, quarantined: dict[Path, Path], report: S
     q = quarantined.get(path)
     if q is None or not q.is_file():
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.replace(q, path)
-    except OSError:
-        shutil.copy2(q, path)
-        q.unlink()
+    from .quarantine import move_back
+
+    move_back(q, path)
     report.files_from_quarantine += 1
     return True
 

@@ -23,6 +23,7 @@ import numpy as np
 from ...errors import JobCancelled, ModelError
 from ...jobs import JobContext
 from ...models.protocols import ModelInfo
+from ...store.arrays import numbered_arrays
 from ...store.keys import result_key
 from .clustering import unit_rows
 
@@ -73,15 +74,7 @@ def _chunk_name(key: str, start: int) -> str:
 
 
 def _chunks(store, key: str) -> dict[int, Any]:
-    mark = f"{_prefix(key)}-chunk-"
-    out = {}
-    if store.arrays_dir.is_dir():
-        for p in store.arrays_dir.glob(f"{mark}*.npy"):
-            try:
-                out[int(p.stem[len(mark):])] = p
-            except ValueError:
-                continue
-    return out
+    return numbered_arrays(store.arrays_dir, f"{_prefix(key)}-chunk-")
 
 
 def image_embeddings(index: Any, embedder: Any, store: Any = None, ctx: JobContext | None = None, *,

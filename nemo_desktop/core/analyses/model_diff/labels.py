@@ -76,12 +76,8 @@ def match_labels(names_a: Sequence[str], names_b: Sequence[str], labels: Sequenc
     only_a = [n for n in names_a if canon.get(normalise_class_name(n), normalise_class_name(n)) not in b]
     only_b = [n for n in names_b if canon.get(normalise_class_name(n), normalise_class_name(n)) not in a]
     if only_a or only_b:
-        parts = []
-        if only_a:
-            parts.append(f"Model B lacks {_few(only_a)}")
-        if only_b:
-            parts.append(f"Model A lacks {_few(only_b)}")
-        raise ConfigError("The two models do not have the same classes: " + "; ".join(parts) + ".",
+        raise ConfigError("The two models do not have the same classes: "
+                          + _listed(("Model B lacks", only_a), ("Model A lacks", only_b)) + ".",
                           hint="Compare models with the same label set (class names are matched, not indices), "
                                "or give class-name files that use the same names.")
     missing = [lab for lab in labels if normalise_class_name(lab) not in a]
@@ -98,6 +94,11 @@ def match_labels(names_a: Sequence[str], names_b: Sequence[str], labels: Sequenc
 def _few(names: Sequence[str], n: int = 12) -> str:
     shown = ", ".join(f"'{x}'" for x in names[:n])
     return shown + (f" and {len(names) - n} more" if len(names) > n else "")
+
+
+def _listed(*problems: tuple[str, Sequence[str]]) -> str:
+    """'<what> <the names>' for each problem that has names, joined with '; '."""
+    return "; ".join(f"{what} {_few(names)}" for what, names in problems if names)
 
 
 # -- one zero-shot model, two prompt sets ---------------------------------------------------------------------
@@ -122,12 +123,9 @@ def prompts_for_classes(prompts: Mapping[str, str], class_names: Sequence[str], 
     missing = [n for n in class_names if normalise_class_name(n) not in given]
     unknown = [k for k in prompts if normalise_class_name(k) not in {normalise_class_name(n) for n in class_names}]
     if missing or unknown:
-        msg = []
-        if missing:
-            msg.append(f"no prompt for {_few(missing)}")
-        if unknown:
-            msg.append(f"prompts for classes the model does not have: {_few(unknown)}")
-        raise ConfigError(f"In {where}: " + "; ".join(msg) + ".", hint="Give exactly one prompt per class.")
+        raise ConfigError(f"In {where}: " + _listed(("no prompt for", missing),
+                                                   ("prompts for classes the model does not have:", unknown)) + ".",
+                          hint="Give exactly one prompt per class.")
     return [given[normalise_class_name(n)] for n in class_names]
 
 

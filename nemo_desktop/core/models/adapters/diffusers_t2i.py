@@ -26,6 +26,7 @@ from ..device import translate_oom
 from ..protocols import ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
 from .diffusers_loading import PipelineHolder, load_pipeline, step_callback
+from .spec_checks import check_options
 
 log = logging.getLogger(__name__)
 
@@ -99,10 +100,7 @@ class DiffusersTextToImage(PipelineHolder):
 
 @register_family("generator", FAMILY)
 def load_diffusers_t2i(spec: ModelSpec, options: LoadOptions) -> DiffusersTextToImage:
-    unknown = sorted(set(spec.options) - set(OPTIONS))
-    if unknown:
-        raise ConfigError(f"Unknown option(s) for a text-to-image generator: {', '.join(unknown)}.",
-                          hint=f"Known options: {', '.join(OPTIONS)}.")
+    check_options(spec.options, OPTIONS, "a text-to-image generator")
     loaded = load_pipeline(spec, options, role="generator", accepted=PIPELINES,
                            expected="a text-to-image pipeline this app supports")
     settings = {k: spec.options[k] for k in OPTIONS if k not in ("offload",) and spec.options.get(k) is not None}

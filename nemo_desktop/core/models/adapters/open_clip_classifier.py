@@ -26,6 +26,7 @@ from ..hub_files import cache_dir_for, commit_from_path, fetch_file, fetch_first
 from ..protocols import ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
 from ..zero_shot import CLIP_TEMPLATE, SIGLIP_TEMPLATE, ZeroShotClassifierBase, zero_shot_class_names
+from .spec_checks import LOCAL_DIR, local_folder
 
 _WEIGHTS = ("open_clip_model.safetensors", "open_clip_pytorch_model.safetensors", "open_clip_pytorch_model.bin")
 # open_clip's own preference when it picks the checkpoint of a local-dir (factory._find_checkpoint_in_dir)
@@ -127,10 +128,8 @@ def _resolve(spec: ModelSpec, options: LoadOptions, opts: dict) -> tuple[str, st
         for extra in _TOKENIZER_FILES:  # only present for HF-tokenizer models (e.g. SigLIP); absent is fine
             fetch_file(repo, extra, options, revision=commit, required=False)
         return f"local-dir:{config.parent}", None, commit, str(weights)
-    if source.startswith("local-dir:"):
-        folder = Path(source[len("local-dir:"):]).expanduser()
-        if not (folder / "open_clip_config.json").is_file():
-            raise ConfigError(f"{folder} is not an open_clip model folder (no open_clip_config.json).",
+    if source.startswith(LOCAL_DIR):
+        folder = local_folder(source, "open_clip_config.json", "an open_clip model folder",
                               hint="Use `<model name>@<checkpoint>` with options['config_dir'] for a bare "
                                    "checkpoint and a model config JSON.")
         weights = next((folder / n for n in _LOCAL_WEIGHTS if (folder / n).is_file()), None)

@@ -46,10 +46,12 @@ from ...jobs import cancel_scope, current_cancel_token
 from ...secrets import describe_secret_ref, redact, resolve_secret
 from ..protocols import ChatMessage, ChatRequest, ModelInfo, Reply
 from ..registry import LoadOptions, ModelSpec, register_family
+from ..requests import ChatBatchFromRequests
 from .endpoint_limit import EndpointLimiter
 from .http_deadline import fetch
 from ..sampling import resolve_sampling
 from .openai_request import DROPPABLE, RequestOptions, RequestShaper
+from .spec_checks import check_options
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +76,7 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
-class OpenAICompatibleMLLM:
+class OpenAICompatibleMLLM(ChatBatchFromRequests):
     """MultimodalLLM over HTTP. Thread-safe: chat_batch runs several chat() calls at once."""
 
     def __init__(self, base_url: str, model: str | None = None, *, api_key_ref: str | None = None,
@@ -131,12 +133,6 @@ class OpenAICompatibleMLLM:
         text = _reply_text(reply, self.base_url)
         self.last_usage = reply.get("usage") or {}
         return Reply(text, *_how_it_ended(reply))
-
-    def chat_batch(self, conversations: Sequence[Sequence[ChatMessage]], *, max_new_tokens: int | None = None,
-                   temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,
-                   top_k: int | None = None, min_p: float | None = None) -> list[str]:
-        return self.chat_requests([ChatRequest(c, max_new_tokens, temperature, seed, top_p, top_k, min_p)
-                                   for c in conversations])
 
     def chat_requests(self, requests: Sequence[ChatRequest]) -> list[str]:
         """Each request with its own settings, up to `concurrency` at once (the server batches them)."""
@@ -420,10 +416,7 @@ def load_openai_compatible(spec: ModelSpec, options: LoadOptions) -> OpenAICompa
     request_keys = set(RequestOptions.__dataclass_fields__)
     known = {"model", "api_key", "timeout", "max_retries", "backoff_base", "max_retry_after", "concurrency",
              "max_in_flight", "image_format", "max_image_side", "max_new_tokens", "extra_body"} | request_keys
-    unknown = sorted(set(opts) - known)
-    if unknown:
-        raise ConfigError(f"Unknown option(s) for an OpenAI-compatible endpoint: {', '.join(unknown)}.",
-                          hint=f"Known options: {', '.join(sorted(known))}.")
+    check_options(opts, sorted(known), "an OpenAI-compatible endpoint")
     api_key_ref = opts.pop("api_key", None)
     request = RequestOptions(**{k: opts.pop(k) for k in list(opts) if k in request_keys})
     return OpenAICompatibleMLLM(spec.source, opts.pop("model", None), api_key_ref=api_key_ref,

@@ -34,6 +34,7 @@ from ..outputs import ClassifierOutputs
 from ..protocols import ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
 from ..vocab import load_vocabulary, read_class_file
+from .spec_checks import LOCAL_DIR, local_folder
 
 log = logging.getLogger(__name__)
 
@@ -232,10 +233,8 @@ def _load_pretrained(source: str, revision: str | None, options: LoadOptions, mo
 def _resolve_folder(source: str, revision: str | None, options: LoadOptions,
                     catalog_id: str | None = None) -> tuple[Path | None, str | None]:
     """(local folder with config.json + weights, commit hash when it came from the Hub cache)."""
-    if source.startswith("local-dir:"):
-        folder = Path(source[len("local-dir:"):]).expanduser()
-        if not (folder / "config.json").is_file():
-            raise ConfigError(f"{folder} is not a timm model folder (no config.json).",
+    if source.startswith(LOCAL_DIR):
+        folder = local_folder(source, "config.json", "a timm model folder",
                               hint="Save the model with timm.models.save_for_hf(model, folder), or give "
                                    "`checkpoint:<architecture>:<file>` for a bare weights file.")
         return folder, commit_from_path(folder / "config.json")

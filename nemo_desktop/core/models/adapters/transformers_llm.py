@@ -19,6 +19,7 @@ from ..batching import oom_guard
 from ..device import resolve_device, resolve_dtype
 from ..protocols import ChatMessage, ModelInfo
 from ..registry import LoadOptions, ModelSpec, register_family
+from .spec_checks import check_options
 from .transformers_mllm import TransformersMLLM, _load_error, _locate
 
 log = logging.getLogger(__name__)
@@ -79,10 +80,7 @@ def load_transformers_llm(spec: ModelSpec, options: LoadOptions) -> Transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     opts = dict(spec.options)
-    unknown = sorted(set(opts) - set(OPTIONS))
-    if unknown:
-        raise ConfigError(f"Unknown option(s) for {FAMILY}: {', '.join(unknown)}.",
-                          hint=f"Known options: {', '.join(OPTIONS)}.")
+    check_options(opts, OPTIONS, FAMILY)
     device = resolve_device(options.device)
     dtype = resolve_dtype(options.dtype, device)
     where, revision, load_kw = _locate(spec, options)

@@ -37,7 +37,9 @@ from ..hub_files import cache_dir_for, commit_from_path, fetch_file, offline_req
 from ..protocols import ChatMessage, ChatRequest, ModelInfo, Reply
 from ..row_sampling import RowSampler
 from ..registry import LoadOptions, ModelSpec, register_family
+from ..requests import ChatBatchFromRequests
 from ..mllm_fast import apply_fast_paths, fast_options
+from .spec_checks import check_options
 from ..sampling import Sampling, resolve_sampling
 
 log = logging.getLogger(__name__)
@@ -51,7 +53,7 @@ _WEIGHT_SUFFIXES = (".json", ".safetensors", ".bin", ".model", ".jinja", ".txt")
 _GREEDY_NEUTRAL = {"temperature": 1.0, "top_p": 1.0, "top_k": 50}
 
 
-class TransformersMLLM:
+class TransformersMLLM(ChatBatchFromRequests):
     """MultimodalLLM over a loaded transformers model + processor. Not thread-safe (one GPU worker)."""
 
     def __init__(self, model: Any, processor: Any, info: ModelInfo, *, max_new_tokens: int = 512,
@@ -74,12 +76,6 @@ class TransformersMLLM:
              top_k: int | None = None, min_p: float | None = None) -> str:
         return self.chat_batch([messages], max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
                                top_p=top_p, top_k=top_k, min_p=min_p)[0]
-
-    def chat_batch(self, conversations: Sequence[Sequence[ChatMessage]], *, max_new_tokens: int | None = None,
-                   temperature: float = 0.0, seed: int | None = None, top_p: float | None = None,
-                   top_k: int | None = None, min_p: float | None = None) -> list[str]:
-        return self.chat_requests([ChatRequest(c, max_new_tokens, temperature, seed, top_p, top_k, min_p)
-                                   for c in conversations])
 
     def chat_requests(self, requests: Sequence[ChatRequest]) -> list[str]:
         """Each request with its own settings, `batch_size` conversations per generate() call. Requests with
@@ -287,10 +283,7 @@ def load_transformers_mllm(spec: ModelSpec, options: LoadOptions) -> Transformer
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
     opts = dict(spec.options)
-    unknown = sorted(set(opts) - set(OPTIONS))
-    if unknown:
-        raise ConfigError(f"Unknown option(s) for {FAMILY}: {', '.join(unknown)}.",
-                          hint=f"Known options: {', '.join(OPTIONS)}.")
+    check_options(opts, OPTIONS, FAMILY)
     pixel_budget = {k: int(opts[k]) for k in ("min_pixels", "max_pixels") if opts.get(k) is not None}
     if any(v <= 0 for v in pixel_budget.values()) or \
             pixel_budget.get("min_pixels", 0) > pixel_budget.get("max_pixels", float("inf")):

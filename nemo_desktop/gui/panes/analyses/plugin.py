@@ -20,6 +20,8 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, Q
 from nemo_desktop.core.worker.protocol import JobSpec
 
 from ...jobs import GPU, IO, JobHandle
+from ...widgets.buttons import action_button
+from ...widgets.problem_label import problem_label
 from ...widgets.progress_bar import ProgressBar
 from ...widgets.report_html import set_report_html
 from ...widgets.table_columns import keep_words_whole
@@ -131,10 +133,9 @@ class AnalysesPane(PageResults, Pane):
         self.export_button.setEnabled(False)
         self.export_button.clicked.connect(lambda: self.export())
         # Model differences: the measured differences and the scores as CSV (the same files as `nemo compare --csv`).
-        self.export_csv_button = QPushButton("Export CSV…")
-        self.export_csv_button.setObjectName("exportCsvButton")
-        self.export_csv_button.setToolTip("The per-condition differences and the explanations' scores as CSV")
-        self.export_csv_button.clicked.connect(lambda: self.export_csv())
+        self.export_csv_button = action_button(
+            "Export CSV…", self.export_csv, "The per-condition differences and the explanations' scores as CSV",
+            "exportCsvButton")
         self.export_csv_button.hide()
         self.progress = ProgressBar()
         self.progress.setObjectName("analysisProgress")
@@ -143,12 +144,7 @@ class AnalysesPane(PageResults, Pane):
         self.stage_label.setObjectName("analysisStage")
         self.stage_label.setWordWrap(True)
         # Why Run is disabled (an input is missing, a needed model is not on disk), said in place.
-        self.run_problem_label = QLabel("")
-        self.run_problem_label.setObjectName("runProblem")
-        self.run_problem_label.setWordWrap(True)
-        self.run_problem_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.run_problem_label.setStyleSheet("color: #a15c00;")
-        self.run_problem_label.hide()
+        self.run_problem_label = problem_label("runProblem")
         buttons = QHBoxLayout()
         for b in (self.run_button, self.cancel_button, self.export_button, self.export_csv_button):
             buttons.addWidget(b)

@@ -150,25 +150,28 @@ class CompetencyControls(QObject):
         # Sorted: the stored result is keyed by the images in order, and an indexed dataset lists them by class.
         return None if data is None or not len(data) else sorted(str(p) for p in data.paths.tolist())
 
-    def look_up_stored(self) -> JobHandle | None:
-        paths, key = self._paths(), self.estimator_key
+    def _column_job(self, function: str, key: str | None, title: str, **submit) -> JobHandle | None:
+        """A model job (the estimator is bound to the classifier, which is in the model worker in worker mode):
+        `app_jobs.competency_column.<function>` over the dataset's images; None without images or estimator."""
+        paths = self._paths()
         if paths is None or key is None:
             return None
-        # A model job: the estimator is bound to the classifier, which is in the model worker in worker mode.
-        handle = self.pane.host.jobs.submit(JobSpec("nemo_desktop.core.app_jobs.competency_column:stored_column",
-                                                    (key, list(paths), THRESHOLD)),
-                                            title="Looking for stored competency scores", lane=IO, visible=False,
-                                            ask_before_quit=False, report_errors=False)
-        handle.sig_done.connect(lambda col: col is not None and key == self.estimator_key and self.set_column(col))
+        return self.pane.host.jobs.submit(JobSpec(f"nemo_desktop.core.app_jobs.competency_column:{function}",
+                                                  (key, list(paths), THRESHOLD)), title=title, **submit)
+
+    def look_up_stored(self) -> JobHandle | None:
+        key = self.estimator_key
+        handle = self._column_job("stored_column", key, "Looking for stored competency scores", lane=IO,
+                                  visible=False, ask_before_quit=False, report_errors=False)
+        if handle is not None:
+            handle.sig_done.connect(lambda col: col is not None and key == self.estimator_key and self.set_column(col))
         return handle
 
     def score(self) -> JobHandle | None:
-        paths, key = self._paths(), self.estimator_key
-        if paths is None or key is None:
+        key = self.estimator_key
+        handle = self._column_job("score_column", key, "Scoring competency", lane=GPU)
+        if handle is None:
             return None
-        handle = self.pane.host.jobs.submit(JobSpec("nemo_desktop.core.app_jobs.competency_column:score_column",
-                                                    (key, list(paths), THRESHOLD)),
-                                            title="Scoring competency", lane=GPU)
         self._score_job = handle
         self.status.setText("Scoring…")
         handle.sig_progress.connect(lambda p: self.status.setText(

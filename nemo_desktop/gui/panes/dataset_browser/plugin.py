@@ -24,6 +24,7 @@ from nemo_desktop.core.worker.protocol import JobSpec
 from ...jobs import GPU, IO, JobHandle
 from ...samples import Sample
 from ...thumbnails import ThumbnailLoader
+from ...widgets.buttons import action_button
 from ...widgets.progress_bar import ProgressBar
 from ..base import Pane, PaneHost
 from .filter_controls import build_filter_rows, build_side_panel
@@ -136,15 +137,12 @@ class DatasetBrowserPane(Pane):
         # -- to the workbench --
         self.selection_label = QLabel("")
         self.selection_label.setWordWrap(True)  # wraps instead of widening the pane (its minimum width)
-        self.explain_button = QPushButton("Explain in the workbench")
-        self.explain_button.setObjectName("explainSelectedButton")
-        self.explain_button.setToolTip("Send the selected images, with their true class, to the explanation "
-                                       "workbench")
-        self.explain_button.clicked.connect(self.explain_selected)
-        self.view_button = QPushButton("View image")
-        self.view_button.setObjectName("viewImageButton")
-        self.view_button.setToolTip("Open the current image at full resolution, zoomable (Space)")
-        self.view_button.clicked.connect(lambda: view_current_image(self))
+        self.explain_button = action_button(
+            "Explain in the workbench", self.explain_selected,
+            "Send the selected images, with their true class, to the explanation workbench", "explainSelectedButton")
+        self.view_button = action_button("View image", lambda: view_current_image(self),
+                                         "Open the current image at full resolution, zoomable (Space)",
+                                         "viewImageButton")
         bottom = QHBoxLayout()
         bottom.addWidget(self.selection_label, 1)
         bottom.addWidget(self.view_button)

@@ -11,13 +11,13 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QPushButton, QRadioButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
+from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QComboBox, QFileDialog, QHBoxLayout, QLabel,
+                               QPushButton, QRadioButton, QTableWidgetItem, QVBoxLayout)
 
 from nemo_desktop.core.jobs import JobContext
 
 from ...jobs import IO, JobHandle
-from ...widgets.table_columns import keep_header_words_whole
+from ...widgets.list_table import list_table
 from ..base import Pane, PaneHost
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -128,16 +128,8 @@ class ReportExporterPane(Pane):
         super().__init__(host, parent)
         self.items: list[ReportItem] = []
         self.last_written: list[Path] = []
-        self.table = QTableWidget(0, 4)
-        self.table.setObjectName("reportItems")
-        self.table.setHorizontalHeaderLabels(["What", "Date", "Details", "Id"])
-        self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        keep_header_words_whole(self.table)
+        self.table = list_table(["What", "Date", "Details", "Id"], "reportItems",
+                                selection=QAbstractItemView.SelectionMode.ExtendedSelection, stretch=2)
         self.table.itemSelectionChanged.connect(self._update)
         refresh = QPushButton("Refresh")
         refresh.clicked.connect(self.refresh)

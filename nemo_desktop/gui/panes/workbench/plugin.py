@@ -19,6 +19,8 @@ from nemo_desktop.core.batch import BatchItem
 
 from ...jobs import GPU, IO, JobHandle
 from ...samples import Sample
+from ...widgets.buttons import action_button
+from ...widgets.problem_label import problem_label
 from ...widgets.progress_bar import ProgressBar
 from ...widgets.report_path import ask_report_path, report_format
 from ..base import Pane, PaneHost
@@ -93,20 +95,18 @@ class WorkbenchPane(Pane):
         mv.addWidget(self.method_description)
         mv.addWidget(self.form)
         # Two models rather than one image: the Analyses pane's model-diff page (its live view, heatmap, CSV).
-        self.compare_button = QPushButton("Compare models…")
-        self.compare_button.setObjectName("compareModelsButton")
-        self.compare_button.setToolTip("How do two classifiers differ, in words? Opens the model-diff analysis")
-        self.compare_button.clicked.connect(lambda: self.host.show_pane("analyses").open_with("model-diff"))
+        self.compare_button = action_button(
+            "Compare models…", lambda: self.host.show_pane("analyses").open_with("model-diff"),
+            "How do two classifiers differ, in words? Opens the model-diff analysis", "compareModelsButton")
         mv.addWidget(self.compare_button, 0, Qt.AlignmentFlag.AlignRight)
         ref_form = QFormLayout()
         ref_form.addRow("Observations from:", self.reference_combo)
         mv.addLayout(ref_form)
 
         # -- run --
-        self.run_button = QPushButton("Run on the samples")
-        self.run_button.setObjectName("runButton")
-        self.run_button.setToolTip("Explain the selected samples (all of them when none is selected)")
-        self.run_button.clicked.connect(lambda: self.run())
+        self.run_button = action_button("Run on the samples", self.run,
+                                        "Explain the selected samples (all of them when none is selected)",
+                                        "runButton")
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setObjectName("cancelRunButton")
         self.cancel_button.setEnabled(False)
@@ -123,12 +123,7 @@ class WorkbenchPane(Pane):
         self.live_log.setMaximumHeight(90)
         self.live_log.setWordWrap(True)
         # Why Run is disabled (a model the method needs is not chosen or not on disk), said in place.
-        self.run_problem_label = QLabel("")
-        self.run_problem_label.setObjectName("workbenchRunProblem")
-        self.run_problem_label.setWordWrap(True)
-        self.run_problem_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.run_problem_label.setStyleSheet("color: #a15c00;")
-        self.run_problem_label.hide()
+        self.run_problem_label = problem_label("workbenchRunProblem")
         self._run_problem: str | None = None  # from method_run_problem, on the I/O lane
         run_box = QGroupBox("Run")
         rv = QVBoxLayout(run_box)
@@ -173,20 +168,18 @@ class WorkbenchPane(Pane):
         self.result_view = ResultView()
         self.result_view.sig_built.connect(lambda: self.sig_results_shown.emit(self.result_view.results()))
         self.result_view.sig_built.connect(self._update_export)
-        self.export_button = QPushButton("Export…")
-        self.export_button.setObjectName("exportResultButton")
-        self.export_button.setToolTip("Save the result on screen as an HTML or PDF report (Ctrl+E)")
-        self.export_button.clicked.connect(lambda: self.export_shown())
+        self.export_button = action_button("Export…", self.export_shown,
+                                           "Save the result on screen as an HTML or PDF report (Ctrl+E)",
+                                           "exportResultButton")
         self.export_status = QLabel("")
         self.export_status.setObjectName("exportStatus")
         self.export_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         result_side = QWidget()
         rsv = QVBoxLayout(result_side)
         rsv.setContentsMargins(0, 0, 0, 0)
-        self.fix_button = QPushButton("Try a fix…")
-        self.fix_button.setObjectName("tryFixButton")
-        self.fix_button.setToolTip("Fine-tune the classifier from this finding, measure it and keep it only if it helps")
-        self.fix_button.clicked.connect(lambda: try_fix(self.host, self.result_view.results()))
+        self.fix_button = action_button(
+            "Try a fix…", lambda: try_fix(self.host, self.result_view.results()),
+            "Fine-tune the classifier from this finding, measure it and keep it only if it helps", "tryFixButton")
         rsv.addLayout(self._hbox(self.export_button, self.fix_button, self.export_status))
         rsv.addWidget(self.result_view, 1)
         # A run on several images lists them above the result view (hidden otherwise).

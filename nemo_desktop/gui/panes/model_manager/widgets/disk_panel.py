@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import QGroupBox, QHBoxLayout, QLabel, QPushButton, QTableWidgetItem, QVBoxLayout, QWidget
 
 from ....jobs import IO
-from ....widgets.table_columns import keep_header_words_whole
+from ....widgets.list_table import list_table
 from ..catalog_rows import DiskReport, disk_report
 
 
@@ -25,14 +24,7 @@ class DiskPanel(QGroupBox):
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.PlainText)  # error messages, paths
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.table = QTableWidget(0, 3)
-        self.table.setObjectName("diskTable")
-        self.table.setHorizontalHeaderLabels(["Repository", "Size", "Catalog ids"])
-        self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setStretchLastSection(True)
-        keep_header_words_whole(self.table)
+        self.table = list_table(["Repository", "Size", "Catalog ids"], "diskTable")
         self.table.setMaximumHeight(150)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh)

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout,
-                               QHeaderView, QLabel, QLineEdit, QPushButton, QTableWidget, QTableWidgetItem,
-                               QVBoxLayout, QWidget)
+                               QLabel, QLineEdit, QPushButton, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.secrets import describe_secret_ref
 
 from ....jobs import IO
 from ....secret_refs import normalise_reference, settings_value, store_in_keyring
 from ....widgets.wheel_guard import GuardedComboBox
-from ....widgets.table_columns import keep_header_words_whole
+from ....widgets.list_table import list_table
 from .endpoint_dialog import PASTE, EndpointDialog
+from .settings_view import SettingsView
 
 DEVICES = ("auto", "cpu", "cuda", "cuda:0", "cuda:1", "mps")
 DTYPES = ("auto", "bfloat16", "float16", "float32")
@@ -37,14 +37,9 @@ def token_status(ref: str | None) -> str:
     return f"From the {where}."
 
 
-class SettingsPanel(QWidget):
-    sig_use_endpoint = Signal(str)  # endpoint name to load as the captioning model
-
+class SettingsPanel(SettingsView):
     def __init__(self, host, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.host = host
-        self.settings = None
-        self._populating = False
+        super().__init__(host, parent)
 
         # -- compute --
         self.device_combo = GuardedComboBox()  # the wheel scrolls the panel, not the setting
@@ -106,16 +101,8 @@ class SettingsPanel(QWidget):
         hub_form.addRow("Paste a token:", self._row(self.token_paste, self.token_store))
 
         # -- endpoints --
-        self.endpoints_table = QTableWidget(0, 4)
-        self.endpoints_table.setObjectName("endpointsTable")
-        self.endpoints_table.setHorizontalHeaderLabels(["Name", "URL", "Model", "API key"])
-        self.endpoints_table.verticalHeader().hide()
-        self.endpoints_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.endpoints_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.endpoints_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.endpoints_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.endpoints_table.horizontalHeader().setStretchLastSection(True)
-        keep_header_words_whole(self.endpoints_table)
+        self.endpoints_table = list_table(["Name", "URL", "Model", "API key"], "endpointsTable",
+                                          selection=QAbstractItemView.SelectionMode.SingleSelection)
         self.endpoints_table.setMaximumHeight(130)
         add, edit, remove = QPushButton("Add…"), QPushButton("Edit…"), QPushButton("Remove")
         self.use_endpoint_button = QPushButton("Use as captioning model")
@@ -147,12 +134,6 @@ class SettingsPanel(QWidget):
         return row
 
     # -- reading ------------------------------------------------------------------------------------------
-    def reload(self):
-        handle = self.host.jobs.submit(lambda ctx: self.host.session.settings(), title="Reading settings", lane=IO,
-                                       ask_before_quit=False, visible=False)
-        handle.sig_done.connect(self._show)
-        return handle
-
     def _show(self, settings) -> None:
         self.settings = settings
         self._populating = True
@@ -176,16 +157,6 @@ class SettingsPanel(QWidget):
             self._populating = False
 
     # -- writing ------------------------------------------------------------------------------------------
-    def _update(self, change, title: str, then=None):
-        """Apply `change(settings)` on the I/O lane; errors go to the error dialog; the view shows the result."""
-        handle = self.host.jobs.submit(lambda ctx: self.host.session.update_settings(change), title=title, lane=IO,
-                                       ask_before_quit=False, visible=False)
-        handle.sig_done.connect(self._show)
-        if then is not None:
-            handle.sig_done.connect(lambda _s: then())
-        handle.sig_failed.connect(lambda _e: self.reload())  # show what is really stored
-        return handle
-
     def _save_compute(self):
         if self._populating or self.settings is None:
             return None

@@ -8,8 +8,8 @@ which sees the GPU); the server check from `core/models/local_server.py`.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from nemo_desktop.core.models.local_server import LOCAL_SERVER
 from nemo_desktop.core.models.profiles import PROFILES
@@ -17,7 +17,9 @@ from nemo_desktop.core.worker.protocol import JobSpec
 
 from ....jobs import GPU, IO
 from ....session import ENDPOINT_PREFIX
+from ....widgets.buttons import action_button
 from ....widgets.wheel_guard import GuardedComboBox
+from .settings_view import SettingsView
 
 NO_PROFILE = "None (models as loaded)"
 ADVICE_TARGET = "nemo_desktop.core.session_jobs:memory_profile_advice"
@@ -27,14 +29,9 @@ def _words(error: dict) -> str:
     return f"{error.get('message') or 'The check failed.'} {error.get('hint') or ''}".strip()
 
 
-class SpeedPanel(QWidget):
-    sig_use_endpoint = Signal(str)  # endpoint name to load as the captioning model
-
+class SpeedPanel(SettingsView):
     def __init__(self, host, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.host = host
-        self.settings = None
-        self._populating = False
+        super().__init__(host, parent)
         self._advice_job = None
         self.advice: dict | None = None  # the model process's last answer (core/models/profiles.advice)
 
@@ -60,11 +57,9 @@ class SpeedPanel(QWidget):
         self.server_edit.setObjectName("localServerEdit")
         self.server_edit.setPlaceholderText("http://localhost:8000/v1")
         self.server_edit.returnPressed.connect(self.use_server)
-        self.server_button = QPushButton("Check and use")
-        self.server_button.setObjectName("localServerButton")
-        self.server_button.setToolTip("Ask the server for its models (GET /models); when it answers, keep it as "
-                                      "the captioning model and load it")
-        self.server_button.clicked.connect(self.use_server)
+        self.server_button = action_button("Check and use", self.use_server,
+                                           "Ask the server for its models (GET /models); when it answers, keep "
+                                           "it as the captioning model and load it", "localServerButton")
         self.server_status = QLabel("")
         self.server_status.setObjectName("localServerStatus")
         self.server_status.setWordWrap(True)
@@ -84,12 +79,6 @@ class SpeedPanel(QWidget):
         layout.addWidget(server_box)
 
     # -- reading ------------------------------------------------------------------------------------------
-    def reload(self):
-        handle = self.host.jobs.submit(lambda ctx: self.host.session.settings(), title="Reading settings", lane=IO,
-                                       ask_before_quit=False, visible=False)
-        handle.sig_done.connect(self._show)
-        return handle
-
     def _show(self, settings) -> None:
         first = self.settings is None
         self.settings = settings
@@ -119,13 +108,8 @@ class SpeedPanel(QWidget):
         name = self.chosen_profile()
         if self.settings.compute.memory_profile == name:
             return None
-        handle = self.host.jobs.submit(
-            lambda ctx: self.host.session.update_settings(lambda s: setattr(s.compute, "memory_profile", name)),
-            title="Saving the memory profile", lane=IO, ask_before_quit=False, visible=False)
-        handle.sig_done.connect(self._show)
-        handle.sig_done.connect(lambda _s: self.check_profile())
-        handle.sig_failed.connect(lambda _e: self.reload())  # show what is really stored
-        return handle
+        return self._update(lambda s: setattr(s.compute, "memory_profile", name), "Saving the memory profile",
+                            then=self.check_profile)
 
     def check_profile(self):
         """Ask the model process which profile fits its GPU and whether the chosen one holds the models."""
