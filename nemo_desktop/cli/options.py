@@ -102,3 +102,15 @@ def _parser_for(p: ParamInfo):
 def given_options(args: argparse.Namespace) -> dict[str, Any]:
     """The derived options the user gave, by field name."""
     return {k[len(PREFIX):]: v for k, v in vars(args).items() if k.startswith(PREFIX)}
+
+
+def derive_all(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add every derived option of `parser` and of its sub-commands, recursively (what `nemo run`'s sub-commands and
+    the analyses' settings add when used): the completion script and the CLI reference walk the whole tree."""
+    if isinstance(parser, CommandParser):
+        parser._derive()
+    for action in parser._actions:  # argparse has no public walk of its sub-commands
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):  # an alias maps to the same parser
+                derive_all(sub)
+    return parser
