@@ -222,3 +222,28 @@ def test_an_unpacked_wheel_reads_its_catalog_outside_the_checkout(built, tmp_pat
     assert r.returncode == 0, r.stderr[-3000:]
     module, root, count = r.stdout.split()
     assert module.startswith(str(site)) and root.startswith(str(site)) and int(count) > 5
+
+
+def test_the_wheel_registers_its_analyses_as_entry_points(built, tmp_path):
+    """One registration shape: the wheel declares NEMO Desktop's own analyses in the `nemo_desktop.analyses` group
+    (the list the code falls back on for a checkout agrees), and an installed copy loads every one from there."""
+    from nemo_desktop.core.registry.registry import BUILTIN_ENTRY_POINTS
+
+    wheel, _ = built
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    (declared,) = site.glob("nemo_desktop-*.dist-info/entry_points.txt")
+    entry_points = configparser.ConfigParser()
+    entry_points.read_string(declared.read_text())
+    assert dict(entry_points["nemo_desktop.analyses"]) == BUILTIN_ENTRY_POINTS
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from importlib.metadata import EntryPoint, entry_points; "
+            "eps = [e for e in entry_points(group='nemo_desktop.analyses') if e.dist.name == 'nemo-desktop']; "
+            "loaded = [s for e in eps for s in (lambda o: o if isinstance(o, tuple) else (o,))(e.load())]; "
+            "from nemo_desktop.core.registry import list_analyses; "
+            "print(sorted(s.name for s in loaded) == list_analyses(), loaded[0].factory.__module__.split('.')[0], "
+            "__import__('nemo_desktop').__file__.startswith(sys.argv[1]))")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("PYTHONPATH", "NEMO_RESOURCES")}
+    r = subprocess.run([sys.executable, "-c", code, str(site)], cwd=tmp_path, capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["True", "nemo_desktop", "True"]

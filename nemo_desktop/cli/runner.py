@@ -59,7 +59,7 @@ def analysis_job(resume: str = RESUME, *, cancels_after: str = "the current step
 
 def is_explanation_method(spec: Any) -> bool:
     """A per-sample method called as (image, true label): it also takes --true-label."""
-    from ..core.methods.result import ExplanationResult
+    from ..core.records import ExplanationResult
 
     return spec.kind == "sample" and spec.result is ExplanationResult
 

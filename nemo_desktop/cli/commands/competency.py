@@ -27,19 +27,36 @@ RESUME_IMAGES = "Completed images are kept in the results store; run the same co
 RESUME_FINISHED = "Finished images are kept in the results store; run the same command to resume."
 
 
+def _step(sub, name: str, helptext: str, description: str, analysis: str | None = None, *,
+          data: tuple[str, str, str] = ("dataset", "IMAGES", "a folder of images (class folders or flat), a CSV or "
+                                                               "fiftyone:NAME"),
+          nargs: str | None = None, estimator: bool = True,
+          classifier_help: str = "the classifier the estimator was fitted for"):
+    """A step's parser with what every step takes: its images, the classifier and (but for fit) the estimator; the
+    analysis' settings derived from its registry entry."""
+    q = sub.add_parser(name, help=helptext, description=description,
+                       derive_options=analysis_options(analysis) if analysis else None)
+    dest, metavar, data_help = data
+    q.add_argument(dest, metavar=metavar, help=data_help, **({"nargs": nargs} if nargs else {}))
+    q.add_argument("--classifier", "-c", metavar="ID", required=True, help=classifier_help)
+    if estimator:
+        q.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
+                       help="a stored estimator's key (or a unique prefix) or a folder written by fit --save")
+    return q
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("competency", help="competency of a classifier on images, and why it is low",
                               description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="competency_command", metavar="STEP", parser_class=type(p), required=True)
 
-    fit = sub.add_parser("fit", help="fit and store a competency estimator for a classifier on a labelled dataset",
-                         description="Fit a PaRCE competency estimator: train the reconstruction autoencoder, "
-                                     "compute per-class loss statistics and calibrate on a held-out split.",
-                         derive_options=analysis_options(FIT))
-    fit.add_argument("dataset", metavar="DATASET", help="labelled images: a folder of class folders, a CSV or "
-                     "fiftyone:NAME[#FIELD]")
-    fit.add_argument("--classifier", "-c", metavar="ID", required=True, help="classifier (catalog id or "
-                     "<family>:<source>) with the differentiable extension (timm, HF CLIP/SigLIP, open_clip)")
+    fit = _step(sub, "fit", "fit and store a competency estimator for a classifier on a labelled dataset",
+                "Fit a PaRCE competency estimator: train the reconstruction autoencoder, compute per-class loss "
+                "statistics and calibrate on a held-out split.", FIT,
+                data=("dataset", "DATASET", "labelled images: a folder of class folders, a CSV or "
+                                            "fiftyone:NAME[#FIELD]"), estimator=False,
+                classifier_help="classifier (catalog id or <family>:<source>) with the differentiable extension "
+                                "(timm, HF CLIP/SigLIP, open_clip)")
     fit.add_argument("--save", metavar="DIR", type=OutputPath(folder=True),
                      help="also write the estimator (safetensors + JSON) into DIR")
     add_output_options(fit, "the fit result")
@@ -50,15 +67,10 @@ def register(subparsers) -> None:
                                  ("explain", "high-competency counterfactuals and the MLLM's explanation",
                                   run_explain)):
         analysis = EXPLAIN if name == "explain" else SCORE
-        q = sub.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".",
-                           derive_options=analysis_options(analysis))
-        q.add_argument("images", metavar="IMAGE", nargs="+", help="image file(s)" + (
-            "" if name == "explain" else ", or one folder / CSV / fiftyone:NAME (a labelled set also gives accuracy "
-                                         "by competency)"))
-        q.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator "
-                       "was fitted for")
-        q.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
-                       help="a stored estimator's key (or a unique prefix) or a folder written by fit --save")
+        q = _step(sub, name, helptext, helptext[0].upper() + helptext[1:] + ".", analysis, nargs="+",
+                  data=("images", "IMAGE", "image file(s)" + (
+                      "" if name == "explain" else ", or one folder / CSV / fiftyone:NAME (a labelled set also gives "
+                                                   "accuracy by competency)")))
         if name == "explain":
             q.add_argument("--mllm", "-l", metavar="ID", help="multimodal LLM that explains the low competency "
                            "(optional: without it there is no language explanation)")
@@ -70,16 +82,10 @@ def register(subparsers) -> None:
         add_device_options(q)
         q.set_defaults(func=func)
 
-    cs = sub.add_parser("causes", help="test sets of the paper's low-competency causes made from your images",
-                        description="Modify the images on which the classifier is competent (brightness, contrast, "
-                                    "saturation, noise, pixelation) with the smallest listed factor that makes it "
-                                    "lose competency, and write them with a causes.csv.")
-    cs.add_argument("dataset", metavar="IMAGES", help="a folder of images (class folders or flat), a CSV or "
-                    "fiftyone:NAME")
-    cs.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator was "
-                    "fitted for")
-    cs.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
-                    help="a stored estimator's key (or a unique prefix) or a folder written by fit --save")
+    cs = _step(sub, "causes", "test sets of the paper's low-competency causes made from your images",
+               "Modify the images on which the classifier is competent (brightness, contrast, saturation, noise, "
+               "pixelation) with the smallest listed factor that makes it lose competency, and write them with a "
+               "causes.csv.")
     cs.add_argument("--cause", default="brightness,contrast,saturation,noise,pixelation", metavar="C[,C]",
                     help="causes to generate (default: all five modifications)")
     cs.add_argument("--threshold", type=float, default=0.9, help="competency threshold (default 0.9)")
@@ -97,16 +103,9 @@ def register(subparsers) -> None:
     add_json_option(lp, "the weights' status")
     lp.set_defaults(func=run_lpips)
 
-    bench = sub.add_parser("bench", help="compare the generators on a set's low-competency images (Tables 1/2)",
-                           description="Run every counterfactual generator on the low-competency images of a set "
-                                       "and compare success rate, LPIPS, feature/latent similarity, FD, KD and time.",
-                           derive_options=analysis_options(BENCH))
-    bench.add_argument("dataset", metavar="IMAGES", help="a folder of images (class folders or flat), a CSV or "
-                       "fiftyone:NAME")
-    bench.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator was "
-                       "fitted for")
-    bench.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
-                       help="a stored estimator's key (or a unique prefix) or a folder written by fit --save")
+    bench = _step(sub, "bench", "compare the generators on a set's low-competency images (Tables 1/2)",
+                  "Run every counterfactual generator on the low-competency images of a set and compare success "
+                  "rate, LPIPS, feature/latent similarity, FD, KD and time.", BENCH)
     bench.add_argument("--reference", metavar="IMAGES", help="reference images for FD/KD (the paper: the "
                        "calibration set); default: the set's own images at or above the threshold")
     add_output_options(bench, "the result")

@@ -25,6 +25,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("explain",
                               help="explain a misclassified image (SciTX or a baseline) and test the explanation",
                               description=__doc__.split("\n\n")[0], derive_options=_method_options)
+    add_output_options(p, "the full result")
+    add_device_options(p)
     p.add_argument("image", metavar="IMAGE", help="the misclassified image")
     p.add_argument("--true-label", "-y", required=True, metavar="LABEL", help="its true class: name or index")
     p.add_argument("--classifier", "-c", required=True, metavar="ID", help="catalog id or <family>:<source>")
@@ -56,8 +58,6 @@ def register(subparsers) -> None:
     p.add_argument("--max-new-tokens", type=int, metavar="N",
                    help="cap on every MLLM reply (default: 160 for captions, 512 for hypotheses, 256 for "
                         "interventions)")
-    add_output_options(p, "the full result")
-    add_device_options(p)
     p.set_defaults(func=run)
 
 

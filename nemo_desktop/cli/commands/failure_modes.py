@@ -56,6 +56,10 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def _f(x) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
 def format_result(result, method: str | None = None) -> str:
     from ...core.analyses.failure_modes.describe import describe_cluster
 
@@ -101,10 +105,6 @@ def format_result(result, method: str | None = None) -> str:
     if result.result_key:
         lines.append(f"Stored in the results store as {result.result_key[:16]}.")
     return "\n".join(lines)
-
-
-def _f(x) -> str:
-    return "n/a" if x is None else f"{x:.3f}"
 
 
 def run(args) -> int:
