@@ -143,6 +143,11 @@ def test_bash_completion_completes_commands_options_and_choices(tmp_path, capsys
         return subprocess.run(["bash", "-c", code], capture_output=True, text=True, timeout=60).stdout.split()
 
     assert complete("pre") == ["predict"]
+    # the options derived from the analyses' configs, and `nemo run`'s one sub-command per registered analysis
+    assert complete("fix", "--mo") == ["--mode"]
+    assert "--k-scope" in complete("explain", "--k-")
+    assert complete("run", "failure-m") == ["failure-modes"]
+    assert "--clusters" in complete("run", "failure-modes", "--clu")
     assert set(complete("")) >= {"predict", "explain", "doctor", "report", "bench", "completion", "models"}
     assert "--top-k" in complete("predict", "--to")
     assert complete("completion", "") == ["bash", "zsh", "fish"]
@@ -192,24 +197,6 @@ def test_completion_offers_every_option_of_every_command(tmp_path, capsys):
             long_or_short = f"-l {flag[2:]}" if flag.startswith("--") else f"-s {flag[1:]}"
             assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", scripts["zsh"]), (path, flag)
             assert long_or_short in scripts["fish"], (path, flag)
-
-
-def test_bash_completes_derived_options_and_registered_analyses(tmp_path, capsys):
-    assert main(["completion", "bash"]) == 0
-    script = tmp_path / "nemo.bash"
-    script.write_text(capsys.readouterr().out)
-
-    def complete(*words):
-        line = " ".join(("nemo",) + words)
-        code = (f'source {script}; COMP_WORDS=(nemo {" ".join(repr(w) for w in words)}); '
-                f'COMP_CWORD={len(words)}; COMP_LINE="{line}"; COMP_POINT={len(line)}; _shtab_nemo; '
-                'printf "%s\\n" "${COMPREPLY[@]}"')
-        return subprocess.run(["bash", "-c", code], capture_output=True, text=True, timeout=60).stdout.split()
-
-    assert complete("fix", "--mo") == ["--mode"]
-    assert "--k-scope" in complete("explain", "--k-")
-    assert complete("run", "failure-m") == ["failure-modes"]
-    assert "--clusters" in complete("run", "failure-modes", "--clu")
 
 
 @pytest.mark.parametrize("shell", ["zsh", "fish"])

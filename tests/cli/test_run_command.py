@@ -13,21 +13,14 @@ import time
 
 import pytest
 
-from fixtures_tiny.throwaway_plugin import ANALYSIS, DIST, write_class_folders, write_throwaway_dist
+from fixtures_tiny.throwaway_plugin import ANALYSIS, DIST, installed, write_class_folders
 from nemo_desktop.cli.main import main
 
 
 @pytest.fixture
 def throwaway(tmp_path, monkeypatch):
-    from nemo_desktop.core import plugins
-
-    root = write_throwaway_dist(tmp_path / "site")
-    monkeypatch.syspath_prepend(str(root))
     monkeypatch.setenv("NEMO_HOME", str(tmp_path / "home"))
-    plugins._reset_for_tests()
-    yield root
-    plugins._reset_for_tests()
-    sys.modules.pop("nemo_throwaway", None)
+    yield from installed(tmp_path, monkeypatch)
 
 
 def _help(capsys, *argv) -> str:

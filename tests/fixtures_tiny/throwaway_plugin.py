@@ -10,6 +10,8 @@ settings (so a re-run is answered from the store). It passes every check of the 
 """
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 DIST = "nemo-throwaway"
@@ -91,6 +93,18 @@ ANALYSES = (AnalysisSpec("tiny-count", "dataset", "1", TinyCount, CountConfig, r
                          inputs=Inputs(classifier="none", data="dataset"),
                          description="Images per class folder (a throw-away plugin analysis)."),)
 '''
+
+
+def installed(tmp_path: Path, monkeypatch) -> Iterator[Path]:
+    """The body of a pytest fixture: the distribution on sys.path and the plugins loaded afresh; undone after."""
+    from nemo_desktop.core import plugins
+
+    root = write_throwaway_dist(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(root))
+    plugins._reset_for_tests()
+    yield root
+    plugins._reset_for_tests()
+    sys.modules.pop("nemo_throwaway", None)
 
 
 def write_throwaway_dist(root: str | Path) -> Path:

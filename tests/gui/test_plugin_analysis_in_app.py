@@ -6,19 +6,12 @@ import sys
 
 import pytest
 
-from fixtures_tiny.throwaway_plugin import ANALYSIS, write_throwaway_dist
+from fixtures_tiny.throwaway_plugin import ANALYSIS, installed
 
 
 @pytest.fixture
 def throwaway(tmp_path, monkeypatch):
-    from nemo_desktop.core import plugins
-
-    root = write_throwaway_dist(tmp_path / "site")
-    monkeypatch.syspath_prepend(str(root))
-    plugins._reset_for_tests()
-    yield root
-    plugins._reset_for_tests()
-    sys.modules.pop("nemo_throwaway", None)
+    yield from installed(tmp_path, monkeypatch)
 
 
 def test_the_analyses_pane_lists_the_plugin_analysis_with_its_settings(throwaway, qtbot, make_window):
