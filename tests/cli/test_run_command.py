@@ -127,3 +127,27 @@ def test_ctrl_c_cancels_the_run_cleanly(throwaway, tmp_path):
     error = json.loads(out)["error"]
     assert error["type"] == "JobCancelled" and error["exit_code"] == 130
     assert "run the same command to resume" in error["message"]
+
+
+def test_a_plugin_explanation_method_runs_on_an_image_with_its_true_label(tmp_path, monkeypatch, capsys):
+    """A per-sample method takes IMAGE and --true-label; its component (a plugin's model family) by reference."""
+    from PIL import Image
+
+    from fixtures_tiny.plugin_dist import FAMILY, METHOD, write_plugin_dist
+    from nemo_desktop.core import plugins
+
+    monkeypatch.syspath_prepend(str(write_plugin_dist(tmp_path / "site")))
+    plugins._reset_for_tests()
+    try:
+        img = tmp_path / "green.png"
+        Image.new("RGB", (8, 8), (10, 240, 10)).save(img)
+        assert main(["run", METHOD, str(img), "-y", "red", "-c", f"{FAMILY}:plain", "--shout", "true",
+                     "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["explanation"] == "THE IMAGE IS MOSTLY GREEN, NOT RED."
+        with pytest.raises(SystemExit) as done:
+            main(["run", METHOD, str(img), "-c", f"{FAMILY}:plain"])  # no true label
+        assert done.value.code == 2 and "--true-label" in capsys.readouterr().err
+    finally:
+        plugins._reset_for_tests()
+        for mod in [m for m in sys.modules if m.startswith("nemo_tiny_plugin")]:
+            del sys.modules[mod]
