@@ -207,18 +207,42 @@ def test_metainfo_passes_appstreamcli_validate():
     assert r.returncode == 0 and not [line for line in out.splitlines() if line[:2] in ("E:", "W:", "I:")], out
 
 
-def test_an_unpacked_wheel_reads_its_catalog_outside_the_checkout(built, tmp_path):
-    # The wheel's files on sys.path instead of the checkout: what an installed copy sees.
+def _in_unpacked_wheel(built, tmp_path: Path, code: str) -> tuple[Path, str]:
+    """The wheel's files on sys.path instead of the checkout (what an installed copy sees): its folder, and what
+    `code` prints there (sys.argv[1] is the folder)."""
     wheel, _ = built
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import nemo_desktop; "
-            "from nemo_desktop.core.resources import resources_root; "
-            "from nemo_desktop.core.models.catalog import list_catalog; "
-            "print(nemo_desktop.__file__); print(resources_root()); print(len(list_catalog()))")
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("PYTHONPATH", "NEMO_RESOURCES")}
-    r = subprocess.run([sys.executable, "-c", code, str(site)], cwd=tmp_path, capture_output=True, text=True,
-                       env=env, timeout=120)
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); " + code, str(site)],
+                       cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
-    module, root, count = r.stdout.split()
+    return site, r.stdout
+
+
+def test_an_unpacked_wheel_reads_its_catalog_outside_the_checkout(built, tmp_path):
+    site, out = _in_unpacked_wheel(built, tmp_path, "import nemo_desktop; "
+                                   "from nemo_desktop.core.resources import resources_root; "
+                                   "from nemo_desktop.core.models.catalog import list_catalog; "
+                                   "print(nemo_desktop.__file__); print(resources_root()); print(len(list_catalog()))")
+    module, root, count = out.split()
     assert module.startswith(str(site)) and root.startswith(str(site)) and int(count) > 5
+
+
+def test_the_wheel_registers_its_analyses_as_entry_points(built, tmp_path):
+    """One registration shape: the wheel declares NEMO Desktop's own analyses in the `nemo_desktop.analyses` group
+    (the list the code falls back on for a checkout agrees), and an installed copy loads every one from there."""
+    from nemo_desktop.core.registry.registry import BUILTIN_ENTRY_POINTS
+
+    site, out = _in_unpacked_wheel(
+        built, tmp_path, "from importlib.metadata import entry_points; "
+        "eps = [e for e in entry_points(group='nemo_desktop.analyses') if e.dist.name == 'nemo-desktop']; "
+        "loaded = [s for e in eps for s in (lambda o: o if isinstance(o, tuple) else (o,))(e.load())]; "
+        "from nemo_desktop.core.registry import list_analyses; "
+        "print(sorted(s.name for s in loaded) == list_analyses(), loaded[0].factory.__module__.split('.')[0], "
+        "__import__('nemo_desktop').__file__.startswith(sys.argv[1]))")
+    assert out.split() == ["True", "nemo_desktop", "True"]
+    (declared,) = site.glob("nemo_desktop-*.dist-info/entry_points.txt")
+    entry_points = configparser.ConfigParser()
+    entry_points.read_string(declared.read_text())
+    assert dict(entry_points["nemo_desktop.analyses"]) == BUILTIN_ENTRY_POINTS

@@ -102,3 +102,28 @@ def _parser_for(p: ParamInfo):
 def given_options(args: argparse.Namespace) -> dict[str, Any]:
     """The derived options the user gave, by field name."""
     return {k[len(PREFIX):]: v for k, v in vars(args).items() if k.startswith(PREFIX)}
+
+
+def analysis_options(*names: str, skip: Iterable[str] = ()):
+    """A command's `derive_options`: one option per setting of the named analyses' configs (their registry
+    entries), added when the command is used."""
+    skip = tuple(skip)
+
+    def derive(parser: argparse.ArgumentParser) -> None:
+        from ..core.registry import get_analysis
+
+        add_config_options(parser, [get_analysis(n).config for n in names], skip=skip)
+
+    return derive
+
+
+def derive_all(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add every derived option of `parser` and of its sub-commands, recursively (what `nemo run`'s sub-commands and
+    the analyses' settings add when used): the completion script and the CLI reference walk the whole tree."""
+    if isinstance(parser, CommandParser):
+        parser._derive()
+    for action in parser._actions:  # argparse has no public walk of its sub-commands
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):  # an alias maps to the same parser
+                derive_all(sub)
+    return parser

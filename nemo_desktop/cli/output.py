@@ -154,3 +154,30 @@ def write_outputs(args, data: Any, **dumps_options: Any) -> None:
         write_json(data, args.output, **dumps_options)
     if args.json:
         print(json_text(data, **dumps_options))
+
+
+def add_delete_command(sub, name: str, helptext: str, target: tuple[str, str, str], func) -> Any:
+    """A sub-command that deletes what its one argument names (`target`: dest, metavar, help), with --yes (do not
+    ask, see `confirm_delete`) and --json."""
+    p = sub.add_parser(name, help=helptext)
+    p.add_argument(target[0], metavar=target[1], help=target[2])
+    p.add_argument("--yes", action="store_true", help="do not ask")
+    p.add_argument("--json", action="store_true", help="print what was deleted as JSON")
+    p.set_defaults(func=func)
+    return p
+
+
+def confirm_delete(args, what: str, question: str | None = None) -> bool:
+    """Whether to go on deleting `what`: --yes, or the user answers yes at the terminal (`question`, default
+    "Delete {what}?"). With nobody to ask (stdin is not a terminal) and no --yes it is refused in words (exit 2),
+    never taken as a yes."""
+    import sys
+
+    if getattr(args, "yes", False):
+        return True
+    if not sys.stdin.isatty():
+        from ..core.errors import ConfigError
+
+        raise ConfigError(f"Refusing to delete {what} without --yes (nobody to ask).",
+                          hint="Add --yes to delete without asking.")
+    return input(f"{question or f'Delete {what}?'} [y/N] ").strip().lower() in ("y", "yes")

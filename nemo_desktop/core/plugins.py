@@ -5,8 +5,7 @@ A distribution adds to NEMO Desktop by declaring entry points in its `pyproject.
     [project.entry-points."nemo_desktop.model_families"]
     my-family = "my_package.nemo_family"          # a module that calls @register_family(...) on import
     [project.entry-points."nemo_desktop.analyses"]
-    my-method = "my_package.nemo_method:SPEC"      # an AnalysisSpec (or a list of them, or a function
-                                                   # returning them, or a module that registers on import)
+    my-method = "my_package.nemo_method:ANALYSES"  # registry entries: an AnalysisSpec or a tuple/list of them
 
 The registries load them on first use (`core.models.registry.list_families`/`get_loader`,
 `core.registry.list_analyses`/`get_analysis`), so every surface that reads a registry sees them: the CLI, the
@@ -15,6 +14,11 @@ process). A plugin that fails to load (an import error, a name already taken, an
 logged with its name and skipped; `plugin_problems()` lists it (`nemo models list` warns about each,
 `nemo doctor` lists every plugin, the MCP server's list_models and `nemo_desktop.api.list_plugins()` return
 them). Nothing a plugin does can stop NEMO Desktop from starting.
+
+NEMO Desktop's own analyses come through the same group: its distribution declares them as entry points (with a
+fallback list for a checkout without installed metadata, core/registry/registry.py), loaded before any plugin's and
+not listed as plugins. An analysis entry point naming a function that returns the entries is the older shape: it
+still loads, with a deprecation warning (`Plugin.note`).
 """
 from __future__ import annotations
 
@@ -41,6 +45,7 @@ class Plugin:
     dist: str | None
     error: str | None = None  # why it was skipped; None when it loaded
     registered: tuple[str, ...] = ()  # what it added: family keys "kind:name" or analysis names
+    note: str | None = None  # e.g. a deprecated registration shape, said where the plugin is listed
 
     @property
     def ok(self) -> bool:
@@ -48,7 +53,8 @@ class Plugin:
 
     def to_dict(self) -> dict[str, Any]:
         return {"group": self.group, "name": self.name, "value": self.value, "distribution": self.dist,
-                "ok": self.ok, "error": self.error, "registered": list(self.registered)}
+                "ok": self.ok, "error": self.error, "registered": list(self.registered)} | (
+            {"note": self.note} if self.note else {})
 
     def describe(self) -> str:
         where = f" (from {self.dist})" if self.dist else ""
@@ -101,9 +107,21 @@ class Registrar:
 _registrars: dict[str, Registrar] = {}
 
 
-def load_plugins(group: str, registrar: Registrar) -> list[Plugin]:
+OWN_DISTRIBUTION = "nemo-desktop"
+DEPRECATED_FUNCTION = ("an entry point naming a function that returns the analyses is deprecated and will stop "
+                       "working in a later release: name the AnalysisSpec, or a tuple of them, instead")
+
+
+def _own(ep: metadata.EntryPoint) -> bool:
+    return _dist_name(ep) == OWN_DISTRIBUTION
+
+
+def load_plugins(group: str, registrar: Registrar, builtin: dict[str, str] | None = None) -> list[Plugin]:
     """Load the group's entry points into a registry, once per process (later calls return what the first
-    found). Called by the registries on first use."""
+    found). Called by the registries on first use. `builtin`: NEMO Desktop's own entry points of the group
+    (name -> "module:attr", as its pyproject.toml declares them), loaded first as entry points too. They are read
+    from the code, not from the installed metadata, which is stale in an editable install whose pyproject changed
+    and absent from a checkout on PYTHONPATH; a built-in that fails to load is an error, not a skipped plugin."""
     if group not in GROUPS:
         raise ValueError(f"unknown plugin group {group!r}")
     with _lock:
@@ -112,13 +130,23 @@ def load_plugins(group: str, registrar: Registrar) -> list[Plugin]:
         _registrars[group] = registrar
         _loading.add(group)
         try:
+            for name, value in (builtin or {}).items():
+                registrar.load(metadata.EntryPoint(name, value, group).load())
             out = []
             for ep in _entry_points(group):
+                if builtin is not None and _own(ep):  # the built-ins, loaded above
+                    continue
                 before = registrar.names()
+                note = None
                 try:
-                    registrar.load(ep.load())
+                    obj = ep.load()
+                    if group == ANALYSES_GROUP and callable(obj):  # a function returning the entries: deprecated
+                        note = DEPRECATED_FUNCTION
+                        log.warning("Plugin '%s' (%s): %s.", ep.name, ep.value, note)
+                        obj = obj()
+                    registrar.load(obj)
                     out.append(Plugin(group, ep.name, ep.value, _dist_name(ep),
-                                      registered=tuple(sorted(registrar.names() - before))))
+                                      registered=tuple(sorted(registrar.names() - before)), note=note))
                 except Exception as exc:  # noqa: BLE001 - a broken plugin is reported and skipped, never fatal
                     registrar.forget(registrar.names() - before)  # a half-registered plugin is not loaded
                     plugin = Plugin(group, ep.name, ep.value, _dist_name(ep),

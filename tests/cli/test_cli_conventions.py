@@ -90,8 +90,9 @@ def test_every_command_with_output_takes_json():
     """--json is the one spelling of machine output (a file is -o FILE), on every command but the completion
     script generator, whose output is the script, and the MCP server, whose stdout is the protocol."""
     from nemo_desktop.cli.main import build_parser
+    from nemo_desktop.cli.options import derive_all
 
-    leaves = dict(_leaf_commands(build_parser()))
+    leaves = dict(_leaf_commands(derive_all(build_parser())))
     assert len(leaves) > 15
     without = sorted(" ".join(path) for path, p in leaves.items()
                      if "--json" not in {o for a in p._actions for o in a.option_strings})
@@ -142,10 +143,60 @@ def test_bash_completion_completes_commands_options_and_choices(tmp_path, capsys
         return subprocess.run(["bash", "-c", code], capture_output=True, text=True, timeout=60).stdout.split()
 
     assert complete("pre") == ["predict"]
+    # the options derived from the analyses' configs, and `nemo run`'s one sub-command per registered analysis
+    assert complete("fix", "--mo") == ["--mode"]
+    assert "--k-scope" in complete("explain", "--k-")
+    assert complete("run", "failure-m") == ["failure-modes"]
+    assert "--clusters" in complete("run", "failure-modes", "--clu")
     assert set(complete("")) >= {"predict", "explain", "doctor", "report", "bench", "completion", "models"}
     assert "--top-k" in complete("predict", "--to")
     assert complete("completion", "") == ["bash", "zsh", "fish"]
     assert set(complete("bench", "")) >= {"run", "merge", "table"}
+
+
+def _every_command():
+    """(path, parser) of every command and sub-command, each with its derived options added (the analyses'
+    settings, `nemo run`'s one sub-command per registered analysis)."""
+    import argparse
+
+    from nemo_desktop.cli.main import build_parser
+    from nemo_desktop.cli.options import derive_all
+
+    def walk(parser, path=()):
+        yield path, parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, (*path, name))
+
+    return list(walk(derive_all(build_parser())))
+
+
+def test_completion_offers_every_option_of_every_command(tmp_path, capsys):
+    """For every command, every option its --help lists is in the completion script: in bash per command (the
+    script's option list of that command), in zsh and fish by name. The options derived from an analysis' config
+    were missing before (`nemo fix --mo<TAB>` completed nothing)."""
+    import re
+
+    scripts = {}
+    for shell in ("bash", "zsh", "fish"):
+        assert main(["completion", shell]) == 0
+        scripts[shell] = capsys.readouterr().out
+    commands = _every_command()
+    assert len(commands) > 40 and ("run", "failure-modes") in dict(commands)
+    for path, parser in commands:
+        listed = set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", parser.format_help()))
+        flags = {o for a in parser._actions for o in a.option_strings}
+        assert flags <= listed | {"-h"}, path  # what --help shows is what the parser takes
+        var = "_shtab_nemo_" + "_".join(re.sub(r"\W", "_", p) for p in path) + ("_" if path else "") + \
+            "option_strings=("
+        line = next(ln for ln in scripts["bash"].splitlines() if ln.startswith(var))
+        bash_flags = set(line[len(var):].rstrip(")").split())
+        assert flags <= bash_flags, (path, sorted(flags - bash_flags))
+        for flag in flags:
+            long_or_short = f"-l {flag[2:]}" if flag.startswith("--") else f"-s {flag[1:]}"
+            assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", scripts["zsh"]), (path, flag)
+            assert long_or_short in scripts["fish"], (path, flag)
 
 
 @pytest.mark.parametrize("shell", ["zsh", "fish"])

@@ -175,3 +175,19 @@ def test_failure_sentences_writes_a_set_the_analysis_loads(topic_llm, tmp_path, 
     assert main(["failure-sentences", str(tmp_path / "none.json"), "--mllm", "test-topics:x", "--topic", "x"]) == 3
     assert not (tmp_path / "none.json").exists()
     assert main(["failure-sentences", str(tmp_path / "gen.txt"), "--mllm", "test-topics:x"]) == 2
+
+
+def test_nemo_run_builds_the_same_analysis_as_the_command(digits_family, clip_dir, manifest, sentences, capsys):
+    """`nemo run failure-modes` is the registry entry the command runs: the same settings give the same stored
+    result (answered from the store the second time), and the same summary."""
+    common = [str(manifest), "--classifier", "test-digits:plain", "--embedder", f"hf-clip:{clip_dir}",
+              "--device", "cpu", "--clusters", "3", "--k", "2", "--sentence-sets", str(sentences),
+              "--split", "correctness"]
+    assert main(["failure-modes", *common, "--json"]) == 0
+    by_command = json.loads(capsys.readouterr().out)
+    assert main(["run", "failure-modes", *common, "--json"]) == 0
+    by_run = json.loads(capsys.readouterr().out)
+    assert by_run["result_key"] == by_command["result_key"] and by_run["groups"] == by_command["groups"]
+    assert main(["run", "failure-modes", *common]) == 0
+    summary = capsys.readouterr().out
+    assert summary.startswith("Whole dataset: 120 images") and by_run["result_key"][:16] in summary

@@ -178,3 +178,82 @@ def test_a_plugin_installed_by_pip_into_a_temporary_environment(tmp_path):
                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert METHOD in helped.stdout and "--wait-s" in helped.stdout
 
+
+
+def _dist(root, name: str, module_text: str, entry: str):
+    """A one-module distribution `name` whose nemo_desktop.analyses entry point is `entry` ("NAME = target")."""
+    pkg = name.replace("-", "_")
+    (root / f"{pkg}.py").write_text(module_text)
+    info = root / f"{pkg}-1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1\n")
+    (info / "entry_points.txt").write_text(f"[nemo_desktop.analyses]\n{entry}\n")
+    return pkg
+
+
+def test_the_builtin_analyses_are_the_packages_own_entry_points():
+    """One registration shape: NEMO Desktop's analyses are entry points of its own distribution (pyproject.toml),
+    the fallback list for a checkout without metadata says the same, each names registry entries, and none is
+    listed as a plugin."""
+    import tomllib
+    from pathlib import Path
+
+    from nemo_desktop.core.plugins import ANALYSES_GROUP, list_plugins, plugin_of
+    from nemo_desktop.core.registry import AnalysisSpec, list_analyses
+    from nemo_desktop.core.registry.registry import BUILTIN_ENTRY_POINTS
+    from importlib.metadata import EntryPoint
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+    assert project["entry-points"][ANALYSES_GROUP] == BUILTIN_ENTRY_POINTS
+    names = set()
+    for name, value in BUILTIN_ENTRY_POINTS.items():
+        obj = EntryPoint(name, value, ANALYSES_GROUP).load()
+        specs = list(obj) if isinstance(obj, tuple) else [obj]
+        assert specs and all(isinstance(s, AnalysisSpec) for s in specs), value
+        names |= {s.name for s in specs}
+    assert names == set(list_analyses())
+    assert not {n for p in list_plugins() for n in p.registered} & names
+    assert plugin_of(ANALYSES_GROUP, "scitx") is None
+
+
+def test_the_older_function_shape_still_loads_with_a_deprecation_note(tmp_path, monkeypatch, caplog):
+    from nemo_desktop.core import plugins
+    from nemo_desktop.core.registry import get_analysis
+
+    root = tmp_path / "site"
+    root.mkdir()
+    _dist(root, "old-plugin", "from nemo_desktop.core.registry import AnalysisSpec, Inputs\n"
+                              "def specs():\n"
+                              "    return [AnalysisSpec('old-shape', 'dataset', '1', dict, None,\n"
+                              "                         inputs=Inputs(classifier='none', data='none'),\n"
+                              "                         description='An older plugin.')]\n",
+          "old-shape = old_plugin:specs")
+    monkeypatch.syspath_prepend(str(root))
+    plugins._reset_for_tests()
+    try:
+        assert get_analysis("old-shape").description == "An older plugin."
+        (plugin,) = plugins.list_plugins()
+        assert plugin.ok and plugin.note == plugins.DEPRECATED_FUNCTION and plugin.to_dict()["note"]
+        assert "deprecated" in caplog.text
+    finally:
+        plugins._reset_for_tests()
+        sys.modules.pop("old_plugin", None)
+
+
+def test_a_module_that_registers_on_import_is_refused_in_words(tmp_path, monkeypatch):
+    """The undocumented fourth shape (a module whose import registered its analyses) is gone: reported by name."""
+    from nemo_desktop.core import plugins
+    from nemo_desktop.core.registry import list_analyses
+
+    root = tmp_path / "site"
+    root.mkdir()
+    _dist(root, "module-plugin", "from nemo_desktop.core.registry import AnalysisSpec\n", "mod = module_plugin")
+    monkeypatch.syspath_prepend(str(root))
+    plugins._reset_for_tests()
+    try:
+        list_analyses()
+        (problem,) = plugins.plugin_problems()
+        assert problem.name == "mod" and "names an AnalysisSpec or a tuple of them, not module" in problem.error
+    finally:
+        plugins._reset_for_tests()
+        sys.modules.pop("module_plugin", None)

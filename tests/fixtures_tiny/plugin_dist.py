@@ -10,8 +10,8 @@ It declares, in `nemo_desktop.model_families`:
 and in `nemo_desktop.analyses`:
   - `tiny-caption`: per-sample method 'tiny-caption' (an AnalysisSpec object): 'explains' with the mean colour,
     stores its result with the input image as evidence; setting `wait_s` waits (cancellably) first.
-  - `tiny-brightness`: a function returning a list of specs: 'tiny-brightness', a per-sample analysis that is
-    not an explanation method (so the app lists it in the Analyses pane).
+  - `tiny-brightness`: a tuple of specs: 'tiny-brightness', a per-sample analysis that is not an explanation
+    method (so the app lists it in the Analyses pane).
   - `broken-analysis`: an attribute that does not exist (reported and skipped).
 """
 from __future__ import annotations
@@ -160,9 +160,8 @@ class TinyBrightness:
         return BrightnessResult(float(sum(Image.open(image).convert("L").getdata())) / 255.0)
 
 
-def brightness_specs():
-    return [AnalysisSpec("tiny-brightness", "sample", "1", TinyBrightness, None, result=BrightnessResult,
-                         inputs=Inputs(classifier="none"), description="Mean brightness of an image (plugin).")]
+BRIGHTNESS = (AnalysisSpec("tiny-brightness", "sample", "1", TinyBrightness, None, result=BrightnessResult,
+                           inputs=Inputs(classifier="none"), description="Mean brightness of an image (plugin)."),)
 
 
 SPEC = AnalysisSpec("tiny-caption", "sample", "1", TinyCaption, TinyCaptionConfig, result=ExplanationResult,
@@ -176,7 +175,7 @@ tiny-colour = nemo_tiny_plugin.family
 
 [nemo_desktop.analyses]
 broken-analysis = nemo_tiny_plugin.method:NO_SUCH_SPEC
-tiny-brightness = nemo_tiny_plugin.method:brightness_specs
+tiny-brightness = nemo_tiny_plugin.method:BRIGHTNESS
 tiny-caption = nemo_tiny_plugin.method:SPEC
 '''
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sys
 
+from ..output import add_delete_command, confirm_delete
+
 
 def _open_store():
     from ...core.store import ResultsStore
@@ -134,15 +136,12 @@ def format_salvage(report) -> str:
     lost = report.results_missing_files + report.results_unreadable_refs
     lines = [f"Salvaged from {report.source}: {report.results} result(s) recovered, {report.results_existing} "
              f"already in the store, {lost} not recovered; {report.runs} run(s) with {report.run_items} item(s)."]
-    if report.results_missing_files:
-        lines.append(f"  {report.results_missing_files} result(s) not recovered because their artifact files are "
-                     "gone.")
-    if report.results_unreadable_refs:
-        lines.append(f"  {report.results_unreadable_refs} result(s) not recovered because the list of their artifact "
-                     "files was on a damaged page.")
-    if report.damaged_regions:
-        lines.append(f"  {report.damaged_regions} damaged region(s) of the database could not be read: the results, "
-                     "runs and run items stored there are lost, and how many cannot be told.")
+    losses = ((report.results_missing_files, "result(s) not recovered because their artifact files are gone."),
+              (report.results_unreadable_refs, "result(s) not recovered because the list of their artifact files "
+                                               "was on a damaged page."),
+              (report.damaged_regions, "damaged region(s) of the database could not be read: the results, runs and "
+                                       "run items stored there are lost, and how many cannot be told."))
+    lines += [f"  {count} {words}" for count, words in losses if count]
     if report.files_from_quarantine:
         lines.append(f"{report.files_from_quarantine} artifact file(s) of recovered results were moved back from "
                      "the quarantine.")
@@ -156,13 +155,8 @@ def run_discard(args) -> int:
 
     from ...core.store.salvage import discard
 
-    if not args.yes and not sys.stdin.isatty():
-        from ...core.errors import ConfigError
-
-        raise ConfigError(f"Refusing to delete {args.file} without --yes (nobody to ask).",
-                          hint="Add --yes to delete without asking.")
-    if not args.yes and input(f"Delete the damaged database {args.file}? Its results can then no longer be "
-                              "salvaged. [y/N] ").strip().lower() not in ("y", "yes"):
+    if not confirm_delete(args, str(args.file), f"Delete the damaged database {args.file}? Its results can then "
+                                                "no longer be salvaged."):
         return 1
     store = _open_store()
     try:
@@ -181,14 +175,8 @@ def run_quarantine(args) -> int:
     action = args.quarantine_action
     if action == "purge":
         what = f"the quarantine folder {args.name}" if args.name else "ALL quarantined files"
-        if not args.yes:
-            if not sys.stdin.isatty():
-                from ...core.errors import ConfigError
-
-                raise ConfigError(f"Refusing to delete {what} without --yes (nobody to ask).",
-                                  hint="Add --yes to delete without asking.")
-            if input(f"Delete {what} for good? [y/N] ").strip().lower() not in ("y", "yes"):
-                return 1
+        if not confirm_delete(args, what, f"Delete {what} for good?"):
+            return 1
     store = _open_store()
     try:
         if action == "list":
@@ -222,15 +210,8 @@ def run_quarantine(args) -> int:
 
 
 def run_clear(args) -> int:
-    if not args.yes:
-        what = f"all results of kind '{args.kind}'" if args.kind else "ALL stored results"
-        if not sys.stdin.isatty():
-            from ...core.errors import ConfigError
-
-            raise ConfigError(f"Refusing to delete {what} without --yes (nobody to ask).",
-                              hint="Add --yes to delete without asking.")
-        if input(f"Delete {what}? [y/N] ").strip().lower() not in ("y", "yes"):
-            return 1
+    if not confirm_delete(args, f"all results of kind '{args.kind}'" if args.kind else "ALL stored results"):
+        return 1
     store = _open_store()
     n = store.clear(args.kind)
     store.close()
@@ -255,11 +236,8 @@ def register(sub) -> None:
     s.add_argument("file", metavar="FILE", help="the moved-aside database (<database>.corrupt-<time>)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=run_salvage)
-    x = cs.add_parser("discard", help="delete a damaged database moved aside (its files become removable)")
-    x.add_argument("file", metavar="FILE", help="the moved-aside database (<database>.corrupt-<time>)")
-    x.add_argument("--yes", action="store_true", help="do not ask")
-    x.add_argument("--json", action="store_true", help="print what was deleted as JSON")
-    x.set_defaults(func=run_discard)
+    add_delete_command(cs, "discard", "delete a damaged database moved aside (its files become removable)",
+                       ("file", "FILE", "the moved-aside database (<database>.corrupt-<time>)"), run_discard)
     q = cs.add_parser("quarantine", help="artifact files moved aside by --repair: list, restore, purge")
     qs = q.add_subparsers(dest="quarantine_action", metavar="ACTION", required=True)
     ql = qs.add_parser("list", help="the quarantine folders, with file counts and sizes")

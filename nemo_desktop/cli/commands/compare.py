@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 
 from ..loading import add_device_options
+from ..options import analysis_options
 from ..output import OutputPath, add_output_options
 
 SUBCOMMANDS = ("run", "score", "demo")
@@ -27,7 +28,7 @@ def register(subparsers) -> None:
                               description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="compare_command", metavar="SUBCOMMAND")
     for name in SUBCOMMANDS:
-        s = sub.add_parser(name, help=HELP[name], description=HELP[name], derive_options=_analysis_options)
+        s = sub.add_parser(name, help=HELP[name], description=HELP[name], derive_options=analysis_options("model-diff"))
         _common(s, name)
         s.set_defaults(func=run)
     p.set_defaults(func=lambda args: _usage(p))
@@ -62,14 +63,6 @@ def _common(s, name: str) -> None:
                        help="write the measured difference of every condition as CSV, and the "
                        "explanations' scores beside it (diff.csv: diff.scores.csv)")
     add_device_options(s)
-
-
-def _analysis_options(p) -> None:
-    """The analysis' settings (--methods, --samples-per-condition, --iterations, --beam-size, ...) from its config."""
-    from ...core.registry import get_analysis
-    from ..options import add_config_options
-
-    add_config_options(p, [get_analysis("model-diff").config])
 
 
 def _classifiers(args):
@@ -128,15 +121,12 @@ def format_result(result) -> str:
 
 def run(args) -> int:
     from ...core.analyses.model_diff.sources import open_condition_source
-    from ...core.errors import JobCancelled
     from ...core.registry import Components, build_analysis, get_analysis, make_config
-    from ...core.store import ResultsStore
-    from ...core.store.paths import get_paths
     from ..exit_codes import PARTIAL, RUNTIME, SUCCESS
     from ..loading import load
     from ..options import given_options
-    from ..output import cancelled, write_outputs
-    from ..progress import StageBars, cancellable_job
+    from ..output import write_outputs
+    from ..runner import analysis_job
 
     if args.compare_command == "score" and not (args.judge or args.llm):
         from ...core.errors import ConfigError
@@ -156,38 +146,31 @@ def run(args) -> int:
 
         print("note: without the 'tokens' extra, Token Length uses tiktoken's cached vocabulary or else approximate "
               "word counts (flagged in the result): pip install 'nemo-desktop[tokens]'", file=sys.stderr)
-    store = ResultsStore.open(get_paths().ensure())
-    try:
-        with cancellable_job(StageBars()) as ctx:
-            if args.compare_command == "demo":
-                from ...core.analyses.model_diff.demo import demo_models, demo_source
+    with analysis_job() as (store, ctx):
+        if args.compare_command == "demo":
+            from ...core.analyses.model_diff.demo import demo_models, demo_source
 
-                a, b = demo_models(ctx=ctx)
-                source = demo_source()
-            else:
-                a, b = _classifiers(args)
-                source = open_condition_source(args.conditions, _t2i_loader(args))
-            judge = load(args.judge, "mllm", args) if args.judge else None
-            llm = load(args.llm, "mllm", args) if args.llm else judge
-            pipe = build_analysis(spec, Components(classifier=a, classifier_b=b, mllm=llm, generator=source,
-                                                   judge=judge, store=store), config)
-            if args.compare_command == "score":
-                scored = pipe.score_text(args.explanation, ctx)
-                from dataclasses import asdict
+            a, b = demo_models(ctx=ctx)
+            source = demo_source()
+        else:
+            a, b = _classifiers(args)
+            source = open_condition_source(args.conditions, _t2i_loader(args))
+        judge = load(args.judge, "mllm", args) if args.judge else None
+        llm = load(args.llm, "mllm", args) if args.llm else judge
+        pipe = build_analysis(spec, Components(classifier=a, classifier_b=b, mllm=llm, generator=source,
+                                               judge=judge, store=store), config)
+        if args.compare_command == "score":
+            scored = pipe.score_text(args.explanation, ctx)
+            from dataclasses import asdict
 
-                write_outputs(args, {"kind": "model", "analysis": "model-diff", "score": asdict(scored),
-                                     "manifest": pipe.manifest()}, ensure_ascii=False)
-                if not args.json:
-                    from ...core.reports.sections.model_diff import score_sentence
+            write_outputs(args, {"kind": "model", "analysis": "model-diff", "score": asdict(scored),
+                                 "manifest": pipe.manifest()}, ensure_ascii=False)
+            if not args.json:
+                from ...core.reports.sections.model_diff import score_sentence
 
-                    print(f"Your explanation: {scored.text}\n  {score_sentence(scored.score)}")
-                return SUCCESS
-            result = pipe(ctx)
-    except JobCancelled as exc:
-        return cancelled(args, f"{exc.message} Completed steps are kept in the results store; run the same "
-                               "command to resume.")
-    finally:
-        store.close()
+                print(f"Your explanation: {scored.text}\n  {score_sentence(scored.score)}")
+            return SUCCESS
+        result = pipe(ctx)
     write_outputs(args, result.to_dict(), ensure_ascii=False)
     if args.csv:
         from ...core.analyses.model_diff.tables import write_csv_export

@@ -17,9 +17,32 @@ import sys
 from pathlib import Path
 
 from ..loading import add_device_options
+from ..options import analysis_options
 from ..output import OutputPath, add_json_option, add_output_options, json_text
 
 FIT, EXPLAIN, BENCH, SCORE = "competency-estimator", "competency-cf", "competency-bench", "competency-score"
+# What a cancelled run keeps (said with the cancel, runner.analysis_job).
+RESUME_SCORED = "Scored images are kept in the results store; run the same command to resume."
+RESUME_IMAGES = "Completed images are kept in the results store; run the same command to resume."
+RESUME_FINISHED = "Finished images are kept in the results store; run the same command to resume."
+
+
+def _step(sub, name: str, helptext: str, description: str, analysis: str | None = None, *,
+          data: tuple[str, str, str] = ("dataset", "IMAGES", "a folder of images (class folders or flat), a CSV or "
+                                                               "fiftyone:NAME"),
+          nargs: str | None = None, estimator: bool = True,
+          classifier_help: str = "the classifier the estimator was fitted for"):
+    """A step's parser with what every step takes: its images, the classifier and (but for fit) the estimator; the
+    analysis' settings derived from its registry entry."""
+    q = sub.add_parser(name, help=helptext, description=description,
+                       derive_options=analysis_options(analysis) if analysis else None)
+    dest, metavar, data_help = data
+    q.add_argument(dest, metavar=metavar, help=data_help, **({"nargs": nargs} if nargs else {}))
+    q.add_argument("--classifier", "-c", metavar="ID", required=True, help=classifier_help)
+    if estimator:
+        q.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
+                       help="a stored estimator's key (or a unique prefix) or a folder written by fit --save")
+    return q
 
 
 def register(subparsers) -> None:
@@ -27,14 +50,13 @@ def register(subparsers) -> None:
                               description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="competency_command", metavar="STEP", parser_class=type(p), required=True)
 
-    fit = sub.add_parser("fit", help="fit and store a competency estimator for a classifier on a labelled dataset",
-                         description="Fit a PaRCE competency estimator: train the reconstruction autoencoder, "
-                                     "compute per-class loss statistics and calibrate on a held-out split.",
-                         derive_options=lambda q: _options(q, FIT))
-    fit.add_argument("dataset", metavar="DATASET", help="labelled images: a folder of class folders, a CSV or "
-                     "fiftyone:NAME[#FIELD]")
-    fit.add_argument("--classifier", "-c", metavar="ID", required=True, help="classifier (catalog id or "
-                     "<family>:<source>) with the differentiable extension (timm, HF CLIP/SigLIP, open_clip)")
+    fit = _step(sub, "fit", "fit and store a competency estimator for a classifier on a labelled dataset",
+                "Fit a PaRCE competency estimator: train the reconstruction autoencoder, compute per-class loss "
+                "statistics and calibrate on a held-out split.", FIT,
+                data=("dataset", "DATASET", "labelled images: a folder of class folders, a CSV or "
+                                            "fiftyone:NAME[#FIELD]"), estimator=False,
+                classifier_help="classifier (catalog id or <family>:<source>) with the differentiable extension "
+                                "(timm, HF CLIP/SigLIP, open_clip)")
     fit.add_argument("--save", metavar="DIR", type=OutputPath(folder=True),
                      help="also write the estimator (safetensors + JSON) into DIR")
     add_output_options(fit, "the fit result")
@@ -45,15 +67,10 @@ def register(subparsers) -> None:
                                  ("explain", "high-competency counterfactuals and the MLLM's explanation",
                                   run_explain)):
         analysis = EXPLAIN if name == "explain" else SCORE
-        q = sub.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".",
-                           derive_options=lambda r, a=analysis: _options(r, a))
-        q.add_argument("images", metavar="IMAGE", nargs="+", help="image file(s)" + (
-            "" if name == "explain" else ", or one folder / CSV / fiftyone:NAME (a labelled set also gives accuracy "
-                                         "by competency)"))
-        q.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator "
-                       "was fitted for")
-        q.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
-                       help="a stored estimator's key (or a unique prefix) or a folder written by fit --save")
+        q = _step(sub, name, helptext, helptext[0].upper() + helptext[1:] + ".", analysis, nargs="+",
+                  data=("images", "IMAGE", "image file(s)" + (
+                      "" if name == "explain" else ", or one folder / CSV / fiftyone:NAME (a labelled set also gives "
+                                                   "accuracy by competency)")))
         if name == "explain":
             q.add_argument("--mllm", "-l", metavar="ID", help="multimodal LLM that explains the low competency "
                            "(optional: without it there is no language explanation)")
@@ -65,16 +82,10 @@ def register(subparsers) -> None:
         add_device_options(q)
         q.set_defaults(func=func)
 
-    cs = sub.add_parser("causes", help="test sets of the paper's low-competency causes made from your images",
-                        description="Modify the images on which the classifier is competent (brightness, contrast, "
-                                    "saturation, noise, pixelation) with the smallest listed factor that makes it "
-                                    "lose competency, and write them with a causes.csv.")
-    cs.add_argument("dataset", metavar="IMAGES", help="a folder of images (class folders or flat), a CSV or "
-                    "fiftyone:NAME")
-    cs.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator was "
-                    "fitted for")
-    cs.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
-                    help="a stored estimator's key (or a unique prefix) or a folder written by fit --save")
+    cs = _step(sub, "causes", "test sets of the paper's low-competency causes made from your images",
+               "Modify the images on which the classifier is competent (brightness, contrast, saturation, noise, "
+               "pixelation) with the smallest listed factor that makes it lose competency, and write them with a "
+               "causes.csv.")
     cs.add_argument("--cause", default="brightness,contrast,saturation,noise,pixelation", metavar="C[,C]",
                     help="causes to generate (default: all five modifications)")
     cs.add_argument("--threshold", type=float, default=0.9, help="competency threshold (default 0.9)")
@@ -92,28 +103,14 @@ def register(subparsers) -> None:
     add_json_option(lp, "the weights' status")
     lp.set_defaults(func=run_lpips)
 
-    bench = sub.add_parser("bench", help="compare the generators on a set's low-competency images (Tables 1/2)",
-                           description="Run every counterfactual generator on the low-competency images of a set "
-                                       "and compare success rate, LPIPS, feature/latent similarity, FD, KD and time.",
-                           derive_options=lambda r: _options(r, BENCH))
-    bench.add_argument("dataset", metavar="IMAGES", help="a folder of images (class folders or flat), a CSV or "
-                       "fiftyone:NAME")
-    bench.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier the estimator was "
-                       "fitted for")
-    bench.add_argument("--estimator", "-E", metavar="KEY_OR_DIR", required=True,
-                       help="a stored estimator's key (or a unique prefix) or a folder written by fit --save")
+    bench = _step(sub, "bench", "compare the generators on a set's low-competency images (Tables 1/2)",
+                  "Run every counterfactual generator on the low-competency images of a set and compare success "
+                  "rate, LPIPS, feature/latent similarity, FD, KD and time.", BENCH)
     bench.add_argument("--reference", metavar="IMAGES", help="reference images for FD/KD (the paper: the "
                        "calibration set); default: the set's own images at or above the threshold")
     add_output_options(bench, "the result")
     add_device_options(bench)
     bench.set_defaults(func=run_bench)
-
-
-def _options(parser, analysis: str) -> None:
-    from ...core.registry import get_analysis
-    from ..options import add_config_options
-
-    add_config_options(parser, [get_analysis(analysis).config])
 
 
 # -- fit ----------------------------------------------------------------------------------------------------
@@ -136,31 +133,22 @@ def format_fit(result) -> str:
 
 
 def run_fit(args) -> int:
-    from ...core.errors import JobCancelled
     from ...core.registry import Components, build_analysis, get_analysis, make_config
-    from ...core.store import ResultsStore
-    from ...core.store.paths import get_paths
     from ..exit_codes import SUCCESS
     from ..loading import load
     from ..options import given_options
-    from ..output import cancelled, write_outputs
-    from ..progress import StageBars, cancellable_job
+    from ..output import write_outputs
+    from ..runner import analysis_job
 
     spec = get_analysis(FIT)
     config = make_config(spec, given_options(args))  # bad options fail before the classifier loads
     dataset = _open_dataset(args.dataset)
-    store = ResultsStore.open(get_paths().ensure())
-    try:
-        with cancellable_job(StageBars()) as ctx:
-            components = Components(classifier=load(args.classifier, "classifier", args), store=store)
-            analysis = build_analysis(spec, components, config)
-            result = analysis(dataset, ctx)
+    with analysis_job("Finished epochs are kept; run the same command to resume.") as (store, ctx):
+        components = Components(classifier=load(args.classifier, "classifier", args), store=store)
+        analysis = build_analysis(spec, components, config)
+        result = analysis(dataset, ctx)
         if args.save:
             analysis.estimator.save(args.save)
-    except JobCancelled as exc:
-        return cancelled(args, f"{exc.message} Finished epochs are kept; run the same command to resume.")
-    finally:
-        store.close()
     write_outputs(args, result.to_dict(), ensure_ascii=False)
     if not args.json:
         print(format_fit(result))
@@ -242,14 +230,11 @@ def _pct(x) -> str:
 
 def run_score(args) -> int:
     from ...core.analyses.competency.score_set import open_image_set
-    from ...core.errors import JobCancelled
     from ...core.registry import build_analysis, get_analysis, make_config
-    from ...core.store import ResultsStore
-    from ...core.store.paths import get_paths
     from ..exit_codes import for_counts
     from ..options import given_options
-    from ..output import cancelled, write_outputs
-    from ..progress import StageBars, cancellable_job
+    from ..output import write_outputs
+    from ..runner import analysis_job
 
     spec = get_analysis(SCORE)
     config = make_config(spec, given_options(args))
@@ -260,15 +245,8 @@ def run_score(args) -> int:
         images = open_image_set(one)  # a dataset (labels used when they name the classifier's classes)
     else:
         images = _check_images(args.images)
-    store = ResultsStore.open(get_paths().ensure())
-    try:
-        with cancellable_job(StageBars()) as ctx:
-            result = build_analysis(spec, _estimator_components(args, store), config)(images, ctx)
-    except JobCancelled as exc:
-        return cancelled(args, f"{exc.message} Scored images are kept in the results store; run the same command "
-                               "to resume.")
-    finally:
-        store.close()
+    with analysis_job(RESUME_SCORED) as (store, ctx):
+        result = build_analysis(spec, _estimator_components(args, store), config)(images, ctx)
     write_outputs(args, {**result.to_dict(), "summary": result.summary()}, ensure_ascii=False)
     if not args.json:
         print(format_score_set(result))
@@ -319,13 +297,11 @@ def incomplete(r) -> bool:
 def run_explain(args) -> int:
     from ...core.errors import JobCancelled, NemoError
     from ...core.registry import build_analysis, get_analysis, make_config
-    from ...core.store import ResultsStore
-    from ...core.store.paths import get_paths
     from ..exit_codes import PARTIAL, RUNTIME, SUCCESS
     from ..loading import load
     from ..options import given_options
-    from ..output import cancelled, write_outputs
-    from ..progress import StageBars, cancellable_job
+    from ..output import write_outputs
+    from ..runner import analysis_job
 
     spec = get_analysis(EXPLAIN)
     config = make_config(spec, given_options(args))
@@ -339,26 +315,19 @@ def run_explain(args) -> int:
         from ...core.errors import ConfigError
 
         raise ConfigError("--judge grades the MLLM's explanations, and no --mllm was given.")
-    store = ResultsStore.open(get_paths().ensure())
     results, failed = {}, {}
-    try:
-        with cancellable_job(StageBars()) as ctx:
-            components = _estimator_components(args, store)
-            components.mllm = load(args.mllm, "mllm", args) if args.mllm else None
-            analysis = build_analysis(spec, components, config)
-            for i, path in enumerate(paths):
-                try:
-                    results[str(path)] = analysis(path, ctx.sub(path.name, i / len(paths), (i + 1) / len(paths)))
-                except JobCancelled:
-                    raise
-                except NemoError as exc:  # e.g. an unreadable image: reported, the others go on
-                    failed[str(path)] = exc.message
-            accuracy = _grade(args, store, components, list(results.values()), ctx) if args.judge else None
-    except JobCancelled as exc:
-        return cancelled(args, f"{exc.message} Completed images are kept in the results store; run the same "
-                               "command to resume.")
-    finally:
-        store.close()
+    with analysis_job(RESUME_IMAGES) as (store, ctx):
+        components = _estimator_components(args, store)
+        components.mllm = load(args.mllm, "mllm", args) if args.mllm else None
+        analysis = build_analysis(spec, components, config)
+        for i, path in enumerate(paths):
+            try:
+                results[str(path)] = analysis(path, ctx.sub(path.name, i / len(paths), (i + 1) / len(paths)))
+            except JobCancelled:
+                raise
+            except NemoError as exc:  # e.g. an unreadable image: reported, the others go on
+                failed[str(path)] = exc.message
+        accuracy = _grade(args, store, components, list(results.values()), ctx) if args.judge else None
     accuracy_rows = None if accuracy is None else {"cause": args.cause, "rows": [a.to_dict() for a in accuracy]}
     write_outputs(args, {"results": {p: r.to_dict() for p, r in results.items()}, "errors": failed,
                          "accuracy": accuracy_rows}, ensure_ascii=False)
@@ -422,14 +391,11 @@ def format_bench(result) -> str:
 
 def run_bench(args) -> int:
     from ...core.analyses.competency.score_set import open_image_set
-    from ...core.errors import JobCancelled
     from ...core.registry import build_analysis, get_analysis, make_config
-    from ...core.store import ResultsStore
-    from ...core.store.paths import get_paths
     from ..exit_codes import SUCCESS
     from ..options import given_options
-    from ..output import cancelled, write_outputs
-    from ..progress import StageBars, cancellable_job
+    from ..output import write_outputs
+    from ..runner import analysis_job
 
     spec = get_analysis(BENCH)
     from ...core.extras import require_for_spec
@@ -438,16 +404,9 @@ def run_bench(args) -> int:
     config = make_config(spec, given_options(args))
     images = open_image_set(args.dataset)
     reference = open_image_set(args.reference) if args.reference else None
-    store = ResultsStore.open(get_paths().ensure())
-    try:
-        with cancellable_job(StageBars()) as ctx:
-            analysis = build_analysis(spec, _estimator_components(args, store), config)
-            result = analysis(images, ctx, reference=reference)
-    except JobCancelled as exc:
-        return cancelled(args, f"{exc.message} Finished images are kept in the results store; run the same "
-                               "command to resume.")
-    finally:
-        store.close()
+    with analysis_job(RESUME_FINISHED) as (store, ctx):
+        analysis = build_analysis(spec, _estimator_components(args, store), config)
+        result = analysis(images, ctx, reference=reference)
     write_outputs(args, result.to_dict(), ensure_ascii=False)
     if not args.json:
         print(format_bench(result))
@@ -480,27 +439,18 @@ def run_causes(args) -> int:
     from ...core.analyses.competency.cause_sets import write_cause_sets
     from ...core.analyses.competency.config import as_names
     from ...core.analyses.competency.score_set import open_image_set
-    from ...core.errors import ConfigError, JobCancelled
-    from ...core.store import ResultsStore
-    from ...core.store.paths import get_paths
+    from ...core.errors import ConfigError
     from ..exit_codes import RUNTIME, SUCCESS
-    from ..output import cancelled
-    from ..progress import StageBars, cancellable_job
+    from ..runner import analysis_job
 
     if not 0.0 <= args.threshold <= 1.0:
         raise ConfigError(f"--threshold must be between 0 and 1, not {args.threshold}.")
     images = open_image_set(args.dataset)
     paths = list(images.paths) if hasattr(images, "paths") else list(images)
-    store = ResultsStore.open(get_paths().ensure())
-    try:
-        with cancellable_job(StageBars()) as ctx:
-            est = _estimator_components(args, store).fitted
-            rows, n = write_cause_sets(est, paths, as_names(args.cause), args.out, threshold=args.threshold,
-                                       max_images=args.max_images, ctx=ctx)
-    except JobCancelled as exc:
-        return cancelled(args, f"{exc.message} Images written so far are kept.")
-    finally:
-        store.close()
+    with analysis_job("Images written so far are kept.") as (store, ctx):
+        est = _estimator_components(args, store).fitted
+        rows, n = write_cause_sets(est, paths, as_names(args.cause), args.out, threshold=args.threshold,
+                                   max_images=args.max_images, ctx=ctx)
     per_cause = Counter(r.cause for r in rows)
     if args.json:
         print(json_text({"out": str(args.out), "modified": n, "lost_competency": {

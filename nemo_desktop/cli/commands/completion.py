@@ -15,7 +15,8 @@ import argparse
 
 SHELLS = ("bash", "zsh", "fish")
 # Metavars whose values are paths on disk (everything else completes as free text or from `choices`).
-_FILE_METAVARS = {"IMAGE", "FILE", "CONFIG", "STORE", "OUT", "INDEX_OR_DATASET", "DATASET"}
+_FILE_METAVARS = {"IMAGE", "FILE", "CONFIG", "STORE", "OUT", "INDEX_OR_DATASET", "DATASET", "FILE[,FILE]",
+                  "KEY_OR_DIR", "IMAGES"}
 _DIR_METAVARS = {"DIR"}
 
 
@@ -34,8 +35,9 @@ def script(shell: str) -> str:
     import shtab
 
     from ..main import build_parser
+    from ..options import derive_all
 
-    parser = build_parser()
+    parser = derive_all(build_parser())  # every option, those derived from the analyses' configs included
     _mark_paths(parser, shtab)
     return shtab.complete(parser, shell=shell)
 

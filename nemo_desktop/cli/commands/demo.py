@@ -1,5 +1,10 @@
 """`nemo demo [--json]`: prepare the offline demo (a digits image dataset and a small classifier trained on first
-use, registered as `demo-digits-classifier`) and print where they are."""
+use, registered as `demo-digits-classifier`) and print where they are.
+
+Write a small image dataset of real handwritten digits (one folder per class) under the data folder and train a tiny
+timm classifier on other digits (seconds on a CPU, first run only), registered as 'demo-digits-classifier'. A second
+run reuses both. Explaining its mistakes still needs a real multimodal LLM and image editor.
+"""
 from __future__ import annotations
 
 
@@ -32,11 +37,7 @@ def run_demo(args) -> int:
 def register(subparsers) -> None:
     from ..output import add_json_option
 
-    p = subparsers.add_parser(
-        "demo", help="prepare the offline demo: a digits dataset and a small classifier trained here",
-        description="Write a small image dataset of real handwritten digits (one folder per class) under the "
-                    "data folder and train a tiny timm classifier on other digits (seconds on a CPU, first run "
-                    "only), registered as 'demo-digits-classifier'. A second run reuses both. Explaining its "
-                    "mistakes still needs a real multimodal LLM and image editor.")
+    p = subparsers.add_parser("demo", help="prepare the offline demo: a digits dataset and a small classifier "
+                                           "trained here", description=" ".join(__doc__.split("\n\n")[1].split()))
     add_json_option(p, "the demo's paths and measurements")
     p.set_defaults(func=run_demo)

@@ -25,6 +25,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("explain",
                               help="explain a misclassified image (SciTX or a baseline) and test the explanation",
                               description=__doc__.split("\n\n")[0], derive_options=_method_options)
+    add_output_options(p, "the full result")
+    add_device_options(p)
     p.add_argument("image", metavar="IMAGE", help="the misclassified image")
     p.add_argument("--true-label", "-y", required=True, metavar="LABEL", help="its true class: name or index")
     p.add_argument("--classifier", "-c", required=True, metavar="ID", help="catalog id or <family>:<source>")
@@ -56,8 +58,6 @@ def register(subparsers) -> None:
     p.add_argument("--max-new-tokens", type=int, metavar="N",
                    help="cap on every MLLM reply (default: 160 for captions, 512 for hypotheses, 256 for "
                         "interventions)")
-    add_output_options(p, "the full result")
-    add_device_options(p)
     p.set_defaults(func=run)
 
 
@@ -199,15 +199,13 @@ def _check_extras(spec, args) -> None:
 
 
 def run(args) -> int:
-    from ...core.errors import ConfigError, JobCancelled
+    from ...core.errors import ConfigError
     from ...core.methods.labels import resolve_label
     from ...core.methods.registry import get_method
     from ...core.registry import Components, build_analysis, make_config
-    from ...core.store import ResultsStore
-    from ...core.store.paths import get_paths
     from ..loading import check_profile, default_editor_id, load, load_editor, load_wanted, reference
-    from ..output import cancelled, emit
-    from ..progress import StageBars, cancellable_job
+    from ..output import emit
+    from ..runner import analysis_job
 
     image = Path(args.image)
     if not image.is_file():
@@ -224,28 +222,21 @@ def run(args) -> int:
                               ", or 'none' for no observations." if inputs.reference == "optional" else "."))
 
     _check_extras(spec, args)
-    store = ResultsStore.open(get_paths().ensure())
-    try:
-        with cancellable_job(StageBars()) as ctx:
-            components = Components(classifier=load(args.classifier, "classifier", args), store=store)
-            label = args.true_label  # a class name first, else an index (resolve_label)
-            resolve_label(label, components.classifier.class_names)  # a typo fails before the big models load
-            editor_ref = None if components.zero_shot else args.editor or (
-                default_editor_id() if inputs.editor in ("required", "interventions") else None)
-            check_profile(args, {"classifier": (args.classifier, "classifier"), "mllm": (args.mllm, "mllm"),
-                                 "editor": (editor_ref, "editor")})  # a profile that cannot fit: before loading
-            components.editor = load_editor(spec, components, args.editor, args)
-            load_wanted(spec, config, components, args)
-            components.mllm = load(args.mllm, "mllm", args) if args.mllm else None
-            if args.reference and inputs.reference != "none":
-                components.reference = reference(args.reference, components.classifier, store, ctx)
-            method = build_analysis(spec, components, config)
-            result = method(image, label, ctx)
-    except JobCancelled as exc:
-        return cancelled(args, f"{exc.message} Completed steps are kept in the results store; run the same "
-                               "command to resume.")
-    finally:
-        store.close()
+    with analysis_job() as (store, ctx):
+        components = Components(classifier=load(args.classifier, "classifier", args), store=store)
+        label = args.true_label  # a class name first, else an index (resolve_label)
+        resolve_label(label, components.classifier.class_names)  # a typo fails before the big models load
+        editor_ref = None if components.zero_shot else args.editor or (
+            default_editor_id() if inputs.editor in ("required", "interventions") else None)
+        check_profile(args, {"classifier": (args.classifier, "classifier"), "mllm": (args.mllm, "mllm"),
+                             "editor": (editor_ref, "editor")})  # a profile that cannot fit: before loading
+        components.editor = load_editor(spec, components, args.editor, args)
+        load_wanted(spec, config, components, args)
+        components.mllm = load(args.mllm, "mllm", args) if args.mllm else None
+        if args.reference and inputs.reference != "none":
+            components.reference = reference(args.reference, components.classifier, store, ctx)
+        method = build_analysis(spec, components, config)
+        result = method(image, label, ctx)
 
     emit(args, result_json(result), lambda: format_result(result), ensure_ascii=False)
     return exit_code(result)

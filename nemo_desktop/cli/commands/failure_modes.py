@@ -12,12 +12,15 @@ from __future__ import annotations
 import sys
 
 from ..loading import add_device_options
+from ..options import analysis_options
 from ..output import OutputPath, add_output_options
+
+RESUME = "Completed batches are kept in the results store; run the same command to resume."
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("failure-modes", help="where the classifier fails on a dataset, described in sentences",
-                              description=__doc__.split("\n\n")[0], derive_options=_analysis_options)
+                              description=__doc__.split("\n\n")[0], derive_options=analysis_options("failure-modes"))
     p.add_argument("target", metavar="DATASET_OR_INDEX", help="a reference index id, or a dataset folder / CSV")
     p.add_argument("--classifier", "-c", metavar="ID",
                    help="classifier (needed to index a dataset; for an index, give it to use a CLIP-style "
@@ -53,12 +56,8 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _analysis_options(p) -> None:
-    """Every FailureModesConfig field as an option (--split, --a, --clusters, --k, --tau, ...)."""
-    from ...core.registry import get_analysis
-    from ..options import add_config_options
-
-    add_config_options(p, [get_analysis("failure-modes").config])
+def _f(x) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
 
 
 def format_result(result, method: str | None = None) -> str:
@@ -108,22 +107,16 @@ def format_result(result, method: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def _f(x) -> str:
-    return "n/a" if x is None else f"{x:.3f}"
-
-
 def run(args) -> int:
     from pathlib import Path
 
-    from ...core.errors import ConfigError, JobCancelled
+    from ...core.errors import ConfigError
     from ...core.registry import Components, build_analysis, get_analysis, make_config
-    from ...core.store import ResultsStore
-    from ...core.store.paths import get_paths
     from ..exit_codes import for_counts
     from ..loading import load, load_wanted, reference
     from ..options import given_options
-    from ..output import cancelled, write_outputs
-    from ..progress import StageBars, cancellable_job
+    from ..output import write_outputs
+    from ..runner import analysis_job
 
     spec = get_analysis("failure-modes")
     config = make_config(spec, given_options(args))
@@ -138,33 +131,26 @@ def run(args) -> int:
     if config.relevance == "vqa" and not args.mllm:
         raise ConfigError("--relevance vqa asks an MLLM about every image and sentence.", hint="Give --mllm ID.")
     _check_cei_args(args)
-    store = ResultsStore.open(get_paths().ensure())
-    try:
-        with cancellable_job(StageBars(), cancels_after="the current batch") as ctx:
-            components = Components(store=store)
-            if args.classifier:
-                components.classifier = load(args.classifier, "classifier", args)
-            editor = _cei_editor(args, components)  # before the analysis: a missing editor fails at once
-            index = reference(args.target, components.classifier, store, ctx)
-            if args.embedder:
-                components.embedder = load(args.embedder, "classifier", args)
-            else:
-                load_wanted(spec, config, components, args)
-            if args.mllm:
-                components.mllm = [load(m, "mllm", args) for m in args.mllm]
-                if config.relevance == "vqa":
-                    _print_vqa_cost(config, index, len(args.mllm))
-            result = build_analysis(spec, components, config)(index, ctx)
-            if args.validate_cei:
-                result.cei_validation = _validate_cei(args, result, index, components, editor, store, ctx)
-            rankings = _rankings(args, index, components, store, ctx)
-            if args.report:
-                _write_report(result, store, args.report)
-    except JobCancelled as exc:
-        return cancelled(args, f"{exc.message} Completed batches are kept in the results store; run the same "
-                               "command to resume.")
-    finally:
-        store.close()
+    with analysis_job(RESUME, cancels_after="the current batch") as (store, ctx):
+        components = Components(store=store)
+        if args.classifier:
+            components.classifier = load(args.classifier, "classifier", args)
+        editor = _cei_editor(args, components)  # before the analysis: a missing editor fails at once
+        index = reference(args.target, components.classifier, store, ctx)
+        if args.embedder:
+            components.embedder = load(args.embedder, "classifier", args)
+        else:
+            load_wanted(spec, config, components, args)
+        if args.mllm:
+            components.mllm = [load(m, "mllm", args) for m in args.mllm]
+            if config.relevance == "vqa":
+                _print_vqa_cost(config, index, len(args.mllm))
+        result = build_analysis(spec, components, config)(index, ctx)
+        if args.validate_cei:
+            result.cei_validation = _validate_cei(args, result, index, components, editor, store, ctx)
+        rankings = _rankings(args, index, components, store, ctx)
+        if args.report:
+            _write_report(result, store, args.report)
 
     write_outputs(args, {**result.to_dict(), **({"rankings": rankings} if rankings else {})},
                       ensure_ascii=False)

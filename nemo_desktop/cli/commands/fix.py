@@ -24,13 +24,14 @@ next version of the prompt set --prompt-set NAME.
 from __future__ import annotations
 
 from ..loading import add_device_options
+from ..options import analysis_options
 from ..output import add_output_options
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("fix", help="try a fix for a finding: targeted fine-tuning, measured, kept only if "
                                           "it helps", description=__doc__.split("\n\n")[0],
-                              derive_options=_analysis_options)
+                              derive_options=analysis_options("fix"))
     p.add_argument("folder", metavar="FOLDER", help="a folder with train/, affected/ and rest/ (class sub-folders)")
     p.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier to fix (catalog id or "
                                                                           "<family>:<source>)")
@@ -47,13 +48,6 @@ def register(subparsers) -> None:
     add_output_options(p, "the result")
     add_device_options(p)
     p.set_defaults(func=run)
-
-
-def _analysis_options(p) -> None:
-    from ...core.registry import get_analysis
-    from ..options import add_config_options
-
-    add_config_options(p, [get_analysis("fix").config])
 
 
 def _pct(x) -> str:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 
 from ..loading import add_device_options
+from ..options import analysis_options
 
 
 def register(subparsers) -> None:
     from ..output import add_output_options
 
     p = subparsers.add_parser("global", help="one global explanation of a run's errors (and its CEI)",
-                              description=__doc__.split("\n\n")[0], derive_options=_analysis_options)
+                              description=__doc__.split("\n\n")[0],
+                              derive_options=analysis_options("global-explanation", skip=("score",)))
     p.add_argument("run", metavar="RUN", help="run id in the results store")
     p.add_argument("--mllm", "-l", metavar="ID", help="MLLM that writes the summary (default: the explanations')")
     p.add_argument("--classifier", "-c", metavar="ID", help="classifier for --score (default: the explanations')")
@@ -25,14 +27,6 @@ def register(subparsers) -> None:
     add_output_options(p, "the global explanation (and score)")
     add_device_options(p)
     p.set_defaults(func=run)
-
-
-def _analysis_options(p) -> None:
-    """The analysis' settings (--method, --chunk-size, --max-new-tokens, --seed, --edit-steps) from its config."""
-    from ...core.registry import get_analysis
-    from ..options import add_config_options
-
-    add_config_options(p, [get_analysis("global-explanation").config], skip=("score",))
 
 
 def format_global(g, score=None) -> str:
@@ -57,41 +51,32 @@ def format_global(g, score=None) -> str:
 
 def run(args) -> int:
     from ...core.analyses.global_explanation import collect_explanations, recorded_model
-    from ...core.errors import ConfigError, JobCancelled
+    from ...core.errors import ConfigError
     from ...core.registry import Components, build_analysis, get_analysis, make_config
-    from ...core.store import ResultsStore
-    from ...core.store.paths import get_paths
     from ..loading import default_editor_id, load
     from ..options import given_options
-    from ..output import cancelled, emit
-    from ..progress import StageBars, cancellable_job
+    from ..output import emit
+    from ..runner import analysis_job
 
     spec = get_analysis("global-explanation")
     config = make_config(spec, {**given_options(args), "score": args.score})
-    store = ResultsStore.open(get_paths().ensure())
-    try:
-        with cancellable_job(StageBars()) as ctx:
-            # The models default to the ones the explanations were made with (their manifests say which).
-            explanations = collect_explanations(store, args.run, config.method)
-            components = Components(store=store)
-            mllm_id = args.mllm or recorded_model(explanations, "mllm")
-            if mllm_id is None:
-                raise ConfigError("The explanations record no MLLM.", hint="Give one with --mllm.")
-            components.mllm = load(mllm_id, "mllm", args)
-            if config.score:
-                clf_id = args.classifier or recorded_model(explanations, "classifier")
-                if clf_id is None:
-                    raise ConfigError("The explanations record no classifier.", hint="Give one with --classifier.")
-                components.classifier = load(clf_id, "classifier", args)
-                if not components.zero_shot:
-                    components.editor = load(args.editor or recorded_model(explanations, "editor")
-                                             or default_editor_id(), "editor", args)
-            result = build_analysis(spec, components, config)(args.run, ctx)
-    except JobCancelled as exc:
-        return cancelled(args, f"{exc.message} Completed steps are kept in the results store; run the same "
-                               "command to resume.")
-    finally:
-        store.close()
+    with analysis_job() as (store, ctx):
+        # The models default to the ones the explanations were made with (their manifests say which).
+        explanations = collect_explanations(store, args.run, config.method)
+        components = Components(store=store)
+        mllm_id = args.mllm or recorded_model(explanations, "mllm")
+        if mllm_id is None:
+            raise ConfigError("The explanations record no MLLM.", hint="Give one with --mllm.")
+        components.mllm = load(mllm_id, "mllm", args)
+        if config.score:
+            clf_id = args.classifier or recorded_model(explanations, "classifier")
+            if clf_id is None:
+                raise ConfigError("The explanations record no classifier.", hint="Give one with --classifier.")
+            components.classifier = load(clf_id, "classifier", args)
+            if not components.zero_shot:
+                components.editor = load(args.editor or recorded_model(explanations, "editor")
+                                         or default_editor_id(), "editor", args)
+        result = build_analysis(spec, components, config)(args.run, ctx)
 
     g, score = result.explanation, result.score
     emit(args, {"global": g.to_dict(), "score": score.to_dict() if score is not None else None},

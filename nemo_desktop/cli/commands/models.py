@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 
+from ..output import add_delete_command, confirm_delete
 from ..progress import StageBars
 
 
@@ -29,11 +30,8 @@ def register(subparsers) -> None:
     dl.add_argument("--workers", type=int, default=4, metavar="N", help="files downloaded at once (default 4)")
     dl.add_argument("--json", action="store_true", help="print the downloaded folder as JSON")
     dl.set_defaults(func=run_download)
-    rm = ms.add_parser("rm", help="delete a model's weights from the Hugging Face cache")
-    rm.add_argument("id", metavar="ID", help="catalog id (or Hub repository id org/name)")
-    rm.add_argument("--yes", action="store_true", help="do not ask")
-    rm.add_argument("--json", action="store_true", help="print what was deleted as JSON")
-    rm.set_defaults(func=run_rm)
+    add_delete_command(ms, "rm", "delete a model's weights from the Hugging Face cache",
+                       ("id", "ID", "catalog id (or Hub repository id org/name)"), run_rm)
     du = ms.add_parser("du", help="disk usage of the Hugging Face cache, per repository")
     du.add_argument("--json", action="store_true", help="print JSON instead of a table")
     du.set_defaults(func=run_du)
@@ -173,12 +171,8 @@ def run_rm(args) -> int:
         print(json.dumps({"repo": repo, "deleted": False, "freed_bytes": 0}) if args.json else
               f"{repo} is not in the cache; nothing to delete.")
         return 0
-    if not args.yes:
-        if not sys.stdin.isatty():
-            raise ConfigError(f"Refusing to delete the cached weights of {repo} without --yes (nobody to ask).",
-                              hint="Add --yes to delete without asking.")
-        if input(f"Delete the cached weights of {repo}? [y/N] ").strip().lower() not in ("y", "yes"):
-            return 1
+    if not confirm_delete(args, f"the cached weights of {repo}"):
+        return 1
     freed = delete_repo(repo)
     print(json.dumps({"repo": repo, "deleted": True, "freed_bytes": freed}) if args.json else
           f"deleted {repo} ({format_size(freed)} freed)")

@@ -39,7 +39,7 @@ from ... import __version__
 from ..errors import ConfigError, InputImageError, JobCancelled
 from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
-from ..registry import AnalysisSpec, Inputs, register_analysis
+from ..registry import AnalysisSpec, Inputs
 from ..methods.intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
                                     ask_json, classifier_part, error_text, image_hash, load_input, model_manifest,
                                     model_part, raw_replies, sample_info, sha_text, unit_key)
@@ -476,8 +476,9 @@ class GlobalExplanationAnalysis:
         return GlobalAnalysisResult(g, score)
 
 
-register_analysis(AnalysisSpec(
+# The module's registry entry, named by its entry point (pyproject.toml, nemo_desktop.analyses).
+SPEC = AnalysisSpec(
     name=ANALYSIS, kind="dataset", version=VERSION, factory=GlobalExplanationAnalysis, config=GlobalAnalysisConfig,
     result=GlobalAnalysisResult, inputs=Inputs(classifier="optional", mllm="required", editor="optional", data="run"),
     description="One global explanation of a run's per-sample explanations (NEMO §4.2.7), optionally scored with "
-                "CEI on every sample (Table 6)."))
+                "CEI on every sample (Table 6).")

@@ -23,7 +23,7 @@ from ..models.protocols import ChatMessage
 from .gradcam import gradcam, model_view, render_overlay
 from .intervention import UnitCache, image_hash, sha_text, unit_key
 from ..registry import Inputs
-from .registry import register_method
+from .registry import method_entry
 from .validation import VALIDATED_SUFFIX, BaselineConfig, BaselinePipeline, Proposal, draw_hypotheses
 
 VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)
@@ -40,7 +40,7 @@ class CamMLLMConfig(BaselineConfig):
     show_original: bool = False
 
 
-@register_method(METHOD, config=CamMLLMConfig, version=VERSION,
+@method_entry(METHOD, config=CamMLLMConfig, version=VERSION,
                  inputs=Inputs(mllm="required", editor="optional"),
                  description="CamMLLM: an MLLM reads the Grad-CAM of the prediction (paper baseline, A.2).")
 class CamMLLMPipeline(BaselinePipeline):
@@ -87,8 +87,12 @@ class CamMLLMPipeline(BaselinePipeline):
         return overlay, cam.heatmap, meta
 
 
-@register_method(METHOD + VALIDATED_SUFFIX, config=CamMLLMConfig, version=VERSION,
+@method_entry(METHOD + VALIDATED_SUFFIX, config=CamMLLMConfig, version=VERSION,
                  inputs=Inputs(mllm="required", editor="interventions"),
                  description="CamMLLM with validation: M replies, the one with the largest CEI (Table 2).")
 class CamMLLMValidatedPipeline(CamMLLMPipeline):
     VALIDATED = True
+
+
+# The module's registry entries, named by its entry point (pyproject.toml, nemo_desktop.analyses).
+ANALYSES = (CamMLLMPipeline.ENTRY, CamMLLMValidatedPipeline.ENTRY)

@@ -26,7 +26,7 @@ from ..models.protocols import ChatMessage
 from .intervention import UnitCache, sha_text, unit_key
 from .reference import embed_query, load_reference_image, reference_part
 from ..registry import Inputs
-from .registry import register_method
+from .registry import method_entry
 from .result import Observation
 from .validation import VALIDATED_SUFFIX, BaselineConfig, BaselinePipeline, Proposal, draw_hypotheses
 
@@ -41,7 +41,7 @@ class ChangeMLLMConfig(BaselineConfig):
     reference_max_side: int = 768  # the stored copy of the reference (evidence); the MLLM gets the full image
 
 
-@register_method(METHOD, config=ChangeMLLMConfig, version=VERSION,
+@method_entry(METHOD, config=ChangeMLLMConfig, version=VERSION,
                  inputs=Inputs(mllm="required", editor="optional", reference="required"),
                  description="ChangeMLLM: an MLLM compares the image with a correct reference of the true class "
                              "(paper baseline, A.2).")
@@ -115,8 +115,12 @@ class ChangeMLLMPipeline(BaselinePipeline):
         return obs, notes
 
 
-@register_method(METHOD + VALIDATED_SUFFIX, config=ChangeMLLMConfig, version=VERSION,
+@method_entry(METHOD + VALIDATED_SUFFIX, config=ChangeMLLMConfig, version=VERSION,
                  inputs=Inputs(mllm="required", editor="interventions", reference="required"),
                  description="ChangeMLLM with validation: M replies, the one with the largest CEI (Table 2).")
 class ChangeMLLMValidatedPipeline(ChangeMLLMPipeline):
     VALIDATED = True
+
+
+# The module's registry entries, named by its entry point (pyproject.toml, nemo_desktop.analyses).
+ANALYSES = (ChangeMLLMPipeline.ENTRY, ChangeMLLMValidatedPipeline.ENTRY)

@@ -53,7 +53,7 @@ from ..jobs import JobContext
 from ..resources import resource_path
 from .intervention import UnitCache, model_manifest, model_part, sha_text, unit_key
 from ..registry import Inputs
-from .registry import register_method
+from .registry import method_entry
 from .result import Candidate
 from .validation import VALIDATED_SUFFIX, BaselineConfig, BaselinePipeline, Proposal
 
@@ -259,7 +259,7 @@ def retrieval_embedder(config: ErrorRetrievalConfig | None, components: Any) -> 
     return {"embedder": (ref, "classifier")} if ref else {}
 
 
-@register_method(METHOD, config=ErrorRetrievalConfig, version=VERSION, default_components=retrieval_embedder,
+@method_entry(METHOD, config=ErrorRetrievalConfig, version=VERSION, default_components=retrieval_embedder,
                  inputs=Inputs(mllm="optional", editor="optional", embedder="optional"),
                  description="ErrorRetrieval: the error-corpus sentence most similar to the image in CLIP space "
                              "(paper baseline).")
@@ -360,10 +360,14 @@ def _finite(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
 
-@register_method(METHOD + VALIDATED_SUFFIX, config=ErrorRetrievalConfig, version=VERSION,
+@method_entry(METHOD + VALIDATED_SUFFIX, config=ErrorRetrievalConfig, version=VERSION,
                  default_components=retrieval_embedder,
                  inputs=Inputs(mllm="required", editor="interventions", embedder="optional"),
                  description="ErrorRetrieval with validation: the M best sentences, the one with the largest CEI "
                              "(Table 2).")
 class ErrorRetrievalValidatedPipeline(ErrorRetrievalPipeline):
     VALIDATED = True
+
+
+# The module's registry entries, named by its entry point (pyproject.toml, nemo_desktop.analyses).
+ANALYSES = (ErrorRetrievalPipeline.ENTRY, ErrorRetrievalValidatedPipeline.ENTRY)

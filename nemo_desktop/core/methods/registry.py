@@ -1,8 +1,10 @@
 """Per-sample explanation methods: the `sample` kind of the analysis registry (core/registry).
 
-    @register_method("scitx", config=SciTXConfig, version="1",
-                     inputs=Inputs(mllm="required", editor="interventions", reference="optional"))
+    @method_entry("scitx", config=SciTXConfig, version="1",
+                  inputs=Inputs(mllm="required", editor="interventions", reference="optional"))
     class SciTXPipeline: ...
+
+    ANALYSES = (SciTXPipeline.ENTRY,)                     # what the module's entry point names
 
     spec = get_method("scitx")                            # an AnalysisSpec of kind "sample"
     method = build_analysis(spec, Components(classifier=clf, mllm=mllm, editor=editor, store=store), {"k": 3})
@@ -15,19 +17,20 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..registry import AnalysisSpec, Inputs, get_analysis, list_analyses, register_analysis
+from ..registry import AnalysisSpec, Inputs, get_analysis, list_analyses
 from .result import ExplanationResult
 
 
-def register_method(name: str, *, config: type | None, inputs: Inputs, version: str, description: str = "",
-                    default_components: Callable | None = None) -> Callable:
-    """Register a per-sample method (kind 'sample', data 'image') with one decorator line."""
+def method_entry(name: str, *, config: type | None, inputs: Inputs, version: str, description: str = "",
+                 default_components: Callable | None = None) -> Callable:
+    """Declare a per-sample method's registry entry (kind 'sample', data 'image') with one decorator line: it is
+    `factory.ENTRY`, which the module lists in its `ANALYSES` for its entry point (core/registry/registry.py)."""
 
     def deco(factory: Callable) -> Callable:
         text = description or (factory.__doc__ or "").strip().split("\n")[0]
-        register_analysis(AnalysisSpec(name=name, kind="sample", version=version, factory=factory, config=config,
-                                       result=ExplanationResult, inputs=inputs, description=text,
-                                       default_components=default_components))
+        factory.ENTRY = AnalysisSpec(name=name, kind="sample", version=version, factory=factory, config=config,
+                                     result=ExplanationResult, inputs=inputs, description=text,
+                                     default_components=default_components)
         return factory
 
     return deco

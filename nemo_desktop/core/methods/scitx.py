@@ -104,7 +104,7 @@ from .pipeline_steps import INCOMPLETE_NOTE, classify_query, run_record, select_
 from .prompts import PromptTemplate, load_prompt
 from .reference import check_reference, embed_query, load_reference_image, reference_part
 from ..registry import Inputs
-from .registry import register_method
+from .registry import method_entry
 from .result import Candidate, ExplanationResult, Observation, SampleInfo
 from .cut_off import CUT_OFF_RECORD
 from .validation import SHARED_FIELD_INFO, candidate_counts, candidate_note, draw_hypotheses, sampling_of
@@ -242,7 +242,7 @@ def load_scitx_prompts() -> _Prompts:
                     load_prompt("json_repair"), load_prompt("scitx_hypothesis_similarity"))
 
 
-@register_method(METHOD, config=SciTXConfig, version=VERSION,
+@method_entry(METHOD, config=SciTXConfig, version=VERSION,
                  inputs=Inputs(mllm="required", editor="interventions", reference="optional"),
                  description="SciTX: retrieve observations, hypothesise, test each hypothesis by "
                              "counterfactual intervention, keep the one with the largest CEI.")
@@ -556,3 +556,7 @@ def _prompt_set(obs: Observation, sample: SampleInfo) -> str:
 def _clean_caption(reply: str | None) -> str:
     text = " ".join((reply or "").split())
     return text or "(empty caption)"
+
+
+# The module's registry entries, named by its entry point (pyproject.toml, nemo_desktop.analyses).
+ANALYSES = (SciTXPipeline.ENTRY,)

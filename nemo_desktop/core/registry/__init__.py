@@ -5,9 +5,10 @@
                               {"k": 3})                # checks the declared inputs, rejects unknown options
     result = analysis(image, "tabby cat", ctx)
 
-An analysis registers with ONE line (`register_analysis(AnalysisSpec(...))`, or the `@register_method` decorator
-for per-sample methods) in its own module, and that module is named in `registry.BUILTIN_MODULES`. The CLI
-options, the GUI settings form, the report section and the contract test all derive from the spec.
+An analysis is ONE entry (`SPEC = AnalysisSpec(...)`, or the `@method_entry` decorator for per-sample methods) in
+its own module, named by an entry point of the group `nemo_desktop.analyses`, built-in or a plugin's (registry.py).
+The CLI (`nemo run NAME` and its options), the GUI settings form, the MCP tools, the Python API, the report section
+and the contract tests (`nemo_desktop.testing`) all derive from the spec.
 """
 from .build import build_analysis, make_config
 from .components import Components

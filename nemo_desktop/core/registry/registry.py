@@ -1,24 +1,36 @@
-"""Analyses by name, timm-style: `register_analysis(spec)` in the analysis' module, `get_analysis(name)`,
-`list_analyses(kind=...)`. The built-in modules are imported on first use; a new analysis adds its module to
-BUILTIN_MODULES and one `register_analysis(...)` line (or `@register_method` for a per-sample method). Analyses
-of other distributions come through the `nemo_desktop.analyses` entry-point group (core/plugins.py)."""
-from __future__ import annotations
+"""Analyses by name, timm-style: `get_analysis(name)`, `list_analyses(kind=...)`.
 
-import importlib
+Every analysis, built-in or a plugin's, comes through ONE shape: an entry point in the group `nemo_desktop.analyses`
+that names registry entries, an `AnalysisSpec` or a tuple/list of them (core/plugins.py loads them on first use):
+
+    [project.entry-points."nemo_desktop.analyses"]
+    my-method = "my_package.nemo_method:ANALYSES"     # ANALYSES = (AnalysisSpec(...), ...) or one AnalysisSpec
+
+NEMO Desktop's own analyses are the entry points of its own distribution (pyproject.toml), loaded first so that a
+plugin cannot take a built-in name. `BUILTIN_ENTRY_POINTS` repeats them for a checkout imported without installed
+metadata (PYTHONPATH, a source tree); tests/core/test_plugins.py checks that the two agree. A new built-in analysis
+defines its entry in its module (`SPEC = AnalysisSpec(...)`, or `@method_entry` for a per-sample method) and adds
+one line to both. `register_analysis(spec)` still adds an entry at run time (scripts, tests).
+"""
+from __future__ import annotations
 
 from ..errors import ConfigError
 from .spec import KINDS, AnalysisSpec
 
-BUILTIN_MODULES: tuple[str, ...] = (
-    "nemo_desktop.core.methods.scitx", "nemo_desktop.core.methods.error_retrieval",
-    "nemo_desktop.core.methods.cam_mllm", "nemo_desktop.core.methods.change_mllm",
-    "nemo_desktop.core.analyses.global_explanation", "nemo_desktop.core.analyses.competency.analyses",
-    "nemo_desktop.core.analyses.failure_modes.analysis",
-    "nemo_desktop.core.analyses.model_diff.analysis", "nemo_desktop.core.analyses.fix.pipeline",
-)
+BUILTIN_ENTRY_POINTS: dict[str, str] = {
+    "scitx": "nemo_desktop.core.methods.scitx:ANALYSES",
+    "error-retrieval": "nemo_desktop.core.methods.error_retrieval:ANALYSES",
+    "cam-mllm": "nemo_desktop.core.methods.cam_mllm:ANALYSES",
+    "change-mllm": "nemo_desktop.core.methods.change_mllm:ANALYSES",
+    "global-explanation": "nemo_desktop.core.analyses.global_explanation:SPEC",
+    "competency": "nemo_desktop.core.analyses.competency.analyses:ANALYSES",
+    "failure-modes": "nemo_desktop.core.analyses.failure_modes.analysis:SPEC",
+    "model-diff": "nemo_desktop.core.analyses.model_diff.analysis:SPEC",
+    "fix": "nemo_desktop.core.analyses.fix.pipeline:SPEC",
+}
+BUILTIN_MODULES: tuple[str, ...] = tuple(dict.fromkeys(v.partition(":")[0] for v in BUILTIN_ENTRY_POINTS.values()))
 
 _SPECS: dict[str, AnalysisSpec] = {}
-_loaded = False
 
 
 def register_analysis(spec: AnalysisSpec) -> AnalysisSpec:
@@ -31,37 +43,29 @@ def register_analysis(spec: AnalysisSpec) -> AnalysisSpec:
 
 
 def _ensure_builtin() -> None:
-    global _loaded
-    if not _loaded:
-        for mod in BUILTIN_MODULES:
-            importlib.import_module(mod)
-        _loaded = True
-    # Then the plugins' analyses (entry-point group `nemo_desktop.analyses`, core/plugins.py), once per process
-    # (a dictionary look-up after the first call): a broken one is logged by name and skipped.
+    """The built-in entries, then the plugins' (core/plugins.py), once per process (a dictionary look-up after the
+    first call): a broken plugin is logged by name and skipped; a broken built-in is an error."""
     from ..plugins import ANALYSES_GROUP, load_plugins
 
-    load_plugins(ANALYSES_GROUP, _plugin_registrar())
+    load_plugins(ANALYSES_GROUP, _plugin_registrar(), builtin=BUILTIN_ENTRY_POINTS)
+
+
+def registry_entries(obj) -> list[AnalysisSpec]:
+    """The entries an entry point's object names: an AnalysisSpec, or a tuple/list of them. A function returning
+    them is the older shape (documented until 0.x), still taken with a deprecation warning by the loader."""
+    specs = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    for spec in specs:
+        if not isinstance(spec, AnalysisSpec):
+            raise TypeError(f"an entry point of nemo_desktop.analyses names an AnalysisSpec or a tuple of them, "
+                            f"not {type(spec).__name__}")
+    return specs
 
 
 def _plugin_registrar():
-    """How analysis plugins register: an AnalysisSpec, a list of them, a function returning one or a list (or
-    registering them itself and returning None), or a module whose import registered its analyses."""
-    import types
-
     from ..plugins import Registrar
 
     def load(obj) -> None:
-        if isinstance(obj, types.ModuleType):
-            return
-        if callable(obj) and not isinstance(obj, AnalysisSpec):
-            obj = obj()
-            if obj is None:
-                return
-        specs = list(obj) if isinstance(obj, (list, tuple)) else [obj]
-        for spec in specs:
-            if not isinstance(spec, AnalysisSpec):
-                raise TypeError(f"expected an AnalysisSpec, got {type(spec).__name__}")
-        for spec in specs:
+        for spec in registry_entries(obj):
             register_analysis(spec)
 
     def forget(names: set[str]) -> None:

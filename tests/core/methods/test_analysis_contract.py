@@ -6,27 +6,30 @@ until it does):
 - its config and its result round-trip through plain dicts;
 - its key is stable, changes with every config field, and a re-run is answered from the store (no model call);
 - cancel stops it within one unit of work;
-- its CLI options and its offscreen settings form are derived from its config.
+- its CLI options and its offscreen settings form are derived from its config;
+- it appears in every surface (`nemo run`, completion, MCP, the Python API, the app's Analyses list).
+
+The checks are those of the pytest plugin `nemo_desktop.testing` (nemo_desktop/testing/checks.py), which a plugin
+author runs on their own entry; here they run on every built-in one.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import importlib.util
 import json
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import pytest
 
 from baseline_doubles import GlobalDigitsMLLM
 from digits_world import DigitsEditor
-from nemo_desktop.core.errors import JobCancelled
-from nemo_desktop.core.jobs import CancelToken, JobContext
 from nemo_desktop.core.models.protocols import ModelInfo
-from nemo_desktop.core.registry import Components, build_analysis, config_params, get_analysis, list_analyses
+from nemo_desktop.core.registry import Components, config_params, get_analysis, list_analyses
 from nemo_desktop.core.registry.build import make_config
+from nemo_desktop.testing import (AnalysisCase, check_cancel_stops_within_one_unit, check_config_round_trip,
+                                  check_entry, check_key_changes_with_every_field, check_result_round_trip_and_store,
+                                  check_surfaces)
 
 
 class HashSpace:
@@ -62,19 +65,7 @@ class ContractMLLM(GlobalDigitsMLLM):
                                "solution": "Rotate the digit slightly"})
 
 
-@dataclass
-class Case:
-    components: Components
-    args: tuple  # the call's inputs after the context: (image, true label) or (run id,)
-    options: dict = field(default_factory=dict)  # the base options (small and fast)
-    variations: dict[str, Any] = field(default_factory=dict)  # field -> another valid value
-    # Fields that select inputs rather than determine the result for the same inputs, with the reason.
-    invariant: dict[str, str] = field(default_factory=dict)
-    # Model calls so far (default: the MLLM's); an analysis without an MLLM counts its classifier's batches.
-    calls: Callable[[], int] | None = None
-
-    def model_calls(self) -> int:
-        return self.calls() if self.calls is not None else len(self.components.mllm.calls)
+Case = AnalysisCase  # the cases below are the pytest plugin's (nemo_desktop.testing), which a plugin author uses too
 
 
 SAMPLE_VARIATIONS = {
@@ -334,71 +325,39 @@ def world(digits_classifier, blue_three, reference_folder, store, tmp_path):
     return w
 
 
-def _run(spec, case: Case, options: dict, ctx: JobContext | None = None):
-    return build_analysis(spec, case.components, options)(*case.args, ctx or JobContext())
-
-
 def test_every_analysis_has_a_case():
     assert set(list_analyses()) == set(CASES), "add a Case for every registered analysis to CASES above"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+def test_entry_and_its_field_info(name):
+    check_entry(get_analysis(name))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_config_round_trips_and_every_field_has_a_variation(name, world):
-    spec = get_analysis(name)
-    case = CASES[name](world)
-    config = make_config(spec, case.options)
-    again = make_config(spec, dataclasses.asdict(config))
-    assert again == config
-    names = {p.name for p in config_params(spec.config)}
-    assert names == set(case.variations) | set(case.invariant), "each config field needs a variation"
-    with pytest.raises(Exception, match="no option"):
-        make_config(spec, {"no_such_option": 1})
+    check_config_round_trip(get_analysis(name), CASES[name](world))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_result_round_trips_its_key_is_stable_and_a_rerun_is_served_from_the_store(name, world):
-    spec = get_analysis(name)
-    case = CASES[name](world)
-    result = _run(spec, case, case.options)
-    assert result.kind == spec.kind and result.analysis == name and result.key
-    assert isinstance(result, spec.result)
-    d = result.to_dict()
-    assert type(result).from_dict(d).to_dict() == d
-    calls = case.model_calls()
-    again = _run(spec, case, case.options)
-    assert again.key == result.key
-    assert case.model_calls() == calls, "a re-run must be answered from the store"
+    check_result_round_trip_and_store(get_analysis(name), CASES[name](world))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_key_changes_with_every_config_field(name, world):
-    spec = get_analysis(name)
-    case = CASES[name](world)
-    base = _run(spec, case, case.options).key
-    for field_name, value in case.variations.items():
-        options = {**case.options, field_name: value}
-        assert options != case.options, f"the variation of {field_name} equals its base value"
-        assert make_config(spec, options) != make_config(spec, case.options), field_name
-        key = _run(spec, case, options).key
-        assert key != base, f"{name}: changing {field_name} did not change the result key"
+    check_key_changes_with_every_field(get_analysis(name), CASES[name](world))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_cancel_stops_within_one_unit(name, world):
-    spec = get_analysis(name)
-    case = CASES[name](world)
-    token = CancelToken()
-    seen: list[int] = []
+    check_cancel_stops_within_one_unit(get_analysis(name), CASES[name](world))
 
-    def on_progress(p):
-        if not token.cancelled and p.done >= 1:
-            token.cancel()
-            seen.append(case.model_calls())
 
-    with pytest.raises(JobCancelled):
-        _run(spec, case, case.options, JobContext(on_progress=on_progress, cancel=token))
-    assert seen, "the analysis never reported progress"
-    assert case.model_calls() - seen[0] <= 1, "more than one model call after cancel"
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_appears_in_every_surface(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("NEMO_HOME", str(tmp_path / "home"))
+    check_surfaces(name)
 
 
 COMMANDS = {"sample": ["explain"], "global-explanation": ["global"], "competency-estimator": ["competency", "fit"],

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError
 from ...jobs import JobContext
-from ...registry import AnalysisSpec, Inputs, register_analysis
+from ...registry import AnalysisSpec, Inputs
 from .config import CompetencyBenchConfig, CounterfactualConfig, EstimatorConfig
 from .results import (BENCH_ANALYSIS, BENCH_VERSION, COUNTERFACTUAL_ANALYSIS, COUNTERFACTUAL_VERSION,
                       ESTIMATOR_ANALYSIS, ESTIMATOR_VERSION, CompetencyBenchResult, CompetencyCounterfactualResult,
@@ -109,30 +109,33 @@ class CompetencyCounterfactualAnalysis:
         return self.pipeline(image, ctx)
 
 
-register_analysis(AnalysisSpec(
+ESTIMATOR_SPEC = AnalysisSpec(
     name=ESTIMATOR_ANALYSIS, kind="fit", version=ESTIMATOR_VERSION, factory=CompetencyEstimatorAnalysis,
     config=EstimatorConfig, result=EstimatorFitResult, inputs=Inputs(classifier="required", data="dataset"),
     description="Fit a competency estimator (PaRCE: confidence x probability of being in-distribution, from an "
-                "autoencoder's reconstruction loss calibrated on held-out images) for a classifier."))
+                "autoencoder's reconstruction loss calibrated on held-out images) for a classifier.")
 
-register_analysis(AnalysisSpec(
+SCORE_SPEC = AnalysisSpec(
     name=SCORE_ANALYSIS, kind="dataset", version=SCORE_VERSION, factory=CompetencyScoreAnalysis,
     config=CompetencyScoreConfig, result=CompetencyScoreSet,
     inputs=Inputs(classifier="required", fitted=ESTIMATOR_ANALYSIS, data="dataset"),
     description="Competency of every image of a set, and whether low competency comes from an unsure classifier "
-                "or unfamiliar images; with labels, accuracy of the low- and high-competency images."))
+                "or unfamiliar images; with labels, accuracy of the low- and high-competency images.")
 
-register_analysis(AnalysisSpec(
+BENCH_SPEC = AnalysisSpec(
     name=BENCH_ANALYSIS, kind="dataset", version=BENCH_VERSION,
     factory="nemo_desktop.core.analyses.competency.bench:CompetencyBenchAnalysis",
     config=CompetencyBenchConfig, result=CompetencyBenchResult,
     inputs=Inputs(classifier="required", fitted=ESTIMATOR_ANALYSIS, data="dataset"), extras=("competency",),
     description="The competency paper's Tables 1/2 on your images: every counterfactual generator over the set's "
-                "low-competency images (success rate, LPIPS, feature/latent similarity, FD, KD, seconds)."))
+                "low-competency images (success rate, LPIPS, feature/latent similarity, FD, KD, seconds).")
 
-register_analysis(AnalysisSpec(
+COUNTERFACTUAL_SPEC = AnalysisSpec(
     name=COUNTERFACTUAL_ANALYSIS, kind="sample", version=COUNTERFACTUAL_VERSION,
     factory=CompetencyCounterfactualAnalysis, config=CounterfactualConfig, result=CompetencyCounterfactualResult,
     inputs=Inputs(classifier="required", mllm="optional", fitted=ESTIMATOR_ANALYSIS, data="image"),
     description="Why is the classifier not competent on this image: competency and its parts, high-competency "
-                "counterfactuals (IGD, FGD, Reco, LGD, LNN) and the MLLM's explanation with and without them."))
+                "counterfactuals (IGD, FGD, Reco, LGD, LNN) and the MLLM's explanation with and without them.")
+
+# The module's registry entries, named by its entry point (pyproject.toml, nemo_desktop.analyses).
+ANALYSES = (ESTIMATOR_SPEC, SCORE_SPEC, BENCH_SPEC, COUNTERFACTUAL_SPEC)

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from ...errors import ConfigError
 from ...jobs import JobContext
-from ...registry import AnalysisSpec, Inputs, register_analysis
+from ...registry import AnalysisSpec, Inputs
 from .config import FailureModesConfig
 from .pipeline import FailureModesPipeline, joint_space
 from .relevance import AttributeRelevance
@@ -84,10 +84,11 @@ def sentence_count(config: FailureModesConfig, class_names: Sequence[str]) -> in
     return len(load_sentence_sets(config.sentence_sets, class_names))
 
 
-register_analysis(AnalysisSpec(
+# The module's registry entry, named by its entry point (pyproject.toml, nemo_desktop.analyses).
+SPEC = AnalysisSpec(
     name=ANALYSIS, kind="dataset", version=VERSION, factory=FailureModesAnalysis, config=FailureModesConfig,
     result=FailureModesResult, inputs=Inputs(classifier="optional", embedder="optional", mllm="optional", data="index"),
     default_components=default_embedder,
     description="Where the classifier fails on an indexed dataset, in words: easy/hard split, clusters in a joint "
                 "image-text space, sentences per hard cluster by TopS, PDiff, SetDiff and FPDiff (Csurka et al. "
-                "2024), evaluated with AHR/ACR/TPR/JI when relevance is known."))
+                "2024), evaluated with AHR/ACR/TPR/JI when relevance is known.")

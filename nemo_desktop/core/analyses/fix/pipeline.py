@@ -32,7 +32,7 @@ import numpy as np
 from .... import __version__
 from ...errors import ConfigError
 from ...jobs import JobContext
-from ...registry import AnalysisSpec, Inputs, register_analysis
+from ...registry import AnalysisSpec, Inputs
 from ...store.keys import content_hash, result_key
 from . import measure
 from .config import FixConfig
@@ -269,7 +269,8 @@ class FixAnalysis:
         return out
 
 
-register_analysis(AnalysisSpec(
+# The module's registry entry, named by its entry point (pyproject.toml, nemo_desktop.analyses).
+SPEC = AnalysisSpec(
     name=ANALYSIS, kind=KIND, version=VERSION, factory=FixAnalysis, config=FixConfig, result=FixResult,
     inputs=Inputs(classifier="required", editor="optional", generator="optional", data="dataset"),
     data_label="Fix folder (train/, affected/ and rest/, each with one sub-folder per class)",
@@ -282,4 +283,4 @@ register_analysis(AnalysisSpec(
                 "head, the last block, LoRA adapters or every weight with early stopping (keeping the original's "
                 "outputs on its training data), then accuracy before and after on the finding's held-out images and "
                 "on everything else with paired bootstrap intervals; a regression guard decides whether the fixed "
-                "model is kept and saved as a new catalog entry."))
+                "model is kept and saved as a new catalog entry.")

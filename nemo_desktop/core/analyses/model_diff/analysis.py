@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...registry import AnalysisSpec, Inputs, register_analysis
+from ...registry import AnalysisSpec, Inputs
 from .config import ModelDiffConfig
 from .pipeline import ANALYSIS, VERSION, ModelDiffPipeline
 from .result import ModelDiffResult
@@ -23,11 +23,12 @@ def build_model_diff(classifier: Any, classifier_b: Any, mllm: Any, generator: A
     return ModelDiffPipeline(classifier, classifier_b, generator, mllm, judge, config=config, store=store)
 
 
-register_analysis(AnalysisSpec(
+# The module's registry entry, named by its entry point (pyproject.toml, nemo_desktop.analyses).
+SPEC = AnalysisSpec(
     name=ANALYSIS, kind="model", version=VERSION, factory=build_model_diff, config=ModelDiffConfig,
     result=ModelDiffResult,
     inputs=Inputs(classifier="required", classifier_b="required", mllm="required", generator="required",
                   judge="optional", data="conditions"),
     description="Explains in words how two classifiers with the same labels differ, from their accuracy "
                 "differences under controlled conditions (seed 002: Raw Differences, Summarization, "
-                "Optimization; scored by Completeness, Density and Token Length)."))
+                "Optimization; scored by Completeness, Density and Token Length).")
