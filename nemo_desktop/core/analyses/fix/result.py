@@ -1,8 +1,10 @@
-"""The fix result: JSON-ready, with a lossless to_dict()/from_dict() round-trip."""
+"""The fix result: JSON-ready, with a lossless to_dict()/from_dict() round-trip (the shared result base)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
+
+from ...results import ResultBase
 
 KIND = "fit"
 ANALYSIS = "fix"
@@ -11,7 +13,7 @@ STORE_KIND = "fix"
 
 
 @dataclass
-class FixResult:
+class FixResult(ResultBase):
     config: dict[str, Any]
     classifier: dict[str, Any]  # id, revision, family of the base model
     data: dict[str, Any]  # fingerprint, counts, description
@@ -32,20 +34,6 @@ class FixResult:
     kind: str = KIND
     analysis: str = ANALYSIS
     version: str = VERSION
-
-    @property
-    def key(self) -> str | None:
-        return self.result_key
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "FixResult":
-        if d.get("analysis", ANALYSIS) != ANALYSIS:
-            raise ValueError(f"not a fix result: {d.get('analysis')!r}")
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
 
     def summary(self) -> str:
         a, r = self.affected["overall"], self.rest["overall"]
