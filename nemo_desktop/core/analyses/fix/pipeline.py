@@ -199,7 +199,7 @@ class FixAnalysis:
         teacher = teacher_logits(base, x) if cfg.preserve > 0 else None
         torch.manual_seed(cfg.seed)
         module, trainable = prepare(copy.deepcopy(base).to(device), cfg.mode, cfg.lora_rank)
-        ckpt = self.checkpoint_dir / f"{key}.pt" if self.checkpoint_dir else None
+        ckpt = self.checkpoint_dir / f"{key}.safetensors" if self.checkpoint_dir else None
         t1 = time.perf_counter()
         record = train(module, x, y, cfg, checkpoint=ckpt, key=key, ctx=ctx, teacher=teacher, original=original)
         fixed = finish(module, cfg.mode)
@@ -225,7 +225,7 @@ class FixAnalysis:
                   "affected": len(data.affected), "rest": len(data.rest), "description": data.description},
             sources=sources, trainable=trainable, training={**record.to_dict(), "interpolation": mixing},
             affected=figures["affected"],
-            rest=figures["rest"], guard=verdict, saved=None, per_image=per_image,
+            rest=figures["rest"], guard=verdict, saved=None, per_image=per_image, notes=list(record.notes),
             manifest={"analysis": ANALYSIS, "analysis_version": VERSION, "nemo_version": __version__,
                       "created_at": time.time(), "torch": torch.__version__, "device": str(device),
                       "classifier": _identity(self.classifier), "editor": _identity(self.editor),
