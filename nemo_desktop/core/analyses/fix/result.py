@@ -31,9 +31,17 @@ class FixResult(ResultBase):
     # Per held-out image (the per-image table's fix columns): {"affected"|"rest": {"sha256": pixel hashes (content_hash
     # of the RGB image), "before": [class index], "after": [class index]}}; None in results stored before it existed.
     per_image: dict[str, Any] | None = None
+    # Mode prompt (a zero-shot classifier's class prompts adopted): {"changes": {class: new prompt}, "before": {class:
+    # old prompt}, "set": the prompt set a kept prompt is saved to}; `saved` is then {"name", "version"} of that set.
+    prompts: dict[str, Any] | None = None
     kind: str = KIND
     analysis: str = ANALYSIS
     version: str = VERSION
+
+    @property
+    def adopts_prompt(self) -> bool:
+        """A zero-shot fix: class prompts adopted, no weights trained."""
+        return self.prompts is not None
 
     def summary(self) -> str:
         a, r = self.affected["overall"], self.rest["overall"]
