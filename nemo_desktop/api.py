@@ -46,7 +46,10 @@ R = TypeVar("R")
 PathType = Union[str, "PathLike[str]"]
 ProgressOption = Union[bool, Callable[[Progress], None]]
 
-__all__ = ["ConfigError", "InputImageError", "JobCancelled", "NemoError", "Predictions", "Progress", "Result",
+# The API's public names, listed here only: `nemo_desktop` (its lazy attributes, `__all__`, `dir()`) and its type
+# stub `__init__.pyi` (a star import) read this list.
+__all__ = ["ConfigError", "Explanation", "InputImageError", "JobCancelled", "NemoError", "Predictions", "Progress",
+           "Result",
            "analyses", "clear_models", "explain", "export_report", "get_result", "index_dataset", "list_families",
            "list_indexes", "list_models", "list_plugins", "load_model", "methods", "per_image_table", "export_table",
            "export_fiftyone", "predict", "run_analysis"]

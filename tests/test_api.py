@@ -60,6 +60,24 @@ def test_the_package_names_the_api_lazily_and_documents_it():
     assert set(nemo.__all__) - {"__version__"} <= set(dir(nemo))
 
 
+def test_the_api_names_are_listed_once():
+    """Issue 41: `nemo_desktop.api.__all__` is the one list; the package's lazy names and its type stub follow it."""
+    import ast
+
+    from nemo_desktop import api
+
+    assert nemo.__all__ == ["__version__", *api.__all__]
+    assert set(api.__all__) <= set(dir(nemo)) and all(getattr(nemo, n) is getattr(api, n) for n in api.__all__)
+    stub = ast.parse((ROOT / "nemo_desktop" / "__init__.pyi").read_text())
+    imported = [a.name for node in ast.walk(stub) if isinstance(node, ast.ImportFrom) for a in node.names]
+    assert imported == ["*"]  # the stub re-exports api.__all__ rather than listing the names again
+    package = ast.parse((ROOT / "nemo_desktop" / "__init__.py").read_text())
+    literals = {c.value for c in ast.walk(package) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    assert not literals & (set(api.__all__) - {"api"})  # and the package does not list them either
+    with pytest.raises(AttributeError):
+        nemo.not_an_api_name  # noqa: B018
+
+
 def test_results_are_typed_for_a_type_checker():
     """Issue 42 §4: an explanation's fields and to_pandas() are typed (not Any), and a stored result's key is a str.
     (The annotations a checker reads; README's install mode makes the package visible to it.)"""

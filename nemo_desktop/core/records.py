@@ -6,8 +6,10 @@ store and are referenced by name (`artifact` fields), so a result serialises to 
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
+
+from .results import ResultBase
 
 
 @dataclass
@@ -83,7 +85,7 @@ OUTCOME_EXPLAINED, OUTCOME_NO_CAUSE, OUTCOME_NOT_TESTED = "explained", "no cause
 
 
 @dataclass
-class ExplanationResult:
+class ExplanationResult(ResultBase):
     method: str  # registry name: "scitx", "error-retrieval", "cam-mllm", "change-mllm", ...
     sample: SampleInfo
     explanation: str | None = None  # the selected natural-language explanation
@@ -97,16 +99,13 @@ class ExplanationResult:
     notes: list[str] = field(default_factory=list)  # e.g. "no correct reference of the predicted class"
     result_key: str | None = None  # key in the results store, once stored
 
-    # The analysis-result protocol (core/registry/results.py): every per-sample method returns this shape.
+    # The analysis-result protocol (core/registry/results.py; key, to_dict and from_dict from ResultBase): every
+    # per-sample method returns this shape.
     kind = "sample"
 
     @property
     def analysis(self) -> str:
         return self.method
-
-    @property
-    def key(self) -> str | None:
-        return self.result_key
 
     def no_cause_found(self) -> str | None:
         """When the selected explanation did not raise P(true) (CEI <= 0), the sentence that says so; else None."""
@@ -157,24 +156,3 @@ class ExplanationResult:
             return (j != self.selected_index, c.cei is None, -(c.cei or 0.0), j)
 
         return sorted(range(len(self.candidates)), key=rank)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ExplanationResult":
-        def scores(xs):
-            return [ClassScore(**x) for x in xs or []]
-
-        s = dict(d["sample"])
-        s["top5"] = scores(s.get("top5"))
-        cands = []
-        for c in d.get("candidates", []):
-            c = dict(c)
-            c["top5_before"] = scores(c.get("top5_before"))
-            c["top5_after"] = scores(c.get("top5_after"))
-            cands.append(Candidate(**c))
-        known = {f.name for f in fields(cls)}
-        rest = {k: v for k, v in d.items() if k in known and k not in ("sample", "candidates", "observations")}
-        return cls(sample=SampleInfo(**s), candidates=cands,
-                   observations=[Observation(**o) for o in d.get("observations", [])], **rest)

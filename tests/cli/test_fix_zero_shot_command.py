@@ -75,17 +75,23 @@ def test_adopting_a_prompt_re_evaluates_keeps_and_versions_it(clip, tmp_path, ca
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(out.read_text())
     a, r = printed["affected"]["overall"], printed["rest"]["overall"]
-    assert printed["analysis"] == "adopt-prompt" and printed["classifier"]["id"] == "fix-clip"
+    # the fix analysis in its mode prompt (issue 41): keyed and stored like every fix
+    assert printed["analysis"] == "fix" and printed["config"]["mode"] == "prompt"
+    assert printed["classifier"]["id"] == "fix-clip" and printed["result_key"]
     assert (a["n"], a["before"], a["after"], a["change"]) == (len(flipped), 0.0, 1.0, 100.0)
     assert a["ci"][0] > 0 and r["n"] == len(same[:40]) and r["change"] == 0.0
     assert set(printed["rest"]["per_class"]) == {"cat", "dog"}
-    assert printed["guard"]["verdict"] == "keep" and printed["prompts_before"] == ["a photo of a cat."]
+    assert printed["guard"]["verdict"] == "keep" and printed["prompts"]["before"] == {"cat": "a photo of a cat."}
     assert printed["saved"] == {"name": "cats", "version": 1}
-    # The same command again: the next version of the set, in the text output
+    # The same command again: answered from the results store (no second version), in the text output
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "+100.0 points" in text and "Guard: keep" in text and "version 2 of the prompt set 'cats'" in text
-    assert [s["version"] for s in list_prompt_sets("fix-clip")] == [1, 2]
+    assert "+100.0 points" in text and "Guard: keep" in text and "version 1 of the prompt set 'cats'" in text
+    assert printed["result_key"][:16] in text
+    assert [s["version"] for s in list_prompt_sets("fix-clip")] == [1]
+    # Another prompt set name is another result: the next adoption is saved there
+    assert main([a if a != "cats" else "cats2" for a in args]) == 0
+    assert "version 1 of the prompt set 'cats2'" in capsys.readouterr().out
     stored = load_prompt_set("fix-clip", "cats", version=1)
     assert stored["prompts"] == [NEW_CAT, "a photo of a dog."] and stored["lineage"]["guard"] == "keep"
     apply_prompt_set(clip, stored)  # the classifier loaded with the set predicts as the measurement said
@@ -131,7 +137,7 @@ def test_a_prompt_intervention_from_a_stored_explanation_is_adopted(clip, tmp_pa
     assert main(["fix", str(data), "--classifier", "fix-clip", "--from-result", "k-prompt", "--bootstrap", "200",
                  "--device", "cpu", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["changes"] == {"cat": NEW_CAT} and out["affected"]["overall"]["change"] == 100.0
+    assert out["prompts"]["changes"] == {"cat": NEW_CAT} and out["affected"]["overall"]["change"] == 100.0
     assert out["saved"] == {"name": "adopted", "version": 1}
 
 

@@ -97,5 +97,5 @@ def test_use_the_fixed_model_loads_its_catalog_entry(qtbot, make_window, tmp_pat
     handle = actions.use_fixed_model()
     qtbot.waitUntil(lambda: handle.state in ("done", "failed"), timeout=120000)
     assert handle.state == "done" and window.session.facts("classifier")["model_id"] == "tiny-fixed"  # the worker's
-    actions.set_result(FixResult(**{**result.to_dict(), "saved": None}))
+    actions.set_result(FixResult.from_dict({**result.to_dict(), "saved": None}))
     assert not actions.use_button.isVisibleTo(pane)

@@ -31,7 +31,7 @@ from ..output import add_output_options
 def register(subparsers) -> None:
     p = subparsers.add_parser("fix", help="try a fix for a finding: targeted fine-tuning, measured, kept only if "
                                           "it helps", description=__doc__.split("\n\n")[0],
-                              derive_options=analysis_options("fix"))
+                              derive_options=analysis_options("fix", skip=("prompts",)))
     p.add_argument("folder", metavar="FOLDER", help="a folder with train/, affected/ and rest/ (class sub-folders)")
     p.add_argument("--classifier", "-c", metavar="ID", required=True, help="the classifier to fix (catalog id or "
                                                                           "<family>:<source>)")
@@ -41,10 +41,8 @@ def register(subparsers) -> None:
                                                          "flux-schnell)")
     p.add_argument("--from-result", metavar="KEY", help="take the finding from a stored validated explanation")
     p.add_argument("--prompt", metavar="CLASS=TEXT", action="append",
-                   help="zero-shot classifiers: the class prompt to adopt (repeatable)")
-    p.add_argument("--prompt-set", metavar="NAME", default="adopted",
-                   help="zero-shot classifiers: the prompt set an adopted prompt is saved to (a new version each "
-                        "time; default 'adopted')")
+                   help="zero-shot classifiers: the class prompt to adopt (repeatable; --prompt-set, derived from "
+                        "the fix's settings, names the set it is saved to)")
     add_output_options(p, "the result")
     add_device_options(p)
     p.set_defaults(func=run)
@@ -124,9 +122,13 @@ def run(args) -> int:
 
             require("fix", "A LoRA fix (--mode lora)")  # before the classifier loads and the data is prepared
         classifier = load(args.classifier, "classifier", args)
-        if getattr(classifier, "zero_shot", False):
-            return _adopt_prompt(args, classifier, finding, config)
-        if args.prompt:
+        if getattr(classifier, "zero_shot", False):  # the fix's mode prompt: adopting class prompts
+            if not finding.get("prompt"):
+                raise ConfigError(f"{classifier.info.model_id} is zero-shot: its fix is a class prompt.",
+                                  hint="Give --prompt CLASS=TEXT, or --from-result KEY of a prompt intervention.")
+            config = make_config(spec, {**options, "mode": "prompt",
+                                        "prompts": config.prompts_text(finding["prompt"])})
+        elif args.prompt:
             raise ConfigError("--prompt adopts a class prompt of a zero-shot classifier; this one is trained.",
                               hint="Fix it with targeted data (--instruction / --data) instead.")
         finding_images = (Path(args.folder).expanduser() / "finding").is_dir() or bool(config.failure_modes)
@@ -148,7 +150,7 @@ def run(args) -> int:
         store.close()
     write_outputs(args, result.to_dict(), ensure_ascii=False)
     if not args.json:
-        print(format_result(result))
+        print(format_prompt_result(result) if result.adopts_prompt else format_result(result))
     return 0
 
 
@@ -172,35 +174,18 @@ def _finding(args, store) -> dict:
     return finding
 
 
-def _adopt_prompt(args, classifier, finding: dict, config) -> int:
-    from ...core.analyses.fix.pipeline import load_fix_folder
-    from ...core.analyses.fix.prompts import measure_prompts, prompts_after, save_prompt_set
-    from ...core.errors import ConfigError
-    from ..output import write_outputs
-
-    if not finding.get("prompt"):
-        raise ConfigError(f"{classifier.info.model_id} is zero-shot: its fix is a class prompt.",
-                          hint="Give --prompt CLASS=TEXT, or --from-result KEY of a prompt intervention.")
-    data = load_fix_folder(args.folder, list(classifier.class_names), need_train=False)
-    out = measure_prompts(classifier, data, finding["prompt"], margin=config.margin,
-                          min_gain=config.min_gain, resamples=config.bootstrap,
-                          seed=config.seed)
-    out = {"analysis": "adopt-prompt", "classifier": {"id": classifier.info.model_id,
-                                                      "revision": classifier.info.revision}, **out, "saved": None}
-    if out["guard"]["keep"]:
-        entry = save_prompt_set(classifier, args.prompt_set, prompts_after(classifier, finding["prompt"]),
-                                {"changes": finding["prompt"], "affected": out["affected"]["overall"],
-                                 "rest": out["rest"]["overall"], "guard": out["guard"]["verdict"]})
-        out["saved"] = {"name": entry["name"], "version": entry["version"]}
-    write_outputs(args, out, ensure_ascii=False)
-    if not args.json:
-        a, r = out["affected"]["overall"], out["rest"]["overall"]
-        changes = "; ".join(f"{k}: {v!r}" for k, v in finding["prompt"].items())
-        print(f"Adopting the prompt(s) {changes}")
-        for name, o in (("The finding's images", a), ("Everything else", r)):
-            print(f"{name}: {_pct(o['before'])} -> {_pct(o['after'])}, {o['change']:+.1f} points "
-                  f"(95% CI {o['ci'][0]:+.1f} to {o['ci'][1]:+.1f}, n={o['n']}).")
-        print(f"Guard: {out['guard']['verdict']}: {out['guard']['why']}.")
-        if out["saved"]:
-            print(f"Saved as version {out['saved']['version']} of the prompt set '{out['saved']['name']}'.")
-    return 0
+def format_prompt_result(result) -> str:
+    """A zero-shot fix (mode prompt) in words: the prompts adopted, the figures, the guard, the prompt set."""
+    a, r = result.affected["overall"], result.rest["overall"]
+    changes = "; ".join(f"{k}: {v!r}" for k, v in result.prompts["changes"].items())
+    lines = [f"Adopting the prompt(s) {changes}"]
+    for name, o in (("The finding's images", a), ("Everything else", r)):
+        lines.append(f"{name}: {_pct(o['before'])} -> {_pct(o['after'])}, {o['change']:+.1f} points "
+                     f"(95% CI {o['ci'][0]:+.1f} to {o['ci'][1]:+.1f}, n={o['n']}).")
+    lines.append(f"Guard: {result.guard['verdict']}: {result.guard['why']}.")
+    if result.saved:
+        lines.append(f"Saved as version {result.saved['version']} of the prompt set '{result.saved['name']}'.")
+    lines += [f"note: {n}" for n in result.notes]
+    if result.result_key:
+        lines.append(f"Stored in the results store as {result.result_key[:16]}.")
+    return "\n".join(lines)

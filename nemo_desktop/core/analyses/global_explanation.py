@@ -40,6 +40,7 @@ from ..errors import ConfigError, InputImageError, JobCancelled
 from ..jobs import JobContext, null_context
 from ..models.protocols import ChatMessage
 from ..registry import AnalysisSpec, Inputs
+from ..results import ResultBase
 from ..methods.intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
                                     ask_json, classifier_part, error_text, image_hash, load_input, model_manifest,
                                     model_part, raw_replies, sample_info, sha_text, unit_key)
@@ -63,7 +64,7 @@ class LocalExplanation:
 
 
 @dataclass
-class GlobalExplanation:
+class GlobalExplanation(ResultBase):
     explanation: str | None
     count: int  # explanations aggregated
     run_id: str | None = None
@@ -74,13 +75,6 @@ class GlobalExplanation:
     manifest: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     result_key: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "GlobalExplanation":
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
 @dataclass
@@ -98,7 +92,7 @@ class SampleScore:
 
 
 @dataclass
-class GlobalScore:
+class GlobalScore(ResultBase):
     """Table 6: mean CEI of the per-sample explanations vs of the global one, over the same samples."""
 
     global_key: str | None
@@ -117,15 +111,7 @@ class GlobalScore:
         return self.mean_global - self.mean_local
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["gain"] = self.gain
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "GlobalScore":
-        samples = [SampleScore(**s) for s in d.get("samples", [])]
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__ and k != "samples"},
-                   samples=samples)
+        return {**super().to_dict(), "gain": self.gain}  # derived, for readers of the JSON; ignored when read
 
 
 # -- which explanations -------------------------------------------------------------------------------------

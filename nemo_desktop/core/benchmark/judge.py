@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable
 
@@ -28,6 +28,7 @@ from ..methods.parsing import extract_json
 from ..methods.prompts import PromptTemplate, load_prompt
 from ..models.protocols import ChatMessage, ModelInfo
 from ..resources import resource_path
+from ..results import Record
 
 VERDICT_KIND = "llm-match"
 SCORES = (1.0, 0.5, 0.0)
@@ -142,7 +143,7 @@ def _clip(text: str, n: int = 1000) -> str:
 # ------------------------------------------------------------------------------------------- verdicts
 
 @dataclass
-class Verdict:
+class Verdict(Record):  # to_dict / from_dict: the shared Record form (core/results)
     judge: str  # the judge's name in the run config
     model: dict  # model id, family, revision
     score: float | None  # None when failed
@@ -154,13 +155,6 @@ class Verdict:
     seconds: float = 0.0
     key: str | None = None
     request: dict = field(default_factory=dict)  # the endpoint's request options and what its 400s changed
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Verdict":
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
 def _request_options(mllm: Any) -> dict[str, Any]:

@@ -11,10 +11,12 @@ ImageNet subset stays in the reference database; retrieval only ever returns cor
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import numpy as np
+
+from ..results import Record
 
 DEFAULT_N = 400
 
@@ -37,7 +39,7 @@ class Outcome:
 
 
 @dataclass
-class Selection:
+class Selection(Record):
     dataset: str
     classifier: str
     seed: int
@@ -60,16 +62,8 @@ class Selection:
         return h.hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["accuracy"] = self.accuracy
-        d["fingerprint"] = self.fingerprint()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Selection":
-        keep = {k: d[k] for k in ("dataset", "classifier", "seed", "n_requested", "n_images", "n_misclassified",
-                                  "generator", "notes") if k in d}
-        return cls(selected=[Outcome(**o) for o in d.get("selected", [])], **keep)
+        """The fields (the shared Record form, core/results) and the derived accuracy and fingerprint."""
+        return {**super().to_dict(), "accuracy": self.accuracy, "fingerprint": self.fingerprint()}
 
 
 def derived_seed(seed: int, dataset: str, classifier: str) -> int:

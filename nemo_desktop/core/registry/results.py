@@ -1,4 +1,7 @@
-"""The protocol every analysis result follows, so the store, the reports and the GUI treat them alike."""
+"""The protocol every analysis result follows, so the store, the reports and the GUI treat them alike.
+
+The result types implement it by deriving from the one result base, core/results.ResultBase (key, `to_dict` /
+`from_dict` with a schema version); a plugin's result may do the same or implement the protocol itself."""
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable

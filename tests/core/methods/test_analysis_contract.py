@@ -275,6 +275,8 @@ def _fix_case(world) -> Case:
     invariant = {name: "names a stored failure mode whose images join the training data; their content is in the "
                        "key through the data's fingerprint (tests/core/analyses/failure_modes/test_fm_fix.py)"
                  for name in ("failure_modes", "failure_mode")}
+    invariant.update({name: "settings of mode prompt alone (a zero-shot classifier), keyed in that mode "
+                            "(tests/core/analyses/fix/test_fix_prompt_mode.py)" for name in ("prompts", "prompt_set")})
     generator = None
     if importlib.util.find_spec("diffusers") is not None:  # the sentence is rendered by a tiny text-to-image model
         from fixtures_tiny.t2i import build_tiny_flux_schnell
@@ -376,7 +378,7 @@ def test_cli_help_offers_every_setting(name, capsys):
         main([*command, "--help"])
     out = capsys.readouterr().out
     aliases = {"class_relevance": "--no-class-relevance", "corpus_files": "--corpus-file", "validate": "--validate",
-               "score": "--score"}
+               "score": "--score", "prompts": "--prompt CLASS=TEXT"}
     for p in config_params(spec.config):
         if p.kind is None:
             continue

@@ -6,16 +6,16 @@
 Stages: "Preparing images" (per batch), "Training autoencoder" (per batch over all epochs), "Calibrating". A
 stratified split keeps `calibration_fraction` of each class out of training; or, with `calibration_set` (a folder or
 CSV; or `calibration=(images, labels)` passed to the call), every fit image trains the autoencoder and the
-calibration set gives the class statistics and z. The manifest's `dataset.calibration` says which was used. After
-each epoch the weights and Adam state are checkpointed (safetensors) in `work_dir`; a later call with the same
-inputs resumes from the last finished epoch and gives the same weights as an uninterrupted run (batch order is
-seeded per epoch). The finished estimator is stored under a key of classifier id+revision, dataset fingerprint,
-configuration and analysis version; a re-run is answered from the store.
+calibration set gives the class statistics and z. The manifest's `dataset.calibration` says which was used. The
+autoencoder trains in the core's training loop (core/training): after each epoch the weights and Adam state are
+checkpointed (safetensors) in `work_dir`; a later call with the same inputs resumes from the last finished epoch and
+gives the same weights as an uninterrupted run (batch order is seeded per epoch). The finished estimator is stored
+under a key of classifier id+revision, dataset fingerprint, configuration and analysis version; a re-run is answered
+from the store.
 """
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import time
@@ -30,6 +30,7 @@ import torch
 from .... import __version__
 from ...errors import ConfigError
 from ...jobs import JobContext, null_context
+from ...training import Checkpoint, TrainingLoop
 from .autoencoder import ConvAutoencoder
 from .classifier_view import require_differentiable
 from .config import EstimatorConfig, config_dict
@@ -44,7 +45,7 @@ PREP_BATCH = 64
 # 0.8 s; at 0.25 the time left said a tenth of the real time once the images were prepared.
 PREPARE_SHARE = 0.01
 CHECKPOINT = "checkpoint.safetensors"
-CHECKPOINT_STATE = "checkpoint.json"
+OLD_CHECKPOINT_STATE = "checkpoint.json"  # before issue 41: the epoch count beside the weights; refused, not resumed
 
 
 def dataset_fingerprint(images: Sequence[Any], labels: Sequence[int]) -> str:
@@ -160,9 +161,10 @@ class CompetencyEstimatorFit:
         # One bar for the fit: preparing, training and calibrating each fill their share of it (it never refills).
         x, probs_cal, input_size = self._prepare(images, cal_idx, ctx.sub("", 0.0, PREPARE_SHARE))
         work = self.work_dir or _default_work_dir(key)
-        ae, history = self._train(x[train_idx], work, key, ctx.sub("", PREPARE_SHARE, 0.97))
+        ae, history, training_notes = self._train(x[train_idx], work, key, ctx.sub("", PREPARE_SHARE, 0.97))
         estimator, fit_warnings = self._calibrate(ae, x[cal_idx], y[cal_idx], probs_cal, input_size,
                                                   ctx.sub("", 0.97, 1.0))
+        fit_warnings = training_notes + fit_warnings
         manifest = self._manifest(estimator, fingerprint, dataset_name, n_fit, len(train_idx), len(cal_idx),
                                   history, fit_warnings, time.perf_counter() - start)
         manifest["dataset"]["calibration"] = source
@@ -227,31 +229,19 @@ class CompetencyEstimatorFit:
         return torch.cat(chunks), torch.cat(probs).double().numpy(), input_size
 
     def _train(self, x: torch.Tensor, work: Path, key: str, ctx: JobContext):
+        """The autoencoder trained in the core's training loop, resumed from `work`'s checkpoint of the same fit
+        (the checkpoint an older version wrote there is refused with a note); (autoencoder, loss per epoch, notes)."""
         cfg = self.config
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.seed)
             ae = ConvAutoencoder.from_architecture(cfg.architecture())
-        opt = torch.optim.Adam(ae.parameters(), lr=cfg.learning_rate)
-        first_epoch, history = _resume(work, key, ae, opt)
-        nb = -(-len(x) // cfg.batch_size)
-        total = cfg.epochs * nb
-        ae.train()
-        for epoch in range(first_epoch, cfg.epochs):
-            order = torch.randperm(len(x), generator=torch.Generator().manual_seed(cfg.seed * 100_003 + epoch))
-            running = 0.0
-            for b in range(nb):
-                ctx.check_cancelled()
-                idx = order[b * cfg.batch_size:(b + 1) * cfg.batch_size]
-                opt.zero_grad()
-                loss = torch.nn.functional.mse_loss(ae(x[idx]), x[idx])
-                loss.backward()
-                opt.step()
-                running += loss.item() * len(idx)
-                ctx.progress("Training autoencoder", epoch * nb + b + 1, total,
-                             message=f"epoch {epoch + 1}/{cfg.epochs}, loss {loss.item():.5f}")
-            history.append(running / len(x))
-            _checkpoint(work, key, ae, opt, epoch + 1, history)
-        return ae.eval(), history
+        checkpoint = Checkpoint(work / CHECKPOINT, key, older=[work / OLD_CHECKPOINT_STATE])
+        loop = TrainingLoop(ae, torch.optim.Adam(ae.parameters(), lr=cfg.learning_rate), epochs=cfg.epochs,
+                            batch_size=cfg.batch_size, shuffle_seed=lambda epoch: cfg.seed * 100_003 + epoch - 1,
+                            stage="Training autoencoder", checkpoint=checkpoint)
+        loop.resume()
+        loop.run(torch.arange(len(x)), lambda idx: torch.nn.functional.mse_loss(ae(x[idx]), x[idx]), ctx)
+        return ae.eval(), [h["train_loss"] for h in loop.history], loop.notes
 
     def _calibrate(self, ae: ConvAutoencoder, x_cal: torch.Tensor, y_cal: np.ndarray, probs: np.ndarray,
                    input_size: tuple[int, int], ctx: JobContext):
@@ -304,40 +294,3 @@ def _default_work_dir(key: str) -> Path:
     from ...store import get_paths
 
     return get_paths().store_dir / "competency-checkpoints" / key[:24]
-
-
-def _checkpoint(work: Path, key: str, ae: torch.nn.Module, opt: torch.optim.Optimizer, epochs_done: int,
-                history: list[float]) -> None:
-    from safetensors.torch import save as save_safetensors
-
-    from ...store import atomic_write_bytes, atomic_write_text
-
-    tensors = {f"ae.{k}": v.detach().cpu().contiguous() for k, v in ae.state_dict().items()}
-    for i, state in opt.state_dict()["state"].items():
-        for name, t in state.items():
-            tensors[f"opt.{i}.{name}"] = torch.as_tensor(t).detach().cpu().contiguous()
-    work.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(work / CHECKPOINT, save_safetensors(tensors))
-    atomic_write_text(work / CHECKPOINT_STATE, json.dumps({"key": key, "epochs_done": epochs_done,
-                                                           "history": history}))
-
-
-def _resume(work: Path, key: str, ae: torch.nn.Module, opt: torch.optim.Optimizer) -> tuple[int, list[float]]:
-    """Load the last epoch checkpoint of the same fit (same key); (first epoch to run, loss history)."""
-    from safetensors.torch import load_file
-
-    try:
-        state = json.loads((work / CHECKPOINT_STATE).read_text())
-        if state.get("key") != key:
-            return 0, []
-        tensors = load_file(work / CHECKPOINT)
-    except (OSError, ValueError):
-        return 0, []  # no checkpoint, or a damaged one: start afresh
-    ae.load_state_dict({k[3:]: v for k, v in tensors.items() if k.startswith("ae.")})
-    opt_state: dict[int, dict[str, torch.Tensor]] = {}
-    for k, v in tensors.items():
-        if k.startswith("opt."):
-            _, i, name = k.split(".", 2)
-            opt_state.setdefault(int(i), {})[name] = v
-    opt.load_state_dict({"state": opt_state, "param_groups": opt.state_dict()["param_groups"]})
-    return int(state["epochs_done"]), list(state.get("history", []))

@@ -1,11 +1,14 @@
-"""Result shapes of the competency analyses; each serialises to plain JSON (`to_dict` / `from_dict`).
+"""Result shapes of the competency analyses; each serialises to plain JSON through the shared result base
+(core/results: `to_dict` / `from_dict`, `key`).
 
 Images are never held here: they are artifacts in the results store referenced by name.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
+
+from ...results import Record, ResultBase
 
 ESTIMATOR_ANALYSIS = "competency-estimator"
 COUNTERFACTUAL_ANALYSIS = "competency-cf"
@@ -52,13 +55,8 @@ def calibration_source_text(dataset: dict[str, Any]) -> str:
     return f"{n} images ({share}of each class) held out of the fit set"
 
 
-def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in d.items() if k in names}
-
-
 @dataclass
-class CompetencyScore:
+class CompetencyScore(Record):
     """Competency and its parts: low confidence means the model is unsure; low P(ID) that the image is
     unfamiliar (its reconstruction loss is high for the predicted class)."""
 
@@ -70,16 +68,9 @@ class CompetencyScore:
     pred_index: int
     pred_name: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "CompetencyScore":
-        return cls(**_known(cls, d))
-
 
 @dataclass
-class EstimatorFitResult:
+class EstimatorFitResult(ResultBase):
     manifest: dict[str, Any]
     statistics: dict[str, Any]
     calibration: dict[str, Any]
@@ -89,21 +80,9 @@ class EstimatorFitResult:
     kind: str = "fit"
     analysis: str = ESTIMATOR_ANALYSIS
 
-    @property
-    def key(self) -> str | None:
-        """The results-store key (None until stored): the registry's name for result_key."""
-        return self.result_key
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "EstimatorFitResult":
-        return cls(**_known(cls, d))
-
 
 @dataclass
-class CounterfactualOutput:
+class CounterfactualOutput(Record):
     """One generator's counterfactual for one image."""
 
     method: str
@@ -121,16 +100,9 @@ class CounterfactualOutput:
     explanation: str | None = None  # the MLLM's answer with this counterfactual shown
     error: str | None = None  # why this output is missing or incomplete
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "CounterfactualOutput":
-        d = _known(cls, d)
-        if d.get("score_after") is not None:
-            d["score_after"] = CompetencyScore.from_dict(d["score_after"])
-        return cls(**d)
-
 
 @dataclass
-class CompetencyCounterfactualResult:
+class CompetencyCounterfactualResult(ResultBase):
     image_sha256: str
     original: CompetencyScore
     counterfactuals: list[CounterfactualOutput] = field(default_factory=list)
@@ -145,30 +117,15 @@ class CompetencyCounterfactualResult:
     kind: str = "sample"
     analysis: str = COUNTERFACTUAL_ANALYSIS
 
-    @property
-    def key(self) -> str | None:
-        """The results-store key (None until stored): the registry's name for result_key."""
-        return self.result_key
-
     def output(self, method: str) -> CounterfactualOutput:
         for o in self.counterfactuals:
             if o.method == method:
                 return o
         raise KeyError(f"no counterfactual from {method!r} in this result")
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "CompetencyCounterfactualResult":
-        d = _known(cls, d)
-        d["original"] = CompetencyScore.from_dict(d["original"])
-        d["counterfactuals"] = [CounterfactualOutput.from_dict(o) for o in d.get("counterfactuals", [])]
-        return cls(**d)
-
 
 @dataclass
-class GeneratorMetrics:
+class GeneratorMetrics(Record):
     """One row of the seed's Tables 1/2 for one generator ("orig" = the original images)."""
 
     method: str
@@ -184,13 +141,9 @@ class GeneratorMetrics:
     notes: list[str] = field(default_factory=list)
     available: bool = True  # False: the generator could not run (its notes say why); its zeros are not results
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "GeneratorMetrics":
-        return cls(**_known(cls, d))
-
 
 @dataclass
-class CompetencyBenchResult:
+class CompetencyBenchResult(ResultBase):
     rows: list[GeneratorMetrics]
     feature_space: str
     n_reference: int
@@ -201,17 +154,3 @@ class CompetencyBenchResult:
 
     def row(self, method: str) -> GeneratorMetrics:
         return next(r for r in self.rows if r.method == method)
-
-    @property
-    def key(self) -> str | None:
-        """The results-store key (None until stored): the registry's name for result_key."""
-        return self.result_key
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "CompetencyBenchResult":
-        d = _known(cls, d)
-        d["rows"] = [GeneratorMetrics.from_dict(r) for r in d["rows"]]
-        return cls(**d)

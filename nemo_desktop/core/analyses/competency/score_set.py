@@ -18,6 +18,7 @@ from typing import Any
 from .... import __version__
 from ...errors import ConfigError, NemoError
 from ...jobs import JobContext, null_context
+from ...results import Record, ResultBase
 from .config import _check_ranges, config_dict
 from .results import CompetencyScore, low_part
 
@@ -38,7 +39,7 @@ class CompetencyScoreConfig:
 
 
 @dataclass
-class ScoredImage:
+class ScoredImage(Record):
     path: str
     score: CompetencyScore
     true_index: int | None = None  # when the set is labelled (mapped onto the classifier's classes)
@@ -47,16 +48,9 @@ class ScoredImage:
     def correct(self) -> bool | None:
         return None if self.true_index is None else self.score.pred_index == self.true_index
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "score": self.score.to_dict(), "true_index": self.true_index}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ScoredImage":
-        return cls(d["path"], CompetencyScore.from_dict(d["score"]), d.get("true_index"))
-
 
 @dataclass
-class CompetencyScoreSet:
+class CompetencyScoreSet(ResultBase):
     items: list[ScoredImage]
     threshold: float
     failed: dict[str, str] = field(default_factory=dict)  # path -> why it could not be scored (unreadable, ...)
@@ -64,10 +58,6 @@ class CompetencyScoreSet:
     result_key: str | None = None
     kind: str = "dataset"
     analysis: str = ANALYSIS
-
-    @property
-    def key(self) -> str | None:
-        return self.result_key
 
     def summary(self) -> dict[str, Any]:
         """Counts (each with its n) of low-competency images and which part is low; accuracy by competency."""
@@ -95,16 +85,6 @@ class CompetencyScoreSet:
 
     def lowest(self, k: int) -> list[ScoredImage]:
         return sorted(self.items, key=lambda i: i.score.competency)[:k]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"items": [i.to_dict() for i in self.items], "threshold": self.threshold, "failed": self.failed,
-                "manifest": self.manifest, "result_key": self.result_key, "kind": self.kind,
-                "analysis": self.analysis}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "CompetencyScoreSet":
-        return cls([ScoredImage.from_dict(i) for i in d["items"]], d["threshold"], dict(d.get("failed") or {}),
-                   d.get("manifest", {}), d.get("result_key"))
 
 
 def open_image_set(path: str | os.PathLike) -> Any:

@@ -1,4 +1,5 @@
-"""The failure-modes result: JSON-ready dataclasses with a lossless to_dict()/from_dict() round-trip.
+"""The failure-modes result: JSON-ready dataclasses with a lossless to_dict()/from_dict() round-trip (the
+shared result base).
 
 A result holds one group per analysed set (the whole index, or one per class). Rows are row numbers of the
 reference index named in `index` (valid for that index fingerprint); member paths of hard clusters are kept
@@ -7,8 +8,10 @@ too, so a stored result shows its images without the index. Sentence picks carry
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
+
+from ...results import ResultBase
 
 KIND = "dataset"
 ANALYSIS = "failure-modes"
@@ -64,7 +67,7 @@ class GroupResult:
 
 
 @dataclass
-class FailureModesResult:
+class FailureModesResult(ResultBase):
     config: dict[str, Any]
     index: dict[str, Any]  # index_id, fingerprint, dataset_root, classifier_id, classifier_revision, rows
     sentences: list[dict[str, Any]]  # the set (texts before '{class}' filling), with source and category
@@ -86,31 +89,5 @@ class FailureModesResult:
     version: str = VERSION
 
     @property
-    def key(self) -> str | None:
-        """The results-store key (core/registry/results.AnalysisResult)."""
-        return self.result_key
-
-    @property
     def methods(self) -> list[str]:
         return list(self.config.get("methods", []))
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "FailureModesResult":
-        if d.get("analysis", ANALYSIS) != ANALYSIS:
-            raise ValueError(f"not a failure-modes result: {d.get('analysis')!r}")
-        groups = []
-        for g in d.get("groups", []):
-            g = dict(g)
-            g["hard_clusters"] = [_build(HardCluster, c) for c in g.get("hard_clusters", [])]
-            g["easy_clusters"] = [_build(EasyCluster, c) for c in g.get("easy_clusters", [])]
-            groups.append(_build(GroupResult, g))
-        out = _build(cls, {**d, "groups": groups})
-        return out
-
-
-def _build(cls, d: dict[str, Any]):
-    names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in d.items() if k in names})

@@ -8,10 +8,11 @@ from typing import Any
 
 from ...errors import ConfigError
 
-MODES = ("head", "last-block", "lora", "full")
+MODES = ("head", "last-block", "lora", "full", "prompt")
 INTERPOLATIONS = ("none", "held-out")
 DATA = ("edit", "augment", "none")
 AUGMENTATIONS = ("colour-jitter", "grayscale", "blur", "flip")
+PROMPT_FIELDS = ("prompts", "prompt_set")  # the settings of mode prompt alone
 
 
 def _meta(label: str, help: str, **kw: Any) -> dict[str, Any]:  # noqa: A002 - the metadata key is "help"
@@ -57,7 +58,14 @@ class FixConfig:
         "(the largest gains in the README's fix benchmark, a CNN trained from scratch; on a pretrained backbone "
         "lower the learning rate: 1e-3 is far above fine-tuning rates); lora: LoRA adapters on the backbone plus "
         "the head (peft); head: the classifier head alone (cheapest; measured to gain little and to cost the class "
-        "that carried the cue).", choices=MODES))
+        "that carried the cue); prompt: a zero-shot classifier (CLIP, SigLIP, open_clip) is fixed by adopting class "
+        "prompts (Prompts to adopt), measured and guarded like a trained fix, and kept as the next version of a "
+        "prompt set.", choices=MODES))
+    prompts: str = field(default="", metadata=_meta(
+        "Prompts to adopt", "mode prompt: the new class prompts, CLASS=TEXT, several separated by ';' (e.g. "
+        "SciTX's prompt intervention: cat=a blurry photo of a cat)."))
+    prompt_set: str = field(default="adopted", metadata=_meta(
+        "Prompt set", "mode prompt: the named prompt set a kept prompt is saved to (a new version each time)."))
     lora_rank: int = field(default=4, metadata=_meta("LoRA rank", "Rank of the LoRA adapters.", min=1, max=256))
     preserve: float = field(default=10.0, metadata=_meta(
         "Preservation weight", "Weight of a distillation term that keeps the original model's outputs on the "
@@ -125,6 +133,11 @@ class FixConfig:
     def check_plan(self, finding: bool = False) -> None:
         """Refuse settings that cannot make targeted data (checked when the fix is built, not for the defaults).
         `finding`: a failure mode's own images are given (an edit fix may then have no edit)."""
+        if self.mode == "prompt":
+            if not self.prompt_changes:
+                raise ConfigError("Adopting a prompt needs the prompt.",
+                                  hint="Give the class prompts to adopt as CLASS=TEXT (--prompt CLASS=TEXT).")
+            return
         if self.data == "edit" and not (self.instruction.strip() or self.cue_instruction.strip()
                                         or self.sentence.strip()) and not finding:
             raise ConfigError("Targeted data from an edit needs the edit.",
@@ -142,6 +155,25 @@ class FixConfig:
                               hint="Give --affected-classes (and --predicted-classes).")
 
     @property
+    def prompt_changes(self) -> dict[str, str]:
+        """`prompts` as {class name: new prompt} (mode prompt)."""
+        out: dict[str, str] = {}
+        for item in (i.strip() for i in self.prompts.replace("\n", ";").split(";")):
+            if not item:
+                continue
+            name, sep, text = item.partition("=")
+            if not sep or not name.strip() or not text.strip():
+                raise ConfigError(f"The prompt '{item}' is not CLASS=TEXT.", hint="Write it as CLASS=TEXT; separate "
+                                                                                   "several with ';'.")
+            out[name.strip()] = text.strip()
+        return out
+
+    @staticmethod
+    def prompts_text(changes: dict[str, str]) -> str:
+        """{class name: prompt} as the `prompts` setting."""
+        return "; ".join(f"{k}={v}" for k, v in changes.items())
+
+    @property
     def affected(self) -> tuple[str, ...]:
         return _names(self.affected_classes)
 
@@ -154,7 +186,10 @@ class FixConfig:
         return self.patience > 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        """The settings (in result keys and lineage); the prompt settings only in mode prompt, so the keys of the
+        trained fixes stay those of the results stored before prompt adoption joined the fix (issue 41)."""
+        skip = () if self.mode == "prompt" else PROMPT_FIELDS
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if k not in skip}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "FixConfig":

@@ -8,9 +8,10 @@
 Stages: "Preparing targeted data" (one edit per unit; edits are stored, so a resumed fix edits nothing twice),
 "Training" (one step per unit; a checkpoint after every epoch: a killed or cancelled fix resumes from it),
 "Measuring", "Saving". The classifier is copied before training and never changed. The fixed model becomes a new
-user-catalog entry only when the guard keeps it (and `save` is on). The result is keyed by the analysis version,
-the classifier, the editor (for edit data), the data's content and every setting; a re-run is answered from the
-store.
+user-catalog entry only when the guard keeps it (and `save` is on). Mode "prompt" fixes a zero-shot classifier by
+adopting class prompts instead (prompts.py; a kept prompt becomes the next version of a prompt set). The result is
+keyed by the analysis version, the classifier, the editor (for edit data), the data's content and every setting; a
+re-run is answered from the store.
 
 What a classifier must expose to be fixable by training (`plan()` checks it and says it before the run): `model`,
 a torch.nn.Module whose forward maps preprocessed pixels to class logits; `preprocess(images)`, PIL images to the
@@ -104,10 +105,18 @@ class FixAnalysis:
                  generator: Any = None) -> None:
         self.config = config or FixConfig()
         self.classifier, self.editor, self.store = classifier, editor, store
+        if self.config.mode == "prompt":  # a zero-shot classifier: class prompts adopted, nothing trained
+            if not getattr(classifier, "zero_shot", False):
+                raise ConfigError("Mode prompt adopts class prompts of a zero-shot classifier (CLIP, SigLIP, "
+                                  "open_clip); this one is trained.",
+                                  hint="Fix it with targeted fine-tuning: mode head, last-block, lora or full.")
+            self.generator, self.checkpoint_dir = None, None
+            return
         self.generator = text_to_image(generator) if self.renders else None
         if getattr(classifier, "zero_shot", False):
             raise ConfigError("A zero-shot classifier is fixed by adopting a prompt, not by training.",
-                              hint="Use adopt-prompt (nemo fix --prompt ...) for CLIP/SigLIP/open_clip classifiers.")
+                              hint="Use mode prompt with the class prompts to adopt (nemo fix --prompt CLASS=TEXT) "
+                                   "for CLIP/SigLIP/open_clip classifiers.")
         if not hasattr(classifier, "model") or not hasattr(classifier, "preprocess"):
             raise ConfigError(f"{type(classifier).__name__} exposes no torch model to fine-tune.",
                               hint="A fixable classifier exposes .model (a torch module: pixels to logits), "
@@ -125,6 +134,10 @@ class FixAnalysis:
 
     def plan(self) -> dict[str, Any]:
         """What the fix will train and how a kept fix is saved, known before any work (the CLI prints it)."""
+        if self.config.mode == "prompt":
+            return {"mode": "prompt", "prompts": self.config.prompt_changes,
+                    "save": {"how": f"the next version of the prompt set '{self.config.prompt_set}'"}
+                    if self.config.save else None}
         model, cfg = self.classifier.model, self.config
         head = head_name(model)
         out: dict[str, Any] = {"mode": cfg.mode, "head": head,
@@ -134,6 +147,11 @@ class FixAnalysis:
 
     def plan_lines(self) -> list[str]:
         p = self.plan()
+        if p["mode"] == "prompt":
+            changes = "; ".join(f"{k}: {v!r}" for k, v in p["prompts"].items())
+            return [f"Plan: adopt the prompt(s) {changes} (nothing is trained).",
+                    f"A kept prompt is saved as {p['save']['how']}." if p["save"] else
+                    "A kept prompt is not saved (save off)."]
         trains = {"head": f"the head ({p['head']})",
                   "last-block": f"the head ({p['head']}) and the last block ({p['block']})",
                   "lora": f"LoRA adapters on the backbone and the head ({p['head']})",
@@ -148,7 +166,7 @@ class FixAnalysis:
     @property
     def renders(self) -> bool:
         """Whether the failure mode's sentence is rendered (edit fixes with a sentence)."""
-        return self.config.data == "edit" and bool(self.config.sentence.strip())
+        return self.config.mode != "prompt" and self.config.data == "edit" and bool(self.config.sentence.strip())
 
     def _default_checkpoints(self) -> Path | None:
         art = getattr(self.store, "artifacts_dir", None)
@@ -156,7 +174,8 @@ class FixAnalysis:
 
     def key(self, data: FixData) -> str:
         return result_key(STORE_KIND, version=VERSION, classifier=_identity(self.classifier),
-                          editor=_identity(self.editor) if self.config.data == "edit" else None,
+                          editor=_identity(self.editor) if self.config.data == "edit" and self.config.mode != "prompt"
+                          else None,
                           generator=_identity(self.generator) if self.renders else None,
                           data=data.fingerprint(), config=self.config.to_dict())
 
@@ -166,7 +185,9 @@ class FixAnalysis:
         # One bar for the whole fix: each stage fills its own share (training no longer starts at 100 %).
         ctx = (ctx or JobContext()).stages("", 0.0, 1.0, stage_weights(self.config))
         if not isinstance(data, FixData):
-            data = load_fix_folder(data, list(self.classifier.class_names))
+            data = load_fix_folder(data, list(self.classifier.class_names), need_train=self.config.mode != "prompt")
+        if self.config.mode == "prompt":
+            return self._adopt_prompt(data, ctx)
         if self.config.failure_modes or self.config.failure_mode:  # a failure mode's images (from_mode.py)
             data = with_mode_images(data, self.config, self.store, ctx)
         if not (self.config.affected or self.config.predicted or data.finding):
@@ -199,7 +220,7 @@ class FixAnalysis:
         teacher = teacher_logits(base, x) if cfg.preserve > 0 else None
         torch.manual_seed(cfg.seed)
         module, trainable = prepare(copy.deepcopy(base).to(device), cfg.mode, cfg.lora_rank)
-        ckpt = self.checkpoint_dir / f"{key}.pt" if self.checkpoint_dir else None
+        ckpt = self.checkpoint_dir / f"{key}.safetensors" if self.checkpoint_dir else None
         t1 = time.perf_counter()
         record = train(module, x, y, cfg, checkpoint=ckpt, key=key, ctx=ctx, teacher=teacher, original=original)
         fixed = finish(module, cfg.mode)
@@ -225,7 +246,7 @@ class FixAnalysis:
                   "affected": len(data.affected), "rest": len(data.rest), "description": data.description},
             sources=sources, trainable=trainable, training={**record.to_dict(), "interpolation": mixing},
             affected=figures["affected"],
-            rest=figures["rest"], guard=verdict, saved=None, per_image=per_image,
+            rest=figures["rest"], guard=verdict, saved=None, per_image=per_image, notes=list(record.notes),
             manifest={"analysis": ANALYSIS, "analysis_version": VERSION, "nemo_version": __version__,
                       "created_at": time.time(), "torch": torch.__version__, "device": str(device),
                       "classifier": _identity(self.classifier), "editor": _identity(self.editor),
@@ -257,6 +278,43 @@ class FixAnalysis:
             ckpt.unlink()  # the result is stored: a re-run is answered from the store
         return result
 
+    def _adopt_prompt(self, data: FixData, ctx: JobContext) -> FixResult:
+        """Mode prompt: the class prompts adopted on the held-out sets, measured and guarded like a trained fix;
+        kept as the next version of the prompt set when the guard keeps it (and `save` is on)."""
+        from .prompts import measure_prompts, prompts_after, save_prompt_set
+
+        cfg = self.config
+        cfg.check_plan()
+        key = self.key(data)
+        if self.store is not None and (hit := self.store.get(key)) is not None:
+            return FixResult.from_dict(hit.payload)
+        t0 = time.perf_counter()
+        changes = cfg.prompt_changes
+        out = measure_prompts(self.classifier, data, changes, margin=cfg.margin, min_gain=cfg.min_gain,
+                              resamples=cfg.bootstrap, seed=cfg.seed, ctx=ctx)
+        identity = _identity(self.classifier)
+        result = FixResult(
+            config=cfg.to_dict(), classifier=identity,
+            data={"fingerprint": data.fingerprint(), "train": len(data.train), "targeted": 0,
+                  "affected": len(data.affected), "rest": len(data.rest), "description": data.description},
+            sources=[], trainable={"mode": "prompt", "trainable": 0, "total": 0}, training={},
+            affected=out["affected"], rest=out["rest"], guard=out["guard"], saved=None, per_image=out["per_image"],
+            prompts={"changes": changes, "before": dict(zip(changes, out["prompts_before"])), "set": cfg.prompt_set},
+            manifest={"analysis": ANALYSIS, "analysis_version": VERSION, "nemo_version": __version__,
+                      "created_at": time.time(), "classifier": identity, "mode": "prompt"},
+            result_key=key)
+        if cfg.save and out["guard"]["keep"]:
+            entry = save_prompt_set(self.classifier, cfg.prompt_set, prompts_after(self.classifier, changes),
+                                    {"changes": changes, "affected": out["affected"]["overall"],
+                                     "rest": out["rest"]["overall"], "guard": out["guard"]["verdict"], "key": key})
+            result.saved = {"name": entry["name"], "version": entry["version"]}
+        elif cfg.save:
+            result.notes.append("The guard did not keep the prompt, so no prompt set version was written.")
+        result.timings = {"measuring": time.perf_counter() - t0, "total": time.perf_counter() - t0}
+        if self.store is not None:
+            self.store.put(key, STORE_KIND, result.to_dict())
+        return result
+
     @staticmethod
     def _predict(module: Any, x: Any) -> np.ndarray:
         import torch
@@ -283,4 +341,6 @@ SPEC = AnalysisSpec(
                 "head, the last block, LoRA adapters or every weight with early stopping (keeping the original's "
                 "outputs on its training data), then accuracy before and after on the finding's held-out images and "
                 "on everything else with paired bootstrap intervals; a regression guard decides whether the fixed "
-                "model is kept and saved as a new catalog entry.")
+                "model is kept and saved as a new catalog entry. A zero-shot classifier (CLIP, SigLIP, open_clip) is "
+                "fixed in mode prompt: the class prompts given are adopted, measured and guarded the same way, and "
+                "a kept prompt becomes the next version of a prompt set.")

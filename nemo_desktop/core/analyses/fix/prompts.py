@@ -5,7 +5,8 @@ finding's held-out images and on everything else, overall and per class, with pa
 and the same regression guard (a prompt that helps one class by hurting another is rejected).
 
 Every adopted prompt set is kept as a named, versioned set per classifier in `<config>/prompt_sets/<id>.json`
-(each version with its prompts and lineage); `apply_prompt_set` loads one into a classifier.
+(each version with its prompts and lineage); `apply_prompt_set` loads one into a classifier. The `fix` analysis
+adopts a prompt in its mode "prompt" (pipeline.py: keyed, stored, with a manifest, like every fix).
 
     figures = measure_prompts(clip, data, {"seven": "a photo of a seven on a dark background"}, margin=1.0)
     entry = save_prompt_set(clip, "dark-sevens", prompts_after(clip, changes), lineage=figures)
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ...errors import ConfigError
+from ...jobs import JobContext
 from . import measure
 from .data import FixData, image_label_lists
 
@@ -45,19 +47,31 @@ def prompts_after(classifier: Any, changes: Mapping[str, str]) -> list[str]:
 
 
 def measure_prompts(classifier: Any, data: FixData, changes: Mapping[str, str], *, margin: float = 1.0,
-                    min_gain: float = 0.0, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Before/after figures of adopting `changes` ({class name: new prompt}) and the guard's verdict."""
+                    min_gain: float = 0.0, resamples: int = 1000, seed: int = 0,
+                    ctx: JobContext | None = None) -> dict[str, Any]:
+    """Before/after figures of adopting `changes` ({class name: new prompt}) and the guard's verdict; "per_image":
+    per held-out set, the images' pixel hashes and their classes before and after (as a trained fix records)."""
+    from ...store.keys import content_hash
+
     if not getattr(classifier, "zero_shot", False):
         raise ConfigError(f"{classifier.info.model_id} is not a zero-shot classifier: it has no prompts to adopt.",
                           hint="Fix a trained classifier with targeted fine-tuning (nemo fix).")
     idx = _changes_by_index(classifier, changes)
-    out: dict[str, Any] = {"changes": dict(changes), "prompts_before": [classifier.class_prompt(i) for i in idx]}
+    out: dict[str, Any] = {"changes": dict(changes), "prompts_before": [classifier.class_prompt(i) for i in idx],
+                           "per_image": {}}
     for name, items in (("affected", data.affected), ("rest", data.rest)):
+        if ctx is not None:
+            ctx.check_cancelled()
+            ctx.progress(f"Measuring ({name})", 0, 1)
         images, labels = image_label_lists(items)
         before = classifier.predict_proba(images).argmax(1)
         after = classifier.predict_proba(images, class_prompts=idx).argmax(1)
         out[name] = measure.measure_set(labels, before, after, data.class_names, resamples=resamples,
                                         seed=seed + (0 if name == "affected" else 7))
+        out["per_image"][name] = {"sha256": [content_hash(im.convert("RGB")) for im in images],
+                                  "before": [int(v) for v in before], "after": [int(v) for v in after]}
+        if ctx is not None:
+            ctx.progress(f"Measuring ({name})", 1, 1)
     out["guard"] = measure.guard(out["affected"], out["rest"], margin, min_gain)
     return out
 

@@ -1,8 +1,10 @@
-"""The fix result: JSON-ready, with a lossless to_dict()/from_dict() round-trip."""
+"""The fix result: JSON-ready, with a lossless to_dict()/from_dict() round-trip (the shared result base)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
+
+from ...results import ResultBase
 
 KIND = "fit"
 ANALYSIS = "fix"
@@ -11,7 +13,7 @@ STORE_KIND = "fix"
 
 
 @dataclass
-class FixResult:
+class FixResult(ResultBase):
     config: dict[str, Any]
     classifier: dict[str, Any]  # id, revision, family of the base model
     data: dict[str, Any]  # fingerprint, counts, description
@@ -29,23 +31,17 @@ class FixResult:
     # Per held-out image (the per-image table's fix columns): {"affected"|"rest": {"sha256": pixel hashes (content_hash
     # of the RGB image), "before": [class index], "after": [class index]}}; None in results stored before it existed.
     per_image: dict[str, Any] | None = None
+    # Mode prompt (a zero-shot classifier's class prompts adopted): {"changes": {class: new prompt}, "before": {class:
+    # old prompt}, "set": the prompt set a kept prompt is saved to}; `saved` is then {"name", "version"} of that set.
+    prompts: dict[str, Any] | None = None
     kind: str = KIND
     analysis: str = ANALYSIS
     version: str = VERSION
 
     @property
-    def key(self) -> str | None:
-        return self.result_key
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "FixResult":
-        if d.get("analysis", ANALYSIS) != ANALYSIS:
-            raise ValueError(f"not a fix result: {d.get('analysis')!r}")
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+    def adopts_prompt(self) -> bool:
+        """A zero-shot fix: class prompts adopted, no weights trained."""
+        return self.prompts is not None
 
     def summary(self) -> str:
         a, r = self.affected["overall"], self.rest["overall"]

@@ -23,18 +23,18 @@ weights, which move with every batch.
 """
 from __future__ import annotations
 
-import os
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
 from ...jobs import JobContext
+from ...training import Checkpoint, TrainingLoop, WeightAverage
+from ...training.average import host_copy, trained_state
 from .config import FixConfig
 
-CHECKPOINT_VERSION = 3  # 3: the weight average
 TEMPERATURE = 2.0  # LwF's distillation temperature
 MIXES = tuple(i / 10 for i in range(11))  # WiSE-FT's mixing coefficients tried on the held-out split
 
@@ -137,74 +137,10 @@ class TrainingRecord:
     n_train: int = 0
     n_val: int = 0
     average_decay: float | None = None  # the weight average's EMA decay per step; None: the trained weights
+    notes: list[str] = field(default_factory=list)  # e.g. a checkpoint of an older version was not resumed
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _trained(module: Any) -> dict[str, Any]:
-    """The trainable weights and every buffer (normalisation statistics), live on the module's device: what
-    training can change."""
-    params = dict(module.named_parameters())
-    return {k: v for k, v in module.state_dict(keep_vars=True).items() if k not in params or params[k].requires_grad}
-
-
-def _state(module: Any) -> dict[str, Any]:
-    """A host copy of what training can change."""
-    return {k: v.detach().cpu().clone() for k, v in _trained(module).items()}
-
-
-class _Average:
-    """Exponential moving average of what training changes (`_trained`: the trainable weights and the buffers, so
-    that "full" mode's normalisation statistics are averaged too), from the first step's values on, kept on the
-    module's device. Only what trains is averaged: a head or last-block fix of a large backbone keeps no second
-    copy of the frozen weights and averages none of them per step. decay = 1 - 1/horizon: each step moves the
-    average 1/horizon of the way to the current values (the EMA of torch's get_ema_multi_avg_fn)."""
-
-    def __init__(self, horizon_steps: float):
-        self.decay = 1.0 - 1.0 / max(1.0, horizon_steps)
-        self.values: dict[str, Any] | None = None
-
-    def update(self, module: Any) -> None:
-        import torch
-
-        with torch.no_grad():
-            live = _trained(module)
-            if self.values is None:
-                self.values = {k: v.detach().clone() for k, v in live.items()}
-                return
-            for k, v in live.items():
-                avg = self.values[k]
-                if avg.is_floating_point():
-                    avg.lerp_(v.detach(), 1.0 - self.decay)
-                else:
-                    avg.copy_(v)  # counters (num_batches_tracked): the latest
-
-    def load(self, values: dict[str, Any] | None, module: Any) -> None:
-        live = _trained(module)
-        self.values = None if values is None else {k: v.to(live[k].device) for k, v in values.items()}
-
-    def host(self) -> dict[str, Any] | None:
-        return None if self.values is None else {k: v.detach().cpu().clone() for k, v in self.values.items()}
-
-    @contextmanager
-    def applied(self, module: Any):
-        """The module with the average in place of its weights; its own weights back afterwards."""
-        live = {k: v.detach().clone() for k, v in _trained(module).items()}
-        module.load_state_dict(self.values, strict=False)
-        try:
-            yield module
-        finally:
-            module.load_state_dict(live, strict=False)
-
-
-def _save_checkpoint(path: Path, data: dict[str, Any]) -> None:
-    import torch
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(data, tmp)
-    os.replace(tmp, path)  # atomic: a kill leaves the previous checkpoint or the new one, never half of one
 
 
 def _loss(out: Any, y: Any, teacher: Any, original: Any, weight: float, reduction: str = "mean") -> Any:
@@ -308,10 +244,11 @@ def _mix(base: dict[str, Any], fixed: dict[str, Any], a: float) -> dict[str, Any
 def train(module: Any, x: Any, y: Any, config: FixConfig, *, checkpoint: Path | None, key: str,
           ctx: JobContext, teacher: Any = None, original: Any = None) -> TrainingRecord:
     """Train `module` on (x, y) (x: a tensor or Pixels, whose batches are on the module's device; y on that device)
-    with a seeded held-out split for early stopping.
+    with a seeded held-out split for early stopping, in the core's training loop (core/training).
     The best epoch's weights (by held-out objective) are kept; with patience 0 every epoch is trained and the last
     kept. `teacher`: the original model's logits on x, distilled (weight config.preserve) on the rows where
-    `original` is True. `checkpoint`: written after every epoch and read back when it belongs to the same `key`."""
+    `original` is True. `checkpoint`: the .safetensors file written after every epoch and resumed from when it
+    belongs to the same `key` (the torch file an older version wrote next to it is refused with a note)."""
     import torch
 
     start = time.perf_counter()
@@ -324,64 +261,41 @@ def train(module: Any, x: Any, y: Any, config: FixConfig, *, checkpoint: Path | 
     tv = None if teacher is None else teacher[val_idx]
     ov = None if original is None else original[val_idx]
     params = [p for p in module.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=config.lr)
     steps_per_epoch = (len(tr_idx) + config.batch_size - 1) // config.batch_size
-    average = _Average(config.average_epochs * steps_per_epoch) if config.average_epochs > 0 else None
-    record = TrainingRecord(n_train=n - n_val, n_val=n_val,
-                            average_decay=None if average is None else average.decay)
-    best_loss, bad, best_state, first = float("inf"), 0, None, 1
-    if checkpoint is not None and checkpoint.is_file():
-        ck = torch.load(checkpoint, map_location="cpu", weights_only=True)
-        if ck.get("key") == key and ck.get("version") == CHECKPOINT_VERSION:
-            module.load_state_dict(ck["state"], strict=False)
-            opt.load_state_dict(ck["optimizer"])
-            if average is not None:
-                average.load(ck["average"], module)
-            best_loss, bad, best_state = ck["best_loss"], ck["bad"], ck["best_state"]
-            record = TrainingRecord(**{**ck["record"], "resumed_from_epoch": ck["record"]["epochs"]})
-            first = record.epochs + 1
+    average = WeightAverage(config.average_epochs * steps_per_epoch) if config.average_epochs > 0 else None
+    ck = None if checkpoint is None else Checkpoint(checkpoint, key, older=[checkpoint.with_suffix(".pt")])
     module.eval()  # backbone statistics frozen; every weight moves only in "full" mode, which trains BN too
-    train_mode = config.mode == "full"
-    total = config.epochs * steps_per_epoch
-    stop = bad >= config.patience > 0
-    for epoch in range(first, config.epochs + 1):
-        if stop:
-            break
-        module.train(train_mode)
-        order = tr_idx[torch.randperm(len(tr_idx), generator=torch.Generator().manual_seed(config.seed + epoch))
-                       .to(tr_idx.device)]
-        running = 0.0
-        for s in range(0, len(order), config.batch_size):
-            ctx.check_cancelled()
-            idx = order[s:s + config.batch_size]
-            opt.zero_grad()
-            loss = _loss(module(x[idx]).float(), y[idx], None if teacher is None else teacher[idx],
-                         None if original is None else original[idx], weight)
-            loss.backward()
-            opt.step()
-            if average is not None:
-                average.update(module)
-            running += float(loss.detach()) * len(idx)
-            record.steps += 1
-            ctx.progress("Training", record.steps, total)
-        module.eval()
-        with nullcontext() if average is None else average.applied(module):  # early stopping judges the average
+    loop = TrainingLoop(module, torch.optim.Adam(params, lr=config.lr), epochs=config.epochs,
+                        batch_size=config.batch_size, shuffle_seed=lambda epoch: config.seed + epoch, stage="Training",
+                        checkpoint=ck, average=average, train_mode=config.mode == "full")
+    resumed = loop.resume()
+    state = {"best_loss": float("inf"), "bad": 0, "best_epoch": 0, **loop.extra}  # JSON has no inf: None for it
+
+    def loss_of(idx: Any) -> Any:
+        return _loss(module(x[idx]).float(), y[idx], None if teacher is None else teacher[idx],
+                     None if original is None else original[idx], weight)
+
+    def end_epoch(entry: dict[str, Any]) -> bool:
+        best = float("inf") if state["best_loss"] is None else state["best_loss"]
+        with average.applied(module) if average is not None else nullcontext():  # early stopping judges the average
             val_loss, val_acc = _evaluate(module, xv, yv, config.batch_size, tv, ov, weight)
-            improved = val_loss < best_loss - 1e-6
+            improved = val_loss < best - 1e-6
             if improved:
-                best_loss, record.best_epoch, best_state = val_loss, epoch, _state(module)
-        bad = 0 if improved else bad + 1
-        record.history.append({"epoch": epoch, "train_loss": running / len(order), "val_loss": val_loss,
-                               "val_accuracy": val_acc})
-        record.epochs = epoch
-        stop = bad >= config.patience > 0
-        record.stopped_early = stop and epoch < config.epochs
-        if checkpoint is not None:
-            _save_checkpoint(checkpoint, {"version": CHECKPOINT_VERSION, "key": key, "state": _state(module),
-                                          "optimizer": opt.state_dict(), "best_loss": best_loss, "bad": bad,
-                                          "best_state": best_state, "record": record.to_dict(),
-                                          "average": None if average is None else average.host()})
-    if config.early_stopping and best_state is not None:
+                state["best_loss"], state["best_epoch"] = val_loss, entry["epoch"]
+                loop.extra_tensors = {f"best.{k}": v for k, v in host_copy(trained_state(module)).items()}
+        state["bad"] = 0 if improved else state["bad"] + 1
+        entry.update(val_loss=val_loss, val_accuracy=val_acc)
+        loop.extra = {**state, "best_loss": None if state["best_loss"] == float("inf") else state["best_loss"]}
+        return state["bad"] >= config.patience > 0
+
+    loop.run(tr_idx, loss_of, ctx, end_epoch=end_epoch)
+    record = TrainingRecord(epochs=loop.epoch, steps=loop.steps, best_epoch=state["best_epoch"],
+                            stopped_early=loop.stopped and loop.epoch < config.epochs,
+                            resumed_from_epoch=loop.resumed_from if resumed else None, history=loop.history,
+                            n_train=n - n_val, n_val=n_val, average_decay=None if average is None else average.decay,
+                            notes=loop.notes)
+    best_state = {k[5:]: v for k, v in loop.extra_tensors.items() if k.startswith("best.")}
+    if config.early_stopping and best_state:
         module.load_state_dict(best_state, strict=False)
     else:
         if average is not None and average.values is not None:
@@ -389,3 +303,4 @@ def train(module: Any, x: Any, y: Any, config: FixConfig, *, checkpoint: Path | 
         record.best_epoch = record.epochs
     record.seconds = time.perf_counter() - start
     return record
+

@@ -21,10 +21,11 @@ area (trapezoid over [0, 1]) is `auc`.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ...jobs import JobContext
+from ...results import Record
 from .differences import ConditionMeasurement
 from .metrics import completeness
 
@@ -32,7 +33,7 @@ THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(21))
 
 
 @dataclass
-class Attribution:
+class Attribution(Record):
     units: list[str]  # the explanation split into the attributed pieces (words, or spans of words)
     delta: list[float]  # Completeness(e) - Completeness(e without the unit)
     score: list[float] = field(default_factory=list)  # delta normalised to [0, 1] over the run (negatives -> 0)
@@ -42,9 +43,6 @@ class Attribution:
     calls: int = 0  # evaluator questions this attribution needs (cached ones included)
     ratio: list[float] = field(default_factory=list)  # effective token ratio at THRESHOLDS (Fig. 5)
     auc: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def spans(text: str, max_units: int) -> tuple[list[str], int]:
@@ -88,7 +86,3 @@ def normalise(attributions: Sequence[Attribution]) -> None:
         a.ratio = [sum(s > t for s in a.score) / n if n else 0.0 for t in THRESHOLDS]
         step = THRESHOLDS[1] - THRESHOLDS[0]
         a.auc = sum((x + y) / 2 * step for x, y in zip(a.ratio, a.ratio[1:])) if n else None
-
-
-def attribution_from_dict(d: dict[str, Any] | None) -> Attribution | None:
-    return None if d is None else Attribution(**d)

@@ -6,10 +6,11 @@ held-out scores and their n, Optimization's iteration records, and a manifest of
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from .attribution import Attribution, attribution_from_dict
+from ...results import ResultBase, from_plain
+from .attribution import Attribution
 from .differences import ConditionMeasurement
 
 
@@ -102,7 +103,7 @@ class Evidence:
 
 
 @dataclass
-class ModelDiffResult:
+class ModelDiffResult(ResultBase):
     kind: str = "model"
     analysis: str = "model-diff"
     version: str = "1"
@@ -116,50 +117,10 @@ class ModelDiffResult:
     notes: list[str] = field(default_factory=list)
     result_key: str | None = None
 
-    @property
-    def key(self) -> str | None:
-        """The results-store key of this result (the registry's AnalysisResult protocol)."""
-        return self.result_key
-
     def explanation(self, method: str) -> MethodExplanation | None:
         return next((e for e in self.explanations if e.method == method), None)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["observed"] = [m.to_dict() for m in self.observed]
-        d["test"] = [m.to_dict() for m in self.test]
-        d["explanations"] = [asdict(e) for e in self.explanations]
-        d["iterations"] = [asdict(i) for i in self.iterations]
-        d["evidence"] = [asdict(e) for e in self.evidence]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ModelDiffResult":
-        known = {f.name for f in fields(cls)}
-        rest = {k: v for k, v in d.items() if k in known and k not in ("observed", "test", "explanations",
-                                                                          "iterations", "evidence")}
-        return cls(observed=[ConditionMeasurement.from_dict(m) for m in d.get("observed", [])],
-                   test=[ConditionMeasurement.from_dict(m) for m in d.get("test", [])],
-                   explanations=[method_from_dict(e) for e in d.get("explanations", [])],
-                   iterations=[iteration_from_dict(i) for i in d.get("iterations", [])],
-                   evidence=[Evidence(**{**e, "images": [EvidenceImage(**i) for i in e.get("images", [])]})
-                             for e in d.get("evidence", [])], **rest)
-
-
-def score_from_dict(d: dict[str, Any] | None) -> ExplanationScore | None:
-    return None if d is None else ExplanationScore(**d)
-
-
-def candidate_from_dict(d: dict[str, Any]) -> CandidateRecord:
-    return CandidateRecord(**{**d, "score": score_from_dict(d.get("score"))})
-
 
 def iteration_from_dict(d: dict[str, Any]) -> IterationRecord:
-    return IterationRecord(**{**d, "explored": [ExploredCondition(**e) for e in d.get("explored", [])],
-                              "rescored": [candidate_from_dict(c) for c in d.get("rescored", [])],
-                              "candidates": [candidate_from_dict(c) for c in d.get("candidates", [])]})
-
-
-def method_from_dict(d: dict[str, Any]) -> MethodExplanation:
-    return MethodExplanation(**{**d, "score": score_from_dict(d.get("score")),
-                                "attribution": attribution_from_dict(d.get("attribution"))})
+    """One Optimization iteration record (as cached per iteration, optimization.py)."""
+    return from_plain(IterationRecord, d)

@@ -92,25 +92,13 @@ def _finding_rows(result) -> list[tuple[str, str]]:
 
 @result_report("fit", "fix")
 def build_fix_report(result, store, *, ctx: JobContext | None = None, **_: object) -> ReportDocument:
-    cfg, t, g = result.config, result.training, result.guard
+    cfg, g = result.config, result.guard
     verdict = Paragraph(f"{VERDICT.get(g['verdict'], g['verdict'])}: {g['why']}.", "callout")
     sections = [Section("Verdict", "verdict", [verdict])]
-    plan = [[s["class"], s["source"], clip(s.get("instruction") or DASH, 70), str(s["count"])] for s in result.sources]
-    sections.append(Section("Data plan", "plan", [
-        KeyValues(_finding_rows(result) + [
-            ("Training images", str(result.data["train"])), ("Targeted images", str(result.data["targeted"])),
-            ("Held-out: the finding's images", str(result.data["affected"])),
-            ("Held-out: everything else", str(result.data["rest"]))]),
-        Table(["Class", "Source", "Edit", "Images"], plan) if plan else Paragraph("No targeted data.", "muted")]))
-    sections.append(Section("Training", "training", [KeyValues([
-        ("Mode", f"{cfg['mode']} ({result.trainable['trainable']:,} of {result.trainable['total']:,} weights)"),
-        ("Epochs / steps", f"{t['epochs']} / {t['steps']}"), ("Best epoch", str(t["best_epoch"])),
-        ("Stopped early", "yes" if t["stopped_early"] else "no"),
-        ("Resumed after epoch", str(t["resumed_from_epoch"]) if t.get("resumed_from_epoch") else DASH),
-        ("Weights kept", f"moving average over about {cfg['average_epochs']:g} epoch(s) (EMA decay "
-                         f"{t['average_decay']:.4f} per step)" if t.get("average_decay") is not None
-         else "the trained weights as they are"),
-        ("Seconds", f"{result.timings.get('training', 0):.1f}"), ("Seed", str(cfg["seed"]))])]))
+    if result.adopts_prompt:  # mode prompt: a zero-shot classifier's class prompts, nothing trained
+        sections.append(_prompt_section(result))
+    else:
+        sections += _training_sections(result)
     rows = [_rows("The finding's images", result.affected["overall"]), _rows("Everything else", result.rest["overall"])]
     rows += [_rows(f"  class {k}", v) for k, v in result.rest["per_class"].items()]
     sections.append(Section("Before and after", "figures", [
@@ -123,7 +111,11 @@ def build_fix_report(result, store, *, ctx: JobContext | None = None, **_: objec
         sections.append(Section("Confusions that moved", "confusions", [Table(
             ["True", "Predicted", "Before", "After"],
             [[c["true"], c["pred"], str(c["before"]), str(c["after"])] for c in moved[:15]])]))
-    if result.saved:
+    if result.saved and result.adopts_prompt:
+        sections.append(Section("Adopted prompt set", "saved", [KeyValues([
+            ("Prompt set", result.saved["name"]), ("Version", str(result.saved["version"])),
+            ("Classifier", f"{result.classifier['id']} ({result.classifier.get('revision') or DASH})")])]))
+    elif result.saved:
         sections.append(Section("Fixed model", "saved", [KeyValues([
             ("Catalog id", result.saved["id"] or "none (the weights alone: its family cannot load them by id)"),
             ("Weights", result.saved["weights"]),
@@ -132,5 +124,35 @@ def build_fix_report(result, store, *, ctx: JobContext | None = None, **_: objec
         sections[0].blocks.append(Paragraph(n, "muted"))
     sections.append(Section("Reproducibility manifest", "manifest",
                             [KeyValues([(k, v) for k, v in _flatten({**result.manifest, "config": cfg})])]))
-    return ReportDocument(kind="fix", title=f"Fix of {clip(result.classifier['id'])}",
-                          subtitle=f"{cfg['mode']}, {cfg['data']} data", generated_at=_now(), sections=sections)
+    subtitle = "adopting class prompts" if result.adopts_prompt else f"{cfg['mode']}, {cfg['data']} data"
+    return ReportDocument(kind="fix", title=f"Fix of {clip(result.classifier['id'])}", subtitle=subtitle,
+                          generated_at=_now(), sections=sections)
+
+
+def _prompt_section(result) -> Section:
+    p = result.prompts
+    return Section("Prompts adopted", "plan", [
+        Table(["Class", "Prompt before", "Prompt adopted"],
+              [[name, clip(p["before"].get(name) or DASH, 70), clip(text, 70)] for name, text in p["changes"].items()]),
+        KeyValues([("Held-out: the finding's images", str(result.data["affected"])),
+                   ("Held-out: everything else", str(result.data["rest"])), ("Prompt set", p["set"])])])
+
+
+def _training_sections(result) -> list[Section]:
+    cfg, t = result.config, result.training
+    plan = [[s["class"], s["source"], clip(s.get("instruction") or DASH, 70), str(s["count"])] for s in result.sources]
+    return [Section("Data plan", "plan", [
+        KeyValues(_finding_rows(result) + [
+            ("Training images", str(result.data["train"])), ("Targeted images", str(result.data["targeted"])),
+            ("Held-out: the finding's images", str(result.data["affected"])),
+            ("Held-out: everything else", str(result.data["rest"]))]),
+        Table(["Class", "Source", "Edit", "Images"], plan) if plan else Paragraph("No targeted data.", "muted")]),
+        Section("Training", "training", [KeyValues([
+            ("Mode", f"{cfg['mode']} ({result.trainable['trainable']:,} of {result.trainable['total']:,} weights)"),
+            ("Epochs / steps", f"{t['epochs']} / {t['steps']}"), ("Best epoch", str(t["best_epoch"])),
+            ("Stopped early", "yes" if t["stopped_early"] else "no"),
+            ("Resumed after epoch", str(t["resumed_from_epoch"]) if t.get("resumed_from_epoch") else DASH),
+            ("Weights kept", f"moving average over about {cfg['average_epochs']:g} epoch(s) (EMA decay "
+                             f"{t['average_decay']:.4f} per step)" if t.get("average_decay") is not None
+             else "the trained weights as they are"),
+            ("Seconds", f"{result.timings.get('training', 0):.1f}"), ("Seed", str(cfg["seed"]))])])]

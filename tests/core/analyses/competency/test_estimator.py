@@ -115,7 +115,7 @@ def test_cancel_then_resume_gives_the_uninterrupted_weights(world, tmp_path):
     fit = CompetencyEstimatorFit(world.classifier, EstimatorConfig(**SMALL), work_dir=work)
     with pytest.raises(JobCancelled):
         fit(images, labels, ctx)
-    state = json.loads((work / "checkpoint.json").read_text())
+    state = _checkpoint_state(work)
     assert state["epochs_done"] == 1
     batches = [p for p in seen if p.stage == "Training autoencoder"]
     assert batches[-1].done < batches[-1].total  # stopped within the run, between batches
@@ -127,6 +127,36 @@ def test_cancel_then_resume_gives_the_uninterrupted_weights(world, tmp_path):
     for k, v in straight.estimator.autoencoder.state_dict().items():
         assert torch.equal(v, fit.estimator.autoencoder.state_dict()[k]), k
     assert not work.exists()  # a finished fit leaves no checkpoint behind
+
+
+def _checkpoint_state(work):
+    """The training loop's state in the checkpoint's safetensors metadata (core/training/checkpoint.py)."""
+    from safetensors import safe_open
+
+    with safe_open(str(work / "checkpoint.safetensors"), framework="pt") as f:
+        return json.loads(f.metadata()["state"])
+
+
+def test_an_older_versions_checkpoint_is_refused_in_words_and_the_fit_starts_again(world, tmp_path):
+    """The weights + JSON pair the fit wrote before issue 41: not resumed, removed, said in the fit's warnings."""
+    from safetensors.torch import save_file
+
+    from nemo_desktop.core.analyses.competency.fit import dataset_fingerprint
+    from nemo_desktop.core.training import OLDER_VERSION
+
+    images, labels = _small(world)
+    fit = CompetencyEstimatorFit(world.classifier, EstimatorConfig(**SMALL), work_dir=tmp_path / "w")
+    key = fit.key(dataset_fingerprint(images, np.asarray(labels)))
+    work = tmp_path / "w"
+    work.mkdir()
+    save_file({"ae.enc.0.weight": torch.zeros(1)}, work / "checkpoint.safetensors")
+    (work / "checkpoint.json").write_text(json.dumps({"key": key, "epochs_done": 1, "history": [0.1]}))
+    result = fit(images, labels)
+    assert OLDER_VERSION in result.warnings and len(result.manifest["training"]["loss_per_epoch"]) == SMALL["epochs"]
+    straight = CompetencyEstimatorFit(world.classifier, EstimatorConfig(**SMALL), work_dir=tmp_path / "s")
+    straight(images, labels)
+    for k, v in straight.estimator.autoencoder.state_dict().items():
+        assert torch.equal(v, fit.estimator.autoencoder.state_dict()[k]), k
 
 
 def test_fit_is_stored_and_answered_from_the_store(world, tmp_path):

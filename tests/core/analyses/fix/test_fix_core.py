@@ -351,10 +351,10 @@ def test_the_average_holds_only_what_trains(world):
     weights and the buffers, nothing else."""
     import copy
 
-    from nemo_desktop.core.analyses.fix.training import _Average
+    from nemo_desktop.core.training import WeightAverage  # the shared training loop's average (issue 41)
 
     module, _ = prepare(copy.deepcopy(world.classifier.model), "head")
-    average = _Average(10)
+    average = WeightAverage(10)
     average.update(module)
     params = {k for k, p in module.named_parameters()}
     held = set(average.values) & params
