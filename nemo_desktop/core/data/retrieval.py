@@ -266,4 +266,3 @@ def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.
         rows, scores = rows[keep], scores[keep]
     order = np.lexsort((rows, -scores))[:k]
     return rows[order].astype(np.int64), scores[order].astype(np.float32)
-
