@@ -308,3 +308,26 @@ def test_no_control_leaves_the_structure_verdict_and_says_so():
     plain = cand(50.0, 0.1)
     select([plain], "evidence", 0.6, [], "hypothesis")
     assert plain.edit_control is None and "reference control" not in plain.edit_verdict_reason
+
+
+def test_the_control_accepts_the_recolour_where_the_true_class_has_a_cue_of_its_own(digits_classifier, blue_three,
+                                                                                     store, index):
+    """The digits world: every "three" is red, so "recolour the digit red" raises P(three) a little on other
+    digits too; the rule is relative to the query's CEI, and the recolour is selected with the control's figures
+    in its verdict, the manifest and the key (a run with the control off has another key)."""
+    result = run(digits_classifier, store, index, DigitsEditor())(blue_three, "three")
+    c = result.candidates[result.selected_index]
+    assert "red" in c.intervention.lower() and c.cei > 50
+    ctl = c.edit_control
+    assert ctl["ran"] and ctl["passed"] and ctl["n_refs"] == 2 and len(ctl["rises"]) == 2
+    assert ctl["control_effect"] == max(ctl["rises"]) and ctl["query_cei"] == c.cei
+    assert c.edit_verdict_reason.startswith("reference control: the same edit raised P(true) by at most")
+    record = result.manifest["edit_check"]
+    assert record["control"]["references"] == 2 and record["control"]["readings"][result.selected_index] == ctl
+    assert result.manifest["config"]["edit_control_references"] == 2
+    off = run(digits_classifier, store, index, DigitsEditor(), edit_control_references=0)(blue_three, "three")
+    assert off.result_key != result.result_key and off.selected_index == result.selected_index
+    assert "edit_control_references" not in off.manifest["config"]  # off = the keys results had before
+    assert "reference control not run (off" in off.candidates[off.selected_index].edit_verdict_reason
+    with pytest.raises(ConfigError):
+        SciTXConfig(edit_control_references=-1)
