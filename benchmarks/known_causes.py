@@ -165,7 +165,7 @@ def _mean_or_none(xs):
 
 
 def run(samples: int, selection: str | None, causes=None, adversary_samples: int | None = None,
-        seeds: Sequence[int] = (0,), family: str = "digits") -> dict:
+        seeds: Sequence[int] = (0,), family: str = "digits", checkpoint: Path | None = None) -> dict:
     """Every world built once per seed (its split, its CNN's initial weights and batch order). `family`:
     "digits" (known_cause_worlds.py) or "photos" (photo_worlds.py)."""
     if family == "photos":
@@ -184,11 +184,15 @@ def run(samples: int, selection: str | None, causes=None, adversary_samples: int
                            "max_share": edit_control.CONTROL_MAX_SHARE,
                            "reference_images_per_class": W.REFERENCES_PER_CLASS}}
     with tempfile.TemporaryDirectory(prefix="known-causes-") as tmp:
-        _run_seeds(figures, tmp, seeds, causes or names, build, kit, half, samples, adversary_samples, selection)
+        _run_seeds(figures, tmp, seeds, causes or names, build, kit, half, samples, adversary_samples, selection,
+                   checkpoint)
     return figures
 
 
-def _run_seeds(figures, tmp, seeds, names, build, kit, half, samples, adversary_samples, selection) -> None:
+def _run_seeds(figures, tmp, seeds, names, build, kit, half, samples, adversary_samples, selection,
+               checkpoint=None) -> None:
+    """Seed by seed, every world; with `checkpoint`, the figures so far are written there after each world (a
+    long run on a shared machine leaves the seeds it finished)."""
     for seed in seeds:
         for name in names:
             t = time.perf_counter()
@@ -206,6 +210,9 @@ def _run_seeds(figures, tmp, seeds, names, build, kit, half, samples, adversary_
                          **evaluate_adversary(world, adv, behaviour, placement, selection, kit)})
             figures["seconds"][f"explain {name} seed {seed}"] = time.perf_counter() - t
             world.reference.store_for_benchmark.close()
+            if checkpoint is not None:
+                checkpoint.write_text(json.dumps({**figures, "seeds_done": sorted({c["seed"] for c in figures["causes"]})},
+                                                 indent=1), encoding="utf-8")
 
 
 def _weighted(rows, key):
@@ -324,6 +331,7 @@ def main(argv=None) -> int:
     ap.add_argument("--worlds", choices=("digits", "photos"), default="digits",
                     help="drawn digits (known_cause_worlds.py) or photograph patches (photo_worlds.py)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--checkpoint", type=Path, help="write the figures so far to this file after every world")
     ap.add_argument("--markdown", action="store_true", help="markdown tables")
     ap.add_argument("--from-json", type=Path, help="print the figures of an earlier --json run (no training)")
     args = ap.parse_args(argv)
@@ -331,7 +339,8 @@ def main(argv=None) -> int:
     if args.from_json:
         figures = json.loads(args.from_json.read_text(encoding="utf-8"))
     else:
-        figures = run(args.samples, args.selection, args.cause, args.adversary_samples, seeds, args.worlds)
+        figures = run(args.samples, args.selection, args.cause, args.adversary_samples, seeds, args.worlds,
+                      args.checkpoint)
     if args.json:
         print(json.dumps(figures, indent=2))
     elif args.markdown:
