@@ -331,3 +331,20 @@ def test_the_control_accepts_the_recolour_where_the_true_class_has_a_cue_of_its_
     assert "reference control not run (off" in off.candidates[off.selected_index].edit_verdict_reason
     with pytest.raises(ConfigError):
         SciTXConfig(edit_control_references=-1)
+
+
+def test_with_the_control_ties_go_to_the_first_candidate_and_the_floor_is_inclusive():
+    """Issue 42 §7 in the control's path: equal CEIs are controlled in candidate order; a CEI exactly at the floor
+    is within it (never controlled, never selected)."""
+    control = FakeControl({0: 0.0, 1: 0.0})
+    assert select([cand(40.0, 0.1), cand(40.0, 0.2)], "evidence", 0.6, [], "hypothesis", control=control) == 0
+    assert control.calls == [0]
+    control = FakeControl({0: 40.0, 1: 0.0})  # the first of the tie fails its control: the second is selected
+    assert select([cand(40.0, 0.1), cand(40.0, 0.2)], "evidence", 0.6, [], "hypothesis", control=control) == 1
+    assert control.calls == [0, 1]
+    control = FakeControl({0: 0.0})
+    at_floor = cand(5.0, 0.1)
+    assert select([at_floor], "evidence", 0.6, [], "hypothesis", control=control) is None
+    assert control.calls == [] and "CEI +5.0 within the noise floor of 5" in at_floor.edit_verdict_reason
+    control = FakeControl({0: 0.0})
+    assert select([cand(5.0001, 0.1)], "evidence", 0.6, [], "hypothesis", control=control) == 0
