@@ -36,6 +36,13 @@ The selection rules (a field of every method config, so in every result key and 
 * "cei": the paper's rule (Algorithm 1 stage 4), the largest CEI whatever the edit did; the shipped table
   configs use it. A flagged selection gets a note.
 
+With the reference control (edit_control.py; SciTX's image edits under the "evidence" rule) the verdict on
+validity is the control's where it ran: the same edit on references of other classes must not raise the true
+class as it did on the query. A passing control overrules "destroyed" (a cue removed from a flat photograph
+leaves no structure to measure), a failing one overrules "local"/"global" (a replacement by the true class keeps
+the layout); "no change" stays invalid; where the control did not run the structure verdict stands, and the
+reason says so (`_by_evidence_with_control`). The other callers of `select` pass no control: as before.
+
 A selected candidate whose edit is flagged gets a note naming the runner-up and why the selected one won;
 the manifest's `edit_check` record keeps the same (`runner_up`, `reason`).
 """
