@@ -8,9 +8,9 @@ working size) is applied to R correctly classified reference images of OTHER cla
 predicted class; drawn at random with the run's seed, like SciTX's Set C), and the largest rise of P(true) among
 them is the *control effect* (points, like CEI; the largest, not the mean: an edit that turns even one unrelated
 image into the true class is not specific to the query, and on the development half the mean of two let an
-overlaid drawing of the true class pass where one reference rose by 9 points and the other by 0). Removing a cue that a reference does not have changes nothing there;
-painting the true class in, replacing the picture by an exemplar of it, noise or a blank frame raises P(true) on
-any image, as it did on the query.
+overlaid drawing of the true class pass where one reference rose by 9 points and the other by 0). Removing a cue
+that a reference does not have changes nothing there; painting the true class in, replacing the picture by an
+exemplar of it, noise or a blank frame raises P(true) on any image, as it did on the query.
 
 Why not references of the predicted class (Set B), as the issue first proposed: where the classifier knows the
 predicted class by the cue (the shortcut the explanation is about), removing the cue from those references
