@@ -45,10 +45,18 @@ import known_cause_worlds as W  # noqa: E402
 from nemo_desktop.core.methods.scitx import SciTXConfig, SciTXPipeline  # noqa: E402
 
 
-def run_sample(world, sample, editor, mllm, selection: str | None):
+def run_sample(world, sample, editor, mllm, selection: str | None, **config):
+    """SciTX with default settings (but `selection`, `config`) and the world's reference index when it has one."""
     mllm.set_sample(sample)
-    cfg = SciTXConfig() if selection is None else SciTXConfig(selection=selection)
-    return SciTXPipeline(world.classifier, mllm, editor, config=cfg)(sample.image, sample.label)
+    cfg = SciTXConfig(**config) if selection is None else SciTXConfig(selection=selection, **config)
+    return SciTXPipeline(world.classifier, mllm, editor, reference=getattr(world, "reference", None),
+                         config=cfg)(sample.image, sample.label)
+
+
+def attach_reference(world, kit, seed: int, folder, per_class: int = W.REFERENCES_PER_CLASS):
+    """Build the world's reference index (training-style images of every class) into `folder`."""
+    world.reference = W.build_reference(world, kit["reference_scenes"](world, per_class, seed), folder)
+    return world
 
 
 def _is_true(world, c) -> bool:
@@ -63,27 +71,44 @@ def _floor_violation(result, floor: float) -> bool:
 
 
 DIGIT_KIT = {"mllm": W.ScriptedWorldMLLM, "editor": W.WorldEditor, "adversary": W.AdversarialEditor,
-             "instruction_for": W._instruction_for}
+             "instruction_for": W._instruction_for, "reference_scenes": W.reference_scenes}
 
 
 def evaluate_world(world, samples, selection=None, kit=None) -> dict:
     kit = kit or DIGIT_KIT
     mllm = kit["mllm"]()
     floor = SciTXConfig().cei_noise_floor
-    rows = []
+    rows, readings = [], []
     for s in samples:
         r = run_sample(world, s, kit["editor"](world), mllm, selection)
         true = next(c for c in r.candidates if _is_true(world, c))
         others = [c.cei for c in r.candidates if not _is_true(world, c) and c.cei is not None]
         sel = r.candidates[r.selected_index] if r.selected_index is not None else None
+        readings.extend(_readings(r, lambda c: "true" if _is_true(world, c) else "distractor"))
         rows.append({"recovered": sel is not None and _is_true(world, sel), "cei_true": true.cei,
                      "cei_distractor": max(others) if others else None,
                      "flagged": sel is not None and sel.edit_flagged, "structure_true": true.edit_structure,
-                     "verdict_true": true.edit_verdict, "floor_violation": _floor_violation(r, floor)})
+                     "verdict_true": true.edit_verdict, "floor_violation": _floor_violation(r, floor),
+                     "control_true": (true.edit_control or {}).get("control_effect"),
+                     "overruled": sel is not None and bool((sel.edit_control or {}).get("passed"))
+                     and sel.edit_verdict == "destroyed"})
     out = {"cause": world.cause.name, "n": len(rows), "train_accuracy": world.train_accuracy,
            "misclassified_of": f"{len(world.samples) + world.not_causal + world.unstable} of {world.n_test}",
            "left_out_not_causal": world.not_causal, "left_out_round_trip": world.unstable}
     out.update(_summary(rows))
+    out["control_readings"] = readings
+    return out
+
+
+def _readings(result, kind_of) -> list[dict]:
+    """The reference control's figures of every candidate it ran on (for choosing its rule on the development
+    half): kind ("true", "distractor", "bad"), CEI, control effect, structure verdict, passed."""
+    out = []
+    for c in result.candidates:
+        ctl = c.edit_control or {}
+        if ctl.get("ran"):
+            out.append({"kind": kind_of(c), "cei": c.cei, "control": ctl["control_effect"],
+                        "rises": ctl["rises"], "verdict": c.edit_verdict, "passed": ctl["passed"]})
     return out
 
 
@@ -95,6 +120,7 @@ def _summary(rows) -> dict:
     st = [r["structure_true"] for r in rows if r.get("structure_true") is not None]
     return {"recovery": mean("recovered"), "cei_true": mean("cei_true"), "cei_best_distractor": mean("cei_distractor"),
             "flagged_selected": mean("flagged"), "floor_violations": int(sum(r["floor_violation"] for r in rows)),
+            "control_true": mean("control_true"), "overruled": mean("overruled"),
             "structure_true": [min(st), max(st)] if st else None,
             "verdicts_true": sorted({r["verdict_true"] for r in rows if r.get("verdict_true")})}
 
@@ -103,18 +129,22 @@ def evaluate_adversary(world, samples, behaviour: str, placement: str, selection
     kit = kit or DIGIT_KIT
     mllm = kit["mllm"]()
     floor = SciTXConfig().cei_noise_floor
-    rows = []
+    rows, readings = [], []
     for s in samples:
         distractor = next(h for h in s.pool if h != world.cause.hypothesis)
         target = "all" if placement == "every candidate" else kit["instruction_for"](distractor)
-        r = run_sample(world, s, kit["adversary"](world, behaviour, target), mllm, selection)
+        r = run_sample(world, s, kit["adversary"](world, behaviour, target, true_class=s.label), mllm, selection)
         bad = [j for j, c in enumerate(r.candidates) if target == "all" or c.intervention == target]
+        readings.extend(_readings(r, lambda c: "bad" if (target == "all" or c.intervention == target) else
+                                  ("true" if _is_true(world, c) else "distractor")))
         sel = r.selected_index
         explained = sel is not None and (r.cei or 0) > floor
         rows.append({"bad_selected": sel in bad and explained, "recovered": sel is not None and
                      _is_true(world, r.candidates[sel]) and sel not in bad,
                      "cei_bad": float(np.mean([r.candidates[j].cei for j in bad if r.candidates[j].cei is not None]))
                      if bad else None,
+                     "control_bad": _mean_or_none([(r.candidates[j].edit_control or {}).get("control_effect")
+                                                   for j in bad]),
                      "structure_bad": float(np.mean([r.candidates[j].edit_structure for j in bad
                                                      if r.candidates[j].edit_structure is not None])) if bad else None,
                      "floor_violation": _floor_violation(r, floor)})
@@ -125,11 +155,17 @@ def evaluate_adversary(world, samples, behaviour: str, placement: str, selection
             "cei_bad": float(np.mean([r["cei_bad"] for r in rows if r["cei_bad"] is not None])) if n else None,
             "structure_bad": float(np.mean([r["structure_bad"] for r in rows if r["structure_bad"] is not None]))
             if n else None,
-            "floor_violations": int(sum(r["floor_violation"] for r in rows))}
+            "control_bad": _mean_or_none([r["control_bad"] for r in rows]),
+            "floor_violations": int(sum(r["floor_violation"] for r in rows)), "control_readings": readings}
+
+
+def _mean_or_none(xs):
+    xs = [x for x in xs if x is not None]
+    return float(np.mean(xs)) if xs else None
 
 
 def run(samples: int, selection: str | None, causes=None, adversary_samples: int | None = None,
-        seeds: Sequence[int] = (0,), family: str = "digits") -> dict:
+        seeds: Sequence[int] = (0,), family: str = "digits", checkpoint: Path | None = None) -> dict:
     """Every world built once per seed (its split, its CNN's initial weights and batch order). `family`:
     "digits" (known_cause_worlds.py) or "photos" (photo_worlds.py)."""
     if family == "photos":
@@ -137,13 +173,31 @@ def run(samples: int, selection: str | None, causes=None, adversary_samples: int
 
         build, names, kit, half = P.build_world, P.CAUSES, P.KIT, {c: h for h, cs in P.HALVES.items() for c in cs}
     else:
-        build, names, kit, half = W.build_world, W.CAUSES, DIGIT_KIT, {}
+        build, names, kit, half = W.build_world, W.CAUSES, DIGIT_KIT, {c: h for h, cs in W.HALVES.items() for c in cs}
+    import tempfile
+
+    from nemo_desktop.core.methods import edit_control
+
     figures = {"settings": "default" if selection is None else f"selection={selection}", "seeds": list(seeds),
-               "family": family, "causes": [], "adversaries": [], "seconds": {}}
+               "family": family, "causes": [], "adversaries": [], "seconds": {},
+               "control": {"references": SciTXConfig().edit_control_references,
+                           "max_share": edit_control.CONTROL_MAX_SHARE,
+                           "reference_images_per_class": W.REFERENCES_PER_CLASS}}
+    with tempfile.TemporaryDirectory(prefix="known-causes-") as tmp:
+        _run_seeds(figures, tmp, seeds, causes or names, build, kit, half, samples, adversary_samples, selection,
+                   checkpoint)
+    return figures
+
+
+def _run_seeds(figures, tmp, seeds, names, build, kit, half, samples, adversary_samples, selection,
+               checkpoint=None) -> None:
+    """Seed by seed, every world; with `checkpoint`, the figures so far are written there after each world (a
+    long run on a shared machine leaves the seeds it finished)."""
     for seed in seeds:
-        for name in causes or names:
+        for name in names:
             t = time.perf_counter()
             world = build(name, seed=seed, max_samples=samples)
+            attach_reference(world, kit, seed, Path(tmp) / f"{name}-{seed}")
             figures["seconds"][f"train {name} seed {seed}"] = time.perf_counter() - t
             t = time.perf_counter()
             figures["causes"].append({"seed": seed, "half": half.get(name),
@@ -155,7 +209,10 @@ def run(samples: int, selection: str | None, causes=None, adversary_samples: int
                         {"seed": seed, "half": half.get(name),
                          **evaluate_adversary(world, adv, behaviour, placement, selection, kit)})
             figures["seconds"][f"explain {name} seed {seed}"] = time.perf_counter() - t
-    return figures
+            world.reference.store_for_benchmark.close()
+            if checkpoint is not None:
+                checkpoint.write_text(json.dumps({**figures, "seeds_done": sorted({c["seed"] for c in figures["causes"]})},
+                                                 indent=1), encoding="utf-8")
 
 
 def _weighted(rows, key):
@@ -176,6 +233,7 @@ def pooled_causes(f: dict) -> list[dict]:
                     "cei_true": _weighted(rows, "cei_true"), "cei_best_distractor": _weighted(rows,
                                                                                               "cei_best_distractor"),
                     "flagged_selected": _weighted(rows, "flagged_selected"),
+                    "control_true": _weighted(rows, "control_true"), "overruled": _weighted(rows, "overruled"),
                     "floor_violations": sum(c["floor_violations"] for c in rows),
                     "structure_true": [min(st), max(st)] if st else None,
                     "verdicts_true": sorted({v for c in rows for v in c["verdicts_true"]})})
@@ -232,6 +290,7 @@ def adversary_rows(f: dict) -> list[dict]:
                     "worst_seed": max(bad / k for k, bad in per_seed.values() if k),
                     "recovery": _weighted(rows, "recovery") if placement == "one distractor" else None,
                     "cei_bad": _weighted(rows, "cei_bad"), "structure_bad": _weighted(rows, "structure_bad"),
+                    "control_bad": _weighted(rows, "control_bad"),
                     "floor_violations": sum(a["floor_violations"] for a in rows)})
     return out
 
@@ -239,24 +298,27 @@ def adversary_rows(f: dict) -> list[dict]:
 def print_markdown(f: dict) -> None:
     """The same figures as markdown tables (docs/benchmarks/edit_evidence.md)."""
     print(f"Worlds: {f.get('family', 'digits')}; {f['settings']} settings; seeds {', '.join(map(str, f['seeds']))}.\n")
-    print("| cause type | half | n | recovery | worst seed | CEI true / best distractor | structure of the true "
-          "edits | verdicts | floor violations |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| cause type | half | n | recovery | worst seed | CEI true / best distractor | control of the true "
+          "edits | structure of the true edits | verdicts | control overruled \"destroyed\" | floor violations |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for c in pooled_causes(f):
         st = c["structure_true"]
-        print(f"| {c['cause']} | {c.get('half') or '—'} | {c['n']} | **{_fmt(c['recovery'])}** | "
+        half = {"held out": "**held out**"}.get(c.get("half"), c.get("half") or "—")
+        print(f"| {c['cause']} | {half} | {c['n']} | **{_fmt(c['recovery'])}** | "
               f"{_fmt(c['worst_seed_recovery'])} | {_fmt(c['cei_true'], '+.1f')} / "
-              f"{_fmt(c['cei_best_distractor'], '+.1f')} | {(_fmt(st[0]) + '-' + _fmt(st[1])) if st else '—'} | "
-              f"{', '.join(c['verdicts_true'])} | {c['floor_violations']} |")
+              f"{_fmt(c['cei_best_distractor'], '+.1f')} | {_fmt(c.get('control_true'), '+.1f')} | "
+              f"{(_fmt(st[0]) + '-' + _fmt(st[1])) if st else '—'} | "
+              f"{', '.join(c['verdicts_true'])} | {_fmt(c.get('overruled'))} | {c['floor_violations']} |")
     print()
     print("| adversarial editor | half | on | n | bad edit selected | worst seed | recovery | its mean CEI | "
-          "structure | floor violations |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "its control | structure | floor violations |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for a in adversary_rows(f):
         tag = a["behaviour"] + ("" if a["behaviour"] in W.TARGET_ADVERSARIES else " (limit)")
-        print(f"| {tag} | {a['half'] or '—'} | {a['placement']} | {a['n']} | **{_fmt(a['bad_selected'])}** | "
+        half = {"held out": "**held out**"}.get(a["half"], a["half"] or "—")
+        print(f"| {tag} | {half} | {a['placement']} | {a['n']} | **{_fmt(a['bad_selected'])}** | "
               f"{_fmt(a['worst_seed'])} | {_fmt(a['recovery'])} | {_fmt(a['cei_bad'], '+.1f')} | "
-              f"{_fmt(a['structure_bad'])} | {a['floor_violations']} |")
+              f"{_fmt(a.get('control_bad'), '+.1f')} | {_fmt(a['structure_bad'])} | {a['floor_violations']} |")
 
 
 def main(argv=None) -> int:
@@ -269,6 +331,7 @@ def main(argv=None) -> int:
     ap.add_argument("--worlds", choices=("digits", "photos"), default="digits",
                     help="drawn digits (known_cause_worlds.py) or photograph patches (photo_worlds.py)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--checkpoint", type=Path, help="write the figures so far to this file after every world")
     ap.add_argument("--markdown", action="store_true", help="markdown tables")
     ap.add_argument("--from-json", type=Path, help="print the figures of an earlier --json run (no training)")
     args = ap.parse_args(argv)
@@ -276,7 +339,8 @@ def main(argv=None) -> int:
     if args.from_json:
         figures = json.loads(args.from_json.read_text(encoding="utf-8"))
     else:
-        figures = run(args.samples, args.selection, args.cause, args.adversary_samples, seeds, args.worlds)
+        figures = run(args.samples, args.selection, args.cause, args.adversary_samples, seeds, args.worlds,
+                      args.checkpoint)
     if args.json:
         print(json.dumps(figures, indent=2))
     elif args.markdown:

@@ -23,7 +23,9 @@ three the *held-out* half (figures only):
 The MLLM and the editor are doubles, as in the digit worlds: the MLLM answers from a pool (the true cause and
 two other causes' hypotheses), the editor re-renders the scene with the named attribute restored and adds a
 diffusion round trip's blur and noise. Adversarial editors: colour noise; the picture kept with a patch of the
-true class pasted into its lower left quarter; a no-op; the picture replaced by another patch of the true class.
+true class pasted into its lower left quarter; a patch of the true class blended half over the whole picture; a
+no-op; the picture replaced by another patch of the true class. They misbehave on the reference images too (the
+reference control, core/methods/edit_control.py, applies the same editor to references: `reference_scenes`).
 """
 from __future__ import annotations
 
@@ -247,11 +249,11 @@ class PhotoEditor(W.WorldEditor):
 class PhotoAdversarialEditor(PhotoEditor):
     """noise | paste-true-class | no-op | replace-by-true-class on `target` ("all" or one instruction)."""
 
-    def __init__(self, world: PhotoWorld, behaviour: str, target: str = "all") -> None:
+    def __init__(self, world: PhotoWorld, behaviour: str, target: str = "all", true_class: int | None = None) -> None:
         super().__init__(world)
         if behaviour not in ADVERSARIES:
             raise ValueError(behaviour)
-        self.behaviour, self.target = behaviour, target
+        self.behaviour, self.target, self.true_class = behaviour, target, true_class  # see W.AdversarialEditor
         self.info = replace(PhotoEditor.info, model_id=f"test-double:photo-worlds-editor-{behaviour}")
 
     def legit(self, image, instruction, seed):
@@ -264,21 +266,35 @@ class PhotoAdversarialEditor(PhotoEditor):
         if self.behaviour == "no-op":
             return img.copy()
         scene = self.world.scenes[W.image_sha(img)]
-        other = _other_patch(scene)
+        other = _other_patch(scene, self.true_class)
         if self.behaviour == "paste-true-class":  # the picture, confound and all, with the true class pasted in
             out = img.copy()
             out.paste(render(other).resize((SIDE // 2, SIDE // 2), Image.Resampling.BILINEAR), (0, SIDE // 2))
             return W.editor_round_trip(out, seed)
+        if self.behaviour == "overlay-true-class":  # a patch of the true class blended over the whole picture
+            return W.editor_round_trip(Image.blend(img, render(other), 0.5), seed)
         return W.editor_round_trip(render(other), seed)
 
 
-def _other_patch(scene: PhotoScene) -> PhotoScene:
-    """A plain patch of the same class elsewhere in its region."""
-    _, top, left, bottom, right = REGIONS[scene.cls]
-    return PhotoScene(scene.cls, (scene.y + 17) % (bottom - top - CROP + 1), (scene.x + 29) % (right - left - CROP + 1),
+def _other_patch(scene: PhotoScene, cls: int | None = None) -> PhotoScene:
+    """A plain patch of class `cls` (default: the scene's own) elsewhere in its region."""
+    cls = scene.cls if cls is None else cls
+    _, top, left, bottom, right = REGIONS[cls]
+    return PhotoScene(cls, (scene.y + 17) % (bottom - top - CROP + 1), (scene.x + 29) % (right - left - CROP + 1),
                       not scene.flip)
+
+
+def reference_scenes(world: PhotoWorld, per_class: int, seed: int) -> list[tuple[PhotoScene, int]]:
+    """Patches drawn as the training data is (the shortcut class with its cue), for the reference index."""
+    rng = np.random.default_rng(seed + 1000)
+    out = []
+    for cls in range(len(CLASS_NAMES)):
+        for _ in range(per_class):
+            s = _random_scene(cls, rng)
+            out.append((replace(s, **world.cause.cue) if cls == world.cause.shortcut_class else s, cls))
+    return out
 
 
 # what benchmarks/known_causes.py needs of a family of worlds
 KIT = {"mllm": ScriptedPhotoMLLM, "editor": PhotoEditor, "adversary": PhotoAdversarialEditor,
-       "instruction_for": instruction_for}
+       "instruction_for": instruction_for, "reference_scenes": reference_scenes}

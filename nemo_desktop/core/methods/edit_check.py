@@ -36,6 +36,13 @@ The selection rules (a field of every method config, so in every result key and 
 * "cei": the paper's rule (Algorithm 1 stage 4), the largest CEI whatever the edit did; the shipped table
   configs use it. A flagged selection gets a note.
 
+With the reference control (edit_control.py; SciTX's image edits under the "evidence" rule) the verdict on
+validity is the control's where it ran: the same edit on references of other classes must not raise the true
+class as it did on the query. A passing control overrules "destroyed" (a cue removed from a flat photograph
+leaves no structure to measure), a failing one overrules "local"/"global" (a replacement by the true class keeps
+the layout); "no change" stays invalid; where the control did not run the structure verdict stands, and the
+reason says so (`_by_evidence_with_control`). The other callers of `select` pass no control: as before.
+
 A selected candidate whose edit is flagged gets a note naming the runner-up and why the selected one won;
 the manifest's `edit_check` record keeps the same (`runner_up`, `reason`).
 """
@@ -159,8 +166,10 @@ def _runner_up(candidates: Sequence[Candidate], best: int) -> int | None:
 
 
 def select(candidates: Sequence[Candidate], selection: str, threshold: float, notes: list[str] | None,
-           noun: str, noise_floor: float = DEFAULT_NOISE_FLOOR) -> int | None:
-    """Judge the edits, then select by `selection` (see the module docstring), adding notes."""
+           noun: str, noise_floor: float = DEFAULT_NOISE_FLOOR, control: Any = None) -> int | None:
+    """Judge the edits, then select by `selection` (see the module docstring), adding notes. `control`: the
+    reference control (edit_control.ReferenceControl) for the evidence rule, or None where the caller has none
+    (the structure verdict alone decides, as before)."""
     judge_edits(candidates, threshold)
     say = notes.append if notes is not None else (lambda _text: None)
     best_any = _argmax(candidates, lambda c: True)
@@ -168,11 +177,115 @@ def select(candidates: Sequence[Candidate], selection: str, threshold: float, no
         best = best_any
     elif selection == "prefer-unflagged":
         best = _prefer_unflagged(candidates, best_any, threshold, say, noun)
+    elif control is not None:
+        best = _by_evidence_with_control(candidates, best_any, noise_floor, control, say, noun)
     else:
         best = _by_evidence(candidates, best_any, noise_floor, say, noun)
     if best is not None and candidates[best].edit_flagged:
         say(_why_flagged_won(candidates, best, noun))
     return best
+
+
+def control_valid(c: Candidate) -> bool:
+    """A valid test of its hypothesis: the reference control passed, or (where it did not run) the structure
+    verdict is neither "destroyed" nor "no change". A failed control invalidates any structure verdict."""
+    ctl = c.edit_control or {}
+    if c.edit_verdict == "no change":
+        return False
+    if ctl.get("ran"):
+        return bool(ctl.get("passed"))
+    return c.edit_verdict not in INVALID
+
+
+def _by_evidence_with_control(candidates, best_any, floor, control, say, noun) -> int | None:
+    """The evidence rule with the reference control (edit_control.py), run lazily from the largest CEI down, only
+    for candidates beyond the noise floor, until one is valid. Which test decides:
+
+    * distance "no change" -> invalid (the control is not run: the edit did nothing);
+    * the control ran -> it decides, whatever the structure said: a pass overrules "destroyed" (removing a cue
+      from a flat patch leaves no structure to measure), a failure overrules "local"/"global" (the edit raises
+      the true class on references of other classes too);
+    * the control did not run (off, no reference of another class, an edit of a reference failed) ->
+      the structure verdict stands, and the reason says the control did not run.
+    Candidates not reached (CEI within the floor, or below the selected one) keep the structure verdict and say
+    why the control did not run for them."""
+    from .edit_control import describe_control
+
+    order = sorted((j for j, c in enumerate(candidates) if _tested(c)), key=lambda j: (-candidates[j].cei, j))
+    chosen, failed = None, []
+    for j in order:
+        c = candidates[j]
+        if chosen is not None:
+            _not_run(c, control, f"a {noun} with a larger CEI was selected")
+            continue
+        if not beyond_floor(c.cei, floor):
+            _not_run(c, control, f"CEI {c.cei:+.1f} within the noise floor of {floor:g}")
+            continue
+        if c.edit_verdict == "no change":
+            _not_run(c, control, "the edit changed nothing")
+            continue
+        if c.intervention_kind not in (None, "image") or c.edit_distance is None:
+            _not_run(c, control, "not an image edit")
+        else:
+            reading = control(j, c)
+            c.edit_control = reading.as_dict()
+            c.edit_verdict_reason = _with_control(c, describe_control(reading, floor))
+        if control_valid(c):
+            chosen = j
+        elif (c.edit_control or {}).get("ran"):
+            failed.append(j)
+    for c in candidates:
+        if c.edit_control is None and c.edit_verdict is not None:
+            _not_run(c, control, "not tested" if c.cei is None else "not reached")
+    if chosen is not None:
+        c = candidates[chosen]
+        if failed:
+            f = candidates[failed[0]]
+            say(f"{noun.capitalize()} #{failed[0] + 1} had a larger CEI ({f.cei:+.1f}) but the same edit raised "
+                f"P(true) on references of other classes by {f.edit_control['control_effect']:+.1f} points: "
+                f"it does not test its {noun}; #{chosen + 1} is selected.")
+        if c.edit_verdict == "destroyed":
+            say(f"The structure test read {noun} #{chosen + 1}'s edit as destroyed ({describe_edit(c)}), but the "
+                "reference control shows its effect is specific to this image; the control decides.")
+        return chosen
+    if best_any is None:
+        return None
+    strong = candidates[best_any]
+    if failed:
+        f = candidates[failed[0]]
+        say(f"{noun.capitalize()} #{failed[0] + 1} raised P(true) by {f.cei:+.1f} points, but the same edit raised it "
+            f"by {f.edit_control['control_effect']:+.1f} on references of other classes: it does not test "
+            f"its {noun}, and no other {noun} beyond the noise floor of {floor:g} points passed; no {noun} is "
+            "validated.")
+    elif beyond_floor(strong.cei, floor):
+        say(f"{noun.capitalize()} #{best_any + 1} raised P(true) by {strong.cei:+.1f} points, but its edit does not "
+            f"test it ({describe_edit(strong)}); no {noun} is validated.")
+    else:
+        say(f"The best tested {noun} (#{best_any + 1}) moved P(true) by {strong.cei:+.1f} points, not beyond the "
+            f"noise floor of {floor:g} points that an edit naming nothing relevant reaches; no {noun} is validated.")
+    return None
+
+
+def _not_run(c: Candidate, control, why: str) -> None:
+    from .edit_control import describe_control
+
+    reading = control.not_run(why if control.available else control.why_off)
+    c.edit_control = reading.as_dict()
+    if c.edit_verdict_reason is not None:
+        c.edit_verdict_reason = _with_control(c, describe_control(reading, 0.0))
+
+
+def _with_control(c: Candidate, words: str) -> str:
+    """The verdict reason with the control first when it decided, after the structure's words otherwise."""
+    ctl = c.edit_control or {}
+    structure = c.edit_verdict_reason or "structure not measured"
+    if not ctl.get("ran"):
+        return f"{structure}; {words}"
+    if ctl.get("passed") and c.edit_verdict == "destroyed":
+        return f"{words}, overruling the {structure}"
+    if not ctl.get("passed") and c.edit_verdict not in INVALID:
+        return f"{words}, overruling the {structure}"
+    return f"{words}; {structure}"
 
 
 def _by_evidence(candidates, best_any, floor, say, noun) -> int | None:
@@ -230,6 +343,9 @@ def _why_flagged_won(candidates, best, noun) -> str:
     text = f"The selected {noun} (#{best + 1}, CEI {c.cei:+.1f}) is flagged: {describe_edit(c)}."
     if c.edit_verdict == "global":
         text += " A whole-image change is a valid test of a global cause (a background, a style, a colour)."
+    elif (c.edit_control or {}).get("passed"):
+        text += (" The reference control decided: the same edit did not raise the true class on references of other "
+                 f"classes ({c.edit_control['control_effect']:+.1f} points).")
     else:
         text += f" Its CEI may come from what the edit did, not from the {noun}."
     if runner is not None:
@@ -240,8 +356,10 @@ def _why_flagged_won(candidates, best, noun) -> str:
 
 
 def edit_check_record(candidates: Sequence[Candidate], threshold: float, selection: str,
-                      noise_floor: float = DEFAULT_NOISE_FLOOR, selected: int | None = None) -> dict[str, Any]:
-    """The manifest's record of the check: settings, the measures used, the verdicts and the runner-up."""
+                      noise_floor: float = DEFAULT_NOISE_FLOOR, selected: int | None = None,
+                      control: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The manifest's record of the check: settings, the measures used, the verdicts and the runner-up; with
+    `control` (edit_control.ReferenceControl.record()), the control's settings and each candidate's reading."""
     metrics = sorted({c.edit_distance_metric for c in candidates if c.edit_distance_metric})
     record = {"flag_threshold": threshold, "selection": selection, "cei_noise_floor": noise_floor,
               "structure_kept_threshold": STRUCTURE_KEPT,
@@ -252,6 +370,8 @@ def edit_check_record(candidates: Sequence[Candidate], threshold: float, selecti
               "verdicts": [c.edit_verdict for c in candidates],
               "structure_readings": [c.edit_structure_reading for c in candidates],
               "decided_by": [c.edit_verdict_reason for c in candidates]}
+    if control is not None:
+        record["control"] = {**control, "readings": [c.edit_control for c in candidates]}
     if selected is not None and candidates[selected].edit_flagged:
         runner = _runner_up(candidates, selected)
         record["runner_up"] = runner

@@ -379,9 +379,7 @@ class CounterfactualTester:
             ctx.check_cancelled()
             if cand.error is not None or not cand.intervention:
                 continue
-            key = unit_key("edit", image_sha256=image_sha, editor=model_part(self.editor.info),
-                           instruction=cand.intervention, seed=s.seed, steps=s.edit_steps, guidance=s.edit_guidance,
-                           size=list(size), output_size=list(img.size))
+            key = self._edit_key(img, image_sha, cand.intervention, size)
             hit = units.get(key)
             if hit is not None:
                 edited[j] = hit.load_image("image").convert("RGB")
@@ -431,12 +429,7 @@ class CounterfactualTester:
                 log.warning("edit failed for candidate(s) %s", [j for j, _ in group], exc_info=True)
                 continue
             for (j, key), out in zip(group, outs):
-                units.put(key, "edit", {"source_sha256": image_sha, "instruction": candidates[j].intervention,
-                                        "editor": model_part(self.editor.info), "seed": s.seed,
-                                        "steps": s.edit_steps, "guidance": s.edit_guidance,
-                                        "size": list(size), "output_size": list(img.size),
-                                        "image_sha256": image_hash(out)},
-                          {"image": out})
+                self._put_edit(units, key, image_sha, candidates[j].intervention, size, img, out)
                 edited[j] = out
             ctx.progress(stage, 1, 1)
         edited = dict(sorted(edited.items()))  # candidate order, cached or not
@@ -445,6 +438,49 @@ class CounterfactualTester:
             if artifacts is not None:
                 artifacts[candidates[j].edited_artifact] = out
         return edited, transient
+
+    def _edit_key(self, img: Image.Image, image_sha: str, instruction: str, size) -> str:
+        s = self.settings
+        return unit_key("edit", image_sha256=image_sha, editor=model_part(self.editor.info), instruction=instruction,
+                        seed=s.seed, steps=s.edit_steps, guidance=s.edit_guidance, size=list(size),
+                        output_size=list(img.size))
+
+    def _put_edit(self, units: UnitCache, key: str, image_sha: str, instruction: str, size, img: Image.Image,
+                  out: Image.Image) -> None:
+        s = self.settings
+        units.put(key, "edit", {"source_sha256": image_sha, "instruction": instruction,
+                                "editor": model_part(self.editor.info), "seed": s.seed, "steps": s.edit_steps,
+                                "guidance": s.edit_guidance, "size": list(size), "output_size": list(img.size),
+                                "image_sha256": image_hash(out)}, {"image": out})
+
+    def edit_one(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, instruction: str,
+                 stage: str) -> Image.Image:
+        """One instruction on one image with the settings of every edit (same seed, steps, working size), cached
+        under the same unit key as `edit_all`'s; the output at the input's size. Raises what the editor raises.
+        (The reference control, edit_control.py: the editors batch instructions on one image, not images.)"""
+        size, _ = self.working_size(img.size)
+        key = self._edit_key(img, image_sha, instruction, size)
+        hit = units.get(key)
+        if hit is not None:
+            return hit.load_image("image").convert("RGB")
+        s = self.settings
+        ctx.check_cancelled()
+        ctx.progress(stage, 0, s.edit_steps)
+
+        def on_step(step: int, total: int) -> bool:
+            ctx.progress(stage, step, total)
+            return not ctx.cancelled
+
+        out = self.editor.edit(img, instruction, seed=s.seed, steps=s.edit_steps, guidance=s.edit_guidance,
+                               size=tuple(size), on_step=on_step)
+        ctx.check_cancelled()
+        if not isinstance(out, Image.Image):
+            raise TypeError(f"the editor returned a {type(out).__name__}, not a PIL image")
+        out = out.convert("RGB") if out.size == img.size else out.convert("RGB").resize(img.size,
+                                                                                        Image.Resampling.LANCZOS)
+        self._put_edit(units, key, image_sha, instruction, size, img, out)
+        ctx.progress(stage, 1, 1)
+        return out
 
     def _edit_batch(self, size: tuple[int, int]) -> int:
         """Edits per editor call: `edit_batch_size`, or with 0 what the editor says fits in free memory now

@@ -6,7 +6,8 @@
 Stages (the `stage` names reported through the JobContext; `done/total` count the units of each stage):
 "Classifying", "Retrieving observations", "Captioning observations" (i/n), "Generating hypotheses" (i/M),
 "Writing interventions" (i/M), "Editing image i/M" (done/total = diffusion steps; "Editing images i-j/M"
-with edit_batch_size > 1), "Scoring" (i/M).
+with edit_batch_size > 1), "Scoring" (i/M), "Reference control i/R of hypothesis j" (the evidence rule's control,
+edit_control.py: only for candidates it reaches).
 Cancellation is checked before every unit of work and between diffusion steps. A re-run answered from
 the stored result reports only "Loaded from the results store". Partial results (`ctx.partial`) are dicts:
 {"kind": "sample", "sample": SampleInfo}, {"kind": "observations", "observations": [...]} and
@@ -22,7 +23,10 @@ the stored result reports only "Loaded from the results store". Partial results 
    (ordinary classifiers; `edit_size`, see intervention.py), or a rewritten zero-shot prompt that replaces
    the TRUE class's prompt only (zero-shot classifiers; A.3 then also carries the original prompt).
    CEI = 100 × (P(y | s_e) − P(y | s_o)).
-4. Conclusion: the candidate with the largest CEI is the explanation.
+4. Conclusion: the candidate with the largest CEI among those whose edit tests its hypothesis (edit_check.py,
+   the default "evidence" rule) is the explanation. The test of an edit: the reference control
+   (edit_control.py; `edit_control_references` correct references of other classes get the same edit,
+   lazily, from the largest CEI down, until one passes) and, where it does not run, the structure measure.
 
 How many observations (the paper gives no numbers; each choice below is a setting, recorded in the cache
 keys and the manifest)
@@ -96,6 +100,7 @@ from ..models.protocols import ChatMessage
 from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, Sampling
 from .edit_check import (DEFAULT_FLAG_THRESHOLD, DEFAULT_NOISE_FLOOR, DEFAULT_SELECTION, check_edit_check,
                          edit_check_record)
+from .edit_control import DEFAULT_CONTROL_REFERENCES, ReferenceControl
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
                            check_edit_resolution, classifier_part, error_text, image_hash, jsonable, load_input,
                            model_manifest, model_part, sha_text, unit_key)
@@ -147,6 +152,11 @@ class SciTXConfig:
         "edit_batch_size": {"label": "Edit batch", "min": 0, "max": 16,
                             "help": "edits run together in one editor call (0 = as many as free GPU memory "
                                     "allows; 1 = one call each, the old results)"},
+        "edit_control_references": {"label": "Reference control", "min": 0, "max": 10,
+                                    "help": "apply each selectable edit to this many correct references of the "
+                                            "predicted class; an edit that raises the true class there as on "
+                                            "the image does not test its hypothesis (0 = off: the structure "
+                                            "test alone decides)"},
         "batch_requests": {"label": "Batch MLLM requests",
                            "help": "send a sample's M hypothesis draws, and its M interventions, to the MLLM "
                                    "at once (off = one call each, the old results)"},
@@ -179,6 +189,8 @@ class SciTXConfig:
     edit_flag_threshold: float = DEFAULT_FLAG_THRESHOLD
     selection: str = DEFAULT_SELECTION  # "evidence" | "prefer-unflagged" | "cei" (the paper's plain argmax)
     cei_noise_floor: float = DEFAULT_NOISE_FLOOR  # points; see edit_check.py
+    # The same edit on this many references of the predicted class (edit_control.py); 0 = off (structure only).
+    edit_control_references: int = DEFAULT_CONTROL_REFERENCES
     # Speed settings (scitx_stages.py counts the calls, gpu_figures.sh times them). Every stage sends its work at
     # once by default: all captions of a sample in one call (0), the M hypothesis draws and the M interventions
     # each in one call (batch_requests), the edits of one image as many per call as free memory allows (0).
@@ -201,6 +213,9 @@ class SciTXConfig:
             self.edit_size = (int(self.edit_size[0]), int(self.edit_size[1]))
         check_edit_resolution(self.edit_resolution)
         check_edit_check(self.edit_flag_threshold, self.selection, self.cei_noise_floor)
+        if self.edit_control_references < 0:
+            raise ConfigError(f"SciTX's reference control needs 0 or more references (got "
+                              f"{self.edit_control_references}).", hint="0 turns the control off.")
         if self.caption_batch_size < 0 or self.edit_batch_size < 0:
             raise ConfigError("SciTX's caption and edit batch sizes must be 0 (automatic) or more.",
                               hint="0 = all captions at once / as many edits as fit in memory; 1 = one at a time.")
@@ -217,7 +232,8 @@ class SciTXConfig:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["edit_size"] = list(self.edit_size) if self.edit_size else None
-        for speed, old in (("caption_batch_size", 1), ("edit_batch_size", 1), ("batch_requests", False)):
+        for speed, old in (("caption_batch_size", 1), ("edit_batch_size", 1), ("batch_requests", False),
+                           ("edit_control_references", 0)):
             if d[speed] == old:  # the old value: the keys results had before these settings existed
                 del d[speed]
         return d
@@ -336,9 +352,16 @@ class SciTXPipeline:
                                              self.last_artifacts)
         transient |= test_transient
 
-        # -- 5. conclusion --------------------------------------------------------------------------
+        # -- 5. conclusion (with the reference control of the edits, edit_control.py) ------------------
+        t = time.perf_counter()
+        control = self._control(ctx, units, tester, clf, sample, file_sha)
         best = select_by_cei(candidates, notes, noun="hypothesis", selection=cfg.selection,
-                             flag_threshold=cfg.edit_flag_threshold, noise_floor=cfg.cei_noise_floor)
+                             flag_threshold=cfg.edit_flag_threshold, noise_floor=cfg.cei_noise_floor,
+                             control=control)
+        if control is not None:
+            notes.extend(control.notes)
+            transient |= control.transient
+            timings["control"] = time.perf_counter() - t
         counts = candidate_counts(candidates)
         note = candidate_note(counts)
         if note:
@@ -354,9 +377,31 @@ class SciTXPipeline:
             manifest=self._manifest(cfg, image_path, file_sha, units, not transient, counts,
                                     tester.edit_record(img),
                                     edit_check_record(candidates, cfg.edit_flag_threshold, cfg.selection,
-                                                      cfg.cei_noise_floor, best)))
+                                                      cfg.cei_noise_floor, best,
+                                                      control.record() if control is not None else None)))
         self._store_result(units, explanation_key, result, img, edited)
         return result
+
+    def _control(self, ctx: JobContext, units: UnitCache, tester: CounterfactualTester, clf: dict,
+                 sample: SampleInfo, file_sha: str | None) -> ReferenceControl | None:
+        """The reference control for the evidence rule (image edits only): `edit_control_references` random
+        correct references of classes other than the true and predicted ones (a Set C of their own, drawn with
+        the run's seed; edit_control.py says why not Set B)."""
+        cfg = self.config
+        if self.zero_shot or cfg.selection != "evidence":
+            return None
+        refs: list[Observation] = []
+        why = None if self.reference is not None else "no reference index was given"
+        if self.reference is not None and cfg.edit_control_references > 0:
+            from ..data.retrieval import retrieve_observations
+
+            query = embed_query(units, self.classifier, self.last_artifacts["input"], sample.image_sha256, clf)
+            refs = list(retrieve_observations(self.reference, query, sample.true_index, sample.pred_index,
+                                              k_true=0, k_pred=0, k_random=cfg.edit_control_references,
+                                              seed=cfg.seed, query_sha256=file_sha or sample.image_sha256))
+        return ReferenceControl(ctx, units, tester, clf, sample, refs, cfg.edit_control_references,
+                                lambda obs: load_reference_image(self.reference, obs), cfg.cei_noise_floor,
+                                why_off=why)
 
     # --------------------------------------------------------------------------------------- stage 2
     def _retrieve(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, file_sha: str | None,

@@ -78,7 +78,7 @@ SAMPLE_VARIATIONS = {
     "sampling_min_p": 0.1, "corpus": "class-captions",
     "reference_caption": "a drawing of a {class}.", "corpus_files": (), "retrieval_model": None, "show_top": 3,
     "edit_flag_threshold": 0.3, "selection": "cei", "cei_noise_floor": 2.0,
-    "caption_batch_size": 2, "edit_batch_size": 2, "batch_requests": False,
+    "caption_batch_size": 2, "edit_batch_size": 2, "batch_requests": False, "edit_control_references": 0,
 }
 
 

@@ -194,3 +194,157 @@ def test_every_verdict_says_which_test_decided_it():
     assert record["decided_by"] == [c.edit_verdict_reason for c in cands]
     assert record["structure_readings"] == ["in place", "restoration", "removal", None]
     assert Candidate(hypothesis="e", cei=1.0).edit_verdict_reason is None  # not an image edit: no verdict
+
+
+# -- the reference control combined with the structure verdict (issue 45) -------------------------------------
+class FakeControl:
+    """The reference control's interface (edit_control.ReferenceControl) with given control effects per
+    candidate index: a real rule decides (control_passes), only the references' figures are given."""
+
+    def __init__(self, effects: dict[int, float] | None = None, why_off: str | None = None) -> None:
+        self.effects = effects or {}
+        self.why_off = why_off
+        self.calls: list[int] = []
+
+    @property
+    def available(self) -> bool:
+        return self.why_off is None
+
+    def not_run(self, why):
+        from nemo_desktop.core.methods.edit_control import ControlReading
+
+        return ControlReading(ran=False, why_not=why)
+
+    def __call__(self, j, c):
+        from nemo_desktop.core.methods.edit_control import ControlReading, control_passes
+
+        self.calls.append(j)
+        if not self.available:
+            return self.not_run(self.why_off)
+        e = self.effects[j]
+        return ControlReading(ran=True, passed=control_passes(c.cei, e, 5.0), query_cei=c.cei, control_effect=e,
+                              n_refs=2, rises=[e, e])
+
+
+def test_control_rule_is_relative_to_the_query_cei():
+    from nemo_desktop.core.methods.edit_control import CONTROL_MAX_SHARE, control_passes
+
+    assert control_passes(80.0, 1.0, 5.0)  # a cue removal: nothing happens on the references
+    assert control_passes(98.9, 2.1, 5.0)  # digits_world: the true class's own cue (red) comes back a little
+    assert control_passes(98.9, 9.4, 5.0)  # ... and more on blue eights: still below 0.1 of the CEI
+    assert not control_passes(95.0, 94.0, 5.0)  # replacement / noise: as much on the references
+    assert not control_passes(91.3, 16.6, 5.0)  # the development half's weakest replacement: 0.18 of the CEI
+    assert not control_passes(8.0, 4.0, 5.0)  # specific effect +4 within the floor
+    assert control_passes(6.0, -10.0, 5.0)  # a negative control does not inflate the specific effect ...
+    assert not control_passes(4.0, -10.0, 5.0)  # ... nor rescue a CEI within the floor
+    assert control_passes(20.0, 4.9, 5.0)  # a control within the floor never fails an edit (round trip)
+    share = CONTROL_MAX_SHARE
+    assert control_passes(100.0, share * 100.0, 5.0) and not control_passes(100.0, share * 100.0 + 0.1, 5.0)
+    # the sign matters: a control that rises as much as the query is never specific, whatever the CEI
+    for cei in (10.0, 50.0, 99.0):
+        assert not control_passes(cei, cei, 5.0) and control_passes(cei, -cei, 5.0)
+
+
+def test_a_failed_control_overrules_a_kept_structure_and_the_next_candidate_is_tried():
+    replaced, true = cand(95.0, 0.3), cand(70.0, 0.2)  # both "local" by structure
+    control = FakeControl({0: 93.0, 1: 2.0})
+    notes: list[str] = []
+    assert select([replaced, true], "evidence", 0.6, notes, "hypothesis", control=control) == 1
+    assert control.calls == [0, 1]  # lazily, from the largest CEI down, until one passes
+    assert replaced.edit_control["ran"] and not replaced.edit_control["passed"]
+    assert replaced.edit_verdict_reason.startswith(
+        "reference control: the same edit raised P(true) by at most +93.0 points on 2 references of other classes, +95.0 on "
+        "this image (specific effect +2.0): specific effect not beyond the noise floor of 5 and control beyond the "
+        "floor and above 0.10 of the CEI -> the edit raises the true class on other images too, overruling the "
+        "structure test")
+    assert true.edit_verdict_reason.startswith("reference control: the same edit raised P(true) by at most +2.0 points")
+    assert "-> tests the hypothesis; structure test" in true.edit_verdict_reason
+    assert "#1 had a larger CEI (+95.0) but the same edit raised P(true) on references" in notes[0]
+    record = edit_check_record([replaced, true], 0.6, "evidence", 5.0, 1, {"references": 2})
+    assert record["control"]["readings"][0]["control_effect"] == 93.0 and record["control"]["references"] == 2
+    assert record["decided_by"][0].startswith("reference control")
+
+
+def test_a_passed_control_overrules_destroyed_but_not_no_change():
+    flat = cand(97.0, 0.4, structure=0.0)  # a cue removed from a flat patch: no structure left to measure
+    control = FakeControl({0: 1.0})
+    notes: list[str] = []
+    assert select([flat, cand(2.0, 0.1)], "evidence", 0.6, notes, "hypothesis", control=control) == 0
+    assert flat.edit_verdict == "destroyed" and flat.edit_flagged  # what the structure said is kept and shown
+    assert flat.edit_verdict_reason.startswith("reference control") and \
+        ", overruling the structure test" in flat.edit_verdict_reason
+    assert any("the control decides" in n for n in notes)
+    assert any("The reference control decided" in n for n in notes)
+    unchanged = cand(40.0, 0.0, structure=1.0)
+    control = FakeControl({0: 0.0})
+    assert select([unchanged], "evidence", 0.6, [], "hypothesis", control=control) is None
+    assert control.calls == [] and "reference control not run (the edit changed nothing)" in \
+        unchanged.edit_verdict_reason
+
+
+def test_no_control_leaves_the_structure_verdict_and_says_so():
+    noise, kept = cand(94.9, 0.97, structure=0.3), cand(12.0, 0.1)
+    control = FakeControl(why_off="no correctly classified reference of another class")
+    assert select([noise, kept], "evidence", 0.6, [], "hypothesis", control=control) == 1
+    assert noise.edit_verdict == "destroyed" and not noise.edit_control["ran"]
+    assert kept.edit_verdict_reason.endswith(
+        "; reference control not run (no correctly classified reference of another class)")
+    # within the floor: never selected, and the control is not spent on it
+    control = FakeControl({0: 0.0})
+    low = cand(4.0, 0.1)
+    assert select([low], "evidence", 0.6, [], "hypothesis", control=control) is None
+    assert control.calls == [] and "within the noise floor of 5" in low.edit_verdict_reason
+    # below the selected one: not reached, said so
+    control = FakeControl({0: 0.0, 1: 0.0})
+    a, b = cand(50.0, 0.1), cand(30.0, 0.1)
+    assert select([a, b], "evidence", 0.6, [], "hypothesis", control=control) == 0
+    assert control.calls == [0] and "a hypothesis with a larger CEI was selected" in b.edit_verdict_reason
+    # every controlled edit failed: nothing is validated, in words
+    notes: list[str] = []
+    control = FakeControl({0: 50.0, 1: 29.0})
+    assert select([cand(50.0, 0.1), cand(30.0, 0.1)], "evidence", 0.6, notes, "hypothesis", control=control) is None
+    assert "does not test its hypothesis" in notes[0] and "no hypothesis is validated" in notes[0]
+    # the old callers (no control): words as before
+    plain = cand(50.0, 0.1)
+    select([plain], "evidence", 0.6, [], "hypothesis")
+    assert plain.edit_control is None and "reference control" not in plain.edit_verdict_reason
+
+
+def test_the_control_accepts_the_recolour_where_the_true_class_has_a_cue_of_its_own(digits_classifier, blue_three,
+                                                                                     store, index):
+    """The digits world: every "three" is red, so "recolour the digit red" raises P(three) a little on other
+    digits too; the rule is relative to the query's CEI, and the recolour is selected with the control's figures
+    in its verdict, the manifest and the key (a run with the control off has another key)."""
+    result = run(digits_classifier, store, index, DigitsEditor())(blue_three, "three")
+    c = result.candidates[result.selected_index]
+    assert "red" in c.intervention.lower() and c.cei > 50
+    ctl = c.edit_control
+    assert ctl["ran"] and ctl["passed"] and ctl["n_refs"] == 2 and len(ctl["rises"]) == 2
+    assert ctl["control_effect"] == max(ctl["rises"]) and ctl["query_cei"] == c.cei
+    assert c.edit_verdict_reason.startswith("reference control: the same edit raised P(true) by at most")
+    record = result.manifest["edit_check"]
+    assert record["control"]["references"] == 2 and record["control"]["readings"][result.selected_index] == ctl
+    assert result.manifest["config"]["edit_control_references"] == 2
+    off = run(digits_classifier, store, index, DigitsEditor(), edit_control_references=0)(blue_three, "three")
+    assert off.result_key != result.result_key and off.selected_index == result.selected_index
+    assert "edit_control_references" not in off.manifest["config"]  # off = the keys results had before
+    assert "reference control not run (off" in off.candidates[off.selected_index].edit_verdict_reason
+    with pytest.raises(ConfigError):
+        SciTXConfig(edit_control_references=-1)
+
+
+def test_with_the_control_ties_go_to_the_first_candidate_and_the_floor_is_inclusive():
+    """Issue 42 §7 in the control's path: equal CEIs are controlled in candidate order; a CEI exactly at the floor
+    is within it (never controlled, never selected)."""
+    control = FakeControl({0: 0.0, 1: 0.0})
+    assert select([cand(40.0, 0.1), cand(40.0, 0.2)], "evidence", 0.6, [], "hypothesis", control=control) == 0
+    assert control.calls == [0]
+    control = FakeControl({0: 40.0, 1: 0.0})  # the first of the tie fails its control: the second is selected
+    assert select([cand(40.0, 0.1), cand(40.0, 0.2)], "evidence", 0.6, [], "hypothesis", control=control) == 1
+    assert control.calls == [0, 1]
+    control = FakeControl({0: 0.0})
+    at_floor = cand(5.0, 0.1)
+    assert select([at_floor], "evidence", 0.6, [], "hypothesis", control=control) is None
+    assert control.calls == [] and "CEI +5.0 within the noise floor of 5" in at_floor.edit_verdict_reason
+    control = FakeControl({0: 0.0})
+    assert select([cand(5.0001, 0.1)], "evidence", 0.6, [], "hypothesis", control=control) == 0

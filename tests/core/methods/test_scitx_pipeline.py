@@ -168,12 +168,14 @@ def test_cancel_mid_run_then_resume(digits, blue_three, store, index):
     mllm, editor2 = ScriptedDigitsMLLM(), DigitsEditor()
     clf = DigitsCNNClassifier(digits[0])
     result = make(clf, store, index, mllm=mllm, editor=editor2, edit_steps=4)(blue_three, "three")
-    assert mllm.calls == [] and editor2.calls == ["Rotate the digit slightly", "Recolour the digit red"]
+    # the rest, then the reference control's edits of two references of other classes (issue 45)
+    assert mllm.calls == [] and editor2.calls == ["Rotate the digit slightly"] + ["Recolour the digit red"] * 3
     assert result.explanation == HYPOTHESES[2] and result.manifest["complete"]
     after = counts(store)
     n_obs = len({o.image_sha256 for o in result.observations})
-    assert after == {"classification": 4, "embedding": 1, "retrieval": 1, "caption": n_obs, "hypothesis": 3,
-                     "intervention": 3, "edit": 3, "explanation": 1}
+    # + the control: two references and their two edits classified, two edits of references
+    assert after == {"classification": 4 + 4, "embedding": 1, "retrieval": 1, "caption": n_obs, "hypothesis": 3,
+                     "intervention": 3, "edit": 3 + 2, "explanation": 1}
     assert store.check() == []
 
 
@@ -193,7 +195,8 @@ def test_progress_stages_and_partials(digits_classifier, blue_three, store, inde
     assert stages[:5] == ["Classifying", "Retrieving observations", "Captioning observations",
                           "Generating hypotheses", "Writing interventions"]
     assert stages[5:8] == ["Editing image 1/3", "Editing image 2/3", "Editing image 3/3"]
-    assert stages[-1] == "Scoring"
+    assert stages[8] == "Scoring"
+    assert stages[9:] == ["Reference control 1/2 of hypothesis 3", "Reference control 2/2 of hypothesis 3"]
     kinds = [p["kind"] for p in ctx.partial_results]
     assert kinds[:2] == ["sample", "observations"] and kinds.count("candidate") == 6
 
@@ -430,7 +433,9 @@ def test_batched_captions_and_edits_give_the_same_result(digits, blue_three, sto
             self.batches.append(len(instructions))
             return [self.edit(image, ins, **kw) for ins in instructions]
 
-    one = make(DigitsCNNClassifier(digits[0]), store, index, **UNBATCHED)(blue_three, "three")
+    # the edit stage's batching; the reference control's edits (one image each) are off here
+    one = make(DigitsCNNClassifier(digits[0]), store, index, **UNBATCHED,
+               edit_control_references=0)(blue_three, "three")
     assert not set(SciTXConfig(**UNBATCHED).as_dict()) & set(UNBATCHED)  # the old values: the old keys
     assert SciTXConfig(caption_batch_size=4).as_dict()["caption_batch_size"] == 4
 
@@ -438,7 +443,8 @@ def test_batched_captions_and_edits_give_the_same_result(digits, blue_three, sto
     try:
         mllm, editor = BatchRecordingMLLM(), BatchingEditor()
         batched = make(DigitsCNNClassifier(digits[0]), other, index, mllm=mllm, editor=editor,
-                       **{**UNBATCHED, "caption_batch_size": 4, "edit_batch_size": 3})(blue_three, "three")
+                       **{**UNBATCHED, "caption_batch_size": 4, "edit_batch_size": 3},
+                       edit_control_references=0)(blue_three, "three")
     finally:
         other.close()
     n_captions = sum(1 for o in one.observations if o.caption)
@@ -469,7 +475,8 @@ def test_edit_batch_is_chosen_from_what_the_editor_says_fits(digits, blue_three,
 
     editor = MeasuringEditor()
     result = make(DigitsCNNClassifier(digits[0]), store, index, editor=editor)(blue_three, "three")
-    assert result.manifest["complete"] and len(editor.calls) == 3
+    # + the reference control's two edits, one per call (the editors batch instructions on one image)
+    assert result.manifest["complete"] and len(editor.calls) == 3 + 2
     assert editor.batches == [2] and len(editor.asked) == 2  # one alone (edit), then two (edit_batch)
     assert SciTXConfig().as_dict()["edit_batch_size"] == 0  # automatic is part of the key (see README)
 
@@ -488,5 +495,5 @@ def test_an_edit_batch_out_of_memory_is_edited_one_at_a_time(digits, blue_three,
 
     editor = TightEditor()
     result = make(DigitsCNNClassifier(digits[0]), store, index, editor=editor)(blue_three, "three")
-    assert result.manifest["complete"] and len(editor.calls) == 3
+    assert result.manifest["complete"] and len(editor.calls) == 3 + 2  # + the reference control's edits
     assert not any((c.error or "").startswith("Editing failed") for c in result.candidates)

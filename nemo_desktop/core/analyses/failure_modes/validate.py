@@ -6,6 +6,10 @@ should, when its condition is removed, raise the true class's probability; one t
     v = SentenceValidator(classifier, mllm, editor, store).validate(index, cluster, "a photo taken at night")
     v.mean_cei, v.n                  # over the images that could be tested; v.samples says why others could not
 
+An image edit counts when it tests the sentence: SciTX's reference control (methods/edit_control.py) decides
+where it ran (the same edit on `control_references` references of other classes from the index must not raise
+the true class as it did on the image), the structure verdict otherwise; `SampleCei.verdict_reason` says which.
+
 Every model step is cached per unit in the store (UnitCache), and the whole validation under a key of the
 sentence, the images' contents, the models, the prompts and the settings, so a re-run calls no model.
 """
@@ -23,14 +27,17 @@ from ...jobs import JobContext, null_context
 from ...methods.intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
                                      classifier_part, image_hash, load_input, model_manifest, model_part,
                                      sample_info, sha_text, unit_key)
-from ...methods.edit_check import DEFAULT_FLAG_THRESHOLD, INVALID, describe_edit, judge_edits
+from ...methods.edit_check import (DEFAULT_FLAG_THRESHOLD, DEFAULT_NOISE_FLOOR, INVALID, beyond_floor,
+                                   describe_edit, judge_edits)
+from ...methods.edit_control import DEFAULT_CONTROL_REFERENCES, ReferenceControl, describe_control
 from ...methods.pipeline_steps import stored_result
 from ...records import Candidate
 from .result import HardCluster
 
 KIND = "failure-modes-cei"
-VERSION = "3"  # 2: edits that destroy the picture or change nothing are not counted (issue 27)
+VERSION = "4"  # 2: edits that destroy the picture or change nothing are not counted (issue 27)
 # 3: structure readings for photographs (restoration, pixel noise, edge floor) and verdict reasons (issue 45)
+# 4: the reference control (methods/edit_control.py) decides whether an image edit counts (issue 45)
 
 
 @dataclass
@@ -43,6 +50,10 @@ class SampleCei:
     cei: float | None = None
     intervention: str | None = None
     error: str | None = None
+    # which test decided whether the edit counts, in words (structure / distance / reference control), and the
+    # reference control's figures where it ran (methods/edit_control.py)
+    verdict_reason: str | None = None
+    control: dict[str, Any] | None = None
 
 
 @dataclass
@@ -71,7 +82,13 @@ def cluster_errors(index: Any, cluster: HardCluster) -> list[int]:
 
 class SentenceValidator:
     def __init__(self, classifier: Any, mllm: Any, editor: Any = None, store: Any = None,
-                 settings: InterventionSettings | None = None, prompts: InterventionPrompts | None = None) -> None:
+                 settings: InterventionSettings | None = None, prompts: InterventionPrompts | None = None,
+                 control_references: int = DEFAULT_CONTROL_REFERENCES) -> None:
+        # the reference control of each image edit (SciTX's, methods/edit_control.py): R references of other
+        # classes from the index get the same edit; 0 = off (the structure verdict alone decides)
+        if control_references < 0:
+            raise ConfigError(f"The reference control needs 0 or more references (got {control_references}).")
+        self.control_references = int(control_references)
         self.tester = CounterfactualTester(classifier, mllm, editor, prompts=prompts, settings=settings)
         if not self.tester.can_test:
             raise ConfigError(f"The sentence cannot be validated with CEI: {self.tester.why_not()}.",
@@ -98,7 +115,8 @@ class SentenceValidator:
         key = unit_key(KIND, sentence_sha256=sha_text(sentence), images=[index.entries.sha256[r] for r in rows],
                        classifier=clf, mllm=model_part(tester.mllm.info),
                        editor=None if tester.zero_shot else model_part(tester.editor.info),
-                       prompts=tester.prompts.versions(), settings=asdict(tester.settings), version=VERSION)
+                       prompts=tester.prompts.versions(), settings=asdict(tester.settings), version=VERSION,
+                       control_references=self.control_references)
         stored = stored_result(units, key, ctx, SentenceValidation)
         if stored is not None:
             return stored
@@ -127,7 +145,18 @@ class SentenceValidator:
             # SciTX's edit judgement (methods/edit_check.py): a destroyed picture or an edit that changed nothing
             # does not test the sentence, so its CEI is shown but not counted in the mean
             judge_edits([cand], DEFAULT_FLAG_THRESHOLD)
-            if s.error is None and cand.edit_verdict in INVALID:
+            reading = self._control(ctx, units, index, row, img, sample, clf, cand)
+            transient |= reading is not None and reading[1]
+            ctl = reading[0] if reading is not None else None
+            s.control = ctl.as_dict() if ctl is not None else None
+            s.verdict_reason = cand.edit_verdict_reason
+            if ctl is not None and ctl.ran:
+                # the control decides where it ran (as in SciTX's evidence rule, methods/edit_check.py)
+                words = describe_control(ctl, DEFAULT_NOISE_FLOOR)
+                s.verdict_reason = f"{words}; {cand.edit_verdict_reason}"
+                if s.error is None and not ctl.passed:
+                    s.error = f"Not counted: the edit does not test the sentence ({words})."
+            elif s.error is None and cand.edit_verdict in INVALID:
                 s.error = f"Not counted: the edit does not test the sentence ({describe_edit(cand)})."
         ctx.progress("Validating the sentence with CEI", len(rows), len(rows))
         ceis = [s.cei for s in samples if s.cei is not None and s.error is None]
@@ -138,12 +167,32 @@ class SentenceValidator:
                       "models": {"classifier": model_manifest(info), "mllm": model_manifest(tester.mllm.info),
                                  "editor": None if tester.zero_shot else model_manifest(tester.editor.info)},
                       "intervention": tester.kind, "prompts": tester.prompts.versions(),
-                      "settings": asdict(tester.settings), "seconds": time.perf_counter() - t0,
+                      "settings": asdict(tester.settings),
+                      "control_references": self.control_references, "seconds": time.perf_counter() - t0,
                       "units": {"computed": units.computed, "reused": units.reused}})
         if self.store is not None:
             out.result_key = key
             self.store.put(key, KIND, out.to_dict(), artifacts)
         return out
+
+
+    def _control(self, ctx: JobContext, units: UnitCache, index: Any, row: int, img: Any, sample: Any, clf: dict,
+                 cand: Candidate):
+        """(the reference control's reading, transient) for an image edit that raised P(true) beyond the noise
+        floor and changed something; None where it does not apply (off, prompt interventions, no CEI)."""
+        if (self.control_references == 0 or self.tester.zero_shot or cand.error is not None or cand.cei is None
+                or not beyond_floor(cand.cei, DEFAULT_NOISE_FLOOR) or cand.edit_verdict == "no change"):
+            return None
+        from ...data.retrieval import retrieve_observations
+        from ...methods.reference import load_reference_image
+
+        refs = retrieve_observations(index, np.asarray(index.features[row], dtype=np.float32), sample.true_index,
+                                     sample.pred_index, k_true=0, k_pred=0, k_random=self.control_references,
+                                     seed=self.tester.settings.seed, query_sha256=str(index.entries.sha256[row]))
+        control = ReferenceControl(JobContext(cancel=ctx.cancel_token), units, self.tester, clf, sample, list(refs),
+                                   self.control_references, lambda obs: load_reference_image(index, obs),
+                                   DEFAULT_NOISE_FLOOR)
+        return control(0, cand), control.transient
 
 
 def compare(validations: Sequence[SentenceValidation]) -> list[SentenceValidation]:
