@@ -213,7 +213,7 @@ def test_an_unpacked_wheel_reads_its_catalog_outside_the_checkout(built, tmp_pat
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import nemo_desktop; "
-            "from nemo_desktop.core.resources import resources_root; "
+            "from nemo_desktop.core.base.resources import resources_root; "
             "from nemo_desktop.core.models.catalog import list_catalog; "
             "print(nemo_desktop.__file__); print(resources_root()); print(len(list_catalog()))")
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("PYTHONPATH", "NEMO_RESOURCES")}

@@ -52,7 +52,7 @@ def run_info(args) -> int:
 
 
 def run_check(args) -> int:
-    from ...core.errors import JobCancelled
+    from ...core.base.errors import JobCancelled
     from ...core.store.maintenance import PROBLEM_DATABASE
     from ..output import cancelled
     from ..progress import StageBars, cancellable_job
@@ -109,7 +109,7 @@ def run_check(args) -> int:
 def run_salvage(args) -> int:
     from pathlib import Path
 
-    from ...core.errors import JobCancelled
+    from ...core.base.errors import JobCancelled
     from ...core.store.salvage import salvage_into
     from ..output import cancelled
     from ..progress import StageBars, cancellable_job
@@ -157,7 +157,7 @@ def run_discard(args) -> int:
     from ...core.store.salvage import discard
 
     if not args.yes and not sys.stdin.isatty():
-        from ...core.errors import ConfigError
+        from ...core.base.errors import ConfigError
 
         raise ConfigError(f"Refusing to delete {args.file} without --yes (nobody to ask).",
                           hint="Add --yes to delete without asking.")
@@ -183,7 +183,7 @@ def run_quarantine(args) -> int:
         what = f"the quarantine folder {args.name}" if args.name else "ALL quarantined files"
         if not args.yes:
             if not sys.stdin.isatty():
-                from ...core.errors import ConfigError
+                from ...core.base.errors import ConfigError
 
                 raise ConfigError(f"Refusing to delete {what} without --yes (nobody to ask).",
                                   hint="Add --yes to delete without asking.")
@@ -225,7 +225,7 @@ def run_clear(args) -> int:
     if not args.yes:
         what = f"all results of kind '{args.kind}'" if args.kind else "ALL stored results"
         if not sys.stdin.isatty():
-            from ...core.errors import ConfigError
+            from ...core.base.errors import ConfigError
 
             raise ConfigError(f"Refusing to delete {what} without --yes (nobody to ask).",
                               hint="Add --yes to delete without asking.")

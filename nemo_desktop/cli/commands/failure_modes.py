@@ -115,7 +115,7 @@ def _f(x) -> str:
 def run(args) -> int:
     from pathlib import Path
 
-    from ...core.errors import ConfigError, JobCancelled
+    from ...core.base.errors import ConfigError, JobCancelled
     from ...core.registry import Components, build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
@@ -182,7 +182,7 @@ def run(args) -> int:
 
 
 def _check_cei_args(args) -> None:
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
 
     if not args.validate_cei:
         if args.editor:
@@ -199,7 +199,7 @@ def _check_cei_args(args) -> None:
 
 def _cei_editor(args, components):
     """The image editor --validate-cei removes conditions with (None for a zero-shot classifier)."""
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
     from ..loading import load
 
     if not args.validate_cei:
@@ -243,7 +243,7 @@ def _print_cei_cost(args, result) -> None:
 
 def _rankings(args, index, components, store, ctx) -> dict[str, list[dict]]:
     from ...core.analyses.failure_modes.by_sentence import rank_by_sentence
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
 
     if args.top < 1:
         raise ConfigError("--top must be at least 1.")

@@ -57,7 +57,7 @@ def format_global(g, score=None) -> str:
 
 def run(args) -> int:
     from ...core.analyses.global_explanation import collect_explanations, recorded_model
-    from ...core.errors import ConfigError, JobCancelled
+    from ...core.base.errors import ConfigError, JobCancelled
     from ...core.registry import Components, build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths

@@ -23,11 +23,11 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable
 
-from ..errors import ConfigError, MalformedOutputError
+from ..base.errors import ConfigError, MalformedOutputError
 from ..methods.parsing import extract_json
 from ..methods.prompts import PromptTemplate, load_prompt
 from ..models.protocols import ChatMessage, ModelInfo
-from ..resources import resource_path
+from ..base.resources import resource_path
 
 VERDICT_KIND = "llm-match"
 SCORES = (1.0, 0.5, 0.0)

@@ -18,13 +18,13 @@ from typing import Any
 
 from PIL import Image
 
-from ..jobs import JobContext
+from ..base.job_context import JobContext
 from ..models.protocols import ChatMessage
 from .gradcam import gradcam, model_view, render_overlay
 from .intervention import UnitCache, image_hash, sha_text, unit_key
 from .prompts import load_prompt
 from ..registry import Inputs
-from .registry import register_method
+from ..registry.methods import register_method
 from .validation import VALIDATED_SUFFIX, BaselineConfig, BaselinePipeline, Proposal, draw_hypotheses
 
 VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)

@@ -1,12 +1,12 @@
 """Analyses by name, timm-style: `register_analysis(spec)` in the analysis' module, `get_analysis(name)`,
 `list_analyses(kind=...)`. The built-in modules are imported on first use; a new analysis adds its module to
 BUILTIN_MODULES and one `register_analysis(...)` line (or `@register_method` for a per-sample method). Analyses
-of other distributions come through the `nemo_desktop.analyses` entry-point group (core/plugins.py)."""
+of other distributions come through the `nemo_desktop.analyses` entry-point group (core/base/plugins.py)."""
 from __future__ import annotations
 
 import importlib
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from .spec import KINDS, AnalysisSpec
 
 BUILTIN_MODULES: tuple[str, ...] = (
@@ -36,9 +36,9 @@ def _ensure_builtin() -> None:
         for mod in BUILTIN_MODULES:
             importlib.import_module(mod)
         _loaded = True
-    # Then the plugins' analyses (entry-point group `nemo_desktop.analyses`, core/plugins.py), once per process
+    # Then the plugins' analyses (entry-point group `nemo_desktop.analyses`, core/base/plugins.py), once per process
     # (a dictionary look-up after the first call): a broken one is logged by name and skipped.
-    from ..plugins import ANALYSES_GROUP, load_plugins
+    from ..base.plugins import ANALYSES_GROUP, load_plugins
 
     load_plugins(ANALYSES_GROUP, _plugin_registrar())
 
@@ -48,7 +48,7 @@ def _plugin_registrar():
     registering them itself and returning None), or a module whose import registered its analyses."""
     import types
 
-    from ..plugins import Registrar
+    from ..base.plugins import Registrar
 
     def load(obj) -> None:
         if isinstance(obj, types.ModuleType):

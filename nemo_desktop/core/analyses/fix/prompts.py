@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from ...errors import ConfigError
+from ...base.errors import ConfigError
 from . import measure
 from .data import FixData, image_label_lists
 

@@ -12,12 +12,12 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QWidget
 
-from nemo_desktop.core.worker.protocol import JobSpec
+from nemo_desktop.core.app.worker.protocol import JobSpec
 
 from ...jobs import GPU, IO, JobHandle
 from ...widgets.buttons import action_button
-from .browse_data import BrowseData
-from .competency_column import CompetencyColumn, find_estimators
+from ....core.app.dataset_browser.browse_data import BrowseData
+from ....core.app.jobs.competency_column import CompetencyColumn, find_estimators
 
 if TYPE_CHECKING:
     from .plugin import DatasetBrowserPane
@@ -155,7 +155,7 @@ class CompetencyControls(QObject):
         if paths is None or key is None:
             return None
         # A model job: the estimator is bound to the classifier, which is in the model worker in worker mode.
-        handle = self.pane.host.jobs.submit(JobSpec("nemo_desktop.core.app_jobs.competency_column:stored_column",
+        handle = self.pane.host.jobs.submit(JobSpec("nemo_desktop.core.app.jobs.competency_column:stored_column",
                                                     (key, list(paths), THRESHOLD)),
                                             title="Looking for stored competency scores", lane=IO, visible=False,
                                             ask_before_quit=False, report_errors=False)
@@ -166,7 +166,7 @@ class CompetencyControls(QObject):
         paths, key = self._paths(), self.estimator_key
         if paths is None or key is None:
             return None
-        handle = self.pane.host.jobs.submit(JobSpec("nemo_desktop.core.app_jobs.competency_column:score_column",
+        handle = self.pane.host.jobs.submit(JobSpec("nemo_desktop.core.app.jobs.competency_column:score_column",
                                                     (key, list(paths), THRESHOLD)),
                                             title="Scoring competency", lane=GPU)
         self._score_job = handle

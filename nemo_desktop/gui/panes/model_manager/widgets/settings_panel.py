@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFo
                                QHeaderView, QLabel, QLineEdit, QPushButton, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
-from nemo_desktop.core.secrets import describe_secret_ref
+from nemo_desktop.core.base.secret_refs import describe_secret_ref
 
 from ....jobs import IO
 from ....secret_refs import normalise_reference, settings_value, store_in_keyring
@@ -61,7 +61,7 @@ class SettingsPanel(QWidget):
         self.device_combo.lineEdit().editingFinished.connect(self._save_compute)
         self.dtype_combo.activated.connect(lambda _i: self._save_compute())
         self.offload_check.toggled.connect(lambda _c: self._save_compute())
-        # Where model jobs run (core/worker): applies at the next start of the app.
+        # Where model jobs run (core/app/worker): applies at the next start of the app.
         self.worker_check = QCheckBox("Run models in a separate process")
         self.worker_check.setObjectName("workerCheck")
         self.worker_check.setToolTip("On: a crash or an out-of-memory kill in model code fails the job, not the "
