@@ -111,7 +111,7 @@ def main() -> None:
     from fixtures_tiny.classifiers import build_tiny_timm
     from fixtures_tiny.editors import build_tiny_instruct_pix2pix
     from fixtures_tiny.mllm import build_tiny_qwen_vl
-    from nemo_desktop.core.models import registry
+    from nemo_desktop.core.models import families as registry
     from nemo_desktop.core.models.families import LoadOptions, load_model
     from nemo_desktop.core.models.vocab import load_vocabulary
     from nemo_desktop.core.store import ResultsStore

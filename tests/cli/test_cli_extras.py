@@ -14,7 +14,7 @@ from nemo_desktop.core.base.extras import EXTRAS
 
 @pytest.fixture
 def no_model_loads(monkeypatch):
-    from nemo_desktop.core.models import registry
+    from nemo_desktop.core.models import families as registry
 
     monkeypatch.setattr(registry, "load_model", lambda *a, **k: pytest.fail("a model was loaded"))
 

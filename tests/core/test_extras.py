@@ -63,7 +63,7 @@ def test_a_missing_extra_is_a_usage_error_naming_the_pip_install(without):
 
 
 def test_diffusers_models_need_the_editing_extra_before_their_loader_runs(without, monkeypatch):
-    from nemo_desktop.core.models import registry
+    from nemo_desktop.core.models import families as registry
 
     assert extras.extra_for_family("diffusers-flux-kontext") == "editing" and extras.extra_for_family("timm") is None
     without("editing")

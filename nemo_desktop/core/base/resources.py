@@ -26,7 +26,7 @@ PACKAGING_FOLDERS = ("desktop", "icons")
 
 def _checkout() -> Path | None:
     """The repository root when this package runs from a checkout with a top-level resources/ folder."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]  # nemo_desktop/core/base/resources.py -> the checkout
     return root if (root / "resources").is_dir() and (root / "pyproject.toml").is_file() else None
 
 

@@ -435,7 +435,7 @@ def base_config(data: dict, **over) -> dict:
 def register_doubles() -> None:
     """In a worker process (a Ray actor): the model doubles as family 'test-double' and FixedExplainer as
     method 'fixed', as the `registered` and `fixed_method` fixtures do in the test process."""
-    from nemo_desktop.core.models import registry as models
+    from nemo_desktop.core.models import families as models
     from nemo_desktop.core.registry import AnalysisSpec, Inputs, list_analyses
     from nemo_desktop.core.registry import registry
 
