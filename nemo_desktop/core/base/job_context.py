@@ -267,7 +267,8 @@ def describe_exception(exc: BaseException) -> dict:
         d = exc.to_dict()
         d["detail"] = (exc.detail + "\n\n" if exc.detail else "") + tb
         return d
-    from nemo_desktop.core.base.device import translate_cuda_error, translate_oom  # lazy: no torch import for plain jobs
+    # lazy: no torch import for plain jobs
+    from nemo_desktop.core.base.device import translate_cuda_error, translate_oom
 
     known = translate_oom(exc) or translate_cuda_error(exc)
     if known is not None:

@@ -130,7 +130,8 @@ def export_batch_report(items: list[BatchItem], store, fmt: str, out_path, *, ti
 
 
 def batch_json(items: list[BatchItem]) -> dict:
-    """The batch as JSON: n per status and one row per image with its outcome and reason (core/base/batch_items.to_json)."""
+    """The batch as JSON: n per status and one row per image with its outcome and reason
+    (core/base/batch_items.to_json)."""
     from ..base.batch_items import to_json
 
     return {"images": len(items), "counts": dict(count_statuses(items)), "summary": describe_counts(items),

@@ -22,7 +22,8 @@ sending it again.
 
 Retries with exponential backoff and jitter on 408/429/5xx and connection failures, honouring
 Retry-After. Timeouts are not retried (a server that is slow once is usually slow again). The running job's
-cancel token (core/base/job_context.py `current_cancel_token`) interrupts a request in flight and a wait between retries.
+cancel token (core/base/job_context.py `current_cancel_token`) interrupts a request in flight and a wait between
+retries.
 The API key is sent only in the Authorization header; it never enters a log record or an error.
 """
 from __future__ import annotations

@@ -466,7 +466,8 @@ class DatasetBrowserPane(Pane):
         if self._index_job is not None and self._index_job.active:
             return self._index_job
         path, batch = self.dataset_path, self.index_batch_size
-        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app.dataset_browser.browse_data:index_dataset_job", (path, batch)),
+        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app.dataset_browser.browse_data:index_dataset_job",
+                                                (path, batch)),
                                        title=f"Indexing {Path(path).name}", lane=GPU)
         self._index_job = handle
         self.index_button.setEnabled(False)
