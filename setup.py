@@ -2,7 +2,7 @@
 
 1. The package layout: the repository's top-level `resources/` ships inside the package as `nemo_desktop/resources/`,
    and `packaging/desktop/` and `packaging/icons/` as its `desktop/` and `icons/` sub-folders, so an installed copy
-   reads one folder through importlib.resources (nemo_desktop/core/resources.py). Each data folder is named as a
+   reads one folder through importlib.resources (nemo_desktop/core/base/resources.py). Each data folder is named as a
    package of its own (setuptools warns about data folders that are not). tests/test_packaging.py builds the wheel
    and the sdist and checks that every file is in them.
 2. The long description (pyproject's `dynamic = ["readme"]`): README.md, with its relative links and images made

@@ -2,7 +2,7 @@
 
 Each builder makes a model with the real architecture and tiny sizes, saves it with the library's own save
 function, and returns the folder, which the application then loads through its real loaders
-(`nemo_desktop.core.models.registry.load_model`). Weights are random: replies are nonsense and edits are
+(`nemo_desktop.core.models.families.load_model`). Weights are random: replies are nonsense and edits are
 noise. The recipes follow tests/fixtures_tiny/ (which benchmarks must not import: that is test code).
 """
 from __future__ import annotations

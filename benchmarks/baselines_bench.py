@@ -129,7 +129,7 @@ def main() -> None:
     from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_timm
     from fixtures_tiny.mllm import build_tiny_qwen_vl
     from nemo_desktop.core.methods.cam_mllm import CamMLLMConfig, CamMLLMPipeline
-    from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+    from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)

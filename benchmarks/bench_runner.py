@@ -111,8 +111,8 @@ def main() -> None:
     from fixtures_tiny.classifiers import build_tiny_timm
     from fixtures_tiny.editors import build_tiny_instruct_pix2pix
     from fixtures_tiny.mllm import build_tiny_qwen_vl
-    from nemo_desktop.core.models import registry
-    from nemo_desktop.core.models.registry import LoadOptions, load_model
+    from nemo_desktop.core.models import families as registry
+    from nemo_desktop.core.models.families import LoadOptions, load_model
     from nemo_desktop.core.models.vocab import load_vocabulary
     from nemo_desktop.core.store import ResultsStore
 
@@ -164,7 +164,7 @@ def main() -> None:
 
     if args.doubles:
         from bench_world import FixedConfig, FixedExplainer, make_imagenet_r
-        from nemo_desktop.core.methods import registry as methods
+        from nemo_desktop.core.registry import methods as methods
 
         methods._ensure_builtin()
         methods._METHODS["fixed"] = methods.MethodEntry("fixed", FixedExplainer, FixedConfig, "test double", False)

@@ -6,7 +6,7 @@ On the SAME preprocessed batch tensor, in the same run, interleaved, it times
   raw      `model(x)` under torch.inference_mode (what any script would do),
   adapter  `classifier.predict_proba_from_pixels(x)` (inference mode, OOM guard, softmax, numpy copy),
 and reports the throughput ratio adapter/raw (target >= 0.9). Separately it times decoding JPEG files with
-`nemo_desktop.core.images.load_image` and the model's own preprocessing (`classifier.preprocess`).
+`nemo_desktop.core.base.images.load_image` and the model's own preprocessing (`classifier.preprocess`).
 
     .venv/bin/python benchmarks/classifier_throughput.py [--device cpu] [--batch 32] [--repeats 10]
 """
@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     import timm
     import torch
 
-    from nemo_desktop.core.images import load_image
-    from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+    from nemo_desktop.core.base.images import load_image
+    from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
     if args.threads:
         torch.set_num_threads(args.threads)

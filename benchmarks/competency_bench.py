@@ -37,7 +37,7 @@ def generators_on_digits(n: int, threads: int) -> dict:
                                                        LpipsDistance)
     from nemo_desktop.core.analyses.competency.causes import find_low_competency
     from nemo_desktop.core.analyses.competency.generators import generate
-    from nemo_desktop.core.jobs import null_context
+    from nemo_desktop.core.base.job_context import null_context
 
     torch.set_num_threads(threads)
     world = build_world()
@@ -80,7 +80,7 @@ def scoring_throughput(arch: str, device: str, batch: int, repeats: int) -> dict
     from nemo_desktop.core.analyses.competency import EstimatorConfig, FittedEstimator
     from nemo_desktop.core.analyses.competency.autoencoder import ConvAutoencoder
     from nemo_desktop.core.analyses.competency.parce import Calibration, ClassStatistics
-    from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+    from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
     folder = build_tiny_timm(Path(tempfile.mkdtemp()) / "m", arch=arch, num_classes=10, input_size=224)
     clf = load_model(ModelSpec("classifier", "timm", f"local-dir:{folder}"), LoadOptions(device=device))

@@ -50,7 +50,7 @@ def our_estimator(world):
     from fixtures_tiny.competency_reference_models import AE, ReferenceWorldClassifier
     from nemo_desktop.core.analyses.competency import CompetencyEstimatorFit, EstimatorConfig
     from nemo_desktop.core.analyses.competency.autoencoder import ConvAutoencoder
-    from nemo_desktop.core.jobs import null_context
+    from nemo_desktop.core.base.job_context import null_context
 
     clf = ReferenceWorldClassifier(world)
     ae = ConvAutoencoder(**AE)
@@ -70,7 +70,7 @@ def ours(world, generators: bool = True) -> dict:
 
     from nemo_desktop.core.analyses.competency import CounterfactualConfig
     from nemo_desktop.core.analyses.competency.generators import generate
-    from nemo_desktop.core.jobs import null_context
+    from nemo_desktop.core.base.job_context import null_context
 
     est = our_estimator(world)
     with torch.no_grad():

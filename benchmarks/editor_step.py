@@ -58,7 +58,7 @@ def main() -> None:
 
     import torch
 
-    from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+    from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {args.device}, "
           f"{args.steps} steps, median of {args.repeats} calls")

@@ -18,8 +18,8 @@ import threading
 import time
 from pathlib import Path
 
-from nemo_desktop.core.errors import JobCancelled, ModelError
-from nemo_desktop.core.jobs import CancelToken, cancel_scope
+from nemo_desktop.core.base.errors import JobCancelled, ModelError
+from nemo_desktop.core.base.job_context import CancelToken, cancel_scope
 from nemo_desktop.core.models.adapters.openai_compatible import OpenAICompatibleMLLM
 from nemo_desktop.core.models.protocols import ChatMessage
 from nemo_desktop.core.store import ResultsStore

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fix_world as FW  # noqa: E402
 
-from nemo_desktop.core.jobs import JobContext  # noqa: E402
+from nemo_desktop.core.base.job_context import JobContext  # noqa: E402
 from nemo_desktop.core.registry import Components, build_analysis  # noqa: E402
 
 WRONG_CAUSE = "background-texture"

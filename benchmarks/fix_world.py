@@ -158,7 +158,7 @@ class FixWorldEditor:
         self._changes.update({ADD_EDITS[c.name]: c.cue for c in W.CAUSES.values()})
 
     def edit(self, image, instruction, *, seed=0, steps=None, guidance=None, size=None, on_step=None):
-        from nemo_desktop.core.errors import JobCancelled
+        from nemo_desktop.core.base.errors import JobCancelled
 
         self.calls.append(instruction)
         if on_step is not None and on_step(1, 1) is False:

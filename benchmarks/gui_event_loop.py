@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     import _tiny_models as tiny
     import compileall
 
-    from nemo_desktop.core.worker.protocol import WorkerConfig
+    from nemo_desktop.core.app.worker.protocol import WorkerConfig
 
     worker_nice = WorkerConfig().nice
 
@@ -340,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     diagnosis.sig_finished.connect(lambda _o: ends.setdefault("diagnosis", time.perf_counter()))
     window.panes["workbench"].sig_results_shown.connect(lambda _r: timeline.append((time.perf_counter(),
                                                                                     "result view built")))
-    from nemo_desktop.core.worker import JobSpec
+    from nemo_desktop.core.app.worker import JobSpec
 
     edit_job = window.jobs.submit(JobSpec("_bench_jobs:edit_once", (str(query), "make the background snow",
                                                                      args.edit_steps)), title="One edit", lane="gpu")

@@ -1,4 +1,4 @@
-"""Image decode + RGB conversion throughput through nemo_desktop.core.images, against plain PIL.
+"""Image decode + RGB conversion throughput through nemo_desktop.core.base.images, against plain PIL.
 
 usage: python benchmarks/image_decode.py [--seconds 1.5]
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from nemo_desktop.core.images import load_image, to_data_url
+from nemo_desktop.core.base.images import load_image, to_data_url
 
 
 def photo_like(side: int, seed: int = 0) -> Image.Image:

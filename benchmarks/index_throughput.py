@@ -128,9 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     from nemo_desktop.core.data.datasets import FolderDataset
     from nemo_desktop.core.data.input_pipeline import BatchLoader, LoaderSettings, default_workers
     from nemo_desktop.core.data.reference_index import build_index
-    from nemo_desktop.core.images import load_image
-    from nemo_desktop.core.jobs import JobContext
-    from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+    from nemo_desktop.core.base.images import load_image
+    from nemo_desktop.core.base.job_context import JobContext
+    from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
     from nemo_desktop.core.store import ResultsStore
 
     classes = ["cat", "dog", "car", "tree", "boat", "house", "bird", "fish", "cup", "shoe"]

@@ -358,7 +358,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             b.skip("analysis_fix (edit)", f"{clf_name} + {editor_name}", editor_why)
 
         # every other analysis tool the server lists (a plugin's too) is named, not silently left out
-        from nemo_desktop.core.methods.registry import list_methods
+        from nemo_desktop.core.registry.methods import list_methods
         from nemo_desktop.core.registry import list_analyses
 
         done = {r.tool.split()[0] for r in b.rows}

@@ -30,7 +30,7 @@ from nemo_desktop.core.analyses.model_diff.demo import (
     to_tensor,
 )
 from nemo_desktop.core.analyses.model_diff.labels import match_labels
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.job_context import JobContext
 from nemo_desktop.core.models.protocols import ModelInfo
 from nemo_desktop.core.registry import Components, build_analysis
 from nemo_desktop.core.store import ResultsStore

@@ -27,7 +27,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 def record(fn):
     """Run fn(ctx); return (seconds, [(t, stage, done, total, overall)])."""
-    from nemo_desktop.core.jobs import JobContext
+    from nemo_desktop.core.base.job_context import JobContext
 
     reports, t0 = [], time.perf_counter()
     ctx = JobContext(on_progress=lambda p: reports.append((time.perf_counter() - t0, p.stage, p.done, p.total,
@@ -102,10 +102,10 @@ def main() -> None:
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     home = args.home or tempfile.mkdtemp(prefix="nemo-progress-")
     os.environ["NEMO_HOME"] = home
-    from nemo_desktop.core.app_jobs.analyses import run_page_analysis
-    from nemo_desktop.core.browse_data import index_dataset_job
-    from nemo_desktop.core.session import ModelSession
-    from nemo_desktop.core.session_jobs import prepare_and_load_demo
+    from nemo_desktop.core.app.jobs.analyses import run_page_analysis
+    from nemo_desktop.core.app.dataset_browser.browse_data import index_dataset_job
+    from nemo_desktop.core.app.session import ModelSession
+    from nemo_desktop.core.app.jobs.models import prepare_and_load_demo
     from nemo_desktop.core.store.paths import get_paths
 
     paths = get_paths()

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageFilter
 
-from nemo_desktop.core.methods.result import Candidate, ClassScore, ExplanationResult, Observation, SampleInfo
+from nemo_desktop.core.base.records import Candidate, ClassScore, ExplanationResult, Observation, SampleInfo
 from nemo_desktop.core.reports import build_run_report, render_html, render_pdf
 from nemo_desktop.core.store import ResultsStore, content_hash, result_key
 

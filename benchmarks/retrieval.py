@@ -181,7 +181,7 @@ def bench_build(args) -> None:
         dt = time.perf_counter() - t
         print(f"  first build      : {dt:6.2f} s  = {len(index) / dt:7.0f} images/s")
         # where the time goes, per image: decode + sha256 vs the classifier's pass (what indexing calls)
-        from nemo_desktop.core.images import load_image
+        from nemo_desktop.core.base.images import load_image
         from nemo_desktop.core.models.outputs import predict_with_embeddings
         from nemo_desktop.core.store.keys import content_hash
         t = time.perf_counter()

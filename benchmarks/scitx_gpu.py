@@ -310,7 +310,7 @@ def profile(args) -> dict:
     import torch
 
     from nemo_desktop.core.data.reference_index import build_index
-    from nemo_desktop.core.jobs import JobContext
+    from nemo_desktop.core.base.job_context import JobContext
     from nemo_desktop.core.methods.scitx import SciTXConfig, SciTXPipeline
     from nemo_desktop.core.store import ResultsStore
 

@@ -105,8 +105,8 @@ def run_once(args, clf, mllm, editor, caps, speed, tmp: Path, label: str) -> dic
     import torch
 
     from nemo_desktop.core.data.reference_index import build_index
-    from nemo_desktop.core.errors import NemoError
-    from nemo_desktop.core.jobs import JobContext
+    from nemo_desktop.core.base.errors import NemoError
+    from nemo_desktop.core.base.job_context import JobContext
     from nemo_desktop.core.methods.scitx import SciTXConfig, SciTXPipeline
     from nemo_desktop.core.store import ResultsStore
 

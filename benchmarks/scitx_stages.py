@@ -101,7 +101,7 @@ def main() -> None:
     from fixtures_tiny.mllm import build_tiny_qwen_vl
     from nemo_desktop.core.data.reference_index import build_index
     from nemo_desktop.core.methods.scitx import SciTXConfig, SciTXPipeline
-    from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+    from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
     from nemo_desktop.core.store import ResultsStore
 
     tmp = Path(tempfile.mkdtemp(prefix="scitx-bench-"))

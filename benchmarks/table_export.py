@@ -97,7 +97,7 @@ def _failure_modes(store, index_id, manifest, paths, rng) -> None:
 
 
 def _explanations(store, rows) -> None:
-    from nemo_desktop.core.records import ExplanationResult, SampleInfo
+    from nemo_desktop.core.base.records import ExplanationResult, SampleInfo
 
     clf = {"id": "synthetic-classifier", "family": "synthetic", "revision": "0"}
     for i, (p, pred) in enumerate(rows):

@@ -19,7 +19,7 @@ the app, the `nemo` CLI and the MCP server.
 Long calls show tqdm progress bars (notebook widgets in Jupyter, text in a terminal; `progress=False` hides
 them, a callable receives each `Progress`). Interrupting (Ctrl-C, or the notebook's stop button) cancels the
 job: it stops at once, the steps it completed stay in the results store, and the same call resumes from them.
-Errors are `nemo_desktop.core.errors.NemoError`s with a `.message` and a `.hint`, as the CLI prints them.
+Errors are `nemo_desktop.core.base.errors.NemoError`s with a `.message` and a `.hint`, as the CLI prints them.
 
 Models given by reference are loaded once per process and reused (`clear_models()` frees them); `device` and
 `dtype` are as on the command line ("auto", "cpu", "cuda:1"; "auto", "float32", "float16", "bfloat16").
@@ -33,13 +33,13 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union
 
-from .core.errors import ConfigError, InputImageError, JobCancelled, NemoError
-from .core.jobs import JobContext, Progress
+from .core.base.errors import ConfigError, InputImageError, JobCancelled, NemoError
+from .core.base.job_context import JobContext, Progress
 
 if TYPE_CHECKING:  # types only: records import torch-free modules, pandas is the notebook extra
     import pandas
 
-    from .core.records import Candidate, ExplanationResult, Observation, SampleInfo
+    from .core.base.records import Candidate, ExplanationResult, Observation, SampleInfo
 
 R = TypeVar("R")
 
@@ -73,8 +73,8 @@ def list_models(kind: str | None = None) -> list[dict[str, Any]]:
 
 def list_families(kind: str | None = None) -> list[dict[str, Any]]:
     """The model families (built in and from plugins) a `<family>:<source>` reference may name."""
-    from .core.models.registry import list_families as _families
-    from .core.plugins import FAMILIES_GROUP, plugin_of
+    from .core.models.families import list_families as _families
+    from .core.base.plugins import FAMILIES_GROUP, plugin_of
 
     out = []
     for k, name in _families(kind):
@@ -85,8 +85,8 @@ def list_families(kind: str | None = None) -> list[dict[str, Any]]:
 
 def list_plugins() -> list[dict[str, Any]]:
     """Every plugin entry point found, loaded or skipped (with why)."""
-    from .core.models.registry import list_families as _families
-    from .core.plugins import list_plugins as _plugins
+    from .core.models.families import list_families as _families
+    from .core.base.plugins import list_plugins as _plugins
     from .core.registry import list_analyses
 
     _families(), list_analyses()  # each registry loads its plugins on first use
@@ -103,7 +103,7 @@ def load_model(ref: Any, kind: str = "classifier", *, device: str = "auto", dtyp
         if key in _models:
             return _models[key]
     from .core.models.catalog import resolve_model_ref
-    from .core.models.registry import LoadOptions, load_model as _load
+    from .core.models.families import LoadOptions, load_model as _load
 
     model = _load(resolve_model_ref(ref, kind), LoadOptions(device=device, dtype=dtype))
     with _models_lock:
@@ -118,7 +118,7 @@ def clear_models() -> None:
 
 def methods() -> list[str]:
     """The explanation methods `explain` takes (plugins' included)."""
-    from .core.methods.registry import list_methods
+    from .core.registry.methods import list_methods
 
     return list_methods()
 
@@ -172,7 +172,7 @@ class _Bars:
 def job(progress: ProgressOption = True, ctx: JobContext | None = None) -> Iterator[JobContext]:
     """A JobContext for one API call. KeyboardInterrupt (Ctrl-C, a notebook's interrupt) cancels the job's token,
     so work in other threads and requests in flight stop too, then propagates."""
-    from .core.jobs import cancel_scope
+    from .core.base.job_context import cancel_scope
 
     if ctx is not None:  # the caller's (the MCP server's) context: its progress and cancellation
         with cancel_scope(ctx.cancel_token):
@@ -315,7 +315,7 @@ class Explanation(Result["ExplanationResult"]):
 
 def _result(record: Any, **kw: Any) -> Result[Any]:
     """An Explanation for an explanation record, else a Result."""
-    from .core.records import ExplanationResult
+    from .core.base.records import ExplanationResult
 
     return Explanation(record, **kw) if isinstance(record, ExplanationResult) else Result(record, **kw)
 
@@ -356,7 +356,7 @@ def get_result(key: str, *, store: Any = None) -> Result[Any]:
             raise ConfigError(f"No stored result '{key}'.")
         record = None
         if stored.kind == "explanation":
-            from .core.records import ExplanationResult
+            from .core.base.records import ExplanationResult
 
             try:
                 record = ExplanationResult.from_dict(stored.payload)
@@ -453,7 +453,7 @@ def export_fiftyone(dataset: PathType, classifier: str | None = None, *, name: s
     """Create or update (matching samples by file path) the FiftyOne dataset `name` with the per-image facts: labels,
     nemo_* fields, failure modes as tags and saved views, the embeddings as a brain visualization. Needs the
     'fiftyone' extra; open it with `fiftyone.launch_app(fiftyone.load_dataset(name))`."""
-    from .core.extras import require
+    from .core.base.extras import require
 
     require("fiftyone", "export_fiftyone()")
     from .core.export.fiftyone_export import export_to_fiftyone
@@ -470,7 +470,7 @@ def predict(images: PathType | Sequence[PathType], classifier: Any, *, top_k: in
     be read, InputImageError."""
     import numpy as np
 
-    from .core.images import load_image
+    from .core.base.images import load_image
     from .core.models.outputs import predict_with_embeddings
 
     if top_k < 1:
@@ -591,7 +591,7 @@ def explain(image: PathType, true_label: str | int, *, classifier: Any, mllm: An
     else the catalog's paper default). `validate`: a baseline's validated variant (SciTX always validates).
     Returns the stored Result (`.explanation`, `.cei`, `.candidates`, `.images()`, `.report(path)`)."""
     from .core.methods.labels import resolve_label
-    from .core.methods.registry import get_method, list_methods
+    from .core.registry.methods import get_method, list_methods
     from .core.methods.validation import VALIDATED_SUFFIX
 
     path = Path(image).expanduser()

@@ -42,7 +42,7 @@ def _isolated_home(tmp_path, monkeypatch):
 @pytest.fixture
 def without(monkeypatch):
     """without("pdf", ...) makes those extras look uninstalled (their modules not found)."""
-    from nemo_desktop.core import extras
+    from nemo_desktop.core.base import extras
 
     def hide(*names):
         real = extras.missing_modules

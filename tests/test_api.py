@@ -37,7 +37,7 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture
 def plugin(tiny, monkeypatch):
-    from nemo_desktop.core import plugins
+    from nemo_desktop.core.base import plugins
 
     monkeypatch.syspath_prepend(str(tiny["site"]))
     plugins._reset_for_tests()
@@ -86,7 +86,7 @@ def test_results_are_typed_for_a_type_checker():
     import pandas
 
     from nemo_desktop.api import Explanation, Predictions, Result
-    from nemo_desktop.core.records import Candidate, ExplanationResult, Observation, SampleInfo
+    from nemo_desktop.core.base.records import Candidate, ExplanationResult, Observation, SampleInfo
 
     # the names the module imports for type checkers only (if TYPE_CHECKING)
     only_for_checkers = {"pandas": pandas, "Candidate": Candidate, "ExplanationResult": ExplanationResult,
@@ -147,7 +147,7 @@ def test_keyboard_interrupt_cancels_the_job(tiny, plugin):
     tokens = []
 
     def progress(p):
-        from nemo_desktop.core.jobs import current_cancel_token
+        from nemo_desktop.core.base.job_context import current_cancel_token
 
         if not tokens:
             tokens.append(current_cancel_token())

@@ -172,7 +172,7 @@ def test_mcp_tool_costs_tiny_runs_as_on_the_gpu_machine(tmp_path):
                       ("analysis_competency_bench", "lpips is not installed"),
                       ("analysis_fix (edit)", "diffusers is not installed")):
         assert why in rows[tool]["skipped"]
-    from nemo_desktop.core.methods.registry import list_methods
+    from nemo_desktop.core.registry.methods import list_methods
     from nemo_desktop.core.registry import list_analyses
 
     named = {t.split()[0] for t in rows}

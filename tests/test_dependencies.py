@@ -54,8 +54,8 @@ def _extras(*names: str) -> set[str]:
 
 
 def _capabilities() -> dict[str, set[str]]:
-    """The capability extras (core/extras.py), each with its distributions."""
-    from nemo_desktop.core.extras import EXTRAS
+    """The capability extras (core/base/extras.py), each with its distributions."""
+    from nemo_desktop.core.base.extras import EXTRAS
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     return {name: _names(extras[name]) for name in EXTRAS}
@@ -63,7 +63,7 @@ def _capabilities() -> dict[str, set[str]]:
 
 def _gui_capabilities() -> dict[str, set[str]]:
     """The capability extras the desktop app's `gui` extra bundles (Extra.in_gui)."""
-    from nemo_desktop.core.extras import EXTRAS
+    from nemo_desktop.core.base.extras import EXTRAS
 
     return {name: deps for name, deps in _capabilities().items() if EXTRAS[name].in_gui}
 
@@ -91,9 +91,9 @@ def _imported_distributions() -> set[str]:
 
 
 def _unbundled_missing() -> set[str]:
-    """Distributions of extras outside `all` (core/extras.py in_all=False) that this environment lacks: their imports
+    """Distributions of extras outside `all` (core/base/extras.py in_all=False) that this environment lacks: their imports
     cannot be traced to a distribution here."""
-    from nemo_desktop.core.extras import EXTRAS, available
+    from nemo_desktop.core.base.extras import EXTRAS, available
 
     caps = _capabilities()
     return {d for name, e in EXTRAS.items() if not e.in_all and not available(name) for d in caps[name]}
@@ -109,10 +109,10 @@ def test_every_declared_dependency_is_imported_or_has_a_reason():
 def test_each_capability_extra_is_in_gui_and_all_and_not_in_the_core():
     """A desktop user (`gui`) and `all` get every capability; the core install none of their packages."""
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    from nemo_desktop.core.extras import EXTRAS
+    from nemo_desktop.core.base.extras import EXTRAS
 
     capabilities = _capabilities()
-    assert set(capabilities) <= set(extras), "core/extras.py names an extra pyproject.toml lacks"
+    assert set(capabilities) <= set(extras), "core/base/extras.py names an extra pyproject.toml lacks"
     wanted = set().union(*_gui_capabilities().values())
     unbundled = set().union(*(d for name, d in capabilities.items() if not EXTRAS[name].in_all))
     assert not unbundled & (_names(extras["gui"]) | _names(extras["all"])), "an unbundled extra is in gui/all"
@@ -128,9 +128,9 @@ def test_each_capability_extra_is_in_gui_and_all_and_not_in_the_core():
 
 
 def test_each_capability_extra_names_importable_modules_of_its_packages():
-    """core/extras.py checks modules with find_spec: each must belong to one of the extra's distributions."""
-    from nemo_desktop.core.extras import EXTRAS
-    from nemo_desktop.core.extras import available as extras_available
+    """core/base/extras.py checks modules with find_spec: each must belong to one of the extra's distributions."""
+    from nemo_desktop.core.base.extras import EXTRAS
+    from nemo_desktop.core.base.extras import available as extras_available
 
     owners = md.packages_distributions()
     capabilities = _capabilities()

@@ -222,7 +222,7 @@ def _in_unpacked_wheel(built, tmp_path: Path, code: str) -> tuple[Path, str]:
 
 def test_an_unpacked_wheel_reads_its_catalog_outside_the_checkout(built, tmp_path):
     site, out = _in_unpacked_wheel(built, tmp_path, "import nemo_desktop; "
-                                   "from nemo_desktop.core.resources import resources_root; "
+                                   "from nemo_desktop.core.base.resources import resources_root; "
                                    "from nemo_desktop.core.models.catalog import list_catalog; "
                                    "print(nemo_desktop.__file__); print(resources_root()); print(len(list_catalog()))")
     module, root, count = out.split()

@@ -19,7 +19,7 @@ def gui_targets() -> set[str]:
     found = set()
     for path in (ROOT / "nemo_desktop" / "gui").rglob("*.py"):
         for module, name in TARGET.findall(path.read_text(encoding="utf-8")):
-            module = "nemo_desktop.core.session_jobs" if module == "{MODEL_JOBS}" else module
+            module = "nemo_desktop.core.app.jobs.models" if module == "{MODEL_JOBS}" else module
             found.add(f"{module}:{name}")
     return found
 
@@ -30,7 +30,7 @@ def test_gui_job_specs_resolve_in_the_core_without_qt():
     # run), the workbench's run, indexing, the analyses page, failure-mode ranking and CEI, competency scoring.
     assert len(targets) >= 12, targets
     assert all(t.startswith("nemo_desktop.core.") for t in targets), targets
-    code = ("import sys\nfrom nemo_desktop.core.worker.protocol import JobSpec\n"
+    code = ("import sys\nfrom nemo_desktop.core.app.worker.protocol import JobSpec\n"
             f"for t in {targets!r}:\n    assert callable(JobSpec(t).resolve()), t\n"
             "bad = [m for m in sys.modules if m.startswith(('PySide6', 'shiboken6', 'nemo_desktop.gui'))]\n"
             "assert not bad, bad\n")

@@ -29,7 +29,7 @@ def native_sleep(session, seconds: float, ctx) -> str:
 
 
 def fail(session, ctx) -> None:
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
 
     raise ConfigError("No image editor is chosen.", hint="Load one in the Model manager.")
 
@@ -52,7 +52,7 @@ def put_models(session, models: dict, ctx) -> dict:
 
 # A classifier family whose "weights" are `source` bytes of host memory: loading one bigger than the worker's
 # memory cap fails as a real large load does.
-from nemo_desktop.core.models.registry import register_family  # noqa: E402
+from nemo_desktop.core.models.families import register_family  # noqa: E402
 
 
 @register_family("classifier", "test-ballast")

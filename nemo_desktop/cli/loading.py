@@ -18,7 +18,7 @@ def load(ref: str, kind: str, args) -> Any:
     """A model by catalog id or <family>:<source>, with the command's --device/--dtype and --profile (the
     model's own options win over the profile's)."""
     from ..core.models.catalog import resolve_model_ref
-    from ..core.models.registry import LoadOptions, load_model
+    from ..core.models.families import LoadOptions, load_model
 
     spec = resolve_model_ref(ref, kind)
     settings = {"device": args.device, "dtype": args.dtype}
@@ -36,9 +36,9 @@ def check_profile(args, refs: dict[str, tuple[str | None, str]]) -> None:
     profile_name = getattr(args, "profile", None)
     if not profile_name:
         return
-    from ..core.errors import ConfigError
+    from ..core.base.errors import ConfigError
     from ..core.models.catalog import get_entry
-    from ..core.models.device import gpu_info
+    from ..core.base.device import gpu_info
     from ..core.models.profiles import check_fits, get_profile
 
     profile = get_profile(profile_name)
@@ -56,7 +56,7 @@ def check_profile(args, refs: dict[str, tuple[str | None, str]]) -> None:
 
 
 def default_editor_id() -> str:
-    from ..core.errors import ConfigError
+    from ..core.base.errors import ConfigError
     from ..core.models.catalog import list_catalog
 
     editors = list_catalog("editor")

@@ -13,8 +13,9 @@ import pkgutil
 import sys
 
 from .. import __version__
-from ..core.errors import ConfigError, InputImageError, JobCancelled, NemoError, StoreError
+from ..core.base.errors import ConfigError, JobCancelled, NemoError, StoreError
 from . import exit_codes
+from .output import report_error
 
 log = logging.getLogger("nemo_desktop.cli")
 
@@ -78,21 +79,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def exit_code_for(exc: NemoError) -> int:
-    """Usage errors (bad arguments or configuration, an input file that is not there or not an image) are 2;
-    a cancelled job is 130; every other failure (a model, the store, a server) is a runtime error, 3. An error
-    may carry its own `exit_code` (e.g. a batch command none of whose inputs could be read: 3, nothing
-    completed)."""
-    own = getattr(exc, "exit_code", None)
-    if isinstance(own, int):
-        return own
-    if isinstance(exc, JobCancelled):
-        return exit_codes.INTERRUPTED
-    if isinstance(exc, (ConfigError, InputImageError)):
-        return exit_codes.USAGE
-    return exit_codes.RUNTIME
-
-
 def check_path_options(args) -> None:
     """--home, NEMO_HOME and portable mode name the data root; NEMO_HOME (or --home) wins over NEMO_PORTABLE.
     Asking for portable mode on the command line while a home is set would be silently ignored: refused."""
@@ -148,7 +134,7 @@ def _main(argv: list[str] | None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return exit_codes.SUCCESS
-    from ..core.logging_setup import setup_logging
+    from ..core.app.logging_setup import setup_logging
     from ..core.store.paths import get_paths, use_portable_caches
 
     try:
@@ -171,30 +157,6 @@ def _main(argv: list[str] | None) -> int:
         error = StoreError(f"{exc.strerror or exc}{where}.", hint="Check the path, its permissions and free space.",
                            detail=repr(exc))
         return report_error(error, args, as_json)
-
-
-def report_error(exc: NemoError, args, as_json: bool) -> int:
-    """An error (or a cancel) on stderr, or as {"error": ...} on stdout under --json; returns its exit code.
-    Every command reports a cancel through here (output.cancelled), so a Ctrl-C gives one JSON shape."""
-    log.debug("command failed", exc_info=True)
-    code = exit_code_for(exc)
-    err = exc.to_dict()  # redacted
-    verbose = bool(getattr(args, "verbose", False))
-    extra = dict(getattr(exc, "json_extra", None) or {})
-    if as_json:
-        _print_json_error({"type": type(exc).__name__, "message": err["message"], "hint": err["hint"]}
-                          | ({"detail": err["detail"]} if verbose and err["detail"] else {}) | extra, code)
-    if isinstance(exc, JobCancelled):  # the same words on stderr, with or without --json
-        print(err["message"], file=sys.stderr)
-        return code
-    if as_json:
-        return code
-    print(f"error: {err['message']}", file=sys.stderr)
-    if err["hint"]:
-        print(f"hint: {err['hint']}", file=sys.stderr)
-    if verbose and err["detail"]:
-        print(err["detail"], file=sys.stderr)
-    return code
 
 
 if __name__ == "__main__":

@@ -88,7 +88,7 @@ class _ExtendNames(argparse.Action):
 
 def _parser_for(p: ParamInfo):
     def parse(text: str) -> Any:
-        from ..core.errors import ConfigError
+        from ..core.base.errors import ConfigError
 
         try:
             return parse_value(p, text)

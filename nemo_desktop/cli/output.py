@@ -11,10 +11,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from ..core.base.errors import ConfigError, InputImageError, JobCancelled, NemoError
+from . import exit_codes
+
+log = logging.getLogger("nemo_desktop.cli")
 
 STDOUT = "-"
 
@@ -98,7 +105,7 @@ def json_text(data: Any, **dumps_options: Any) -> str:
 def write_file(out: str | Path, data: str | bytes) -> None:
     """Write a command's output file atomically; a failure (full disk, the folder gone) is a StoreError that
     names the file (exit 3), not a traceback."""
-    from ..core.errors import StoreError
+    from ..core.base.errors import StoreError
     from ..core.store import atomic_write_bytes, atomic_write_text
 
     path = Path(out).expanduser()
@@ -139,9 +146,6 @@ def print_json_error(kind: str, message: str, hint: str | None, code: int, **ext
 def cancelled(args, message: str, **extra: Any) -> int:
     """A job stopped by Ctrl-C: the message on stderr and, under --json, {"error": {"type": "JobCancelled",
     "message", "hint", ...extra, "exit_code": 130}} on stdout, the same for every command; returns 130."""
-    from ..core.errors import JobCancelled
-    from .main import report_error
-
     exc = JobCancelled(message)
     exc.json_extra = extra  # type: ignore[attr-defined]
     return report_error(exc, args, bool(getattr(args, "json", False)))
@@ -176,8 +180,48 @@ def confirm_delete(args, what: str, question: str | None = None) -> bool:
     if getattr(args, "yes", False):
         return True
     if not sys.stdin.isatty():
-        from ..core.errors import ConfigError
+        from ..core.base.errors import ConfigError
 
         raise ConfigError(f"Refusing to delete {what} without --yes (nobody to ask).",
                           hint="Add --yes to delete without asking.")
     return input(f"{question or f'Delete {what}?'} [y/N] ").strip().lower() in ("y", "yes")
+
+
+def exit_code_for(exc: NemoError) -> int:
+    """Usage errors (bad arguments or configuration, an input file that is not there or not an image) are 2;
+    a cancelled job is 130; every other failure (a model, the store, a server) is a runtime error, 3. An error
+    may carry its own `exit_code` (e.g. a batch command none of whose inputs could be read: 3, nothing
+    completed)."""
+    own = getattr(exc, "exit_code", None)
+    if isinstance(own, int):
+        return own
+    if isinstance(exc, JobCancelled):
+        return exit_codes.INTERRUPTED
+    if isinstance(exc, (ConfigError, InputImageError)):
+        return exit_codes.USAGE
+    return exit_codes.RUNTIME
+
+
+def report_error(exc: NemoError, args, as_json: bool) -> int:
+    """An error (or a cancel) on stderr, or as {"error": ...} on stdout under --json; returns its exit code.
+    Every command reports a cancel through here (output.cancelled), so a Ctrl-C gives one JSON shape."""
+    log.debug("command failed", exc_info=True)
+    code = exit_code_for(exc)
+    err = exc.to_dict()  # redacted
+    verbose = bool(getattr(args, "verbose", False))
+    extra = dict(getattr(exc, "json_extra", None) or {})
+    if as_json:
+        shown = ({"type": type(exc).__name__, "message": err["message"], "hint": err["hint"]}
+                 | ({"detail": err["detail"]} if verbose and err["detail"] else {}) | extra)
+        print_json_error(shown.pop("type"), shown.pop("message"), shown.pop("hint"), code, **shown)
+    if isinstance(exc, JobCancelled):  # the same words on stderr, with or without --json
+        print(err["message"], file=sys.stderr)
+        return code
+    if as_json:
+        return code
+    print(f"error: {err['message']}", file=sys.stderr)
+    if err["hint"]:
+        print(f"hint: {err['hint']}", file=sys.stderr)
+    if verbose and err["detail"]:
+        print(err["detail"], file=sys.stderr)
+    return code

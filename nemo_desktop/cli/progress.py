@@ -135,7 +135,7 @@ def ctrl_c_cancels(token: Any, cancels_after: str = "the current step") -> Itera
 def cancellable_job(display: Display, cancels_after: str = "the current step") -> Iterator[Any]:
     """A JobContext reporting to `display`, cancelled by the first Ctrl-C (see `ctrl_c_cancels`); the display
     is closed when the block ends, however it ends."""
-    from ..core.jobs import CancelToken, JobContext, cancel_scope
+    from ..core.base.job_context import CancelToken, JobContext, cancel_scope
 
     token = CancelToken()
     try:

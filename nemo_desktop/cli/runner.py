@@ -6,7 +6,7 @@ per-analysis commands (`explain`, `fix`, `failure-modes`, `compare`, `competency
 
 `analysis_job` opens the results store, shows the job's progress on stderr, lets the first Ctrl-C cancel the job at
 its next check and turns that cancel into the one cancelled error every command reports (exit 130, JSON under
---json, main.report_error). Everything `nemo run` offers is read from the registry entry (core/registry): the
+--json, output.report_error). Everything `nemo run` offers is read from the registry entry (core/registry): the
 components it declares, what it runs on, its settings (the config's fields, cli/options.py).
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ def analysis_job(resume: str = RESUME, *, cancels_after: str = "the current step
                  display: Any = None) -> Iterator[tuple[Any, Any]]:
     """(store, JobContext) for a command's job: progress on stderr, the first Ctrl-C cancels; a cancel becomes a
     JobCancelled whose message says what was kept (`resume`), reported by main like every command's cancel."""
-    from ..core.errors import JobCancelled
+    from ..core.base.errors import JobCancelled
     from .progress import StageBars, cancellable_job
 
     store = open_store()
@@ -59,7 +59,7 @@ def analysis_job(resume: str = RESUME, *, cancels_after: str = "the current step
 
 def is_explanation_method(spec: Any) -> bool:
     """A per-sample method called as (image, true label): it also takes --true-label."""
-    from ..core.records import ExplanationResult
+    from ..core.base.records import ExplanationResult
 
     return spec.kind == "sample" and spec.result is ExplanationResult
 
@@ -149,7 +149,7 @@ def _generator(spec: Any, ref: str, args: argparse.Namespace) -> Any:
 def call_arguments(spec: Any, args: argparse.Namespace, components: Any, store: Any, ctx: Any) -> tuple:
     """What the analysis object is called with before the context, from the positional DATA (and --true-label)."""
     from ..core.data.sources import is_fiftyone_ref
-    from ..core.errors import ConfigError
+    from ..core.base.errors import ConfigError
     from ..core.registry.data_inputs import call_args
     from .loading import reference
 
@@ -168,7 +168,7 @@ def call_arguments(spec: Any, args: argparse.Namespace, components: Any, store: 
 def run_registered(args: argparse.Namespace) -> int:
     """`nemo run NAME ...`: build the entry from the command line and run it; the result as JSON (--json, -o) or
     its summary."""
-    from ..core.extras import require_for_spec
+    from ..core.base.extras import require_for_spec
     from ..core.registry import build_analysis, get_analysis, make_config
     from .options import given_options
     from .output import emit

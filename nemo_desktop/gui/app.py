@@ -94,7 +94,7 @@ def application_icon():
     """The application icon shipped as package data (PNG: needs no SVG image plugin)."""
     from PySide6.QtGui import QIcon
 
-    from nemo_desktop.core.resources import resource_path
+    from nemo_desktop.core.base.resources import resource_path
 
     return QIcon(str(resource_path("icons", "nemo-desktop.png")))
 
@@ -155,7 +155,7 @@ def build(argv: list[str] | None = None):
 
     check_qt_binding()  # ConfigError: shown by main() like any start-up failure
 
-    from nemo_desktop.core.logging_setup import setup_logging
+    from nemo_desktop.core.app.logging_setup import setup_logging
     from nemo_desktop.core.store.paths import get_paths, use_portable_caches
 
     paths = get_paths().ensure()  # StoreError with a clear message when the root is unusable
@@ -201,7 +201,7 @@ def require_qt() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nemo_desktop.core.errors import NemoError
+    from nemo_desktop.core.base.errors import NemoError
 
     try:
         app, window = build(argv)

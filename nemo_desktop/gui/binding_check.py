@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 
 _PROBE_EMITS = 64
 

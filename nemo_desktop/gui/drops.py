@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.job_context import JobContext
 
 
 @dataclass
@@ -22,7 +22,7 @@ class DropScan:
 
 
 def scan_dropped(paths: Iterable[str | os.PathLike], ctx: JobContext) -> DropScan:
-    from nemo_desktop.core.images import is_image_file, unreadable_reason
+    from nemo_desktop.core.base.images import is_image_file, unreadable_reason
 
     scan = DropScan()
 

@@ -24,9 +24,9 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QEventLoop, QObject, QRunnable, QThread, QThreadPool, QTimer, Signal, Slot
 
-from nemo_desktop.core.errors import JobCancelled
-from nemo_desktop.core.jobs import CancelToken, JobContext, JobOutcome, Progress, run_job
-from nemo_desktop.core.worker.protocol import JobSpec
+from nemo_desktop.core.base.errors import JobCancelled
+from nemo_desktop.core.base.job_context import CancelToken, JobContext, JobOutcome, Progress, run_job
+from nemo_desktop.core.app.worker.protocol import JobSpec
 
 from .turns import TurnQueue
 
@@ -107,7 +107,7 @@ class JobHandle(QObject):
     """One submitted job. All signals arrive in the GUI thread; `sig_finished` always comes last."""
 
     sig_started = Signal()
-    sig_progress = Signal(object)    # nemo_desktop.core.jobs.Progress
+    sig_progress = Signal(object)    # nemo_desktop.core.base.job_context.Progress
     sig_partial = Signal(object)     # whatever the job passed to ctx.partial()
     sig_done = Signal(object)        # the job's return value
     sig_failed = Signal(dict)        # {"type", "message", "hint", "detail"}
@@ -254,7 +254,7 @@ class JobRunner(QObject):
         self._ids = itertools.count(1)
         self._active: dict[int, JobHandle] = {}
         self._endings = TurnQueue(lambda ending: ending[0]._on_finished(ending[1]), self)
-        # Where `JobSpec` jobs run (core/worker/hosts.py): the app's process, or the model worker process.
+        # Where `JobSpec` jobs run (core/app/worker/hosts.py): the app's process, or the model worker process.
         self.model_host = None
 
     def submit(self, fn: "Callable[[JobContext], Any] | JobSpec", *, title: str, lane: str = GPU,

@@ -12,13 +12,13 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, Q
 
 from nemo_desktop import __version__
 from nemo_desktop.core.store.paths import AppPaths, get_paths
-from nemo_desktop.core.worker.hosts import make_model_host
+from nemo_desktop.core.app.worker.hosts import make_model_host
 
 from .dialogs.diagnose import DiagnoseDialog
 from .drops import DropScan, describe_rejected, scan_dropped
 from .jobs import FAILED, IO, JobHandle, JobRunner
 from .panes import Pane, pane_classes
-from .session import ModelSession
+from ..core.app.session import ModelSession
 from .settings import STATE_FILE_NAME, BackgroundSettings, gui_settings
 from .turns import on_next_turn
 from .widgets.activation import skip_activation_repaints
@@ -274,7 +274,7 @@ class MainWindow(QMainWindow):
         self.show_pane("report_exporter").export_report()  # type: ignore[attr-defined]
 
     def diagnose_from_file_dialog(self) -> None:
-        from nemo_desktop.core.images import IMAGE_EXTENSIONS
+        from nemo_desktop.core.base.images import IMAGE_EXTENSIONS
 
         patterns = " ".join(f"*{ext}" for ext in sorted(IMAGE_EXTENSIONS))
         files, _ = QFileDialog.getOpenFileNames(self, "Diagnose images", "",
@@ -374,7 +374,7 @@ class MainWindow(QMainWindow):
 
     # -- jobs ------------------------------------------------------------------------------------
     def _warm_up(self) -> None:
-        from .session import warm_up_imports
+        from ..core.app.session import warm_up_imports
 
         handle = self.jobs.submit(warm_up_imports, title="Preparing", lane=IO, ask_before_quit=False,
                                   visible=False, report_errors=False)

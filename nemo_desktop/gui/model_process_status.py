@@ -1,7 +1,7 @@
 """The status bar's words for the model worker's state (`WorkerSupervisor.state()`), Qt-free to test."""
 from __future__ import annotations
 
-from nemo_desktop.core.session import KIND_TEXT
+from nemo_desktop.core.app.session import KIND_TEXT
 
 
 def describe_state(state: dict) -> tuple[str, str, bool]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.secrets import SECRET_PATTERNS, register_secret
+from nemo_desktop.core.base.errors import ConfigError
+from nemo_desktop.core.base.secrets import SECRET_PATTERNS, register_secret
 
 KEYRING_SERVICE = "nemo-desktop"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -19,7 +19,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QImage, QPixmap
 
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.job_context import JobContext
 
 from .jobs import IO, JobRunner
 
@@ -67,7 +67,7 @@ def _to_qimage(img) -> QImage:
 
 def make_thumbnail(req: ThumbRequest, cache_dir: Path, side: int = SIDE) -> QImage | None:
     """The cached thumbnail, or a new one written to the cache; None for an unreadable image."""
-    from nemo_desktop.core.images import thumbnail
+    from nemo_desktop.core.base.images import thumbnail
 
     name = cache_name(req.path, req.sha256, side)
     cached = cache_dir / name if name else None

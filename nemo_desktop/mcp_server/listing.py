@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..core.confine import OUTSIDE, resolve
-from ..core.images import is_image_file
+from ..core.base.confine import OUTSIDE, resolve
+from ..core.base.images import is_image_file
 
 MAX_PAGE = 1000
 MAX_REFUSED_SHOWN = 20

@@ -26,8 +26,8 @@ class ToolOutput:
 
 
 def _error_text(exc: BaseException) -> str:
-    from ..core.errors import NemoError
-    from ..core.secrets import redact
+    from ..core.base.errors import NemoError
+    from ..core.base.secrets import redact
 
     if isinstance(exc, ToolError):
         message, hint = exc.message, exc.hint
@@ -42,7 +42,7 @@ def _error_text(exc: BaseException) -> str:
 def _content(output: ToolOutput) -> list[Any]:
     import mcp.types as types
 
-    from ..core.secrets import redact
+    from ..core.base.secrets import redact
 
     text = redact(json.dumps(output.data, indent=1, ensure_ascii=False, default=str))
     if len(text) > MAX_TEXT:
@@ -60,6 +60,6 @@ def _content(output: ToolOutput) -> list[Any]:
 
 
 def _is_nemo_error(exc: BaseException) -> bool:
-    from ..core.errors import NemoError
+    from ..core.base.errors import NemoError
 
     return isinstance(exc, NemoError)

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.confine import is_within, resolve
+from ..core.base.confine import is_within, resolve
 from .replies import ToolError
 
 

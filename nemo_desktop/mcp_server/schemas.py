@@ -66,7 +66,7 @@ def settings_schema(config_classes: list[type | None], skip: tuple[str, ...] = (
 def _coerce_settings(spec_configs: list[type | None], settings: Any, roots: "Roots | None" = None) -> dict[str, Any]:
     """JSON values as the config fields want them (arrays -> tuples), with the CLI's messages for bad ones; file
     lists (a 'paths' setting without choices, e.g. extra sentence files) must lie inside the roots."""
-    from ..core.errors import ConfigError
+    from ..core.base.errors import ConfigError
     from ..core.registry.params import config_params
 
     if settings is None:

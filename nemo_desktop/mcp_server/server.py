@@ -22,7 +22,7 @@ stored). Jobs run one at a time. Results are also resources, `nemo://result/<key
 Safety: every path a tool reads or writes (images, dataset folders, local model folders in `<family>:<source>`
 references, report files) must lie inside a root given on the command line (`--root`, repeatable) or the
 results store; nothing else is readable through a tool. The arguments are checked where they arrive, and while
-a tool runs every file it opens is checked again after its links are resolved (`core/confine.py`): a dataset
+a tool runs every file it opens is checked again after its links are resolved (`core/base/confine.py`): a dataset
 member linked from outside, a CSV row naming a file outside, a file in a reference or estimator folder that
 leads outside is refused, that file alone, with the reason (the rest of the batch goes on). Argument bounds in
 the schemas (minimum, maximum, minItems, ...) are enforced, and a NUL byte in an argument is a path error. Bad
@@ -109,15 +109,15 @@ class NemoMCP:
 
     def call(self, name: str, args: dict[str, Any], ctx: Any = None) -> ToolOutput:
         """Run tool `name` as a client's call does (arguments checked, file access confined to the roots)."""
-        from ..core.jobs import JobContext
+        from ..core.base.job_context import JobContext
 
         tool = self.tool(name)
         _check_args(tool, args)
         return self.run_tool(tool, args, ctx or JobContext())
 
     def run_tool(self, tool: ToolDef, args: dict[str, Any], ctx: Any) -> ToolOutput:
-        """Every file the tool opens while it runs must resolve inside the roots (core/confine.py)."""
-        from ..core.confine import confined
+        """Every file the tool opens while it runs must resolve inside the roots (core/base/confine.py)."""
+        from ..core.base.confine import confined
 
         with confined(self.roots.folders):
             return tool.run(self, args, ctx)
@@ -179,8 +179,8 @@ def build_server(nemo: NemoMCP) -> Any:
     from mcp.server.lowlevel import Server
 
     from .. import __version__
-    from ..core.errors import JobCancelled
-    from ..core.jobs import JobContext
+    from ..core.base.errors import JobCancelled
+    from ..core.base.job_context import JobContext
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         tools = []
@@ -243,7 +243,7 @@ def build_server(nemo: NemoMCP) -> Any:
     async def read_resource(ctx: Any, params: Any) -> Any:
         from mcp.shared.exceptions import MCPError
 
-        from ..core.secrets import redact
+        from ..core.base.secrets import redact
 
         uri = str(params.uri)
         if not uri.startswith(RESULT_URI):

@@ -18,7 +18,7 @@ _MODEL_ROLES = ("classifier", "classifier_b", "mllm", "editor", "embedder", "jud
 
 def all_tools() -> list[ToolDef]:
     """Every tool: the fixed ones, then one per registered analysis that is not an explanation method."""
-    from ..core.methods.registry import get_method, list_methods
+    from ..core.registry.methods import get_method, list_methods
     from ..core.registry import get_analysis, list_analyses
 
     methods = list_methods()
@@ -215,7 +215,7 @@ def _images_of(result: Any, data: dict[str, Any], images: dict[str, Path], wante
 
 def _explain(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
     from .. import api
-    from ..core.methods.registry import get_method, list_methods
+    from ..core.registry.methods import get_method, list_methods
 
     image = server.roots.check(args["image"], "image")
     classifier = server.model(args["classifier"], "classifier")
@@ -226,7 +226,7 @@ def _explain(server: NemoMCP, args: dict[str, Any], ctx: Any) -> ToolOutput:
         reference = str(server.roots.check(reference, "reference dataset"))
     settings = _coerce_settings([get_method(m).config for m in list_methods()], args.get("settings"), server.roots)
     label = args["true_label"]
-    from ..core.session_jobs import STAGE_WEIGHTS
+    from ..core.app.jobs.models import STAGE_WEIGHTS
 
     # The method's stages fill their own slices of the call (progress notifications grow across the whole call).
     staged = ctx.stages("", 0.0, 1.0, STAGE_WEIGHTS)

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core.jobs import JobContext
+from ..core.base.job_context import JobContext
 
 KINDS_WITH_FORMS = ("int", "float", "bool", "str", "size", "paths")
 
@@ -104,7 +104,7 @@ def _as_cli_text(p: Any, value: Any) -> str | None:
 def check_config_round_trip(spec: Any, case: AnalysisCase) -> None:
     """The config from options and back through a plain dict; every field has a variation (or a reason it does
     not change the result); an unknown option is refused."""
-    from ..core.errors import ConfigError
+    from ..core.base.errors import ConfigError
     from ..core.registry import config_params, make_config
 
     config = make_config(spec, case.options)
@@ -152,8 +152,8 @@ def check_key_changes_with_every_field(spec: Any, case: AnalysisCase) -> None:
 
 def check_cancel_stops_within_one_unit(spec: Any, case: AnalysisCase) -> None:
     """Cancel after the first unit of progress: the run raises JobCancelled within one more model call."""
-    from ..core.errors import JobCancelled
-    from ..core.jobs import CancelToken
+    from ..core.base.errors import JobCancelled
+    from ..core.base.job_context import CancelToken
 
     token = CancelToken()
     seen: list[int] = []
@@ -205,7 +205,7 @@ def surfaces(name: str) -> dict[str, bool]:
     from ..mcp_server.tools import all_tools
 
     tools = all_tools()
-    from ..core.methods.registry import list_methods
+    from ..core.registry.methods import list_methods
 
     if name in list_methods():  # an explanation method is a choice of the `explain` tool
         out["mcp"] = any(t.name == "explain" and name in json.dumps(t.schema) + t.description for t in tools)
@@ -214,7 +214,7 @@ def surfaces(name: str) -> dict[str, bool]:
     from .. import api
 
     out["api"] = name in [a["name"] for a in api.analyses()]
-    from ..core.app_jobs.analyses import list_page_analyses, on_page
+    from ..core.app.jobs.analyses import list_page_analyses, on_page
 
     if on_page(spec):
         out["app"] = name in [s.name for s in list_page_analyses()]

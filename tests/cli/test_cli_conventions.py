@@ -14,9 +14,10 @@ from PIL import Image
 
 from nemo_desktop import __version__
 from nemo_desktop.cli import exit_codes
-from nemo_desktop.cli.main import exit_code_for, main
-from nemo_desktop.core.errors import (ConfigError, InputImageError, JobCancelled, ModelError, StoreError,
-                                      WeightsNotFoundError)
+from nemo_desktop.cli.output import exit_code_for
+from nemo_desktop.cli.main import main
+from nemo_desktop.core.base.errors import (ConfigError, InputImageError, JobCancelled, ModelError, StoreError,
+                                           WeightsNotFoundError)
 
 
 def _run(*argv):
@@ -230,7 +231,7 @@ def test_predict_reports_progress(tmp_path, monkeypatch, capsys):
 
 
 def test_doctor_checks_shipped_files(tmp_path, monkeypatch, capsys):
-    from nemo_desktop.core.resources import resources_root
+    from nemo_desktop.core.base.resources import resources_root
 
     assert main(["doctor", "--json"]) == 0
     facts = json.loads(capsys.readouterr().out)

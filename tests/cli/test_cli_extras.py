@@ -7,14 +7,14 @@ import json
 import pytest
 
 from nemo_desktop.cli.main import main
-from nemo_desktop.core.extras import EXTRAS
+from nemo_desktop.core.base.extras import EXTRAS
 
 
 
 
 @pytest.fixture
 def no_model_loads(monkeypatch):
-    from nemo_desktop.core.models import registry
+    from nemo_desktop.core.models import families as registry
 
     monkeypatch.setattr(registry, "load_model", lambda *a, **k: pytest.fail("a model was loaded"))
 
@@ -59,7 +59,7 @@ def test_explain_with_an_editor_without_the_extra_is_refused_before_any_model_lo
     assert "editor flux-kontext-dev" in error["message"] and "'editing' extra" in error["message"]
     # A zero-shot classifier tests hypotheses by rewriting prompts: no editor, so no extra is needed.
     from nemo_desktop.cli.commands.explain import _check_extras
-    from nemo_desktop.core.methods.registry import get_method
+    from nemo_desktop.core.registry.methods import get_method
 
     zero_shot = type("Args", (), {"classifier": "clip-vit-b32", "editor": None})()
     _check_extras(get_method("scitx"), zero_shot)
@@ -138,7 +138,7 @@ def test_a_lora_fix_built_through_the_registry_checks_the_extra_first(without):
     """The app, the API and MCP build the fix through the registry: refused there, before any data is read."""
     import torch
 
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
     from nemo_desktop.core.registry import Components, build_analysis
 
     class Torchy:

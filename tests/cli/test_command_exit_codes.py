@@ -7,7 +7,7 @@ from nemo_desktop.cli.exit_codes import PARTIAL, RUNTIME, SUCCESS
 from nemo_desktop.core.benchmark.records import DONE, EXPLAINED, FAILED
 from nemo_desktop.core.benchmark.work_units import RunSummary
 from nemo_desktop.core.methods.pipeline_steps import INCOMPLETE_NOTE
-from nemo_desktop.core.methods.result import Candidate, ExplanationResult, SampleInfo
+from nemo_desktop.core.base.records import Candidate, ExplanationResult, SampleInfo
 
 SAMPLE = SampleInfo("x.png", "abc", 0, "cat", 1, "dog", 0.1, 0.9, [])
 

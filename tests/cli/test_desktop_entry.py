@@ -12,7 +12,7 @@ import pytest
 
 from nemo_desktop.cli.commands import desktop_entry
 from nemo_desktop.cli.main import main
-from nemo_desktop.core.resources import resource_path
+from nemo_desktop.core.base.resources import resource_path
 
 
 def _read(path):

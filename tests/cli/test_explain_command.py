@@ -2,8 +2,8 @@
 import pytest
 
 from nemo_desktop.cli.commands import explain
-from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.methods.result import Candidate, ClassScore, ExplanationResult, SampleInfo
+from nemo_desktop.core.base.errors import ConfigError
+from nemo_desktop.core.base.records import Candidate, ClassScore, ExplanationResult, SampleInfo
 
 
 def test_edit_size_parsing():
@@ -81,7 +81,7 @@ def test_a_profile_that_cannot_fit_is_refused_before_the_big_models_load(tmp_pat
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_timm
     from nemo_desktop.cli.main import main
-    from nemo_desktop.core.models import device
+    from nemo_desktop.core.base import device
 
     folder = build_tiny_timm(tmp_path / "timm", label_names=TINY_CLASSES, input_size=32)
     image = tmp_path / "q.png"

@@ -33,7 +33,7 @@ def clip_entry(tmp_path_factory):
 def clip(clip_entry):
     """The entry in this test's user catalog, and the classifier loaded through the same path the command uses."""
     from nemo_desktop.core.models.catalog import resolve_model_ref, user_catalog_path
-    from nemo_desktop.core.models.registry import LoadOptions, load_model
+    from nemo_desktop.core.models.families import LoadOptions, load_model
 
     user_catalog_path().parent.mkdir(parents=True, exist_ok=True)
     user_catalog_path().write_text(json.dumps({"entries": [clip_entry]}))
@@ -122,7 +122,7 @@ def test_the_guard_rejects_a_prompt_that_helps_one_class_by_hurting_another(clip
 
 def test_a_prompt_intervention_from_a_stored_explanation_is_adopted(clip, tmp_path, capsys):
     from nemo_desktop.cli.main import main
-    from nemo_desktop.core.records import Candidate, ExplanationResult, SampleInfo
+    from nemo_desktop.core.base.records import Candidate, ExplanationResult, SampleInfo
     from nemo_desktop.core.store import ResultsStore
     from nemo_desktop.core.store.paths import get_paths
 

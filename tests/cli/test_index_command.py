@@ -10,7 +10,7 @@ import pytest
 
 from fixtures_tiny.digits_classifier import DigitsMLPClassifier, load_digits_arrays, write_digit_folder
 from nemo_desktop.cli.main import main
-from nemo_desktop.core.models import registry
+from nemo_desktop.core.models import families as registry
 
 N = 120
 

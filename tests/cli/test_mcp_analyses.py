@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("mcp")
 
 from fixtures_tiny.digits_classifier import DigitsMLPClassifier, load_digits_arrays, write_digit_folder  # noqa: E402
-from nemo_desktop.core.models import registry  # noqa: E402
+from nemo_desktop.core.models import families as registry  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 N = 120

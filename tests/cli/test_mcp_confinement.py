@@ -20,7 +20,7 @@ pytest.importorskip("mcp")
 
 from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_timm  # noqa: E402
 
-from nemo_desktop.core.confine import OutsideRootsError, confined, is_within  # noqa: E402
+from nemo_desktop.core.base.confine import OutsideRootsError, confined, is_within  # noqa: E402
 from nemo_desktop.mcp_server.replies import ToolError, _error_text  # noqa: E402
 from nemo_desktop.mcp_server.roots import Roots  # noqa: E402
 
@@ -75,7 +75,7 @@ def test_containment_is_by_path_components_not_by_string_prefix(world):
         roots.check(world["secret"], "image")
     with confined([world["data"]]):
         with pytest.raises(OutsideRootsError, match="outside the folders this server may use"):
-            from nemo_desktop.core.confine import check_file
+            from nemo_desktop.core.base.confine import check_file
 
             check_file(evil)
 
@@ -106,7 +106,7 @@ def test_dataset_members_and_csv_rows_outside_the_roots_are_refused_one_by_one(w
     assert len(by_image[str((world["data"] / "ds" / "dog" / "1.png").resolve())]["top_k"]) == 2
     assert "outside the folders this server may use" in by_image[linked]["error"]["message"]
     # Outside a server, the same link is an ordinary file (nothing is confined).
-    from nemo_desktop.core.images import load_image
+    from nemo_desktop.core.base.images import load_image
 
     assert load_image(linked).size == (36, 36)
 
@@ -166,7 +166,7 @@ def test_progress_grows_over_the_whole_call_when_reports_know_only_their_stage()
     import anyio
     import anyio.to_thread
 
-    from nemo_desktop.core.jobs import JobContext
+    from nemo_desktop.core.base.job_context import JobContext
     from nemo_desktop.mcp_server.server import _Progress
 
     sent: list[tuple[float, float]] = []

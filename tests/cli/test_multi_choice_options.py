@@ -8,7 +8,7 @@ import pytest
 
 from nemo_desktop.cli.main import main
 from nemo_desktop.cli.options import add_config_options, given_options
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.registry import get_analysis, make_config
 
 

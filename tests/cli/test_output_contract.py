@@ -27,7 +27,7 @@ from nemo_desktop.cli import exit_codes
 from nemo_desktop.cli.main import build_parser, main
 from nemo_desktop.cli.options import derive_all
 from nemo_desktop.cli.output import OutputPath, Stdout, emit, use_stdout_outputs, write_file, write_json
-from nemo_desktop.core.errors import JobCancelled, StoreError
+from nemo_desktop.core.base.errors import JobCancelled, StoreError
 
 COMMANDS_DIR = Path(__file__).resolve().parents[2] / "nemo_desktop" / "cli" / "commands"
 # Options that, by the command line's conventions, name something a command writes.
@@ -116,7 +116,7 @@ def no_work(monkeypatch):
     def started(*_a, **_k):
         raise AssertionError("the command started before its output path was checked")
 
-    monkeypatch.setattr("nemo_desktop.core.logging_setup.setup_logging", started)
+    monkeypatch.setattr("nemo_desktop.core.app.logging_setup.setup_logging", started)
 
 
 @pytest.mark.parametrize("name,dest", OUTPUT_CASES)
@@ -367,7 +367,7 @@ def test_ctrl_c_while_index_loads_its_model_is_a_cancel(tmp_path, monkeypatch, c
     def loading(*_a, **_k):
         raise KeyboardInterrupt  # Ctrl-C twice while the weights load
 
-    monkeypatch.setattr("nemo_desktop.core.models.registry.load_model", loading)
+    monkeypatch.setattr("nemo_desktop.core.models.families.load_model", loading)
     assert main(["index", str(root), "--classifier", "timm:local-dir:/nowhere", "--json"]) == 130
     _assert_cancelled_json(capsys.readouterr().out)
 

@@ -41,8 +41,8 @@ def test_predict_json_top_k(setup, capsys):
 
 
 def test_predict_embeddings_come_from_the_same_pass(setup, capsys):
-    from nemo_desktop.core.images import load_image
-    from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+    from nemo_desktop.core.base.images import load_image
+    from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
     rc = main(["predict", *setup["images"], "-c", f"timm:local-dir:{setup['model']}", "--json", "--embeddings",
                "--device", "cpu"])

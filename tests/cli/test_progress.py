@@ -5,8 +5,8 @@ import signal
 import pytest
 
 from nemo_desktop.cli.progress import StageBars, cancellable_job, ctrl_c_cancels
-from nemo_desktop.core.errors import JobCancelled
-from nemo_desktop.core.jobs import CancelToken, JobContext
+from nemo_desktop.core.base.errors import JobCancelled
+from nemo_desktop.core.base.job_context import CancelToken, JobContext
 
 
 def test_first_ctrl_c_cancels_second_interrupts(capsys):

@@ -54,7 +54,7 @@ def test_a_plugin_analysis_appears_in_every_surface(throwaway):
     """The issue's check: the throw-away analysis is in `nemo run --help`, its own --help with every setting, the
     completion scripts, MCP's tool list, the Python API and the app's Analyses list (the list's Qt-free model; the
     window itself: tests/gui/test_plugin_analysis_in_app.py)."""
-    from nemo_desktop.core.plugins import list_plugins
+    from nemo_desktop.core.base.plugins import list_plugins
     from nemo_desktop.testing import surfaces
 
     found = surfaces(ANALYSIS)
@@ -134,7 +134,7 @@ def test_a_plugin_explanation_method_runs_on_an_image_with_its_true_label(tmp_pa
     from PIL import Image
 
     from fixtures_tiny.plugin_dist import FAMILY, METHOD, write_plugin_dist
-    from nemo_desktop.core import plugins
+    from nemo_desktop.core.base import plugins
 
     monkeypatch.syspath_prepend(str(write_plugin_dist(tmp_path / "site")))
     plugins._reset_for_tests()

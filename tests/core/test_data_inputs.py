@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.registry import Inputs, get_analysis
 from nemo_desktop.core.registry.data_inputs import call_args, data_choices, data_prompt
 

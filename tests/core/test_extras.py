@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nemo_desktop.core import extras
-from nemo_desktop.core.extras import EXTRAS, MissingExtraError
+from nemo_desktop.core.base import extras
+from nemo_desktop.core.models import family_extras
+from nemo_desktop.core.base.extras import EXTRAS, MissingExtraError
 
 
 
@@ -54,7 +55,7 @@ def test_a_missing_extra_is_a_usage_error_naming_the_pip_install(without):
         extras.require("pdf", "PDF export")
     assert "'pdf' extra" in err.value.message and "fpdf" in err.value.message
     assert "pip install 'nemo-desktop[pdf]'" in err.value.hint
-    from nemo_desktop.cli.main import exit_code_for
+    from nemo_desktop.cli.output import exit_code_for
 
     assert exit_code_for(err.value) == 2
     row = next(r for r in extras.status() if r["extra"] == "pdf")
@@ -62,7 +63,7 @@ def test_a_missing_extra_is_a_usage_error_naming_the_pip_install(without):
 
 
 def test_diffusers_models_need_the_editing_extra_before_their_loader_runs(without, monkeypatch):
-    from nemo_desktop.core.models import registry
+    from nemo_desktop.core.models import families as registry
 
     assert extras.extra_for_family("diffusers-flux-kontext") == "editing" and extras.extra_for_family("timm") is None
     without("editing")
@@ -71,8 +72,8 @@ def test_diffusers_models_need_the_editing_extra_before_their_loader_runs(withou
     with pytest.raises(MissingExtraError, match="'editing' extra"):
         registry.load_model(registry.ModelSpec(kind="editor", family="diffusers-flux-kontext", source="x/y"))
     assert called == []
-    assert extras.extra_for_ref("flux-kontext-dev", "editor") == "editing"
-    assert extras.extra_for_ref("qwen2.5-vl-7b", "mllm") is None and extras.extra_for_ref(None, "editor") is None
+    assert family_extras.extra_for_ref("flux-kontext-dev", "editor") == "editing"
+    assert family_extras.extra_for_ref("qwen2.5-vl-7b", "mllm") is None and family_extras.extra_for_ref(None, "editor") is None
 
 
 def test_an_analysis_declares_its_extras(without):

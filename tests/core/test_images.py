@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from nemo_desktop.core.errors import InputImageError
-from nemo_desktop.core.images import downscale, is_image_file, load_image, thumbnail, to_data_url, to_rgb
+from nemo_desktop.core.base.errors import InputImageError
+from nemo_desktop.core.base.images import downscale, is_image_file, load_image, thumbnail, to_data_url, to_rgb
 
 
 def _save(img: Image.Image, fmt: str, **kw) -> bytes:

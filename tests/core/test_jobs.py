@@ -2,8 +2,8 @@ import threading
 
 import pytest
 
-from nemo_desktop.core.errors import JobCancelled, ModelError, OutOfMemoryError
-from nemo_desktop.core.jobs import CancelToken, JobContext, Progress, run_job
+from nemo_desktop.core.base.errors import JobCancelled, ModelError, OutOfMemoryError
+from nemo_desktop.core.base.job_context import CancelToken, JobContext, Progress, run_job
 
 
 def test_track_reports_stage_and_counts():

@@ -1,7 +1,7 @@
 import logging
 
-from nemo_desktop.core.logging_setup import setup_logging
-from nemo_desktop.core.secrets import redact
+from nemo_desktop.core.app.logging_setup import setup_logging
+from nemo_desktop.core.base.secrets import redact
 from nemo_desktop.core.store.paths import get_paths
 
 HF = "hf_" + "x" * 34

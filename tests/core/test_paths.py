@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from nemo_desktop.core.errors import StoreError
+from nemo_desktop.core.base.errors import StoreError
 from nemo_desktop.core.store.paths import checkout_root, get_paths, use_portable_caches
 
 

@@ -1,4 +1,4 @@
-"""Plugin entry points (core/plugins.py) with a tiny plugin distribution on sys.path (a dist-info folder with
+"""Plugin entry points (core/base/plugins.py) with a tiny plugin distribution on sys.path (a dist-info folder with
 entry_points.txt, read by importlib.metadata as pip's would be): its family and method reach the registries,
 `nemo models list`, `nemo explain --help`, the Analyses pane's list and a Ray-less worker process; its broken
 entry points are reported by name and skipped."""
@@ -17,7 +17,7 @@ from fixtures_tiny.plugin_dist import DIST, FAMILY, METHOD, write_plugin_dist
 
 @pytest.fixture
 def plugin(tmp_path, monkeypatch):
-    from nemo_desktop.core import plugins
+    from nemo_desktop.core.base import plugins
 
     root = write_plugin_dist(tmp_path / "site")
     monkeypatch.syspath_prepend(str(root))
@@ -29,9 +29,9 @@ def plugin(tmp_path, monkeypatch):
 
 
 def test_plugin_family_and_method_are_registered_and_broken_ones_skipped(plugin):
-    from nemo_desktop.core.methods.registry import list_methods
-    from nemo_desktop.core.models.registry import list_families
-    from nemo_desktop.core.plugins import list_plugins, plugin_problems
+    from nemo_desktop.core.registry.methods import list_methods
+    from nemo_desktop.core.models.families import list_families
+    from nemo_desktop.core.base.plugins import list_plugins, plugin_problems
     from nemo_desktop.core.registry import get_analysis, list_analyses
 
     assert ("classifier", FAMILY) in list_families("classifier")
@@ -50,7 +50,7 @@ def test_plugin_family_and_method_are_registered_and_broken_ones_skipped(plugin)
 
 def test_plugin_family_loads_and_its_method_runs(plugin, tmp_path):
     from nemo_desktop.core.models.catalog import resolve_model_ref
-    from nemo_desktop.core.models.registry import load_model
+    from nemo_desktop.core.models.families import load_model
     from nemo_desktop.core.registry import Components, build_analysis
     from nemo_desktop.core.store import ResultsStore
 
@@ -68,7 +68,7 @@ def test_plugin_family_loads_and_its_method_runs(plugin, tmp_path):
 
 
 def test_a_plugin_cannot_take_a_builtin_name(tmp_path, monkeypatch):
-    from nemo_desktop.core import plugins
+    from nemo_desktop.core.base import plugins
     from nemo_desktop.core.registry import get_analysis
 
     root = tmp_path / "site"
@@ -121,7 +121,7 @@ def test_cli_explain_help_and_run_with_the_plugin_method(plugin, tmp_path, capsy
 
 def test_the_app_lists_the_plugin_analyses(plugin):
     """The Analyses pane lists 'tiny-brightness'; the workbench's method list has 'tiny-caption'."""
-    from nemo_desktop.gui.panes.analyses.run_job import list_page_analyses
+    from nemo_desktop.core.app.jobs.analyses import list_page_analyses
     from nemo_desktop.gui.panes.workbench.plugin import _methods_job
 
     assert "tiny-brightness" in [s.name for s in list_page_analyses()]
@@ -138,7 +138,7 @@ def test_the_app_lists_the_plugin_analyses(plugin):
 def test_a_worker_process_finds_the_plugins_by_itself(plugin):
     """What a Ray worker does: a fresh interpreter that only reads the registries (no set-up hook)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin), os.environ.get("PYTHONPATH", "")])}
-    code = ("from nemo_desktop.core.models.registry import list_families\n"
+    code = ("from nemo_desktop.core.models.families import list_families\n"
             "from nemo_desktop.core.registry import list_analyses\n"
             f"print(('classifier', '{FAMILY}') in list_families(), '{METHOD}' in list_analyses())\n")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
@@ -198,7 +198,7 @@ def test_the_builtin_analyses_are_the_packages_own_entry_points():
     import tomllib
     from pathlib import Path
 
-    from nemo_desktop.core.plugins import ANALYSES_GROUP, list_plugins, plugin_of
+    from nemo_desktop.core.base.plugins import ANALYSES_GROUP, list_plugins, plugin_of
     from nemo_desktop.core.registry import AnalysisSpec, list_analyses
     from nemo_desktop.core.registry.registry import BUILTIN_ENTRY_POINTS
     from importlib.metadata import EntryPoint
@@ -217,7 +217,7 @@ def test_the_builtin_analyses_are_the_packages_own_entry_points():
 
 
 def test_the_older_function_shape_still_loads_with_a_deprecation_note(tmp_path, monkeypatch, caplog):
-    from nemo_desktop.core import plugins
+    from nemo_desktop.core.base import plugins
     from nemo_desktop.core.registry import get_analysis
 
     root = tmp_path / "site"
@@ -242,7 +242,7 @@ def test_the_older_function_shape_still_loads_with_a_deprecation_note(tmp_path, 
 
 def test_a_module_that_registers_on_import_is_refused_in_words(tmp_path, monkeypatch):
     """The undocumented fourth shape (a module whose import registered its analyses) is gone: reported by name."""
-    from nemo_desktop.core import plugins
+    from nemo_desktop.core.base import plugins
     from nemo_desktop.core.registry import list_analyses
 
     root = tmp_path / "site"

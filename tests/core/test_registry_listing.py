@@ -17,7 +17,7 @@ from nemo_desktop.core.registry.spec import LazyFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# What the Analyses page reads for every entry (gui/panes/analyses/run_job.py: list_page_analyses, the settings
+# What the Analyses page reads for every entry (core/app/jobs/analyses.py: list_page_analyses, the settings
 # form from config_params, the component pickers from inputs.used()), then which heavy modules are loaded.
 LISTING = r"""
 import json, sys

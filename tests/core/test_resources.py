@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import nemo_desktop
-from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.resource_check import check_resources, required
-from nemo_desktop.core.resources import (PACKAGING_FOLDERS, resource_file, resource_path, resources_root,
-                                         shipped_root)
+from nemo_desktop.core.base.errors import ConfigError
+from nemo_desktop.core.base.resource_check import check_resources, required
+from nemo_desktop.core.base.resources import (PACKAGING_FOLDERS, resource_file, resource_path, resources_root,
+                                              shipped_root)
 
 
 ROOT = Path(nemo_desktop.__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ def test_an_installed_package_reads_its_own_folder(tmp_path, monkeypatch):
     monkeypatch.delenv("NEMO_RESOURCES", raising=False)
     fake = tmp_path / "nemo_desktop"
     installed_layout_copy(fake / "resources")
-    monkeypatch.setattr("nemo_desktop.core.resources._ilr.files", lambda package: fake)
+    monkeypatch.setattr("nemo_desktop.core.base.resources._ilr.files", lambda package: fake)
     assert resources_root() == fake / "resources"
     assert resource_path("icons", "nemo-desktop.svg") == fake / "resources" / "icons" / "nemo-desktop.svg"
     assert all(row["ok"] for row in check_resources()), check_resources()

@@ -8,9 +8,9 @@ import types
 
 import pytest
 
-from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.secrets import (REDACTED, SecretsFilter, describe_secret_ref, install_secrets_filter,
-                                       redact, register_secret, resolve_secret)
+from nemo_desktop.core.base.errors import ConfigError
+from nemo_desktop.core.base.secrets import REDACTED, SecretsFilter, install_secrets_filter, redact, register_secret
+from nemo_desktop.core.base.secret_refs import describe_secret_ref, resolve_secret
 
 KEY = "zq7-Secret-Value-9f8e7d6c5b4a"  # no well-known shape: only value-based redaction can catch it
 
@@ -123,7 +123,7 @@ def test_filter_survives_a_broken_format_string():
 
 def test_benchmark_config_refuses_an_inline_key_before_anything_is_stored():
     from nemo_desktop.core.benchmark.config import parse_config
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
 
     key = "sk-" + "z" * 40
     cfg = {"name": "x", "judges": {"GPT": {"family": "openai-compatible", "source": "gpt",
@@ -135,7 +135,7 @@ def test_benchmark_config_refuses_an_inline_key_before_anything_is_stored():
 
 
 def test_secret_references_are_accepted_and_keys_are_not():
-    from nemo_desktop.core.secrets import find_inline_secrets, is_secret_reference
+    from nemo_desktop.core.base.secret_refs import find_inline_secrets, is_secret_reference
 
     assert is_secret_reference("env:OPENAI_API_KEY") and is_secret_reference("keyring:nemo/openai")
     assert not is_secret_reference("sk-" + "a" * 30) and not is_secret_reference("hf_" + "b" * 34)
@@ -143,7 +143,7 @@ def test_secret_references_are_accepted_and_keys_are_not():
 
 
 def test_error_dicts_never_carry_a_token():
-    from nemo_desktop.core.errors import ModelError
+    from nemo_desktop.core.base.errors import ModelError
 
     tok = "hf_" + "Q" * 34
     d = ModelError(f"failed with {tok}", detail=f"Authorization: Bearer {tok}").to_dict()
@@ -151,7 +151,7 @@ def test_error_dicts_never_carry_a_token():
 
 
 def test_endpoint_urls_with_credentials_are_refused():
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
     from nemo_desktop.core.models.adapters.openai_compatible import normalize_base_url
 
     assert normalize_base_url("http://localhost:8000") == "http://localhost:8000/v1"

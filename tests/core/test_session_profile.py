@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.models.catalog import get_entry
 from nemo_desktop.core.models.profiles import GIB, PROFILES, advice
-from nemo_desktop.core.session import ModelSession
+from nemo_desktop.core.app.session import ModelSession
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_the_settings_profile_is_used_by_every_load_and_remembered_for_a_restore
 
 
 def test_a_gpu_profile_on_no_gpu_is_refused_before_the_model_in_memory_is_released(demo_classifier, monkeypatch):
-    from nemo_desktop.core.models import device
+    from nemo_desktop.core.base import device
 
     monkeypatch.setattr(device, "gpu_info", lambda: [])  # this machine: no CUDA GPU
     session = ModelSession()
@@ -59,7 +59,7 @@ def test_a_gpu_profile_on_no_gpu_is_refused_before_the_model_in_memory_is_releas
 
 
 def test_a_profile_too_small_for_the_models_in_memory_says_so(monkeypatch):
-    from nemo_desktop.core.models import device
+    from nemo_desktop.core.base import device
 
     session = ModelSession()
     monkeypatch.setattr(device, "gpu_info", lambda: [{"index": 0, "name": "a 24 GB card",
@@ -81,7 +81,7 @@ def test_advice_names_the_fitting_profile_and_why_the_chosen_one_cannot_fit(monk
     ok = advice("80 GB", models, int(79.2 * GIB))
     assert ok["problem"] is None and 0 < ok["estimate_gib"] < 79.2
 
-    from nemo_desktop.core.models import device
+    from nemo_desktop.core.base import device
 
     monkeypatch.setattr(device, "gpu_info", lambda: [])
     session = ModelSession()

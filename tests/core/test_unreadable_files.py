@@ -11,8 +11,8 @@ import pytest
 from PIL import Image
 
 from fixtures_tiny.bad_files import bad_files, python_unprivileged
-from nemo_desktop.core.errors import InputImageError
-from nemo_desktop.core.images import load_image, unreadable_reason
+from nemo_desktop.core.base.errors import InputImageError
+from nemo_desktop.core.base.images import load_image, unreadable_reason
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and permission bits are POSIX")
 
@@ -47,8 +47,8 @@ def test_permission_denied_is_a_per_file_error_not_a_traceback(tmp_path):
     files = bad_files(shared, _png())
     code = (
         "import json\n"
-        "from nemo_desktop.core.images import load_image, unreadable_reason\n"
-        "from nemo_desktop.core.errors import InputImageError\n"
+        "from nemo_desktop.core.base.images import load_image, unreadable_reason\n"
+        "from nemo_desktop.core.base.errors import InputImageError\n"
         "out = {}\n"
         f"for p in {[str(good), str(files['unreadable'])]!r}:\n"
         "    try:\n"
@@ -100,7 +100,7 @@ def test_drop_scan_rejects_each_unreadable_file_with_its_reason(tmp_path):
     loose = [str(files["fifo"]), str(files["dangling"]), str(files["unreadable"])]
     code = (
         "import json\n"
-        "from nemo_desktop.core.jobs import JobContext\n"
+        "from nemo_desktop.core.base.job_context import JobContext\n"
         "from nemo_desktop.gui.drops import scan_dropped\n"
         f"a = scan_dropped([{str(shared)!r}], JobContext())\n"  # the folder: its entries one by one
         f"b = scan_dropped({loose + [str(good)]!r}, JobContext())\n"  # the same files dropped loose

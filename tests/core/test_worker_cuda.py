@@ -97,11 +97,11 @@ def run_check(say=print) -> dict:
     """Everything the module checks, with its figures said as it goes; returns them (assertion errors on failure)."""
     import torch
 
-    from nemo_desktop.core.errors import NemoError
-    from nemo_desktop.core.jobs import null_context
+    from nemo_desktop.core.base.errors import NemoError
+    from nemo_desktop.core.base.job_context import null_context
     from nemo_desktop.core.store.paths import get_paths
     from nemo_desktop.core.store.settings import load_settings, save_settings
-    from nemo_desktop.core.worker import JobSpec, WorkerConfig, WorkerSupervisor
+    from nemo_desktop.core.app.worker import JobSpec, WorkerConfig, WorkerSupervisor
 
     t0 = time.perf_counter()
     home = Path(tempfile.mkdtemp(prefix="nemo-cuda-worker-"))
@@ -125,7 +125,7 @@ def run_check(say=print) -> dict:
         sup.start()
         device_before = _device_used(torch)  # the parent's own context is counted from here on
         empty = run(f"{THIS}:gpu_memory")
-        run("nemo_desktop.core.session_jobs:load_model", "classifier", ref)
+        run("nemo_desktop.core.app.jobs.models:load_model", "classifier", ref)
         used = run(f"{THIS}:classify_random")
         loaded = run(f"{THIS}:gpu_memory")
         device_loaded = _device_used(torch)
@@ -136,7 +136,7 @@ def run_check(say=print) -> dict:
         assert loaded["allocated"] - empty["allocated"] >= 0.8 * params_mb * MB, (empty, loaded)
 
         pid = sup.pid
-        assert run("nemo_desktop.core.session_jobs:unload_model", "classifier") is True
+        assert run("nemo_desktop.core.app.jobs.models:unload_model", "classifier") is True
         after = run(f"{THIS}:gpu_memory")
         device_after = _device_used(torch)
         say(f"after Unload (worker pid {after['pid']}, {'same' if after['pid'] == pid else 'a new'} worker): "
@@ -153,7 +153,7 @@ def run_check(say=print) -> dict:
                        device_returned_mb=(device_loaded - device_after) / MB)
 
         # A device-side assert: the job fails in words, the worker is replaced, the next job runs on the GPU.
-        run("nemo_desktop.core.session_jobs:load_model", "classifier", ref)
+        run("nemo_desktop.core.app.jobs.models:load_model", "classifier", ref)
         pid, restarts = sup.pid, sup.restarts
         t = time.perf_counter()
         try:
@@ -170,7 +170,7 @@ def run_check(say=print) -> dict:
         assert sup.restarts == restarts + 1 and sup.pid not in (None, pid), (sup.restarts, sup.pid, pid)
         assert sup.loaded() == {}  # the models went with the old worker
         t = time.perf_counter()
-        run("nemo_desktop.core.session_jobs:load_model", "classifier", ref)
+        run("nemo_desktop.core.app.jobs.models:load_model", "classifier", ref)
         again = run(f"{THIS}:classify_random")
         say(f"the new worker (pid {again['pid']}) loaded the classifier again and ran it on {again['device']} in "
             f"{time.perf_counter() - t:.1f} s (top class {again['top']}, before the assert {used['top']})")

@@ -1,4 +1,4 @@
-"""The GPU lane's model worker process (core/worker): jobs run in a spawned child, and the app survives it.
+"""The GPU lane's model worker process (core/app/worker): jobs run in a spawned child, and the app survives it.
 
 Checked without Qt: a SIGKILL in the middle of a job (the job fails naming the cause and what it was doing,
 a new worker starts, the next job works), a memory cap (RLIMIT_AS) that a model load exceeds (a clear
@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from nemo_desktop.core.errors import JobCancelled, NemoError, OutOfMemoryError
-from nemo_desktop.core.jobs import CancelToken, JobContext, run_job
-from nemo_desktop.core.worker import JobSpec, WorkerConfig, WorkerDied, WorkerSupervisor, describe_exit
+from nemo_desktop.core.base.errors import JobCancelled, NemoError, OutOfMemoryError
+from nemo_desktop.core.base.job_context import CancelToken, JobContext, run_job
+from nemo_desktop.core.app.worker import JobSpec, WorkerConfig, WorkerDied, WorkerSupervisor, describe_exit
 
 
 def spec(name: str, *args) -> JobSpec:
@@ -201,13 +201,13 @@ def test_unload_returns_the_model_and_the_list_follows(make_supervisor):
     sup = make_supervisor()
     sup.run(JobSpec("worker_test_jobs:load_ballast", (64 * 1024 ** 2,)), JobContext())
     assert sup.loaded() == {"classifier": f"test-ballast:{64 * 1024 ** 2}"}
-    assert sup.run(JobSpec("nemo_desktop.core.session_jobs:unload_model", ("classifier",)), JobContext()) is True
+    assert sup.run(JobSpec("nemo_desktop.core.app.jobs.models:unload_model", ("classifier",)), JobContext()) is True
     assert sup.loaded() == {}
     # Memory that stays reserved after an unload (GPU fragmentation) replaces the worker: forced here.
     sup.config = WorkerConfig(restart_above_bytes=-1)
     sup.restart("new config")
     pid_before = sup.run(spec("put_model", "classifier", "c"), JobContext()) and sup.pid
-    sup.run(JobSpec("nemo_desktop.core.session_jobs:unload_model", ("classifier",)), JobContext())
+    sup.run(JobSpec("nemo_desktop.core.app.jobs.models:unload_model", ("classifier",)), JobContext())
     assert sup.pid != pid_before and sup.loaded() == {}
 
 
@@ -250,7 +250,7 @@ def test_an_out_of_memory_kill_is_named_as_such():
 
 
 def test_in_process_mode_runs_the_same_spec_here():
-    from nemo_desktop.core.session import ModelSession
+    from nemo_desktop.core.app.session import ModelSession
 
     session = ModelSession()
     assert spec("pid").run_local(session, JobContext()) == os.getpid()

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from nemo_desktop.core.errors import NemoError
-from nemo_desktop.core.jobs import JobContext, run_job
-from nemo_desktop.core.worker import JobSpec, WorkerConfig, WorkerGaveUp, WorkerSupervisor, describe_exit
+from nemo_desktop.core.base.errors import NemoError
+from nemo_desktop.core.base.job_context import JobContext, run_job
+from nemo_desktop.core.app.worker import JobSpec, WorkerConfig, WorkerGaveUp, WorkerSupervisor, describe_exit
 
-JOBS = "nemo_desktop.core.session_jobs"
+JOBS = "nemo_desktop.core.app.jobs.models"
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from nemo_desktop.core.models.registry import register_family
+from nemo_desktop.core.models.families import register_family
 
 sys.path.insert(0, {benchmarks!r})
 import fix_world as FW  # noqa: E402

@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from nemo_desktop.core.models.protocols import ModelInfo
-from nemo_desktop.core.models.registry import register_family
+from nemo_desktop.core.models.families import register_family
 
 CLASSES = ["red", "green", "blue"]
 
@@ -83,7 +83,7 @@ _METHOD = '''
 from dataclasses import dataclass, field
 
 from nemo_desktop.core.methods.labels import resolve_label
-from nemo_desktop.core.records import ClassScore, ExplanationResult, SampleInfo
+from nemo_desktop.core.base.records import ClassScore, ExplanationResult, SampleInfo
 from nemo_desktop.core.registry import AnalysisSpec, Inputs
 
 
@@ -101,7 +101,7 @@ class TinyCaption:
     def __call__(self, image, true_label, ctx=None):
         from PIL import Image
 
-        from nemo_desktop.core.jobs import JobContext
+        from nemo_desktop.core.base.job_context import JobContext
         from nemo_desktop.core.store import content_hash, result_key
 
         ctx = ctx or JobContext()

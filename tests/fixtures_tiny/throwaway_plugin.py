@@ -1,7 +1,7 @@
 """A throw-away analysis registered the way a third party registers one: a distribution `nemo-throwaway` (a
 package plus a `*.dist-info` folder whose entry_points.txt names it in `nemo_desktop.analyses`, read by
 importlib.metadata exactly as pip's would be). Put `write_throwaway_dist(root)` on sys.path (or PYTHONPATH) and
-reset the plugins (`nemo_desktop.core.plugins._reset_for_tests()`).
+reset the plugins (`nemo_desktop.core.base.plugins._reset_for_tests()`).
 
 The analysis, `tiny-count`, is a dataset analysis that counts the images of each class folder, one class per unit
 of work (so a cancel has units), and keeps its result in the store under a key of the folder's content and its
@@ -97,7 +97,7 @@ ANALYSES = (AnalysisSpec("tiny-count", "dataset", "1", TinyCount, CountConfig, r
 
 def installed(tmp_path: Path, monkeypatch) -> Iterator[Path]:
     """The body of a pytest fixture: the distribution on sys.path and the plugins loaded afresh; undone after."""
-    from nemo_desktop.core import plugins
+    from nemo_desktop.core.base import plugins
 
     root = write_throwaway_dist(tmp_path / "site")
     monkeypatch.syspath_prepend(str(root))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from nemo_desktop.core.errors import ModelError
+from nemo_desktop.core.base.errors import ModelError
 
 
 def count_to_three(ctx):

@@ -84,6 +84,6 @@ def test_failure_modes_with_a_zero_shot_classifier_needs_no_embedder(qtbot, make
 
 
 def pane_problem_with_index(pane):
-    from nemo_desktop.gui.panes.analyses.run_job import run_problem
+    from nemo_desktop.core.app.jobs.analyses import run_problem
 
     return run_problem(pane.page, pane.chosen_models(), "an-index-id")

@@ -103,7 +103,7 @@ def _pane(qtbot, make_window, name):
 
 def test_every_registered_dataset_model_and_fit_analysis_is_listed(qtbot, make_window):
     """And the per-sample analyses that are not explanation methods (those have the workbench)."""
-    from nemo_desktop.core.methods.registry import list_methods
+    from nemo_desktop.core.registry.methods import list_methods
     from nemo_desktop.core.registry import get_analysis, list_analyses
 
     window, pane = _pane(qtbot, make_window, "global-explanation")

@@ -23,7 +23,7 @@ def test_the_embedder_picker_lists_only_joint_image_text_models(qtbot, make_wind
     plain = next(ref for ref, family in families.items() if family not in ZERO_SHOT_FAMILIES)
     assert plain not in offered
 
-    from nemo_desktop.gui.panes.analyses.run_job import run_problem
+    from nemo_desktop.core.app.jobs.analyses import run_problem
 
     box.setEditText(plain)  # typed anyway: refused in place (with an index to run on), in the page's words
     assert pane.chosen_models()["embedder"] == plain

@@ -71,7 +71,7 @@ def test_main_runs_the_event_loop_and_exits_cleanly(tmp_path):
 
 
 def test_the_window_carries_the_shipped_application_icon(qtbot, tmp_path):
-    from nemo_desktop.core.resources import resource_path
+    from nemo_desktop.core.base.resources import resource_path
 
     _, window = app.build(["--home", str(tmp_path / "home")])
     qtbot.addWidget(window)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from nemo_desktop.core.batch import EXPLAINED, NO_CAUSE, NOT_TESTED, BatchItem, describe_counts
-from nemo_desktop.core.records import Candidate, ExplanationResult, SampleInfo
+from nemo_desktop.core.base.batch_items import EXPLAINED, NO_CAUSE, NOT_TESTED, BatchItem, describe_counts
+from nemo_desktop.core.base.records import Candidate, ExplanationResult, SampleInfo
 
 DESTROYED_NOTE = ("Every tested hypothesis's edit destroyed the picture or changed nothing (best CEI +31.0, #1: "
                   "structure not kept); no hypothesis is validated.")

@@ -11,7 +11,7 @@ import pytest
 from gui_drops import simulate_drop
 from PySide6.QtCore import QPoint, Qt
 
-from nemo_desktop.core.batch import EXPLAINED, FAILED, SKIPPED_CORRECT, SKIPPED_NO_LABEL
+from nemo_desktop.core.base.batch_items import EXPLAINED, FAILED, SKIPPED_CORRECT, SKIPPED_NO_LABEL
 from nemo_desktop.gui.dialogs.diagnose import DiagnoseDialog
 from nemo_desktop.gui.panes.workbench.widgets.batch_table import COL_CEI, COL_FILE, COL_IMAGE, COL_STATUS, TONE_COLOURS
 
@@ -26,7 +26,7 @@ def class_folders(tmp_path, digits, digits_reference, blue_three):
     digit in a folder that is not a class."""
     from digits_world import DigitsCNNClassifier
 
-    from nemo_desktop.core.images import load_image
+    from nemo_desktop.core.base.images import load_image
 
     clf = DigitsCNNClassifier(digits[0])
     root = tmp_path / "dropped"
@@ -154,9 +154,9 @@ def test_folder_drop_fills_the_batch_table_opens_results_and_exports_one_report(
 
 def test_a_workbench_run_on_several_samples_lists_failures_and_cancellations(qtbot, digits_window, digits_reference,
                                                                               blue_three, tmp_path):
-    from nemo_desktop.core.batch import CANCELLED
+    from nemo_desktop.core.base.batch_items import CANCELLED
     from nemo_desktop.core.data.reference_index import build_index
-    from nemo_desktop.gui.samples import Sample
+    from nemo_desktop.core.app.samples import Sample
 
     window = digits_window
     build_index(digits_reference, window.session.get("classifier"), window.session.store())
@@ -195,9 +195,9 @@ def test_a_workbench_run_on_several_samples_lists_failures_and_cancellations(qtb
 def test_a_batch_run_with_failures_points_to_the_table_instead_of_a_modal_error(qtbot, make_window, tmp_path):
     """A single image's failure is a modal error; a batch's failures are rows of its table (with their hints),
     so no dialog repeats them: the status bar points to the table."""
-    from nemo_desktop.core.batch import BatchItem
-    from nemo_desktop.gui.panes.workbench.run_job import SampleOutcome
-    from nemo_desktop.gui.samples import Sample
+    from nemo_desktop.core.base.batch_items import BatchItem
+    from nemo_desktop.core.app.jobs.models import SampleOutcome
+    from nemo_desktop.core.app.samples import Sample
     from nemo_desktop.gui.widgets.error_dialog import ErrorDialog
 
     window = make_window()

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from nemo_desktop.core.analytics.predictions import confusion_matrix, most_confident_mistakes
+from nemo_desktop.core.app.dataset_browser.prediction_counts import confusion_matrix, most_confident_mistakes
 
 pytestmark = pytest.mark.gui
 
@@ -91,7 +91,7 @@ def test_most_confident_mistakes_come_first(qtbot, indexed):
 
 
 def test_cei_histogram_of_a_stored_run_says_its_n(qtbot, indexed):
-    from nemo_desktop.core.methods.result import Candidate, ClassScore, ExplanationResult, SampleInfo
+    from nemo_desktop.core.base.records import Candidate, ClassScore, ExplanationResult, SampleInfo
 
     pane, _ = indexed
     store = pane.host.session.store()
@@ -114,7 +114,7 @@ def test_cei_histogram_of_a_stored_run_says_its_n(qtbot, indexed):
 
 
 def test_filter_order_by_confidence_and_none_without_predictions():
-    from nemo_desktop.gui.panes.dataset_browser.browse_data import BrowseData
+    from nemo_desktop.core.app.dataset_browser.browse_data import BrowseData
     from nemo_desktop.gui.panes.dataset_browser.filters import (CONFIDENCE_ASC, CONFIDENCE_DESC, MISCLASSIFIED,
                                                                 FilterSpec, filter_rows)
 

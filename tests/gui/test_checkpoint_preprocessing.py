@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.gui.panes.model_manager.custom_import import (FROM_CONFIG, CheckpointImport, Preprocessing,
                                                                 add_checkpoint, checkpoint_config, entry_dict)
 
@@ -45,7 +45,7 @@ def images(n=6):
 
 def test_config_json_beside_the_weights_sets_the_preprocessing(saved_timm, gui_home):
     from nemo_desktop.core.models.catalog import clear_cache
-    from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+    from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
     pre, arch = checkpoint_config(saved_timm["weights"])
     assert arch == "test_resnet" and pre.source == FROM_CONFIG

@@ -44,7 +44,7 @@ def _analyses_page(qtbot, pane, name):
 
 
 def test_competency_cf_runs_from_the_analyses_page_on_an_image(qtbot, comp_window, comp_world, tmp_path):
-    from nemo_desktop.core.methods.registry import list_methods
+    from nemo_desktop.core.registry.methods import list_methods
     from nemo_desktop.gui.panes.analyses.plugin import NAME_ROLE
 
     window, _, fitted = comp_window
@@ -175,7 +175,7 @@ def test_dataset_browser_competency_column_and_send_to_analysis(qtbot, comp_wind
 def test_competency_filter_and_order_on_the_arrays():
     """Unscored images (NaN) drop out of a competency filter and sort last; without scores the filter matches
     nothing rather than everything."""
-    from nemo_desktop.gui.panes.dataset_browser.browse_data import BrowseData
+    from nemo_desktop.core.app.dataset_browser.browse_data import BrowseData
     from nemo_desktop.gui.panes.dataset_browser.filters import FilterSpec, filter_rows
 
     n = 5
@@ -194,7 +194,7 @@ def test_only_estimators_of_the_loaded_classifier_are_offered(comp_window, comp_
 
     from fixtures_tiny.competency_world import DigitsClassifier
 
-    from nemo_desktop.gui.panes.dataset_browser.competency_column import estimators_for
+    from nemo_desktop.core.app.jobs.competency_column import estimators_for
 
     window, _, fitted = comp_window
     store = window.session.store()
@@ -205,7 +205,7 @@ def test_only_estimators_of_the_loaded_classifier_are_offered(comp_window, comp_
 
 
 def test_the_browser_counts_low_images_by_part_at_the_columns_threshold():
-    from nemo_desktop.gui.panes.dataset_browser.competency_column import CompetencyColumn
+    from nemo_desktop.core.app.jobs.competency_column import CompetencyColumn
 
     scores = {"/a.png": (0.56, 0.8, 0.7), "/b.png": (0.42, 0.6, 0.7), "/c.png": (0.36, 0.4, 0.9),
               "/d.png": (0.09, 0.3, 0.3), "/e.png": (0.98, 0.99, 0.99)}

@@ -6,7 +6,7 @@ from gui_job_functions import fail_to_load
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from nemo_desktop.core.errors import InputImageError
+from nemo_desktop.core.base.errors import InputImageError
 from nemo_desktop.gui.widgets.error_dialog import ErrorDialog, show_error
 
 pytestmark = pytest.mark.gui

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.gui
 
 
 def _store_result(store, tmp_path):
-    from nemo_desktop.core.methods.result import Candidate, ClassScore, ExplanationResult, SampleInfo
+    from nemo_desktop.core.base.records import Candidate, ClassScore, ExplanationResult, SampleInfo
 
     top = [ClassScore(1, "eight", 0.9), ClassScore(0, "three", 0.1)]
     r = ExplanationResult("scitx", SampleInfo(str(tmp_path / "query.png"), "abc", 0, "three", 1, "eight", 0.1, 0.9,

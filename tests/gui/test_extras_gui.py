@@ -25,7 +25,7 @@ def test_the_pdf_choice_is_off_and_names_the_extra(qtbot, make_window, without):
 
 def test_run_says_which_extra_an_analysis_needs(without):
     from nemo_desktop.core.registry import get_analysis
-    from nemo_desktop.gui.panes.analyses.run_job import run_problem
+    from nemo_desktop.core.app.jobs.analyses import run_problem
 
     without("competency")
     problem = run_problem(SimpleNamespace(spec=get_analysis("competency-bench")), {}, "data")
@@ -33,8 +33,8 @@ def test_run_says_which_extra_an_analysis_needs(without):
 
 
 def test_preflight_names_the_extra_of_the_editor(without, tmp_path, monkeypatch):
-    from nemo_desktop.core.errors import WeightsNotFoundError
-    from nemo_desktop.gui.session import ModelSession
+    from nemo_desktop.core.base.errors import WeightsNotFoundError
+    from nemo_desktop.core.app.session import ModelSession
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)

@@ -10,7 +10,7 @@ from nemo_desktop.core.demo import digits as demo
 from nemo_desktop.core.store.paths import get_paths
 from nemo_desktop.gui.first_run import memory
 from nemo_desktop.gui.first_run.guide import DONE
-from nemo_desktop.gui.samples import Sample
+from nemo_desktop.core.app.samples import Sample
 
 from demo_cache import install_built_demo
 from model_process import set_model_process

@@ -13,7 +13,7 @@ from fix_tiny_world import fix_world_module, tiny_world  # noqa: E402
 
 
 def _explanation(instruction: str, cei: float = 20.0):
-    from nemo_desktop.core.records import Candidate, ExplanationResult, SampleInfo
+    from nemo_desktop.core.base.records import Candidate, ExplanationResult, SampleInfo
 
     sample = SampleInfo("x.png", "0" * 64, 1, "one", 7, "seven", 0.05, 0.9)
     return ExplanationResult("scitx", sample, "dark background", 0, cei,
@@ -76,8 +76,8 @@ def test_use_the_fixed_model_loads_its_catalog_entry(qtbot, make_window, tmp_pat
     from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_timm
     from nemo_desktop.core.analyses.fix import FixResult
     from nemo_desktop.core.analyses.fix.saving import save_fixed
-    from nemo_desktop.core.jobs import JobContext
-    from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+    from nemo_desktop.core.base.job_context import JobContext
+    from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
     folder = build_tiny_timm(tmp_path / "tiny", label_names=TINY_CLASSES, input_size=32)
     clf = load_model(ModelSpec(kind="classifier", family="timm", source=f"local-dir:{folder}"),

@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.gui.panes.dataset_browser.browse_data import BrowseData
+from nemo_desktop.core.base.errors import ConfigError
+from nemo_desktop.core.app.dataset_browser.browse_data import BrowseData
 from nemo_desktop.gui.panes.dataset_browser.filters import (CORRECT, MISCLASSIFIED, FilterSpec, class_accuracy,
                                                             filter_rows)
 

@@ -17,7 +17,7 @@ import pytest
 from gui_drops import simulate_drop
 from PySide6.QtCore import Qt
 
-from nemo_desktop.core.worker import JobSpec
+from nemo_desktop.core.app.worker import JobSpec
 
 pytestmark = pytest.mark.gui
 
@@ -39,7 +39,7 @@ def worker_window(make_window, digits_weights, monkeypatch):
     import worker_test_jobs  # noqa: F401 - the test families, in this process too
 
     from nemo_desktop.core.store.settings import load_settings, save_settings
-    from nemo_desktop.core.worker import hosts
+    from nemo_desktop.core.app.worker import hosts
 
     monkeypatch.setattr(hosts, "WORKER_PRELOAD", ["worker_test_jobs"])
     settings = load_settings()

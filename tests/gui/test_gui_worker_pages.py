@@ -18,7 +18,7 @@ import pytest
 from gui_failure_modes import show_failure_modes_result
 from test_competency_gui import comp_world  # noqa: F401 - fixture
 
-from nemo_desktop.core.worker import JobSpec
+from nemo_desktop.core.app.worker import JobSpec
 
 pytestmark = pytest.mark.gui
 
@@ -28,7 +28,7 @@ def worker_mode(monkeypatch):
     """Worker mode, with the test model families (tests/worker_test_jobs.py) known to every worker."""
     import worker_test_jobs  # noqa: F401
 
-    from nemo_desktop.core.worker import hosts
+    from nemo_desktop.core.app.worker import hosts
 
     monkeypatch.setattr(hosts, "WORKER_PRELOAD", ["worker_test_jobs"])
     return "worker"
@@ -166,7 +166,7 @@ def test_failure_modes_rank_and_validate_in_the_worker(qtbot, make_window, worke
     torch.save(digits[0].state_dict(), weights)
     window = _worker_window(qtbot, make_window, worker_mode)
     # The CNN (a class made inside a function: not picklable) is loaded there by ref, as a user's model is.
-    handle = window.jobs.submit(JobSpec("nemo_desktop.core.session_jobs:load_model",
+    handle = window.jobs.submit(JobSpec("nemo_desktop.core.app.jobs.models:load_model",
                                         ("classifier", f"test-digits:{weights}")), title="Loading the classifier")
     qtbot.waitUntil(lambda: not handle.active, timeout=120000)
     assert handle.state == "done", handle.outcome.error

@@ -13,7 +13,7 @@ import signal
 
 import pytest
 
-from nemo_desktop.core.worker import JobSpec
+from nemo_desktop.core.app.worker import JobSpec
 
 pytestmark = pytest.mark.gui
 
@@ -30,7 +30,7 @@ def demo_window(qtbot, make_window):
     window = make_window(model_process="worker")
     window.show()
     qtbot.waitExposed(window)
-    handle = window.jobs.submit(JobSpec("nemo_desktop.core.session_jobs:load_model", ("classifier", CLASSIFIER_ID)),
+    handle = window.jobs.submit(JobSpec("nemo_desktop.core.app.jobs.models:load_model", ("classifier", CLASSIFIER_ID)),
                                 title="Load the demo classifier")
     qtbot.waitUntil(lambda: not handle.active, timeout=180000)
     assert handle.state == "done", handle.outcome.error
@@ -69,7 +69,7 @@ def test_after_a_kill_while_idle_the_page_and_the_lists_show_the_classifier_load
 
 
 def test_a_model_process_that_keeps_dying_is_shown_stopped_and_can_be_started_again(qtbot, make_window):
-    from nemo_desktop.core.worker import WorkerConfig
+    from nemo_desktop.core.app.worker import WorkerConfig
 
     window = make_window(model_process="worker")
     host = window.model_host

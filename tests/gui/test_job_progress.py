@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.job_context import JobContext
 
 
 def _restarting_job(gate: threading.Event, seen: threading.Event):

@@ -92,7 +92,7 @@ def test_the_confusion_matrix_shows_ten_columns_at_1280(qtbot, make_window):
     """The demo's ten classes: columns seven to nine were off the side panel's edge."""
     import numpy as np
 
-    from nemo_desktop.gui.panes.dataset_browser.browse_data import BrowseData
+    from nemo_desktop.core.app.dataset_browser.browse_data import BrowseData
 
     names = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
     labels = np.repeat(np.arange(10), 3)
@@ -124,8 +124,8 @@ def test_the_confusion_matrix_shows_ten_columns_at_1280(qtbot, make_window):
 
 def test_the_competency_bench_table_fits_beside_the_settings_at_1280(qtbot, make_window):
     from nemo_desktop.core.analyses.competency.results import CompetencyBenchResult, GeneratorMetrics
-    from nemo_desktop.core.app_jobs.analyses import result_html
-    from nemo_desktop.core.jobs import null_context
+    from nemo_desktop.core.app.jobs.analyses import result_html
+    from nemo_desktop.core.base.job_context import null_context
     from nemo_desktop.gui.widgets.report_html import set_report_html
 
     window = _shown_window(qtbot, make_window)
@@ -177,7 +177,7 @@ def test_every_model_list_column_is_readable_without_sideways_scrolling_at_1280(
 def test_the_recommended_gpu_is_abbreviated_and_whole_in_the_tooltip():
     from PySide6.QtCore import Qt
 
-    from nemo_desktop.core.jobs import null_context
+    from nemo_desktop.core.base.job_context import null_context
     from nemo_desktop.gui.panes.model_manager.catalog_rows import load_catalog
     from nemo_desktop.gui.panes.model_manager.widgets.catalog_table import COLUMNS, CatalogTableModel, short_gpu
 

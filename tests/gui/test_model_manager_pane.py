@@ -156,7 +156,7 @@ def test_download_shows_progress_cancels_resumes_and_deletes(qtbot, make_window,
 def test_a_download_gets_the_token_of_the_settings_reference_not_through_the_environment(hub, gui_home, monkeypatch):
     import os
 
-    from nemo_desktop.core.jobs import JobContext
+    from nemo_desktop.core.base.job_context import JobContext
     from nemo_desktop.gui.panes.model_manager.catalog_rows import download_entry
 
     token = "hf_allowedTOKENforTESTS"

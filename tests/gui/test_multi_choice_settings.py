@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.registry import config_params, get_analysis, make_config
 
 pytestmark = pytest.mark.gui

@@ -1,4 +1,4 @@
-"""The app and plugins (core/plugins.py): the tiny plugin distribution's analyses reach the app's lists
+"""The app and plugins (core/base/plugins.py): the tiny plugin distribution's analyses reach the app's lists
 (tests/core/test_plugins.py), and a skipped plugin is named in the status bar."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.gui
 
 @pytest.fixture
 def plugin(tmp_path, monkeypatch):
-    from nemo_desktop.core import plugins
+    from nemo_desktop.core.base import plugins
 
     monkeypatch.syspath_prepend(str(write_plugin_dist(tmp_path / "site")))
     plugins._reset_for_tests()

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from nemo_desktop.core.errors import JobCancelled, WeightsNotFoundError
-from nemo_desktop.core.jobs import CancelToken, JobContext
-from nemo_desktop.gui.samples import Sample
+from nemo_desktop.core.base.errors import JobCancelled, WeightsNotFoundError
+from nemo_desktop.core.base.job_context import CancelToken, JobContext
+from nemo_desktop.core.app.samples import Sample
 
 
 @pytest.fixture
@@ -23,9 +23,9 @@ def test_a_method_names_every_missing_model_at_once_and_fast(empty_cache, tmp_pa
 
     image = tmp_path / "query.png"
     Image.new("RGB", (16, 16)).save(image)
-    import nemo_desktop.core.models.registry as registry
-    from nemo_desktop.gui.panes.workbench.run_job import explain_samples
-    from nemo_desktop.gui.session import ModelSession
+    import nemo_desktop.core.models.families as registry
+    from nemo_desktop.core.app.jobs.models import explain_samples
+    from nemo_desktop.core.app.session import ModelSession
 
     loads = []
     monkeypatch.setattr(registry, "load_model", lambda *a, **k: loads.append(a) or pytest.fail("loaded a model"))
@@ -43,7 +43,7 @@ def test_a_method_names_every_missing_model_at_once_and_fast(empty_cache, tmp_pa
 
 
 def test_a_zero_shot_default_classifier_needs_no_editor(empty_cache):
-    from nemo_desktop.gui.session import ModelSession
+    from nemo_desktop.core.app.session import ModelSession
 
     session = ModelSession()
     session.update_settings(lambda s: setattr(s.models, "classifier", "clip-vit-b32"))
@@ -54,8 +54,8 @@ def test_a_zero_shot_default_classifier_needs_no_editor(empty_cache):
 
 
 def test_cancel_during_a_model_load_ends_as_cancelled(monkeypatch):
-    import nemo_desktop.core.models.registry as registry
-    from nemo_desktop.gui.session import ModelSession
+    import nemo_desktop.core.models.families as registry
+    from nemo_desktop.core.app.session import ModelSession
 
     token = CancelToken()
 

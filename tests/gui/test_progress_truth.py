@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.job_context import JobContext
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core" / "analyses" / "fix"))
 
@@ -33,14 +33,14 @@ def test_the_demos_indexing_is_not_at_100_percent_while_it_indexes(qtbot, make_w
     from demo_cache import install_built_demo
 
     from nemo_desktop.core import demo
-    from nemo_desktop.core.worker.protocol import JobSpec
+    from nemo_desktop.core.app.worker.protocol import JobSpec
     from nemo_desktop.gui.jobs import GPU
 
     window = make_window(model_process="in-process")
     install_built_demo(window.paths)
     setup = demo.prepare_demo(window.paths)  # reused, registered
     window.session.load("classifier", demo.CLASSIFIER_ID, local_only=True)
-    handle = window.jobs.submit(JobSpec("nemo_desktop.core.browse_data:index_dataset_job",
+    handle = window.jobs.submit(JobSpec("nemo_desktop.core.app.dataset_browser.browse_data:index_dataset_job",
                                         (str(setup.dataset_dir), 32)), title="Indexing", lane=GPU)
     shown = []
     handle.sig_progress.connect(lambda p: shown.append((p.stage, p.done, p.total, p.overall_fraction)))
@@ -149,14 +149,14 @@ def _ratios(stages, make_ctx, scale=1.0):
 
 
 def _demo_ctx(root):
-    from nemo_desktop.core.session_jobs import DEMO_STAGE_WEIGHTS
+    from nemo_desktop.core.app.jobs.models import DEMO_STAGE_WEIGHTS
 
     staged = root.stages("", 0.0, 0.98, DEMO_STAGE_WEIGHTS)
     return lambda name: staged
 
 
 def _index_ctx(root):
-    from nemo_desktop.core.browse_data import INDEX_STAGE_WEIGHTS
+    from nemo_desktop.core.app.dataset_browser.browse_data import INDEX_STAGE_WEIGHTS
 
     staged = root.stages("", 0.0, 1.0, INDEX_STAGE_WEIGHTS)
     return lambda name: staged

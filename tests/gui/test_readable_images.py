@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QPushButton
 
-from nemo_desktop.core.methods.result import Candidate, ClassScore, ExplanationResult, SampleInfo
+from nemo_desktop.core.base.records import Candidate, ClassScore, ExplanationResult, SampleInfo
 from nemo_desktop.gui.panes.workbench.widgets.result_view import ResultBundle, ResultView
 from nemo_desktop.gui.widgets.compare_view import CompareDialog, qimage_to_array
 from nemo_desktop.gui.widgets.image_viewer import ClickableImage, ImageViewerDialog

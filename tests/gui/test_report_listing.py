@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from test_analyses_pane import folder_count  # noqa: F401 - the registered test-double analysis
 
-from nemo_desktop.core.records import Candidate, ExplanationResult, SampleInfo
+from nemo_desktop.core.base.records import Candidate, ExplanationResult, SampleInfo
 
 
 def _diagnosis(store, i: int, cei: float | None) -> ExplanationResult:
@@ -20,9 +20,9 @@ def _diagnosis(store, i: int, cei: float | None) -> ExplanationResult:
 
 def _batch(store):
     """A batch of three images as the workbench runs it (run_job._explain_each), with a method double."""
-    from nemo_desktop.core.jobs import JobContext
-    from nemo_desktop.core.session_jobs import _end_batch_run, _explain_each, _start_batch_run
-    from nemo_desktop.gui.samples import Sample
+    from nemo_desktop.core.base.job_context import JobContext
+    from nemo_desktop.core.app.jobs.models import _end_batch_run, _explain_each, _start_batch_run
+    from nemo_desktop.core.app.samples import Sample
 
     results = {f"/data/three/img{i}.png": _diagnosis(store, i, cei) for i, cei in ((1, 12.0), (2, -4.0), (3, None))}
 

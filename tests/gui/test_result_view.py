@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QFrame, QLabel
 
-from nemo_desktop.core.methods.result import Candidate, ClassScore, ExplanationResult, SampleInfo
+from nemo_desktop.core.base.records import Candidate, ClassScore, ExplanationResult, SampleInfo
 from nemo_desktop.gui.panes.workbench.widgets.result_view import ResultBundle, ResultView
 
 pytestmark = pytest.mark.gui

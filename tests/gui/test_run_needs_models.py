@@ -18,7 +18,7 @@ def no_downloads(tmp_path, monkeypatch):
 def test_the_workbench_says_which_model_is_missing_before_run(qtbot, digits_window, blue_three, no_downloads):
     from digits_world import ScriptedDigitsMLLM
 
-    from nemo_desktop.gui.samples import Sample
+    from nemo_desktop.core.app.samples import Sample
 
     window = digits_window
     window.session.unload("mllm")  # the default multimodal LLM is not downloaded

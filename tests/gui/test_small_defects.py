@@ -89,7 +89,7 @@ def test_class_table_selection_follows_the_class_after_a_sort(qtbot):
 
 
 def _stored_result(store, key="r1", cei=12.5):
-    from nemo_desktop.core.methods.result import Candidate, ClassScore, ExplanationResult, SampleInfo
+    from nemo_desktop.core.base.records import Candidate, ClassScore, ExplanationResult, SampleInfo
 
     top = [ClassScore(1, "eight", 0.9)]
     r = ExplanationResult("scitx", SampleInfo("/data/a very long folder name/query_image_of_a_three.png", "abc", 0,
@@ -123,7 +123,7 @@ def test_batch_run_progress_bar_shows_the_whole_run(qtbot, digits_window, digits
     from PIL import Image
 
     from nemo_desktop.core.data.reference_index import build_index
-    from nemo_desktop.gui.samples import Sample
+    from nemo_desktop.core.app.samples import Sample
 
     window = digits_window
     index = build_index(digits_reference, window.session.get("classifier"), window.session.store())

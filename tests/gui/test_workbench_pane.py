@@ -8,7 +8,7 @@ import time
 import pytest
 from PySide6.QtWidgets import QFrame, QGroupBox, QLabel
 
-from nemo_desktop.gui.samples import Sample
+from nemo_desktop.core.app.samples import Sample
 
 pytestmark = pytest.mark.gui
 

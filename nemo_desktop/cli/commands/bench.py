@@ -135,7 +135,7 @@ def run_bench(args) -> int:
     from ...core.benchmark.config import load_config
     from ...core.benchmark.runner import BenchmarkRunner
     from ...core.benchmark.work_units import Shard
-    from ...core.errors import ConfigError, JobCancelled
+    from ...core.base.errors import ConfigError, JobCancelled
     from ..output import cancelled, emit
     from ..progress import cancellable_job
 
@@ -215,7 +215,7 @@ def format_summary(s) -> str:
 
 def merge_bench(args) -> int:
     from ...core.benchmark.merge import merge_stores
-    from ...core.errors import ConfigError, JobCancelled
+    from ...core.base.errors import ConfigError, JobCancelled
     from ..output import cancelled
     from ..progress import cancellable_job
 
@@ -256,7 +256,7 @@ def merge_bench(args) -> int:
 
 def table_bench(args) -> int:
     from ...core.benchmark.tables import build_tables, collect, render
-    from ...core.errors import JobCancelled
+    from ...core.base.errors import JobCancelled
     from ..output import cancelled, write_file
     from ..progress import cancellable_job
 
@@ -280,7 +280,7 @@ def table_bench(args) -> int:
 
 def shipped_configs() -> list[dict]:
     """The configs shipped in resources/benchmarks/configs/: name, path and the first sentence of the header."""
-    from ...core.resources import resource_path
+    from ...core.base.resources import resource_path
 
     rows = []
     for path in sorted(resource_path("benchmarks", "configs").glob("*.toml")):
@@ -296,7 +296,7 @@ def shipped_configs() -> list[dict]:
 
 
 def configs_bench(args) -> int:
-    from ...core.resources import resource_path
+    from ...core.base.resources import resource_path
 
     rows = shipped_configs()
     folder = resource_path("benchmarks", "configs")

@@ -54,7 +54,7 @@ def run_info(args) -> int:
 
 
 def run_check(args) -> int:
-    from ...core.errors import JobCancelled
+    from ...core.base.errors import JobCancelled
     from ...core.store.maintenance import PROBLEM_DATABASE
     from ..output import cancelled
     from ..progress import StageBars, cancellable_job
@@ -111,7 +111,7 @@ def run_check(args) -> int:
 def run_salvage(args) -> int:
     from pathlib import Path
 
-    from ...core.errors import JobCancelled
+    from ...core.base.errors import JobCancelled
     from ...core.store.salvage import salvage_into
     from ..output import cancelled
     from ..progress import StageBars, cancellable_job

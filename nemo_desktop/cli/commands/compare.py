@@ -67,7 +67,7 @@ def _common(s, name: str) -> None:
 
 def _classifiers(args):
     from ...core.analyses.model_diff import PromptedClassifier, load_prompt_set
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
     from ..loading import load
 
     a = load(args.model_a, "classifier", args)
@@ -87,7 +87,7 @@ def _classifiers(args):
 def _t2i_loader(args):
     def load_t2i(ref: str):
         from ...core.models.catalog import resolve_model_ref
-        from ...core.models.registry import LoadOptions, load_model
+        from ...core.models.families import LoadOptions, load_model
 
         return load_model(resolve_model_ref(ref, "generator"),
                           LoadOptions(device=args.device, dtype=args.dtype, cpu_offload=args.cpu_offload))
@@ -129,17 +129,17 @@ def run(args) -> int:
     from ..runner import analysis_job
 
     if args.compare_command == "score" and not (args.judge or args.llm):
-        from ...core.errors import ConfigError
+        from ...core.base.errors import ConfigError
 
         raise ConfigError("Scoring needs an evaluator LLM.", hint="Give one with --judge ID.")
     spec = get_analysis("model-diff")
     config = make_config(spec, given_options(args))
     conditions = getattr(args, "conditions", "") or ""
     if conditions.startswith("t2i:"):  # a text-to-image generator: the 'editing' extra, before any model loads
-        from ...core.extras import require_for_ref
+        from ...core.models.family_extras import require_for_ref
 
         require_for_ref(conditions[4:].split("@", 1)[0], "generator")
-    from ...core.extras import available
+    from ...core.base.extras import available
 
     if not available("tokens"):  # said before the run; the run goes on with the fallback counter
         import sys

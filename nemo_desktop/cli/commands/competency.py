@@ -160,7 +160,7 @@ def run_fit(args) -> int:
 def _open_dataset(path: str):
     from ...core.data.datasets import open_dataset
     from ...core.data.sources import is_fiftyone_ref
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
 
     if not is_fiftyone_ref(path) and not Path(path).exists():
         raise ConfigError(f"No dataset at {path}.", hint="Give a folder of class folders, a CSV manifest or "
@@ -170,7 +170,7 @@ def _open_dataset(path: str):
 
 # -- score and explain --------------------------------------------------------------------------------------
 def _check_images(paths: list[str]) -> list[Path]:
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
 
     missing = [p for p in paths if not Path(p).is_file()]
     if missing:
@@ -295,7 +295,7 @@ def incomplete(r) -> bool:
 
 
 def run_explain(args) -> int:
-    from ...core.errors import JobCancelled, NemoError
+    from ...core.base.errors import JobCancelled, NemoError
     from ...core.registry import build_analysis, get_analysis, make_config
     from ..exit_codes import PARTIAL, RUNTIME, SUCCESS
     from ..loading import load
@@ -307,12 +307,12 @@ def run_explain(args) -> int:
     config = make_config(spec, given_options(args))
     paths = _check_images(args.images)
     if bool(args.judge) != bool(args.cause):
-        from ...core.errors import ConfigError
+        from ...core.base.errors import ConfigError
 
         raise ConfigError("--judge and --cause go together: the judge grades whether each explanation names the "
                           "cause.", hint="Give both, or neither.")
     if args.judge and not args.mllm:
-        from ...core.errors import ConfigError
+        from ...core.base.errors import ConfigError
 
         raise ConfigError("--judge grades the MLLM's explanations, and no --mllm was given.")
     results, failed = {}, {}
@@ -398,7 +398,7 @@ def run_bench(args) -> int:
     from ..runner import analysis_job
 
     spec = get_analysis(BENCH)
-    from ...core.extras import require_for_spec
+    from ...core.base.extras import require_for_spec
 
     require_for_spec(spec)  # FD/KD and LPIPS: the 'competency' extra, checked before any image is read
     config = make_config(spec, given_options(args))
@@ -415,7 +415,7 @@ def run_bench(args) -> int:
 
 def run_lpips(args) -> int:
     from ...core.analyses.competency.lpips_distance import download_trunk, trunk_status
-    from ...core.extras import require
+    from ...core.base.extras import require
     from ..exit_codes import RUNTIME, SUCCESS
 
     require("competency", "LPIPS")
@@ -439,7 +439,7 @@ def run_causes(args) -> int:
     from ...core.analyses.competency.cause_sets import write_cause_sets
     from ...core.analyses.competency.config import as_names
     from ...core.analyses.competency.score_set import open_image_set
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
     from ..exit_codes import RUNTIME, SUCCESS
     from ..runner import analysis_job
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 def run_demo(args) -> int:
     from ...core.demo import prepare_demo
-    from ...core.errors import JobCancelled
+    from ...core.base.errors import JobCancelled
     from ...core.store.paths import get_paths
     from ..output import cancelled, emit
     from ..progress import StageBars, cancellable_job

@@ -32,7 +32,7 @@ def launcher() -> str:
 
 def entry_text(exec_path: str) -> str:
     """The shipped entry with Exec/TryExec naming `exec_path` (quoted in Exec where the spec requires)."""
-    from ...core.resources import resource_path
+    from ...core.base.resources import resource_path
 
     exec_arg = f'"{exec_path}"' if any(c in exec_path for c in ' \t"\'\\><~|&;$*?#()`') else exec_path
     lines = []
@@ -52,8 +52,8 @@ def data_home() -> Path:
 
 def install(exec_path: str) -> dict:
     """Write the entry and the icons under the user's data folder; returns what was written."""
-    from ...core.errors import StoreError
-    from ...core.resources import resource_path
+    from ...core.base.errors import StoreError
+    from ...core.base.resources import resource_path
     from ...core.store import atomic_write_text
 
     root = data_home()

@@ -2,7 +2,7 @@
 
 It also checks that the files the program reads at run time (resources, report fonts, prompt templates) are
 present and readable; a missing one makes the exit code 3 (a broken installation) and is listed first. It lists
-the optional capabilities (pip extras, core/extras.py): which are installed, what each enables, how to add one."""
+the optional capabilities (pip extras, core/base/extras.py): which are installed, what each enables, how to add one."""
 from __future__ import annotations
 
 import importlib.metadata as md
@@ -31,7 +31,7 @@ def _torch_facts() -> dict:
         import torch
     except Exception as exc:  # noqa: BLE001 - report any import failure as a fact, not a crash
         return {"installed": False, "error": f"{type(exc).__name__}: {exc}"}
-    from ...core.models.device import gpu_info
+    from ...core.base.device import gpu_info
 
     return {"installed": True, "version": torch.__version__, "cuda_build": torch.version.cuda,
             "cuda_available": torch.cuda.is_available(), "gpus": gpu_info()}
@@ -64,7 +64,7 @@ def _disk(path) -> dict:
 def _files_check() -> list[dict]:
     """Shipped resources (the package's or checkout's resources/, or NEMO_RESOURCES), each prompt template, the
     report fonts."""
-    from ...core.resource_check import check_resources
+    from ...core.base.resource_check import check_resources
 
     rows = check_resources()
     try:
@@ -105,7 +105,7 @@ def _metric_weights() -> dict:
 
 
 def _extras() -> list[dict]:
-    from ...core.extras import status
+    from ...core.base.extras import status
 
     return status()
 
@@ -158,9 +158,9 @@ def _profile(torch_facts: dict) -> dict:
 
 
 def _plugins() -> list[dict]:
-    """Every plugin entry point (core/plugins.py), loaded or skipped with why; the registries load them."""
-    from ...core.models.registry import list_families
-    from ...core.plugins import list_plugins
+    """Every plugin entry point (core/base/plugins.py), loaded or skipped with why; the registries load them."""
+    from ...core.models.families import list_families
+    from ...core.base.plugins import list_plugins
     from ...core.registry import list_analyses
 
     list_families(), list_analyses()

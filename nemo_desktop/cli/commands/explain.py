@@ -64,12 +64,12 @@ def register(subparsers) -> None:
 def _method_options(p) -> None:
     """Every other setting comes from the methods' config fields (core/registry/params.py): a new field is a new
     option. An option the chosen method does not have is refused (make_config)."""
-    from ...core.methods.registry import get_method, list_methods
+    from ...core.registry.methods import get_method, list_methods
     from ..options import add_config_options
 
     add_config_options(p, [get_method(n).config for n in list_methods()],
                        skip=("validate", "class_relevance", "corpus_files", "edit_size"))
-    # --method names every registered method, plugins' included (core/plugins.py)
+    # --method names every registered method, plugins' included (core/base/plugins.py)
     for action in p._actions:
         if action.dest == "method":
             action.help = f"one of {', '.join(list_methods())} (default: scitx)"
@@ -78,13 +78,13 @@ def _method_options(p) -> None:
 # -- the method -----------------------------------------------------------------------------------------------
 def method_name(method: str, validate: bool) -> str:
     """The registry name for --method/--validate: a baseline's `-validated` variant; SciTX always validates."""
-    from ...core.methods.registry import list_methods
+    from ...core.registry.methods import list_methods
     from ...core.methods.validation import VALIDATED_SUFFIX
 
     if not validate or method == "scitx" or method.endswith(VALIDATED_SUFFIX):
         return method
     if method + VALIDATED_SUFFIX not in list_methods():
-        from ...core.errors import ConfigError
+        from ...core.base.errors import ConfigError
 
         raise ConfigError(f"The method '{method}' has no validated variant.",
                           hint=f"Known methods: {', '.join(list_methods())}.")
@@ -152,7 +152,7 @@ def format_result(result) -> str:
 
 def _options(args, spec) -> dict:
     """The options the user gave, by config field; the old spellings map onto the fields the method has."""
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
     from ...core.registry.params import config_params
     from ..options import given_options
 
@@ -185,7 +185,7 @@ def _options(args, spec) -> dict:
 
 def _check_extras(spec, args) -> None:
     """Before any model loads: the editor this run would load needs the 'editing' extra (diffusers editors)."""
-    from ...core.extras import family_of, require_for_ref
+    from ...core.models.family_extras import family_of, require_for_ref
     from ...core.models.catalog import ZERO_SHOT_FAMILIES
     from ..loading import default_editor_id
 
@@ -199,9 +199,9 @@ def _check_extras(spec, args) -> None:
 
 
 def run(args) -> int:
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
     from ...core.methods.labels import resolve_label
-    from ...core.methods.registry import get_method
+    from ...core.registry.methods import get_method
     from ...core.registry import Components, build_analysis, make_config
     from ..loading import check_profile, default_editor_id, load, load_editor, load_wanted, reference
     from ..output import emit

@@ -15,7 +15,7 @@ import sys
 def _run_on_store(args, work):
     """Open the results store, run `work(store, ctx)` as a cancellable job with terminal progress, close the store.
     Returns (result, None), or (None, exit code) when the user cancelled."""
-    from ...core.errors import JobCancelled
+    from ...core.base.errors import JobCancelled
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
     from ..progress import StageBars, cancellable_job
@@ -53,7 +53,7 @@ def run_table(args) -> int:
     target = Path(args.output)
     fmt = format_for(target, args.format)
     if fmt == "parquet":
-        from ...core.extras import require
+        from ...core.base.extras import require
 
         require("parquet", "Writing a Parquet table")  # before the store is opened
     from ...core.export.table import PerImageTable
@@ -76,7 +76,7 @@ def run_table(args) -> int:
 
 
 def run_fiftyone(args) -> int:
-    from ...core.extras import require
+    from ...core.base.extras import require
 
     require("fiftyone", "`nemo export fiftyone`")  # before the store is opened or FiftyOne started
     from ...core.export.fiftyone_export import export_to_fiftyone, launch

@@ -110,7 +110,7 @@ def format_result(result, method: str | None = None) -> str:
 def run(args) -> int:
     from pathlib import Path
 
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
     from ...core.registry import Components, build_analysis, get_analysis, make_config
     from ..exit_codes import for_counts
     from ..loading import load, load_wanted, reference
@@ -168,7 +168,7 @@ def run(args) -> int:
 
 
 def _check_cei_args(args) -> None:
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
 
     if not args.validate_cei:
         if args.editor:
@@ -185,7 +185,7 @@ def _check_cei_args(args) -> None:
 
 def _cei_editor(args, components):
     """The image editor --validate-cei removes conditions with (None for a zero-shot classifier)."""
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
     from ..loading import load
 
     if not args.validate_cei:
@@ -229,7 +229,7 @@ def _print_cei_cost(args, result) -> None:
 
 def _rankings(args, index, components, store, ctx) -> dict[str, list[dict]]:
     from ...core.analyses.failure_modes.by_sentence import rank_by_sentence
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
 
     if args.top < 1:
         raise ConfigError("--top must be at least 1.")

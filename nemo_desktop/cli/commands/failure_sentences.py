@@ -33,7 +33,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from ...core.analyses.failure_modes.generation import DEFAULT_TOPICS, generate_sentences
-    from ...core.errors import ConfigError, JobCancelled
+    from ...core.base.errors import ConfigError, JobCancelled
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
     from ..exit_codes import for_counts

@@ -100,7 +100,7 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
-    from ...core.errors import ConfigError, JobCancelled
+    from ...core.base.errors import ConfigError, JobCancelled
     from ...core.registry import Components, build_analysis, get_analysis, make_config
     from ...core.store import ResultsStore
     from ...core.store.paths import get_paths
@@ -118,7 +118,7 @@ def run(args) -> int:
                         and k not in options})
         config = make_config(spec, options)
         if config.mode == "lora":
-            from ...core.extras import require
+            from ...core.base.extras import require
 
             require("fix", "A LoRA fix (--mode lora)")  # before the classifier loads and the data is prepared
         classifier = load(args.classifier, "classifier", args)
@@ -157,7 +157,7 @@ def run(args) -> int:
 def _finding(args, store) -> dict:
     """The finding from --from-result, then --prompt (CLASS=TEXT) on top."""
     from ...core.analyses.fix.finding import finding_from_explanation
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
 
     finding: dict = {}
     if args.from_result:

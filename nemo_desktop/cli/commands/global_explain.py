@@ -51,7 +51,7 @@ def format_global(g, score=None) -> str:
 
 def run(args) -> int:
     from ...core.analyses.global_explanation import collect_explanations, recorded_model
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
     from ...core.registry import Components, build_analysis, get_analysis, make_config
     from ..loading import default_editor_id, load
     from ..options import given_options

@@ -39,7 +39,7 @@ def run_list(args) -> int:
 
 def run_delete(args) -> int:
     from ...core.data.reference_index import ReferenceIndex, delete_index
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
 
     store = _open_store()
     try:
@@ -57,9 +57,9 @@ def run_index(args) -> int:
     from ...core.data.datasets import open_dataset
     from ...core.data.input_pipeline import DEFAULT_DRAFT_FACTOR, LoaderSettings
     from ...core.data.reference_index import align_to_classifier, build_index
-    from ...core.errors import ConfigError, JobCancelled
+    from ...core.base.errors import ConfigError, JobCancelled
     from ...core.models.catalog import resolve_model_ref
-    from ...core.models.registry import LoadOptions, load_model
+    from ...core.models.families import LoadOptions, load_model
     from ..progress import StageBars, cancellable_job
 
     if args.list:

@@ -31,14 +31,14 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
 
     try:
         import mcp  # noqa: F401
     except ImportError:
         raise ConfigError("`nemo mcp` needs the MCP SDK, which is not installed.",
                           hint="pip install 'nemo-desktop[mcp]'") from None
-    from ...core.secrets import register_secret
+    from ...core.base.secrets import register_secret
     from ...mcp_server.server import LOOPBACK, NemoMCP, run_http, run_stdio
 
     for root in args.root:

@@ -39,7 +39,7 @@ def register(subparsers) -> None:
 
 def _target(ref: str):
     """(catalog entry or None, repo id) for an id or a Hub repository id."""
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
     from ...core.models.catalog import get_entry
 
     try:
@@ -84,8 +84,8 @@ def run_list(args) -> int:
 
 def family_rows(kind: str | None = None) -> list[dict]:
     """The registered model families, each with the plugin distribution it came from (None: built in)."""
-    from ...core.models.registry import list_families
-    from ...core.plugins import FAMILIES_GROUP, plugin_of
+    from ...core.models.families import list_families
+    from ...core.base.plugins import FAMILIES_GROUP, plugin_of
 
     out = []
     for k, name in list_families(kind):
@@ -96,8 +96,8 @@ def family_rows(kind: str | None = None) -> list[dict]:
 
 def report_plugin_problems() -> list:
     """Warn on stderr about each plugin that was skipped (by name, with why); returns them."""
-    from ...core.models.registry import list_families
-    from ...core.plugins import plugin_problems
+    from ...core.models.families import list_families
+    from ...core.base.plugins import plugin_problems
     from ...core.registry import list_analyses
 
     list_families(), list_analyses()  # each registry loads its plugins on first use
@@ -108,8 +108,8 @@ def report_plugin_problems() -> list:
 
 
 def run_download(args) -> int:
-    from ...core.errors import ConfigError
-    from ...core.jobs import JobContext
+    from ...core.base.errors import ConfigError
+    from ...core.base.job_context import JobContext
     from ...core.models.catalog import format_size
     from ...core.models.downloads import download_repo, is_local_source
 
@@ -159,7 +159,7 @@ class _DownloadBar(StageBars):
 
 
 def run_rm(args) -> int:
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
     from ...core.models.catalog import format_size
     from ...core.models.downloads import delete_repo, is_local_source, repo_folder
 

@@ -46,7 +46,7 @@ def register(subparsers) -> None:
 def _spec(args):
     from dataclasses import replace
 
-    from ...core.errors import ConfigError
+    from ...core.base.errors import ConfigError
     from ...core.models.catalog import resolve_model_ref
 
     spec = resolve_model_ref(args.classifier, "classifier")
@@ -103,9 +103,9 @@ def _classify(classifier, images, ctx):
 def run(args) -> int:
     import numpy as np
 
-    from ...core.errors import ConfigError, InputImageError
-    from ...core.images import load_image
-    from ...core.models.registry import LoadOptions, load_model
+    from ...core.base.errors import ConfigError, InputImageError
+    from ...core.base.images import load_image
+    from ...core.models.families import LoadOptions, load_model
     from ..exit_codes import RUNTIME, for_counts
     from ..progress import StageBars, cancellable_job
 

@@ -21,7 +21,7 @@ def _result_kind(store, key: str) -> str:
 
 
 def run_report(args) -> int:
-    from ...core.errors import ConfigError, JobCancelled
+    from ...core.base.errors import ConfigError, JobCancelled
     from ...core.reports import export_report, resolve_target
     from ..output import cancelled
     from ..progress import StageBars, cancellable_job
@@ -33,7 +33,7 @@ def run_report(args) -> int:
         raise ConfigError(f"--format {fmt} does not match the file name {args.output}.",
                           hint=f"Name the file *.{fmt}, or drop --format to go by the extension.")
     if fmt == "pdf":
-        from ...core.extras import require
+        from ...core.base.extras import require
 
         require("pdf", "PDF export")  # before the store is opened; HTML needs nothing extra
     store = ResultsStore.open(get_paths().ensure())

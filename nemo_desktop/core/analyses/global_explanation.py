@@ -36,8 +36,8 @@ import numpy as np
 from PIL import Image
 
 from ... import __version__
-from ..errors import ConfigError, InputImageError, JobCancelled
-from ..jobs import JobContext, null_context
+from ..base.errors import ConfigError, InputImageError, JobCancelled
+from ..base.job_context import JobContext, null_context
 from ..models.protocols import ChatMessage
 from ..registry import AnalysisSpec, Inputs
 from ..results import ResultBase
@@ -46,7 +46,7 @@ from ..methods.intervention import (CounterfactualTester, InterventionPrompts, I
                                     model_part, raw_replies, sample_info, sha_text, unit_key)
 from ..methods.pipeline_steps import stored_result
 from ..methods.prompts import PromptTemplate, load_prompt
-from ..methods.result import Candidate, ExplanationResult
+from ..base.records import Candidate, ExplanationResult
 
 VERSION = "1"  # bump when results change for the same inputs (part of every key)
 ANALYSIS = "global-explanation"

@@ -11,7 +11,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
-from ..jobs import JobContext, null_context
+from ..base.job_context import JobContext, null_context
 from .judge import Criterion, LLMMatchJudge, Verdict, custom_criterion
 from ..analyses.competency.causes import CAUSES
 

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..secrets import find_inline_secrets
+from ..base.errors import ConfigError
+from ..base.secret_refs import find_inline_secrets
 from .selection import DEFAULT_N
 
 _LABEL = re.compile(r"^[^|/\n]{1,80}$")
@@ -63,7 +63,7 @@ class ModelRef:
     def spec(self):
         """The ModelSpec this reference names (catalog id, <family>:<source>, or an explicit table)."""
         from ..models.catalog import resolve_model_ref
-        from ..models.registry import ModelSpec
+        from ..models.families import ModelSpec
 
         r = self.ref
         if isinstance(r, str):

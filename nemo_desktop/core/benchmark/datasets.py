@@ -30,10 +30,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import ConfigError
-from ..images import is_image_file
+from ..base.errors import ConfigError
+from ..base.images import is_image_file
 from ..models.vocab import Vocabulary, load_vocabulary
-from ..resources import resource_path
+from ..base.resources import resource_path
 from .views import ClassifierView
 
 IMAGENET_D_SPLITS = ("background", "texture", "material")
@@ -196,7 +196,7 @@ class ImageNetR(_VocabularyBenchmark):
 
 class ObjectNet(_VocabularyBenchmark):
     """ObjectNet's 113 ImageNet-overlap classes. Its images carry a red border: opening the dataset registers
-    a crop of `border_crop` pixels per side for every image loaded from under its root (core/image_borders.py),
+    a crop of `border_crop` pixels per side for every image loaded from under its root (core/base/image_borders.py),
     as the standard ObjectNet loaders do."""
 
     kind = "objectnet"
@@ -230,7 +230,7 @@ class ObjectNet(_VocabularyBenchmark):
         if unknown:
             notes.append(f"ignored {len(unknown)} folder(s) that are not ObjectNet classes: {', '.join(unknown[:5])}")
         super().__init__(root, vocab.names, samples, notes)
-        from ..image_borders import register_border_crop
+        from ..base.image_borders import register_border_crop
 
         register_border_crop(root, self.border_crop)
 

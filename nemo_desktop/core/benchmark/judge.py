@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable
 
-from ..errors import ConfigError, MalformedOutputError
+from ..base.errors import ConfigError, MalformedOutputError
 from ..methods.parsing import extract_json
 from ..methods.prompts import PromptTemplate, load_prompt
 from ..models.protocols import ChatMessage, ModelInfo
-from ..resources import resource_path
+from ..base.resources import resource_path
 from ..results import Record
 
 VERDICT_KIND = "llm-match"

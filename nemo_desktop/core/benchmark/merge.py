@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..errors import StoreError
-from ..jobs import JobContext, null_context
+from ..base.errors import StoreError
+from ..base.job_context import JobContext, null_context
 from .records import DONE, RUN_KIND, SAMPLE_KIND, SHARD_KIND, STATUS_RANK, copy_result, run_status
 
 

@@ -39,7 +39,7 @@ class ModelPool:
 
 
 def default_loader(config: BenchConfig) -> Callable[[ModelRef], Any]:
-    from ..models.registry import LoadOptions, load_model
+    from ..models.families import LoadOptions, load_model
 
     options = LoadOptions(device=config.device, dtype=config.dtype)
     return lambda ref: load_model(ref.spec(), options)

@@ -6,7 +6,7 @@ instead of after every actor has started and loaded its models.
 
 What is checked: every dataset opens (its root exists in the layout of its kind, with images, and the splits
 exist), the ImageNet subset opens, every model reference names a catalog entry or a known `<family>:<source>`
-and the pip extra its family needs is installed (core/extras.py), every method is registered and takes the
+and the pip extra its family needs is installed (core/base/extras.py), every method is registered and takes the
 options given, and with judges every dataset has its LLM Match criterion. Not checked (it needs the classifier
 loaded): whether a non-zero-shot classifier's methods have an editor.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigError, NemoError
+from ..base.errors import ConfigError, NemoError
 from .config import BenchConfig
 
 
@@ -56,14 +56,14 @@ def problems(config: BenchConfig) -> list[str]:
 
 def _check_model(ref) -> None:
     """The reference resolves, and the extra its family needs (e.g. 'editing' for a diffusers editor) is there."""
-    from ..extras import require_for_family
+    from ..base.extras import require_for_family
 
     spec = ref.spec()
     require_for_family(spec.family, f"The {ref.kind} {spec.model_id}")
 
 
 def _check_method(m, seed: int) -> None:
-    from ..methods.registry import get_method
+    from ..registry.methods import get_method
     from ..registry import make_config
     from ..registry.params import config_params
 

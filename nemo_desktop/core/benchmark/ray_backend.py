@@ -30,7 +30,7 @@ replaced by a new actor on the same shard store, up to `max_restarts` times per 
 flight is finished from the units its method had stored.
 
 Plug-ins: model families and methods from installed distributions (entry-point groups
-`nemo_desktop.model_families` and `nemo_desktop.analyses`, core/plugins.py) are loaded by the registries in the
+`nemo_desktop.model_families` and `nemo_desktop.analyses`, core/base/plugins.py) are loaded by the registries in the
 driver and in every worker process alike, with no set-up hook: install the plugin distribution wherever a worker
 runs (or ship it with the job's runtime_env). Only something registered by hand at run time (outside any entry
 point) still needs `runtime_env={"worker_process_setup_hook": "my_module.register"}`.
@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, JobCancelled
-from ..jobs import JobContext, null_context
+from ..base.errors import ConfigError, JobCancelled
+from ..base.job_context import JobContext, null_context
 from .config import BenchConfig
 from .merge import merge_stores
 from .runner import PROGRESS_STAGE
@@ -103,7 +103,7 @@ class ShardWorker:
     """One shard of the run in one Ray actor (threaded: `progress` and `cancel` answer while `run` works)."""
 
     def __init__(self) -> None:
-        from ..jobs import CancelToken
+        from ..base.job_context import CancelToken
 
         self.token = CancelToken()
         self.last: tuple[str, int, int | None, str] | None = None

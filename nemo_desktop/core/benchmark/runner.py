@@ -35,9 +35,9 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import ConfigError, JobCancelled, ModelError, NemoError, StoreError
-from ..jobs import JobContext, Progress, describe_exception, null_context
-from ..methods.result import ExplanationResult
+from ..base.errors import ConfigError, JobCancelled, ModelError, NemoError, StoreError
+from ..base.job_context import JobContext, Progress, describe_exception, null_context
+from ..base.records import ExplanationResult
 from .config import BenchConfig, DatasetConfig, ModelRef
 from .datasets import Adapted, BenchmarkDataset, ImageNetSubset, open_benchmark_dataset, open_imagenet_subset
 from .judge import Criterion, LLMMatchJudge, Verdict, custom_criterion, llm_match, load_criterion
@@ -167,7 +167,7 @@ class BenchmarkRunner:
     def _check_editors(self, clf_ref: ModelRef, zero_shot: bool) -> None:
         if zero_shot or self.config.editors:
             return
-        from ..methods.registry import get_method
+        from ..registry.methods import get_method
 
         needing = [m.label for m in self.config.methods if get_method(m.method).needs_editor]
         if needing:
@@ -315,7 +315,7 @@ class BenchmarkRunner:
                 self._process(pair, cell, outcome, build, judge=judge)
 
     def _build_method(self, cell: Cell, classifier: Any, reference: Any, pair: Pair | None = None) -> Any:
-        from ..methods.registry import get_method
+        from ..registry.methods import get_method
         from ..registry import Components, build_analysis, make_config
         from ..registry.params import config_params
 

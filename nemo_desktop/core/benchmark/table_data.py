@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from ..methods.validation import normalise_hypothesis
 from .records import DONE, FAILED, RUN_KIND, SAMPLE_KIND, SHARD_KIND, split_item_id
 

@@ -33,7 +33,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from .config import validates
 from .table_data import CellStats, Comparison, RunData, collect, compare, describe  # noqa: F401 - collect: API
 

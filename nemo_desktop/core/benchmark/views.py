@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from ..models.protocols import ModelInfo
 
 AGGREGATES = ("max", "sum")

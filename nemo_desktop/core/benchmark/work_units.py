@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from .config import DatasetConfig, MethodConfig, ModelRef
 from .datasets import BenchmarkDataset
 from .judge import Criterion

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
-from ..errors import ConfigError
-from ..images import is_image_file
+from ..base.errors import ConfigError
+from ..base.images import is_image_file
 
 _WNID = re.compile(r"^n\d{8}$")
 

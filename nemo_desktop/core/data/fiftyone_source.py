@@ -9,14 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from .datasets import LabelledImageDataset
 from .sources import fiftyone_ref, parse_fiftyone_ref
 
 
 def dataset_names() -> list[str]:
     """The names of the FiftyOne datasets (what `fiftyone:NAME` may name), sorted; starts FiftyOne's database."""
-    from ..extras import require
+    from ..base.extras import require
 
     require("fiftyone", "Listing FiftyOne datasets")
     import fiftyone as fo
@@ -30,7 +30,7 @@ class FiftyOneDataset(LabelledImageDataset):
 
     def __init__(self, ref: str, class_names: Sequence[str] | None = None, *, wnids: Sequence[str] | None = None,
                  label_map: Mapping[str, int | str] | None = None, skip_unmatched: bool = False) -> None:
-        from ..extras import require
+        from ..base.extras import require
 
         name, field = parse_fiftyone_ref(ref)
         require("fiftyone", "A FiftyOne dataset as a source")

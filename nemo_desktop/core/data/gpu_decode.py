@@ -78,7 +78,7 @@ class DevicePreprocess:
 def gpu_decode_plan(classifier: Any, decode: str) -> tuple[DevicePreprocess | None, str | None]:
     """(the device preprocessing, None) when decode "gpu" can run for `classifier`, else (None, why not: a note
     for the user; the CPU pipeline runs unchanged). decode "cpu": (None, None)."""
-    from ..errors import ConfigError
+    from ..base.errors import ConfigError
 
     if decode not in DECODES:
         raise ConfigError(f"Unknown decode path '{decode}'.", hint=f"Use one of: {', '.join(DECODES)}.")
@@ -107,11 +107,11 @@ def device_plan(classifier: Any, device: str) -> tuple[DevicePreprocess | None, 
 def read_for_device(path: Path) -> Any:
     """On a loader worker: a JPEG's bytes (decoded later on the device, in a batch), any other image decoded
     by PIL. Unreadable files raise, as the CPU path's decoding does."""
-    from ..images import load_image, unreadable_reason
+    from ..base.images import load_image, unreadable_reason
 
     why = unreadable_reason(path)
     if why is not None:
-        from ..errors import InputImageError
+        from ..base.errors import InputImageError
 
         raise InputImageError(f"{path} cannot be read: {why}.")
     with open(path, "rb") as f:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ModelError
+from ..base.errors import ModelError
 from ..models.outputs import check_outputs, predict_with_embeddings
 from .index_files import chunk_name, meta_of, write_meta
 from .input_pipeline import LoadedBatch

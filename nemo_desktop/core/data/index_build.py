@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..confine import OUTSIDE
-from ..errors import JobCancelled
-from ..jobs import JobContext, null_context
+from ..base.confine import OUTSIDE
+from ..base.errors import JobCancelled
+from ..base.job_context import JobContext, null_context
 from ..store.keys import content_hash
 from .datasets import LabelledImageDataset, open_dataset
 from .index_batches import _batch_forward, _commit_batch, _DeviceForward, _rows
@@ -123,7 +123,7 @@ def _forward_for(classifier, loading: LoaderSettings, store, index_id: str, repo
 
 def _update(store, index_id, dataset, classifier, class_names, existing, errors, ctx, batch_size, report,
             start_time, loading: LoaderSettings) -> ReferenceIndex:
-    from ..images import unreadable_reason
+    from ..base.images import unreadable_reason
     from .reference_index import ReferenceIndex
 
     # 1. Scan: decide per image whether it needs the classifier.

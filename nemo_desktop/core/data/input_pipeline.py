@@ -47,7 +47,7 @@ class LoaderSettings:
     decode: str = "cpu"  # "gpu": JPEGs decoded and resized on the classifier's CUDA device (gpu_decode.py)
 
     def __post_init__(self) -> None:
-        from ..errors import ConfigError
+        from ..base.errors import ConfigError
 
         if self.workers is not None and self.workers < 1:
             raise ConfigError("The number of decode workers must be at least 1.", hint="Use e.g. --workers 4.")
@@ -149,7 +149,7 @@ class BatchLoader:
 
     def _load(self, batch: Sequence[Any]) -> LoadedBatch:
         """Decode and hash each file (errors per file), then prepare the batch; runs on a worker."""
-        from ..images import load_image
+        from ..base.images import load_image
 
         self.stats.enter()
         try:

@@ -34,7 +34,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import StoreError
+from ..base.errors import StoreError
 from ..store.keys import result_key
 from .index_build import BuildReport, align_to_classifier, build_index
 from .index_files import consolidate, remove_array_files, sidecar_current

@@ -34,8 +34,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..records import Observation
+from ..base.errors import ConfigError
+from ..base.records import Observation
 
 SET_TRUE, SET_PRED, SET_RANDOM, SET_SIMILAR = "A", "B", "C", "S"
 DEFAULT_K = 3
@@ -152,7 +152,7 @@ def retrieve_observations(index, query_embedding: np.ndarray, true_label: int | 
 def _drop_outside_roots(entries, usable: np.ndarray, notes: list[str]) -> None:
     """Inside a server (nemo mcp --root), an index built elsewhere may hold images that lead outside its roots:
     they are never observations (their content and path would reach the agent)."""
-    from ..confine import current_roots, outside_reason
+    from ..base.confine import current_roots, outside_reason
 
     if current_roots() is None:
         return

@@ -22,7 +22,7 @@ def is_fiftyone_ref(ref) -> bool:
 
 def parse_fiftyone_ref(ref: str) -> tuple[str, str]:
     """'fiftyone:NAME#FIELD' -> (NAME, FIELD); the field defaults to ground_truth."""
-    from ..errors import ConfigError
+    from ..base.errors import ConfigError
 
     body = ref[len(FIFTYONE_PREFIX):]
     name, _, field = body.partition("#")

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..jobs import JobContext, null_context
+from ..base.errors import ConfigError
+from ..base.job_context import JobContext, null_context
 from ..store.paths import AppPaths, get_paths
 
 DEMO_VERSION = 1

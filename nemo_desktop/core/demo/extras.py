@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..jobs import JobContext, null_context
+from ..base.job_context import JobContext, null_context
 from ..store.paths import AppPaths, get_paths
 from . import digits
 

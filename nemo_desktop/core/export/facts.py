@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 
 COMPETENCY_KIND = "competency-score"
 FAILURE_MODES_KIND = "failure-modes"
@@ -92,7 +92,7 @@ def failure_mode_facts(store, facts: StoredFacts, index_id: str, key: str | None
 
 def explanation_facts(store, facts: StoredFacts, classifier_id: str, revision: str | None) -> None:
     """The newest explanation of each image by this classifier (every method), with how many exist."""
-    from ..records import ExplanationResult
+    from ..base.records import ExplanationResult
 
     counts: dict[str, int] = {}
     for r in store.find(kind=EXPLANATION_KIND):  # newest first

@@ -21,8 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..jobs import JobContext, null_context
+from ..base.errors import ConfigError
+from ..base.job_context import JobContext, null_context
 from . import schema
 from .table import PerImageTable
 
@@ -71,7 +71,7 @@ def export_to_fiftyone(store, dataset: str | Path, classifier: str | None = None
                        ctx: JobContext | None = None) -> dict[str, Any]:
     """Create or update the FiftyOne dataset `name`; returns what was done (samples added/updated, modes, views,
     whether the embeddings visualization was computed and why not)."""
-    from ..extras import require
+    from ..base.extras import require
 
     require("fiftyone", "Exporting to FiftyOne")
     if not name or not name.strip():
@@ -201,7 +201,7 @@ def open_in_app(store, index_id: str, dataset_root: str | None = None, *, mode_i
 
 def launch(name: str, *, wait: bool = True, view: str | None = None):
     """Open the FiftyOne app on the dataset (blocks until the app is closed when `wait`)."""
-    from ..extras import require
+    from ..base.extras import require
 
     require("fiftyone", "Opening FiftyOne")
     import fiftyone as fo

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import ConfigError, NemoError
-from ..jobs import JobContext, null_context
+from ..base.errors import ConfigError, NemoError
+from ..base.job_context import JobContext, null_context
 from . import schema
 from .facts import StoredFacts, gather
 
@@ -240,7 +240,7 @@ class PerImageTable:
         """A pandas DataFrame with nullable dtypes (string, Int64, Float64, boolean; lists as Python lists)."""
         import pandas as pd
 
-        from ..extras import available
+        from ..base.extras import available
 
         if available("parquet"):
             return self.to_arrow().to_pandas(types_mapper=_pandas_types)
@@ -288,7 +288,7 @@ def _f(v) -> float | None:
 
 def _pixel_hash(path: str) -> str | None:
     """The fix records its held-out images by pixels (they are loaded from a fix folder, not named by path)."""
-    from ..images import load_image
+    from ..base.images import load_image
     from ..store.keys import content_hash
 
     try:

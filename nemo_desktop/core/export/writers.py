@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..jobs import JobContext
+from ..base.errors import ConfigError
+from ..base.job_context import JobContext
 from . import schema
 
 FORMATS = ("parquet", "csv", "jsonl")
@@ -39,7 +39,7 @@ def format_for(target: Path, fmt: str | None) -> str:
 def write_table(table: Any, target: Path, *, fmt: str | None, batch_rows: int, ctx: JobContext | None) -> dict:
     fmt = format_for(target, fmt)
     if fmt == "parquet":
-        from ..extras import require
+        from ..base.extras import require
 
         require("parquet", "Writing a Parquet table")
     if not target.parent.is_dir():

@@ -18,12 +18,12 @@ from typing import Any
 
 from PIL import Image
 
-from ..jobs import JobContext
+from ..base.job_context import JobContext
 from ..models.protocols import ChatMessage
 from .gradcam import gradcam, model_view, render_overlay
 from .intervention import UnitCache, image_hash, sha_text, unit_key
 from ..registry import Inputs
-from .registry import method_entry
+from ..registry.methods import method_entry
 from .validation import VALIDATED_SUFFIX, BaselineConfig, BaselinePipeline, Proposal, draw_hypotheses
 
 VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)

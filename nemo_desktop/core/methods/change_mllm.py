@@ -20,14 +20,14 @@ from typing import Any
 
 from PIL import Image
 
-from ..errors import ConfigError, NemoError
-from ..jobs import JobContext
+from ..base.errors import ConfigError, NemoError
+from ..base.job_context import JobContext
 from ..models.protocols import ChatMessage
 from .intervention import UnitCache, sha_text, unit_key
 from .reference import embed_query, load_reference_image, reference_part
 from ..registry import Inputs
-from .registry import method_entry
-from .result import Observation
+from ..registry.methods import method_entry
+from ..base.records import Observation
 from .validation import VALIDATED_SUFFIX, BaselineConfig, BaselinePipeline, Proposal, draw_hypotheses
 
 VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)

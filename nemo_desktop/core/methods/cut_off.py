@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..errors import CutOffOutputError, MalformedOutputError
+from ..base.errors import CutOffOutputError, MalformedOutputError
 from ..models.protocols import stopped_at_limit
 from .parsing import extract_field
 

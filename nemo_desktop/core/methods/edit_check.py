@@ -51,9 +51,9 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from ..metrics.edit_distance import describe
-from .result import Candidate
+from ..base.records import Candidate
 
 SELECTION_RULES = ("evidence", "prefer-unflagged", "cei")
 DEFAULT_SELECTION = "evidence"

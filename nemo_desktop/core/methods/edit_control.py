@@ -38,10 +38,10 @@ from typing import Any, Callable, Sequence
 
 from PIL import Image
 
-from ..errors import JobCancelled, NemoError
-from ..jobs import JobContext
+from ..base.errors import JobCancelled, NemoError
+from ..base.job_context import JobContext
 from .intervention import CounterfactualTester, UnitCache, error_text, image_hash
-from .result import Candidate, Observation, SampleInfo
+from ..base.records import Candidate, Observation, SampleInfo
 
 DEFAULT_CONTROL_REFERENCES = 2
 # Beyond the noise floor, at most this share of the query's CEI may come back on the references (chosen on the

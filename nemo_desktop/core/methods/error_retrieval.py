@@ -48,13 +48,13 @@ from typing import Any, Sequence
 import numpy as np
 from PIL import Image
 
-from ..errors import ConfigError
-from ..jobs import JobContext
-from ..resources import resource_path
+from ..base.errors import ConfigError
+from ..base.job_context import JobContext
+from ..base.resources import resource_path
 from .intervention import UnitCache, model_manifest, model_part, sha_text, unit_key
 from ..registry import Inputs
-from .registry import method_entry
-from .result import Candidate
+from ..registry.methods import method_entry
+from ..base.records import Candidate
 from .validation import VALIDATED_SUFFIX, BaselineConfig, BaselinePipeline, Proposal
 
 VERSION = "1"  # bump when this method's results change for the same inputs (part of every key)

@@ -41,7 +41,7 @@ from typing import Any, Sequence
 import numpy as np
 from PIL import Image
 
-from ..errors import ConfigError, ModelError
+from ..base.errors import ConfigError, ModelError
 
 LAYOUT_NCHW, LAYOUT_NHWC, LAYOUT_TOKENS = "nchw", "nhwc", "tokens"
 

@@ -28,15 +28,15 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from PIL import Image
 
-from ..errors import JobCancelled, OutOfMemoryError
-from ..jobs import JobContext, describe_exception
+from ..base.errors import JobCancelled, OutOfMemoryError
+from ..base.job_context import JobContext, describe_exception
 from ..metrics.cei import cei, top_k
 from ..models.outputs import predict_with_embeddings
 from ..models.protocols import ChatMessage, ModelInfo
 from .cut_off import accepted_a_cut_reply
 from .json_ask import JsonAsk, ask_json, ask_json_batch  # noqa: F401 - ask_json re-exported (callers import it here)
 from .prompts import PromptTemplate, load_prompt
-from .result import Candidate, SampleInfo
+from ..base.records import Candidate, SampleInfo
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def error_text(exc: BaseException) -> str:
 
 def load_input(image: str | os.PathLike | Image.Image) -> tuple[Image.Image, Path | None, str | None]:
     """(RGB image, its path or None, the file's sha256 or None)."""
-    from ..images import load_image, to_rgb
+    from ..base.images import load_image, to_rgb
 
     if isinstance(image, Image.Image):
         return to_rgb(image), None, None
@@ -157,7 +157,7 @@ EDIT_RESOLUTIONS = ("preferred", "native")
 
 def check_edit_resolution(value: str) -> str:
     if value not in EDIT_RESOLUTIONS:
-        from ..errors import ConfigError
+        from ..base.errors import ConfigError
 
         raise ConfigError(f"Unknown edit resolution '{value}'.",
                           hint="Use 'preferred' (the editor's working resolution) or 'native' (the image's own "

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..errors import MalformedOutputError
+from ..base.errors import MalformedOutputError
 from ..models.protocols import ChatMessage, ChatRequest
 from ..models.requests import send_requests
 from .cut_off import RETRY_FACTOR, cut_off_error, finish_record, is_cut_off

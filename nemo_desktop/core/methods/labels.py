@@ -4,7 +4,7 @@ from __future__ import annotations
 import difflib
 from typing import Sequence
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 
 
 def _norm(s: str) -> str:

@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any, Iterable, Iterator, Sequence
 
-from ..errors import CutOffOutputError, MalformedOutputError
+from ..base.errors import CutOffOutputError, MalformedOutputError
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)(?:```|\Z)", re.S)
 _SMART = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"',

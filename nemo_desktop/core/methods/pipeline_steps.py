@@ -8,12 +8,12 @@ from typing import Any, Sequence
 
 from PIL import Image
 
-from ..errors import NemoError
-from ..jobs import JobContext
+from ..base.errors import NemoError
+from ..base.job_context import JobContext
 from ..metrics.cei import best_candidate
 from .edit_check import DEFAULT_NOISE_FLOOR, select
 from .intervention import CounterfactualTester, UnitCache, sample_info
-from .result import Candidate, ExplanationResult, SampleInfo
+from ..base.records import Candidate, ExplanationResult, SampleInfo
 
 INCOMPLETE_NOTE = ("Some steps failed with an error (see the candidates); the result is marked incomplete and a "
                    "re-run retries those steps.")

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..resources import resource_path
+from ..base.errors import ConfigError
+from ..base.resources import resource_path
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _FILE = re.compile(r"^(?P<name>[A-Za-z0-9_\-]+)\.v(?P<n>\d+)\.txt$")

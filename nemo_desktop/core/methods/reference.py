@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from .intervention import UnitCache, jsonable, unit_key
-from .result import Observation
+from ..base.records import Observation
 
 
 def check_reference(reference: Any, classifier: Any) -> None:
@@ -67,7 +67,7 @@ def store_query_embedding(units: UnitCache, emb: np.ndarray, image_sha: str, clf
 
 def load_reference_image(reference: Any, obs: Observation) -> Image.Image:
     """The image of an observation; relative paths are relative to the indexed dataset's root."""
-    from ..images import load_image
+    from ..base.images import load_image
 
     path = Path(obs.image_path)
     root = getattr(reference, "dataset_root", None)

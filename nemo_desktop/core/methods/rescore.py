@@ -28,13 +28,13 @@ from typing import Any, Callable
 from PIL import Image
 
 from ... import __version__
-from ..errors import NemoError
-from ..jobs import JobContext, null_context
+from ..base.errors import NemoError
+from ..base.job_context import JobContext, null_context
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
                            classifier_part, image_hash, load_input, model_manifest, model_part, unit_key)
 from .labels import resolve_label
 from .pipeline_steps import INCOMPLETE_NOTE, classify_query, run_record, stored_result
-from .result import Candidate, ExplanationResult
+from ..base.records import Candidate, ExplanationResult
 
 KIND = "rescored"
 Source = Callable[[Path | None], "ExplanationResult | None"]

@@ -94,8 +94,8 @@ from typing import Any, ClassVar
 from PIL import Image
 
 from ... import __version__
-from ..errors import ConfigError, JobCancelled, NemoError
-from ..jobs import JobContext, null_context
+from ..base.errors import ConfigError, JobCancelled, NemoError
+from ..base.job_context import JobContext, null_context
 from ..models.protocols import ChatMessage
 from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, Sampling
 from .edit_check import (DEFAULT_FLAG_THRESHOLD, DEFAULT_NOISE_FLOOR, DEFAULT_SELECTION, check_edit_check,
@@ -109,8 +109,8 @@ from .pipeline_steps import INCOMPLETE_NOTE, classify_query, run_record, select_
 from .prompts import PromptTemplate, load_prompt
 from .reference import check_reference, embed_query, load_reference_image, reference_part
 from ..registry import Inputs
-from .registry import method_entry
-from .result import Candidate, ExplanationResult, Observation, SampleInfo
+from ..registry.methods import method_entry
+from ..base.records import Candidate, ExplanationResult, Observation, SampleInfo
 from .cut_off import CUT_OFF_RECORD
 from .validation import SHARED_FIELD_INFO, candidate_counts, candidate_note, draw_hypotheses, sampling_of
 

@@ -36,8 +36,8 @@ from typing import Any, ClassVar
 from PIL import Image
 
 from ... import __version__
-from ..errors import ConfigError, JobCancelled
-from ..jobs import JobContext, null_context
+from ..base.errors import ConfigError, JobCancelled
+from ..base.job_context import JobContext, null_context
 from ..models.protocols import ChatMessage
 from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, Sampling
 from .cut_off import CUT_OFF, CUT_OFF_RECORD, accepted_a_cut_reply
@@ -51,7 +51,7 @@ from .labels import resolve_label
 from .pipeline_steps import INCOMPLETE_NOTE, classify_query, run_record, select_by_cei, stored_result
 from .prompts import PromptTemplate, load_prompt
 from .reference import check_reference, reference_part
-from .result import Candidate, ExplanationResult, Observation
+from ..base.records import Candidate, ExplanationResult, Observation
 
 VALIDATED_SUFFIX = "-validated"
 
@@ -357,7 +357,7 @@ class BaselinePipeline:
     @property
     def spec(self):
         """This method's registry entry (its declared inputs and version)."""
-        from .registry import get_method
+        from ..registry.methods import get_method
 
         return get_method(self.method_name)
 

@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..records import Candidate, ClassScore
+from ..base.records import Candidate, ClassScore
 
 
 def cei(prob_true_after: float, prob_true_before: float) -> float:

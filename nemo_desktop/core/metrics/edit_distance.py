@@ -56,7 +56,7 @@ def lpips_available() -> bool:
 def resolve_metric(metric: str = "auto") -> str:
     """The measure `metric` means here: "auto" is LPIPS when its weights are present, else 1 − SSIM."""
     if metric not in METRICS:
-        from ..errors import ConfigError
+        from ..base.errors import ConfigError
 
         raise ConfigError(f"Unknown edit distance '{metric}'.", hint=f"Use one of: {', '.join(METRICS)}.")
     if metric == "auto":

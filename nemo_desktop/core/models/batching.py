@@ -4,8 +4,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator, Sequence, TypeVar
 
-from ..errors import ConfigError
-from .device import translate_oom
+from ..base.errors import ConfigError
+from ..base.device import translate_oom
 
 T = TypeVar("T")
 

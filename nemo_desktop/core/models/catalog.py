@@ -28,9 +28,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..resources import resource_path
-from .registry import KINDS, ModelSpec
+from ..base.errors import ConfigError
+from ..base.resources import resource_path
+from .families import KINDS, ModelSpec
 
 USER_CATALOG_NAME = "catalog.json"
 ZERO_SHOT_FAMILIES = ("hf-clip", "hf-siglip", "open_clip")  # classifier families that classify by text prompts
@@ -179,7 +179,7 @@ def get_entry(entry_id: str) -> CatalogEntry:
 
 def resolve_model_ref(ref: str, kind: str) -> ModelSpec:
     """A catalog id, or `<family>:<source>` (e.g. `timm:local-dir:/m`, `hf-clip:/models/clip`)."""
-    from .registry import list_families
+    from .families import list_families
 
     ref = ref.strip()
     entries = _merged()

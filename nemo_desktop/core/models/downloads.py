@@ -25,9 +25,9 @@ import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from ..errors import GatedModelError, JobCancelled, ModelError, NemoError
-from ..jobs import JobContext
-from ..secrets import register_secret
+from ..base.errors import GatedModelError, JobCancelled, ModelError, NemoError
+from ..base.job_context import JobContext
+from ..base.secrets import register_secret
 from .hub_cache import (  # noqa: F401 - re-exported: callers import the cache API from here
     EntryStatus, RepoStatus, RepoUsage, _filter, _is_commit, cached_commit, delete_repo, disk_usage,
     entry_status, is_local_source, offline_mode, repo_folder, repo_status, require_snapshot, resolve_cache_dir,

@@ -15,7 +15,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 
 AUTOCAST_CHOICES = ("off", "bf16")
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
-from ..errors import ModelError, WeightsNotFoundError
+from ..base.errors import ModelError, WeightsNotFoundError
 
 
 # Weight formats a loader can read, in order of preference per folder; safetensors is safe to load.

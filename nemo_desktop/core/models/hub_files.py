@@ -14,10 +14,10 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import ModelError
+from ..base.errors import ModelError
 from ..store.keys import content_hash
 from .downloads import offline_mode, resolve_cache_dir, translate_hub_error, weights_not_found
-from .registry import LoadOptions
+from .families import LoadOptions
 
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 

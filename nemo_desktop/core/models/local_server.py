@@ -2,7 +2,7 @@
 answers GET {url}/models with a model list, then keep it as the endpoint LOCAL_SERVER, the default MLLM.
 
 The check says in words what is wrong: nothing answers at the address, or something answers that is not an
-OpenAI-compatible API. An API key travels only as a reference (core/secrets.py), in the Authorization header.
+OpenAI-compatible API. An API key travels only as a reference (core/base/secrets.py), in the Authorization header.
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-from ..errors import ModelError
-from ..jobs import current_cancel_token
-from ..secrets import resolve_secret
+from ..base.errors import ModelError
+from ..base.job_context import current_cancel_token
+from ..base.secret_refs import resolve_secret
 
 LOCAL_SERVER = "local-server"  # the endpoint's name in the settings
 CHECK_TIMEOUT_S = 5.0

@@ -19,8 +19,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..errors import ConfigError
-from ..extras import require
+from ..base.errors import ConfigError
+from ..base.extras import require
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import ModelError
+from ..base.errors import ModelError
 
 
 @dataclass(frozen=True)

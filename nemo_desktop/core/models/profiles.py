@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 
 GIB = 1 << 30
 # Share of an offloaded editor's weights on the GPU at once: its largest component (FLUX.1 Kontext: the 12B

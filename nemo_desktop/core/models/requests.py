@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..errors import JobCancelled, ModelError
+from ..base.errors import JobCancelled, ModelError
 from .protocols import ChatMessage, ChatRequest
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 
 # This project's defaults for draws 2..M (the paper gives none; it decodes its single hypothesis at
 # temperature 0). Temperature 0.7 with nucleus 0.95 is a common "varied but on-topic" setting: it keeps

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from .catalog import CatalogEntry, entry_from_dict, get_entry, list_catalog, user_catalog_path
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..resources import resource_path
+from ..base.errors import ConfigError
+from ..base.resources import resource_path
 
 
 @dataclass(frozen=True)

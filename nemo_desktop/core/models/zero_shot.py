@@ -27,9 +27,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from .batching import batched, l2_normalize, oom_guard
-from .device import free_memory
+from ..base.device import free_memory
 from .fast_paths import FastPaths, host_to_device
 from .outputs import ClassifierOutputs, softmax_np
 from .protocols import ModelInfo

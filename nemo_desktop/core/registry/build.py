@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from .components import Components
 from .params import check_range, config_params
 from .registry import get_analysis

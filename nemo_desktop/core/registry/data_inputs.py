@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.sources import is_fiftyone_ref
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from .spec import AnalysisSpec, in_sentence
 
 # What to ask the user for, per data kind: (label, how it is chosen). "store": one of `data_choices`;

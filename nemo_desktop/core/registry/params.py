@@ -20,7 +20,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Analyses by name, timm-style: `get_analysis(name)`, `list_analyses(kind=...)`.
 
 Every analysis, built-in or a plugin's, comes through ONE shape: an entry point in the group `nemo_desktop.analyses`
-that names registry entries, an `AnalysisSpec` or a tuple/list of them (core/plugins.py loads them on first use):
+that names registry entries, an `AnalysisSpec` or a tuple/list of them (core/base/plugins.py loads them on first use):
 
     [project.entry-points."nemo_desktop.analyses"]
     my-method = "my_package.nemo_method:ANALYSES"     # ANALYSES = (AnalysisSpec(...), ...) or one AnalysisSpec
@@ -14,7 +14,7 @@ one line to both. `register_analysis(spec)` still adds an entry at run time (scr
 """
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from .spec import KINDS, AnalysisSpec
 
 BUILTIN_ENTRY_POINTS: dict[str, str] = {
@@ -43,9 +43,9 @@ def register_analysis(spec: AnalysisSpec) -> AnalysisSpec:
 
 
 def _ensure_builtin() -> None:
-    """The built-in entries, then the plugins' (core/plugins.py), once per process (a dictionary look-up after the
+    """The built-in entries, then the plugins' (core/base/plugins.py), once per process (a dictionary look-up after the
     first call): a broken plugin is logged by name and skipped; a broken built-in is an error."""
-    from ..plugins import ANALYSES_GROUP, load_plugins
+    from ..base.plugins import ANALYSES_GROUP, load_plugins
 
     load_plugins(ANALYSES_GROUP, _plugin_registrar(), builtin=BUILTIN_ENTRY_POINTS)
 
@@ -62,7 +62,7 @@ def registry_entries(obj) -> list[AnalysisSpec]:
 
 
 def _plugin_registrar():
-    from ..plugins import Registrar
+    from ..base.plugins import Registrar
 
     def load(obj) -> None:
         for spec in registry_entries(obj):

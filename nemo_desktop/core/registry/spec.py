@@ -111,7 +111,7 @@ class AnalysisSpec:
     # (config, components) -> {role: (model ref, catalog kind)} for components the analysis wants loaded when
     # not given (callers load them with the user's options); None = nothing beyond the declared inputs.
     default_components: Callable[[Any, Any], dict[str, tuple[str, str]]] | None = None
-    # pip extras the analysis needs (core/extras.py): the CLI and the app check them before anything loads.
+    # pip extras the analysis needs (core/base/extras.py): the CLI and the app check them before anything loads.
     extras: tuple[str, ...] = ()
     # What its data is, when the data kind's own words do not say it (e.g. the fix's train/affected/rest folder).
     data_label: str = ""

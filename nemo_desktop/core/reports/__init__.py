@@ -10,8 +10,8 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ConfigError
-from ..jobs import JobContext
+from ..base.errors import ConfigError
+from ..base.job_context import JobContext
 from .html import render_html
 from .images import FORMATS as IMAGE_FORMATS
 from .model import ReportDocument, build_result_report, build_run_report, build_single_report

@@ -1,6 +1,6 @@
 """The combined report of a batch diagnosis (several images explained in one go from the desktop app).
 
-It is a run report without a stored run: the rows (core/batch.py) say what happened to every image, including
+It is a run report without a stored run: the rows (core/base/batch_items.py) say what happened to every image, including
 the ones skipped by design and the failures, and each explained image gets the same section a run report
 gives it (runs.build_sample_sections). Summary: n per status, the run summary table of the results, the CEI
 histogram, then a table of every image, the failures with their hints, the manifest and the sample sections.
@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..batch import FAILED, NOT_TESTED, BatchItem, count_statuses, describe_counts
-from ..errors import ConfigError
-from ..jobs import JobContext, null_context
+from ..base.batch_items import FAILED, NOT_TESTED, BatchItem, count_statuses, describe_counts
+from ..base.errors import ConfigError
+from ..base.job_context import JobContext, null_context
 from .document import DASH, THUMB_PX, Block, Cell, Paragraph, ReportDocument, Section, Table
 from .format import _now, clip, fmt_cei
 from .images import ImageCache
@@ -130,8 +130,9 @@ def export_batch_report(items: list[BatchItem], store, fmt: str, out_path, *, ti
 
 
 def batch_json(items: list[BatchItem]) -> dict:
-    """The batch as JSON: n per status and one row per image with its outcome and reason (core/batch.to_json)."""
-    from ..batch import to_json
+    """The batch as JSON: n per status and one row per image with its outcome and reason
+    (core/base/batch_items.to_json)."""
+    from ..base.batch_items import to_json
 
     return {"images": len(items), "counts": dict(count_statuses(items)), "summary": describe_counts(items),
             "rows": [to_json(it) for it in items]}

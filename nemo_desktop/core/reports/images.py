@@ -118,7 +118,7 @@ def _encode(im: Image.Image, max_side: int, fmt: str) -> ReportImage:
 def image_from_file(path: Path, max_side: int, fmt: str = "png") -> ReportImage:
     """Raises (OSError, ValueError, ...) when the file is missing or not an image, or (PermissionError) when a
     server's roots (nemo mcp) do not include where it leads."""
-    from ..confine import outside_reason
+    from ..base.confine import outside_reason
 
     outside = outside_reason(path)
     if outside is not None:

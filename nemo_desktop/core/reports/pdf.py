@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import math
 
-from ..jobs import JobContext, null_context
+from ..base.job_context import JobContext, null_context
 from .model import (BeforeAfter, Changes, Figures, Highlighted, Histogram, Index, KeyValues, Paragraph, ReportDocument,
                     ReportImage, Section, Table)
 from .pdf_charts import draw_chart

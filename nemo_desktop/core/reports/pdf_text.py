@@ -44,7 +44,7 @@ def needs_shaping(s: str) -> bool:
 
 
 def _fpdf():
-    from ..extras import require
+    from ..base.extras import require
 
     require("pdf", "PDF export")  # or export HTML, which needs nothing extra
     import fpdf

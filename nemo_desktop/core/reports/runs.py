@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import statistics
 
-from ..errors import ConfigError
-from ..jobs import JobContext, null_context
+from ..base.errors import ConfigError
+from ..base.job_context import JobContext, null_context
 from .document import (DASH, MAIN_IMAGE_PX, Block, Cell, Figures, Histogram, HistogramSeries, Index, IndexRow,
                        KeyValues, ReportDocument, Section, Table)
 from .format import _date, _display_name, _flatten, _name_of, _now, clip, fmt_cei, fmt_num

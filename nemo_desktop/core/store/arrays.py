@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError
+from ..base.errors import StoreError
 from .atomic import TMP_SUFFIX, atomic_writer
 from .disk_space import write_error
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from ..errors import StoreError
+from ..base.errors import StoreError
 from .arrays import ArraysMixin
 from .atomic import TMP_SUFFIX, atomic_write_bytes, corrupt_aside_name
 from .disk_space import write_error

@@ -12,7 +12,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from ..errors import StoreError
+from ..base.errors import StoreError
 from .sqlite_codes import primary_code
 
 _NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}

@@ -23,7 +23,7 @@ def content_hash(x: Any) -> str:
     if isinstance(x, (bytes, bytearray, memoryview)):
         h.update(x)
     elif isinstance(x, (str, os.PathLike)):
-        from ..confine import check_file
+        from ..base.confine import check_file
 
         check_file(x)  # a server's roots (nemo mcp): never read a file outside them, not even to hash it
         with open(x, "rb") as f:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Callable, Sequence
 
-from ..errors import StoreError
+from ..base.errors import StoreError
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import StoreError
+from ..base.errors import StoreError
 
 APP_NAME = "nemo-desktop"
 APP_AUTHOR = "NEMO"

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError, StoreError
+from ..base.errors import ConfigError, StoreError
 
 QUARANTINE_DIRNAME = "quarantine"
 _FOLDER_RE = re.compile(r"^\d{8}-\d{6}(-\d+)?$")

@@ -6,7 +6,7 @@ import sqlite3
 import time
 import uuid
 
-from ..errors import StoreError
+from ..base.errors import StoreError
 from .serialize import _dump_json
 
 

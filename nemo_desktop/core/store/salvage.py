@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import ConfigError, StoreError
+from ..base.errors import ConfigError, StoreError
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ Schema history (append a migration for every change; never edit a shipped one):
 Keys this version does not know are kept (top level and inside each section) and written back, so an
 older NEMO Desktop never destroys settings of a newer one that wrote at the same schema version.
 Secrets are never stored: endpoints and the hub name an environment variable or "keyring:SERVICE/USER"
-(resolved by core/secrets.py; `Endpoint.api_key_ref` gives the reference in that module's form).
+(resolved by core/base/secrets.py; `Endpoint.api_key_ref` gives the reference in that module's form).
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import ConfigError
-from ..secrets import SECRET_FIELD_NAMES as _SECRET_KEYS, is_secret_reference
+from ..base.errors import ConfigError
+from ..base.secret_refs import SECRET_FIELD_NAMES as _SECRET_KEYS, is_secret_reference
 from .atomic import atomic_write_text, corrupt_aside_name
 from .paths import AppPaths, get_paths
 
@@ -58,7 +58,7 @@ def _check_secret_ref(where: str, value: Any) -> None:
 
 
 def secret_ref(value: str | None) -> str | None:
-    """The reference in core/secrets.py's form: a bare variable NAME becomes 'env:NAME'."""
+    """The reference in core/base/secrets.py's form: a bare variable NAME becomes 'env:NAME'."""
     if value is None or ":" in value:
         return value
     return f"env:{value}"
@@ -98,7 +98,7 @@ class ComputeSettings(_Section):
     dtype: str = "auto"  # auto | float32 | float16 | bfloat16
     cpu_offload: bool = False  # let accelerate/diffusers offload layers when the GPU is too small
     # Where the GUI's model jobs run: "worker" (a supervised child process: a crash or an out-of-memory kill there
-    # fails the job, not the app) or "in-process" (a thread of the app, for debugging). See core/worker. The CLI
+    # fails the job, not the app) or "in-process" (a thread of the app, for debugging). See core/app/worker. The CLI
     # always runs in one process.
     model_process: str = "worker"
     cancel_grace_s: float = 10.0  # worker mode: seconds a cancelled job may take before its process is restarted
@@ -152,7 +152,7 @@ class HubSettings(_Section):
 
     @property
     def token_ref(self) -> str | None:
-        """For `core.secrets.resolve_secret`."""
+        """For `core.base.secret_refs.resolve_secret`."""
         return secret_ref(self.token_env)
 
     def validate(self, where: str) -> None:
@@ -199,7 +199,7 @@ class Endpoint(_Section):
 
     @property
     def api_key_ref(self) -> str | None:
-        """For `core.secrets.resolve_secret`."""
+        """For `core.base.secret_refs.resolve_secret`."""
         return secret_ref(self.api_key_env)
 
     def validate(self, where: str) -> None:

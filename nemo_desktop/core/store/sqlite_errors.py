@@ -6,7 +6,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from ..errors import StoreError
+from ..base.errors import StoreError
 from .disk_space import disk_full_error, is_disk_full
 from .sqlite_codes import primary_code
 

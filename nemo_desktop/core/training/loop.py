@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..jobs import JobContext
+from ..base.job_context import JobContext
 from .average import WeightAverage, host_copy, trained_state
 from .checkpoint import Checkpoint
 

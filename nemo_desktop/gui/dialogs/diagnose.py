@@ -17,14 +17,15 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import (QCheckBox, QCompleter, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel,
                                QLineEdit, QListWidget, QPushButton, QVBoxLayout, QWidget)
 
-from nemo_desktop.core.batch import FAILED, SKIPPED_CORRECT, SKIPPED_NO_LABEL, BatchItem, true_class_from_folder
-from nemo_desktop.core.jobs import JobContext
-from nemo_desktop.core.session_jobs import ImagePrediction, PredictionReport, predict_images  # noqa: F401
-from nemo_desktop.core.worker.protocol import JobSpec
+from nemo_desktop.core.base.batch_items import (FAILED, SKIPPED_CORRECT, SKIPPED_NO_LABEL, BatchItem,
+                                                true_class_from_folder)
+from nemo_desktop.core.base.job_context import JobContext
+from nemo_desktop.core.app.jobs.models import ImagePrediction, PredictionReport, predict_images  # noqa: F401
+from nemo_desktop.core.app.worker.protocol import JobSpec
 
 from ..drops import describe_rejected
 from ..jobs import GPU, IO, JobHandle
-from ..samples import Sample
+from ...core.app.samples import Sample
 from ..turns import on_next_turn
 from ..widgets.image_viewer import ClickableImage
 from ..widgets.progress_bar import ProgressBar
@@ -34,7 +35,7 @@ METHOD = "scitx"
 
 
 def load_preview(path: str, ctx: JobContext) -> QImage | None:
-    from nemo_desktop.core.images import thumbnail
+    from nemo_desktop.core.base.images import thumbnail
 
     try:
         img = thumbnail(path, PREVIEW_SIDE)
@@ -183,7 +184,7 @@ class DiagnoseDialog(QDialog):
     # -- prediction -------------------------------------------------------------------------------------
     def _start_prediction(self) -> JobHandle:
         paths = list(self.images)
-        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.session_jobs:predict_images", (paths,)),
+        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app.jobs.models:predict_images", (paths,)),
                                        title="Classifying the dropped images", lane=GPU)
         self._link(handle.sig_progress, self._predict_progress)
         self._link(handle.sig_done, self._predicted)
@@ -219,7 +220,7 @@ class DiagnoseDialog(QDialog):
     def _check_models(self) -> JobHandle:
         """Whether SciTX can start with the session's models (I/O lane, from the cache alone): Diagnose stays
         disabled, with the reason, until it can (not enabled to fail in a message box)."""
-        from nemo_desktop.core.session_jobs import method_run_problem
+        from nemo_desktop.core.app.jobs.models import method_run_problem
 
         session = self.host.session
         handle = self.host.jobs.submit(lambda ctx: method_run_problem(session, METHOD, ctx),
@@ -417,9 +418,9 @@ class DiagnoseDialog(QDialog):
         self._starting = False
         if not self.isVisible():  # closed in between
             return
-        from nemo_desktop.core.session_jobs import AUTO
+        from nemo_desktop.core.app.jobs.models import AUTO
 
-        job = JobSpec("nemo_desktop.core.session_jobs:diagnose_samples", (METHOD, samples, AUTO))
+        job = JobSpec("nemo_desktop.core.app.jobs.models:diagnose_samples", (METHOD, samples, AUTO))
         n = len(samples)
         handle = self.host.jobs.submit(job, title=f"Diagnosing {n} image{'s' if n != 1 else ''}", lane=GPU)
         self._run = handle

@@ -11,7 +11,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 
-from nemo_desktop.core.worker.protocol import JobSpec
+from nemo_desktop.core.app.worker.protocol import JobSpec
 
 from ..jobs import GPU, IO, JobHandle
 from . import memory
@@ -196,7 +196,7 @@ class FirstRun(QObject):
         if not wanted:
             self._record_models = True
             return None
-        handle = self.window.jobs.submit(JobSpec("nemo_desktop.core.session_jobs:restore_models", (wanted,)),
+        handle = self.window.jobs.submit(JobSpec("nemo_desktop.core.app.jobs.models:restore_models", (wanted,)),
                                          title="Restoring the last models", lane=GPU, ask_before_quit=False)
         handle.sig_done.connect(self._restored)
         handle.sig_finished.connect(lambda _o: self._restore_finished())
@@ -220,7 +220,7 @@ class FirstRun(QObject):
     def try_demo(self) -> JobHandle:
         if self.demo_job is not None and self.demo_job.active:
             return self.demo_job
-        handle = self.window.jobs.submit(JobSpec("nemo_desktop.core.session_jobs:prepare_and_load_demo",
+        handle = self.window.jobs.submit(JobSpec("nemo_desktop.core.app.jobs.models:prepare_and_load_demo",
                                                  (self.window.paths,)),
                                          title="Preparing the demo (digits dataset and classifier)", lane=GPU)
         self.demo_job = handle

@@ -13,7 +13,7 @@ from pathlib import Path
 from PySide6.QtCore import QSettings
 
 # Restoring runs models, so it lives with the other model jobs (the model worker process runs it too).
-from nemo_desktop.core.session_jobs import REMEMBERED_KINDS, restore_models, why_not_restorable  # noqa: F401
+from nemo_desktop.core.app.jobs.models import REMEMBERED_KINDS, restore_models, why_not_restorable  # noqa: F401
 
 RECENT_KEY = "first_run/recent_datasets"
 MODELS_KEY = "first_run/last_models"
@@ -63,7 +63,7 @@ def _json_list(raw) -> list:
 
 
 def describe_restore(outcome: dict[str, list]) -> str:
-    from ..session import KIND_TEXT
+    from ...core.app.session import KIND_TEXT
 
     parts = []
     if outcome["restored"]:

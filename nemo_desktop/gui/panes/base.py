@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from nemo_desktop.core.store.paths import AppPaths
 
     from ..jobs import JobRunner
-    from ..session import ModelSession
+    from ...core.app.session import ModelSession
 
 
 class PaneHost(Protocol):

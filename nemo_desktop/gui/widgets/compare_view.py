@@ -2,7 +2,7 @@
 
 `BeforeAfterView` shows the original left of a vertical split line and the counterfactual right of it on
 one zoomable, pannable image; drag the line (or move the slider under it) to wipe between them. The
-difference tab shows |original - counterfactual| per pixel (`core.image_difference`), normalised to the
+difference tab shows |original - counterfactual| per pixel (`core.base.image_difference`), normalised to the
 largest change, with its absolute scale said in words. A counterfactual of another size (some editors
 change the resolution) is resized to the original's size for the comparison, and the dialog says so.
 """
@@ -14,7 +14,7 @@ from PySide6.QtGui import QBrush, QColor, QImage, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import (QDialog, QGraphicsItem, QGraphicsRectItem, QLabel, QSlider, QTabWidget, QVBoxLayout,
                                QWidget)
 
-from nemo_desktop.core.image_difference import DifferenceMap, difference_map
+from nemo_desktop.core.base.image_difference import DifferenceMap, difference_map
 
 from .image_viewer import size_in_words
 from .zoom_view import ZoomableImageView

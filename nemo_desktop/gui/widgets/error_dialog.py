@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 def error_dict(error: dict | BaseException | str) -> dict:
     """Normalise what a caller has (core error dict, exception, plain text) to the error dict shape."""
     if isinstance(error, BaseException):
-        from nemo_desktop.core.jobs import describe_exception
+        from nemo_desktop.core.base.job_context import describe_exception
 
         return describe_exception(error)
     if isinstance(error, str):

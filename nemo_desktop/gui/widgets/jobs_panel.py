@@ -10,7 +10,7 @@ from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea,
                                QVBoxLayout, QWidget)
 
-from nemo_desktop.core.jobs import Progress
+from nemo_desktop.core.base.job_context import Progress
 
 from ..jobs import CANCELLED, DONE, FAILED, JobHandle, JobRunner, describe_seconds_left
 from ..turns import TurnQueue

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nemo_desktop.core.analytics.predictions import (class_counts, confusion_matrix, most_confident_mistakes,
-                                                     order_by_confidence)
+from nemo_desktop.core.app.dataset_browser.prediction_counts import (class_counts, confusion_matrix,
+                                                                     most_confident_mistakes, order_by_confidence)
 
 # Ten images, three classes; row 9 is not indexed yet (prediction -1, confidence NaN).
 LABELS = np.array([0, 0, 0, 0, 1, 1, 1, 2, 2, 2])

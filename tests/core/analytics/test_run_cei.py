@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nemo_desktop.core.analytics.run_cei import run_cei
-from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.methods.result import Candidate, ClassScore, ExplanationResult, SampleInfo
+from nemo_desktop.core.app.dataset_browser.run_cei import run_cei
+from nemo_desktop.core.base.errors import ConfigError
+from nemo_desktop.core.base.records import Candidate, ClassScore, ExplanationResult, SampleInfo
 from nemo_desktop.core.reports.runs import cei_histogram
 from nemo_desktop.core.store import ResultsStore
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from nemo_desktop.core.resources import resource_path
+from nemo_desktop.core.base.resources import resource_path
 from nemo_desktop.core.models.protocols import ModelInfo
 from nemo_desktop.core.models.vocab import load_vocabulary
 
@@ -273,7 +273,7 @@ class RestoringEditor:
         total = steps or 2
         for i in range(1, total + 1):
             if on_step is not None and on_step(i, total) is False:
-                from nemo_desktop.core.errors import JobCancelled
+                from nemo_desktop.core.base.errors import JobCancelled
 
                 raise JobCancelled()
         arr = np.asarray(image.convert("RGB").resize((SIDE, SIDE), Image.NEAREST)).copy()
@@ -370,8 +370,8 @@ class FixedExplainer:
                 + (0.5 if self.editor is not None and self.editor.info.model_id.endswith("2") else 0.0))
 
     def __call__(self, image, true_label, ctx=None):
-        from nemo_desktop.core.errors import NemoError
-        from nemo_desktop.core.methods.result import ExplanationResult, SampleInfo
+        from nemo_desktop.core.base.errors import NemoError
+        from nemo_desktop.core.base.records import ExplanationResult, SampleInfo
         from nemo_desktop.core.store import content_hash
 
         self.calls += 1
@@ -393,7 +393,7 @@ def doubles_loader(made: dict | None = None):
     """A runner loader that builds the doubles a config names (test-double:<what>) and keeps them by label."""
     made = made if made is not None else {}
 
-    from nemo_desktop.core.models.registry import ModelSpec
+    from nemo_desktop.core.models.families import ModelSpec
 
     def load(ref):
         r = ref.ref
@@ -402,7 +402,7 @@ def doubles_loader(made: dict | None = None):
         if spec.family == FAMILY:
             obj = load_double(spec)
         else:  # a real adapter (e.g. openai-compatible against a loopback server)
-            from nemo_desktop.core.models.registry import LoadOptions, load_model
+            from nemo_desktop.core.models.families import LoadOptions, load_model
 
             obj = load_model(spec, LoadOptions(device="cpu"))
         made.setdefault(ref.label, []).append(obj)
@@ -435,7 +435,7 @@ def base_config(data: dict, **over) -> dict:
 def register_doubles() -> None:
     """In a worker process (a Ray actor): the model doubles as family 'test-double' and FixedExplainer as
     method 'fixed', as the `registered` and `fixed_method` fixtures do in the test process."""
-    from nemo_desktop.core.models import registry as models
+    from nemo_desktop.core.models import families as models
     from nemo_desktop.core.registry import AnalysisSpec, Inputs, list_analyses
     from nemo_desktop.core.registry import registry
 

@@ -26,7 +26,7 @@ def store(tmp_path):
 @pytest.fixture
 def registered(monkeypatch):
     """The test doubles as model family 'test-double' of the registry, for this test only."""
-    from nemo_desktop.core.models import registry
+    from nemo_desktop.core.models import families as registry
 
     registry._ensure_builtin_families()
     for key, fn in families().items():

@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 
 from nemo_desktop.core.benchmark.config import load_config, parse_config
 from nemo_desktop.core.benchmark.records import DONE
 from nemo_desktop.core.benchmark.table_data import CellStats, RunData, SampleOutcome
 from nemo_desktop.core.benchmark.tables import table2, table5
-from nemo_desktop.core.resources import resource_path
+from nemo_desktop.core.base.resources import resource_path
 
 CONFIGS = sorted(resource_path("benchmarks", "configs").glob("table*.toml"))
 
@@ -82,7 +82,7 @@ def test_shipped_configs_build_their_methods_and_say_which_reading_they_use():
     from dataclasses import fields
 
     from nemo_desktop.core.benchmark.config import validates
-    from nemo_desktop.core.methods.registry import get_method
+    from nemo_desktop.core.registry.methods import get_method
 
     for path in CONFIGS:
         cfg = load_config(path)

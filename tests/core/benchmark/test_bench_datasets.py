@@ -9,7 +9,7 @@ from bench_world import CodedImageNetClassifier, CodedZeroShot, coded_image, mak
 from nemo_desktop.core.benchmark.datasets import (ImageNetD, ImageNetR, ObjectNet, is_imagenet1k_classifier,
                                                   open_benchmark_dataset, open_imagenet_subset)
 from nemo_desktop.core.benchmark.views import ClassifierView
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.models.vocab import load_vocabulary
 
 
@@ -157,8 +157,8 @@ def test_imagenet_val_subset_layouts(tmp_path):
 
 def test_objectnet_border_is_cropped_on_load(tmp_path):
     """Like the standard ObjectNet loaders: 2 pixels per side, for every loader of a file under the dataset."""
-    from nemo_desktop.core.image_borders import border_for, register_border_crop
-    from nemo_desktop.core.images import load_image
+    from nemo_desktop.core.base.image_borders import border_for, register_border_crop
+    from nemo_desktop.core.base.images import load_image
 
     vocab = load_vocabulary("objectnet")
     framed = np.full((40, 60, 3), 128, np.uint8)

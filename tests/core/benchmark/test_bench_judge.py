@@ -5,7 +5,7 @@ import pytest
 
 from nemo_desktop.core.benchmark.judge import (LLMMatchJudge, Verdict, coerce_score, custom_criterion, llm_match,
                                                load_criterion, parse_judge_score)
-from nemo_desktop.core.errors import ConfigError, MalformedOutputError
+from nemo_desktop.core.base.errors import ConfigError, MalformedOutputError
 from nemo_desktop.core.methods.prompts import load_prompt
 from nemo_desktop.core.models.protocols import ModelInfo
 

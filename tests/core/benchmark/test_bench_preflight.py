@@ -16,7 +16,7 @@ from nemo_desktop.core.benchmark.ray_backend import (CPUS_PER_SHARD, LAUNCH_FILE
                                                      cpu_share, default_shards, shard_store_dir, shards_folder)
 from nemo_desktop.core.benchmark.records import RUN_KIND
 from nemo_desktop.core.benchmark.work_units import Shard
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 
 
 def fixed_config(bench_data, **over) -> dict:

@@ -23,8 +23,8 @@ from nemo_desktop.core.benchmark.records import DONE
 from nemo_desktop.core.benchmark.runner import BenchmarkRunner
 from nemo_desktop.core.benchmark.tables import build_tables, collect, render
 from nemo_desktop.core.benchmark.work_units import Shard
-from nemo_desktop.core.errors import JobCancelled
-from nemo_desktop.core.jobs import CancelToken, JobContext
+from nemo_desktop.core.base.errors import JobCancelled
+from nemo_desktop.core.base.job_context import CancelToken, JobContext
 
 HERE = Path(__file__).resolve().parent
 
@@ -240,7 +240,7 @@ def test_a_killed_driver_resumes_with_nothing_lost_or_repeated(cluster, bench_da
 
 
 def test_without_ray_installed_the_error_says_how_to_get_it(monkeypatch, bench_data, store):
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
 
     monkeypatch.setitem(__import__("sys").modules, "ray", None)  # what `import ray` meets when it is absent
     with pytest.raises(ConfigError, match="needs Ray") as err:

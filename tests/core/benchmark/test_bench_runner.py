@@ -12,7 +12,7 @@ from nemo_desktop.core.benchmark.records import DONE, ERROR, FAILED, SAMPLE_KIND
 from nemo_desktop.core.benchmark.runner import BenchmarkRunner
 from nemo_desktop.core.benchmark.work_units import Shard
 from nemo_desktop.core.benchmark.tables import build_tables, collect, render
-from nemo_desktop.core.errors import ConfigError, StoreError
+from nemo_desktop.core.base.errors import ConfigError, StoreError
 from nemo_desktop.core.models.vocab import load_vocabulary
 
 
@@ -239,8 +239,8 @@ def test_shards_sharing_one_store_mark_the_run_complete_only_at_the_end(bench_da
 
 
 def test_cancel_between_items_keeps_finished_ones_and_resumes(bench_data, store):
-    from nemo_desktop.core.errors import JobCancelled
-    from nemo_desktop.core.jobs import CancelToken, JobContext
+    from nemo_desktop.core.base.errors import JobCancelled
+    from nemo_desktop.core.base.job_context import CancelToken, JobContext
 
     cfg = base_config(bench_data, datasets=base_config(bench_data)["datasets"][:1])
     token = CancelToken()
@@ -261,7 +261,7 @@ def test_cancel_between_items_keeps_finished_ones_and_resumes(bench_data, store)
 
 
 def test_progress_counts_items_and_gives_an_eta(bench_data, store):
-    from nemo_desktop.core.jobs import JobContext
+    from nemo_desktop.core.base.job_context import JobContext
 
     seen = []
     cfg = base_config(bench_data, datasets=base_config(bench_data)["datasets"][:1])

@@ -14,7 +14,7 @@ from nemo_desktop.core.benchmark.records import DONE, FAILED
 from nemo_desktop.core.benchmark.runner import BenchmarkRunner
 from nemo_desktop.core.benchmark.table_data import CellStats, RunData, SampleOutcome, compare, describe
 from nemo_desktop.core.benchmark.tables import build_tables, candidates_table, collect, render, table1
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 
 
 def _cell(method: str, outcomes: dict[str, SampleOutcome]) -> CellStats:

@@ -89,7 +89,7 @@ def test_view_rejects_bad_groups_and_prompts(table):
     with pytest.raises(ValueError):
         ClassifierView(base, "t", ["a"], [(9,)])  # outside the outputs
     view = ClassifierView(base, "t", ["a", "b", "c"], GROUPS)
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
 
     with pytest.raises(ConfigError, match="not a zero-shot"):
         view.predict_proba([0], class_prompts={0: "a photo"})

@@ -11,8 +11,8 @@ from nemo_desktop.core.data import gpu_decode
 from nemo_desktop.core.data.gpu_decode import EMBEDDING_TOLERANCE, device_plan, gpu_decode_plan, read_for_device
 from nemo_desktop.core.data.input_pipeline import LoaderSettings, draft_side_for
 from nemo_desktop.core.data.reference_index import build_index
-from nemo_desktop.core.images import load_image
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+from nemo_desktop.core.base.images import load_image
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
 torch = pytest.importorskip("torch")
 

@@ -13,9 +13,9 @@ from PIL import Image
 from nemo_desktop.core.data.datasets import FolderDataset
 from nemo_desktop.core.data.input_pipeline import BatchLoader, LoaderSettings, draft_side_for
 from nemo_desktop.core.data.reference_index import ReferenceIndex, build_index, index_id_for
-from nemo_desktop.core.errors import ConfigError, JobCancelled
-from nemo_desktop.core.images import load_image
-from nemo_desktop.core.jobs import CancelToken, JobContext
+from nemo_desktop.core.base.errors import ConfigError, JobCancelled
+from nemo_desktop.core.base.images import load_image
+from nemo_desktop.core.base.job_context import CancelToken, JobContext
 from nemo_desktop.core.models.fast_paths import FastPaths, host_to_device, select_fast_paths
 from nemo_desktop.core.models.outputs import ClassifierOutputs
 from nemo_desktop.core.models.protocols import ModelInfo

@@ -7,7 +7,7 @@ from PIL import Image
 
 from nemo_desktop.core.data.datasets import (CsvManifestDataset, FolderDataset, LabelMapping, normalise_class_name,
                                              open_dataset)
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 
 
 def _img(path: Path) -> Path:

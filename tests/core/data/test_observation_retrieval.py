@@ -10,8 +10,8 @@ from data_world import unit_rows
 from nemo_desktop.core.data.datasets import FolderDataset
 from nemo_desktop.core.data.reference_index import IndexEntries, ReferenceIndex, build_index
 from nemo_desktop.core.data.retrieval import retrieve_observations
-from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.images import load_image
+from nemo_desktop.core.base.errors import ConfigError
+from nemo_desktop.core.base.images import load_image
 
 
 def brute_force(index, q, mask, k):

@@ -10,9 +10,9 @@ from data_world import N_REFERENCE
 from fixtures_tiny.digits_classifier import render_digit
 from nemo_desktop.core.data.datasets import CsvManifestDataset, FolderDataset
 from nemo_desktop.core.data.reference_index import ReferenceIndex, build_index, delete_index, index_id_for
-from nemo_desktop.core.errors import JobCancelled
-from nemo_desktop.core.images import load_image
-from nemo_desktop.core.jobs import CancelToken, JobContext
+from nemo_desktop.core.base.errors import JobCancelled
+from nemo_desktop.core.base.images import load_image
+from nemo_desktop.core.base.job_context import CancelToken, JobContext
 from nemo_desktop.core.store.keys import content_hash
 
 

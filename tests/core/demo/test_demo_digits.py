@@ -60,7 +60,7 @@ def test_training_is_deterministic():
 def test_prepare_registers_a_classifier_that_loads_through_the_timm_loader():
     from nemo_desktop.core.models.catalog import get_entry
     from nemo_desktop.core.models.downloads import entry_status
-    from nemo_desktop.core.models.registry import load_model
+    from nemo_desktop.core.models.families import load_model
 
     paths = get_paths()
     install_built_demo(paths)
@@ -107,7 +107,7 @@ def test_registering_again_replaces_the_entry_and_keeps_others(tmp_path):
 
 
 def test_a_shipped_id_is_refused():
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
     from nemo_desktop.core.models.catalog import list_catalog
     from nemo_desktop.core.models.user_catalog import put_user_entry
 

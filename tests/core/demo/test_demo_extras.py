@@ -34,7 +34,7 @@ def test_the_fix_folder_is_what_fix_loads_and_plants_a_real_cause(tmp_path):
 def test_the_second_classifier_is_model_b_loaded_like_any_timm_model(monkeypatch):
     torch = pytest.importorskip("torch")
     from nemo_desktop.core.models.catalog import get_entry
-    from nemo_desktop.core.models.registry import load_model
+    from nemo_desktop.core.models.families import load_model
 
     monkeypatch.setattr(extras, "SECOND_EPOCHS", 1)  # seconds; the product trains digits.EPOCHS
     paths = get_paths()

@@ -35,7 +35,7 @@ class DemoFindings:
 
     def classifier(self):
         from nemo_desktop.core.models.catalog import resolve_model_ref
-        from nemo_desktop.core.models.registry import LoadOptions, load_model
+        from nemo_desktop.core.models.families import LoadOptions, load_model
 
         return load_model(resolve_model_ref(CLASSIFIER_SOURCE.format(self.classifier_dir), "classifier"),
                           LoadOptions(device="cpu"))
@@ -52,7 +52,7 @@ def _sentences(path: Path) -> Path:
 def _explanation(store, clf, index) -> str:
     """One explanation of a misclassified image, stored as the explanation methods store theirs."""
     from nemo_desktop.core.methods.intervention import model_manifest
-    from nemo_desktop.core.records import Candidate, ExplanationResult, SampleInfo
+    from nemo_desktop.core.base.records import Candidate, ExplanationResult, SampleInfo
     from nemo_desktop.core.store.keys import result_key
 
     e = index.entries
@@ -73,7 +73,7 @@ def _explanation(store, clf, index) -> str:
 
 def _fix(store, clf, index) -> str:
     from nemo_desktop.core.analyses.fix import FixData
-    from nemo_desktop.core.images import load_image
+    from nemo_desktop.core.base.images import load_image
     from nemo_desktop.core.registry import Components, build_analysis
 
     e = index.entries
@@ -99,7 +99,7 @@ def demo_findings() -> DemoFindings:
     from nemo_desktop.core.analyses.failure_modes import FailureModesConfig, FailureModesPipeline
     from nemo_desktop.core.data.reference_index import build_index
     from nemo_desktop.core.models.catalog import resolve_model_ref
-    from nemo_desktop.core.models.registry import LoadOptions, load_model
+    from nemo_desktop.core.models.families import LoadOptions, load_model
     from nemo_desktop.core.registry import Components, build_analysis
     from nemo_desktop.core.store import ResultsStore
 

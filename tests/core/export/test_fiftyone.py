@@ -118,7 +118,7 @@ def test_a_second_export_updates_in_place(fo, findings, store):
 def test_a_fiftyone_dataset_is_a_source_that_predicts_the_same_labels(fo, findings, store, tmp_path):
     from nemo_desktop.core.data.datasets import open_dataset
     from nemo_desktop.core.data.reference_index import build_index
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
     from nemo_desktop.core.store import ResultsStore
 
     _export(store, findings, "demo-source")
@@ -131,7 +131,7 @@ def test_a_fiftyone_dataset_is_a_source_that_predicts_the_same_labels(fo, findin
         assert index.dataset_root == "fiftyone:demo-source"
         from nemo_desktop.cli.loading import reference
         from nemo_desktop.core.data.reference_index import find_index
-        from nemo_desktop.core.jobs import JobContext
+        from nemo_desktop.core.base.job_context import JobContext
 
         assert find_index(s2, "fiftyone:demo-source").index_id == index.index_id  # what --reference resolves
         assert reference("fiftyone:demo-source", findings.classifier(), s2, JobContext()).index_id == index.index_id

@@ -209,7 +209,7 @@ def test_batches_never_hold_more_than_asked(table):
 
 
 def test_bad_requests_are_refused_in_words(findings, store, tmp_path):
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
 
     with pytest.raises(ConfigError, match="no reference index"):
         PerImageTable.open(store, str(tmp_path), None)

@@ -258,7 +258,7 @@ class DigitsEditor:
         total = steps or 2
         for i in range(1, total + 1):
             if on_step is not None and on_step(i, total) is False:
-                from nemo_desktop.core.errors import JobCancelled
+                from nemo_desktop.core.base.errors import JobCancelled
 
                 raise JobCancelled()
         low = instruction.lower()

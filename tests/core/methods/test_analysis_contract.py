@@ -280,7 +280,7 @@ def _fix_case(world) -> Case:
     generator = None
     if importlib.util.find_spec("diffusers") is not None:  # the sentence is rendered by a tiny text-to-image model
         from fixtures_tiny.t2i import build_tiny_flux_schnell
-        from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+        from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
         generator = load_model(ModelSpec("generator", "diffusers-t2i", str(build_tiny_flux_schnell(world["tmp"])),
                                          options={"steps": 1, "guidance": 0.0, "max_sequence_length": 32,
@@ -310,7 +310,7 @@ CASES: dict[str, Callable[[dict], Case]] = {
 @pytest.fixture
 def world(digits_classifier, blue_three, reference_folder, store, tmp_path):
     from nemo_desktop.core.data.reference_index import build_index
-    from nemo_desktop.core.methods.registry import get_method
+    from nemo_desktop.core.registry.methods import get_method
 
     w = {"classifier": digits_classifier, "blue_three": blue_three, "store": store, "tmp": tmp_path,
          "index": build_index(reference_folder, digits_classifier, store)}

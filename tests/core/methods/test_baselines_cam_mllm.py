@@ -8,11 +8,11 @@ import pytest
 
 from baseline_doubles import BaselineDigitsMLLM
 from digits_world import EIGHT, HYPOTHESES, THREE, DigitsEditor
-from nemo_desktop.core.errors import ConfigError, JobCancelled
-from nemo_desktop.core.jobs import CancelToken, JobContext
+from nemo_desktop.core.base.errors import ConfigError, JobCancelled
+from nemo_desktop.core.base.job_context import CancelToken, JobContext
 from nemo_desktop.core.methods.cam_mllm import CamMLLMConfig, CamMLLMPipeline
 from nemo_desktop.core.methods.prompts import load_prompt
-from nemo_desktop.core.methods.registry import get_method
+from nemo_desktop.core.registry.methods import get_method
 
 
 def test_cam_mllm_reads_the_overlay_and_is_scored(digits_classifier, blue_three, store):
@@ -78,7 +78,7 @@ def test_without_an_editor_the_explanation_is_not_scored(digits_classifier, blue
 
 
 def test_a_correct_prediction_is_refused(digits_classifier, blue_three):
-    from nemo_desktop.core.errors import NemoError
+    from nemo_desktop.core.base.errors import NemoError
 
     with pytest.raises(NemoError, match="no error to explain"):
         CamMLLMPipeline(digits_classifier, BaselineDigitsMLLM())(blue_three, "eight")

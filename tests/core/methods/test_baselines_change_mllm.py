@@ -10,10 +10,10 @@ from PIL import Image
 from baseline_doubles import BaselineDigitsMLLM
 from digits_world import EIGHT, HYPOTHESES, THREE, DigitsEditor, dominant_ink, write_reference
 from nemo_desktop.core.data.reference_index import build_index
-from nemo_desktop.core.errors import ConfigError, NemoError
+from nemo_desktop.core.base.errors import ConfigError, NemoError
 from nemo_desktop.core.methods.change_mllm import ChangeMLLMConfig, ChangeMLLMPipeline
 from nemo_desktop.core.methods.prompts import load_prompt
-from nemo_desktop.core.methods.registry import get_method
+from nemo_desktop.core.registry.methods import get_method
 
 
 @pytest.fixture

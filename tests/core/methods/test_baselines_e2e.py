@@ -15,8 +15,8 @@ from PIL import Image
 
 from baseline_doubles import JsonWriterMLLM
 from nemo_desktop.core.data.reference_index import build_index
-from nemo_desktop.core.methods.registry import get_method
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+from nemo_desktop.core.registry.methods import get_method
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
 pytestmark = pytest.mark.slow
 
@@ -200,7 +200,7 @@ def test_cli_error_retrieval_needs_no_mllm(tiny, capsys):
 
 def test_method_names():
     from nemo_desktop.cli.commands.explain import method_name
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
 
     assert method_name("scitx", True) == "scitx"
     assert method_name("cam-mllm", False) == "cam-mllm"

@@ -11,11 +11,11 @@ from PIL import Image
 
 from baseline_doubles import PlantedSpace
 from digits_world import EIGHT, THREE, DigitsEditor, ScriptedDigitsMLLM
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.methods.error_retrieval import (CATEGORIES, ErrorCorpus, ErrorRetrievalConfig,
                                                        ErrorRetrievalPipeline, ErrorSentence, load_corpus,
                                                        rank_sentences)
-from nemo_desktop.core.methods.registry import get_method
+from nemo_desktop.core.registry.methods import get_method
 from nemo_desktop.core.models.protocols import ModelInfo
 
 PLANTED = "a pencil sketch of a {class}."

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.methods.cam_mllm import CamMLLMConfig
 from nemo_desktop.core.methods.change_mllm import ChangeMLLMConfig
-from nemo_desktop.core.methods.registry import get_method, list_methods
-from nemo_desktop.core.methods.result import Candidate
+from nemo_desktop.core.registry.methods import get_method, list_methods
+from nemo_desktop.core.base.records import Candidate
 from nemo_desktop.core.methods.pipeline_steps import select_by_cei
 from nemo_desktop.core.methods.validation import with_validation
 

@@ -11,9 +11,9 @@ from digits_world import DigitsEditor, ScriptedDigitsMLLM
 from PIL import Image
 
 from nemo_desktop.core.data.reference_index import build_index
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.methods.edit_check import edit_check_record, judge_edits, select
-from nemo_desktop.core.methods.result import Candidate
+from nemo_desktop.core.base.records import Candidate
 from nemo_desktop.core.methods.scitx import SciTXConfig, SciTXPipeline
 
 
@@ -56,7 +56,7 @@ def test_whole_image_edit_is_measured_flagged_and_recorded(digits_classifier, bl
     assert check["metric"] == "1-ssim" and len(check["distances"]) == len(check["structure"]) == 3
     assert default.manifest["config"]["edit_flag_threshold"] == 0.6
     assert default.manifest["config"]["cei_noise_floor"] == 5.0
-    from nemo_desktop.core.methods.result import ExplanationResult
+    from nemo_desktop.core.base.records import ExplanationResult
 
     stored = ExplanationResult.from_dict(store.get(default.result_key).payload)
     assert stored.candidates[j].edit_verdict == "destroyed" and stored.candidates[j].edit_flagged

@@ -16,11 +16,11 @@ import pytest
 
 from baseline_doubles import GLOBAL_SUMMARIES, GlobalDigitsMLLM
 from digits_world import EIGHT, HYPOTHESES, THREE, DigitsCNNClassifier, DigitsEditor, render
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.analyses.global_explanation import (GlobalConfig, GlobalExplainer, GlobalScorer,
                                                           collect_explanations)
-from nemo_desktop.core.methods.registry import get_method
-from nemo_desktop.core.methods.result import ExplanationResult
+from nemo_desktop.core.registry.methods import get_method
+from nemo_desktop.core.base.records import ExplanationResult
 from nemo_desktop.core.store import result_key
 
 

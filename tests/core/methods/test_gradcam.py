@@ -15,7 +15,7 @@ from PIL import Image
 from nemo_desktop.core.methods.gradcam import (colourise, find_target_layer, gradcam, model_view,
                                                render_overlay)
 from nemo_desktop.core.models.protocols import ModelInfo
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
 CPU = LoadOptions(device="cpu")
 SIDE = 32

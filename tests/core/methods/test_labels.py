@@ -1,6 +1,6 @@
 import pytest
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.methods.labels import resolve_label
 
 NAMES = ["tench, Tinca tinca", "great white shark", "Great_Grey_Owl", "7", "cat"]

@@ -1,7 +1,7 @@
 """A corpus of messy MLLM replies: each must yield the requested field, or fail with MalformedOutputError."""
 import pytest
 
-from nemo_desktop.core.errors import CutOffOutputError, MalformedOutputError
+from nemo_desktop.core.base.errors import CutOffOutputError, MalformedOutputError
 from nemo_desktop.core.methods.parsing import extract_field, extract_json, runs_off_end
 
 CAUSE = "The blue ink resembles the eights in the training set."

@@ -3,10 +3,10 @@ import shutil
 
 import pytest
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.methods import prompts as prompts_mod
 from nemo_desktop.core.methods.prompts import available_prompts, load_prompt
-from nemo_desktop.core.resources import resource_path
+from nemo_desktop.core.base.resources import resource_path
 
 # Sentences copied from the paper (shared/seeds/001_*, appendix A.1 and A.3).
 PAPER = {

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 from nemo_desktop.core.data.reference_index import build_index  # noqa: E402
 from nemo_desktop.core.methods.scitx import SciTXConfig, SciTXPipeline  # noqa: E402
 from nemo_desktop.core.models.protocols import ModelInfo  # noqa: E402
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model  # noqa: E402
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model  # noqa: E402
 
 CPU = LoadOptions(device="cpu")
 SMALL = dict(k=1, m=2, caption_max_new_tokens=8, hypothesis_max_new_tokens=12, intervention_max_new_tokens=12,
@@ -100,7 +100,7 @@ def test_tiny_editor_and_classifier_score_candidates(tiny, models, store):
     clf, editor = models["classifier"], models["editor"]
     y = wrong_label(clf, tiny["query"])
     steps = []
-    from nemo_desktop.core.jobs import JobContext
+    from nemo_desktop.core.base.job_context import JobContext
 
     ctx = JobContext(on_progress=lambda p: steps.append((p.stage, p.done, p.total)))
     # the paper's plain argmax: a tiny random editor returns noise, which the default rule never selects

@@ -10,10 +10,10 @@ from scitx_doubles import (ColourPromptZeroShot, FailingEditor, GarbageForSeedML
                            SameHypothesisMLLM)
 
 from nemo_desktop.core.data.reference_index import build_index
-from nemo_desktop.core.errors import ConfigError, JobCancelled, NemoError
-from nemo_desktop.core.jobs import JobContext, run_job
-from nemo_desktop.core.methods.registry import get_method, list_methods
-from nemo_desktop.core.methods.result import ExplanationResult
+from nemo_desktop.core.base.errors import ConfigError, JobCancelled, NemoError
+from nemo_desktop.core.base.job_context import JobContext, run_job
+from nemo_desktop.core.registry.methods import get_method, list_methods
+from nemo_desktop.core.base.records import ExplanationResult
 from nemo_desktop.core.methods.scitx import SciTXConfig, SciTXPipeline
 
 KINDS = ("classification", "embedding", "retrieval", "caption", "hypothesis", "intervention", "edit",
@@ -484,7 +484,7 @@ def test_edit_batch_is_chosen_from_what_the_editor_says_fits(digits, blue_three,
 def test_an_edit_batch_out_of_memory_is_edited_one_at_a_time(digits, blue_three, store, index):
     """A batch the free-memory estimate let through but that did not fit: the same edits run one at a time, the
     result is complete, nothing is recorded as failed."""
-    from nemo_desktop.core.errors import OutOfMemoryError
+    from nemo_desktop.core.base.errors import OutOfMemoryError
 
     class TightEditor(DigitsEditor):
         def edit_batch(self, image, instructions, **kw):

@@ -14,7 +14,7 @@ from PIL import Image
 from fixtures_tiny.mllm import JSON_OPEN, QWEN2_5_VL_INSTRUCT_GENERATION, build_tiny_json_qwen_vl
 from nemo_desktop.core.methods.scitx import SciTXConfig, SciTXPipeline
 from nemo_desktop.core.models.protocols import ChatMessage
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 from nemo_desktop.core.models.sampling import Sampling
 
 torch = pytest.importorskip("torch")
@@ -184,7 +184,7 @@ CUT_AT_2 = JSON_OPEN + " snowy"
 
 
 def _draw_one(mllm, max_new_tokens):
-    from nemo_desktop.core.jobs import null_context
+    from nemo_desktop.core.base.job_context import null_context
     from nemo_desktop.core.methods.intervention import UnitCache
     from nemo_desktop.core.methods.prompts import load_prompt
     from nemo_desktop.core.methods.validation import draw_hypotheses

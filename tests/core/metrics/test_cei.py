@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from nemo_desktop.core.methods.result import Candidate
+from nemo_desktop.core.base.records import Candidate
 from nemo_desktop.core.metrics.cei import best_candidate, cei, rank_of, top_k
 
 

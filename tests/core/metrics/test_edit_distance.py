@@ -65,7 +65,7 @@ def test_lpips_is_used_when_the_trunk_is_on_disk(empty_hub):
 
 
 def test_unknown_metric_is_a_config_error():
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
 
     with pytest.raises(ConfigError):
         ed.resolve_metric("psnr")

@@ -7,9 +7,9 @@ import os
 import pytest
 
 from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_timm
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.models.catalog import (get_entry, list_catalog, resolve_model_ref, user_catalog_path)
-from nemo_desktop.core.models.registry import KINDS, LoadOptions, ModelSpec, list_families, load_model
+from nemo_desktop.core.models.families import KINDS, LoadOptions, ModelSpec, list_families, load_model
 
 SHIPPED = list_catalog()
 PAPER_IDS = {"vit-b16-augreg2", "clip-vit-b32", "siglip-b16", "qwen2.5-vl-7b", "flux-kontext-dev"}

@@ -16,9 +16,9 @@ from PIL import Image
 
 from fixtures_tiny.classifiers import (OPEN_CLIP_TINY_NAME, TINY_CLASSES, build_tiny_clip, build_tiny_open_clip,
                                        build_tiny_siglip, build_tiny_timm, install_in_hf_cache, write_class_file)
-from nemo_desktop.core.errors import ConfigError, ModelError, OutOfMemoryError, WeightsNotFoundError
+from nemo_desktop.core.base.errors import ConfigError, ModelError, OutOfMemoryError, WeightsNotFoundError
 from nemo_desktop.core.models.protocols import Classifier, ModelInfo, ZeroShotClassifier
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, list_families, load_model
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, list_families, load_model
 from nemo_desktop.core.models.vocab import load_vocabulary
 
 torch = pytest.importorskip("torch")

@@ -5,9 +5,9 @@ import warnings
 
 import pytest
 
-from nemo_desktop.core.errors import ConfigError, OutOfMemoryError
-from nemo_desktop.core.jobs import run_job
-from nemo_desktop.core.models import device
+from nemo_desktop.core.base.errors import ConfigError, OutOfMemoryError
+from nemo_desktop.core.base.job_context import run_job
+from nemo_desktop.core.base import device
 
 torch = pytest.importorskip("torch")
 
@@ -105,7 +105,7 @@ def test_gpu_info_is_empty_without_a_gpu(no_gpu):
 def test_a_failed_cuda_kernel_is_said_in_words_not_as_a_bug_of_ours(exc):
     """What the model process reports when a kernel asserts (seen on an H200: the message had read 'Unexpected
     error ... This is probably a bug in NEMO Desktop')."""
-    from nemo_desktop.core.jobs import describe_exception
+    from nemo_desktop.core.base.job_context import describe_exception
 
     said = describe_exception(exc)
     assert said["message"].startswith("The model failed on the GPU (") and "Unexpected" not in said["message"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from fixtures_tiny.editors import build_tiny_instruct_pix2pix
-from nemo_desktop.core.errors import ConfigError, ModelError
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+from nemo_desktop.core.base.errors import ConfigError, ModelError
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
 pytest.importorskip("diffusers")
 CPU = LoadOptions(device="cpu")

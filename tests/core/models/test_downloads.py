@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from fixtures_tiny.hub_server import FakeHub, FakeRepo, make_cached_repo
-from nemo_desktop.core.errors import GatedModelError, JobCancelled, ModelError, WeightsNotFoundError
-from nemo_desktop.core.jobs import CancelToken, JobContext
+from nemo_desktop.core.base.errors import GatedModelError, JobCancelled, ModelError, WeightsNotFoundError
+from nemo_desktop.core.base.job_context import CancelToken, JobContext
 from nemo_desktop.core.models import downloads as dl
 
 SHA = "a" * 40  # make_cached_repo's default commit

@@ -7,9 +7,9 @@ import pytest
 from PIL import Image
 
 from fixtures_tiny.editors import build_tiny_flux_kontext, build_tiny_instruct_pix2pix
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.methods.intervention import model_part
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchao")

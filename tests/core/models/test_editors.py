@@ -8,10 +8,11 @@ import pytest
 from PIL import Image
 
 from fixtures_tiny.editors import build_tiny_flux_kontext, build_tiny_instruct_pix2pix, build_tiny_qwen_image_edit
-from nemo_desktop.core.errors import ConfigError, JobCancelled, ModelError, OutOfMemoryError, WeightsNotFoundError
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.errors import (ConfigError, JobCancelled, ModelError, OutOfMemoryError,
+                                           WeightsNotFoundError)
+from nemo_desktop.core.base.job_context import JobContext
 from nemo_desktop.core.models.protocols import ImageEditor
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, list_families, load_model
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, list_families, load_model
 
 torch = pytest.importorskip("torch")
 

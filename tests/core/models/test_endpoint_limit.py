@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.models.adapters.endpoint_limit import EndpointLimiter
 from nemo_desktop.core.models.protocols import ChatMessage
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
 SERVED = "Qwen/Qwen2.5-VL-7B-Instruct"
 REPO = Path(__file__).resolve().parents[3]
@@ -111,7 +111,7 @@ CHILD = textwrap.dedent("""
     import sys
     sys.path.insert(0, {repo!r})
     from nemo_desktop.core.models.protocols import ChatMessage
-    from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+    from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
     spec = ModelSpec(kind="mllm", family="openai-compatible", source={url!r},
                      options={{"model": {model!r}, "concurrency": 4, "max_in_flight": 3}})
     m = load_model(spec, LoadOptions(device="cpu"))
@@ -131,8 +131,8 @@ def test_limit_holds_across_processes(server):
 
 
 def test_a_cancelled_job_stops_waiting_for_a_slot(tmp_path):
-    from nemo_desktop.core.errors import JobCancelled
-    from nemo_desktop.core.jobs import CancelToken, cancel_scope
+    from nemo_desktop.core.base.errors import JobCancelled
+    from nemo_desktop.core.base.job_context import CancelToken, cancel_scope
 
     limiter = EndpointLimiter("http://127.0.0.1:9/v1", 1, folder=tmp_path)
     token = CancelToken()
@@ -159,7 +159,7 @@ def test_the_documented_vllm_entry_of_table1_sends_distinct_sampled_draws(server
     import tomllib
 
     from nemo_desktop.core.benchmark.config import ModelRef
-    from nemo_desktop.core.resources import resource_path
+    from nemo_desktop.core.base.resources import resource_path
 
     text = resource_path("benchmarks", "configs", "table1.toml").read_text(encoding="utf-8")
     line = next(l for l in text.splitlines() if l.startswith('# "Qwen2.5-VL-7B" = {'))

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from nemo_desktop.core.errors import WeightsNotFoundError
+from nemo_desktop.core.base.errors import WeightsNotFoundError
 from nemo_desktop.core.models import hub_files
-from nemo_desktop.core.models.registry import LoadOptions
+from nemo_desktop.core.models.families import LoadOptions
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ import pytest
 
 from fixtures_tiny.openai_server import LoopbackOpenAI, closed_port_url
 
-from nemo_desktop.core.errors import ConfigError, ModelError
+from nemo_desktop.core.base.errors import ConfigError, ModelError
 from nemo_desktop.core.models.local_server import LOCAL_SERVER, check_server
 from nemo_desktop.core.models.protocols import ChatMessage
-from nemo_desktop.core.session import ModelSession
-from nemo_desktop.core.session_jobs import use_local_server
+from nemo_desktop.core.app.session import ModelSession
+from nemo_desktop.core.app.jobs.models import use_local_server
 
 
 @pytest.fixture

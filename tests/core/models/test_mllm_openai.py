@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from nemo_desktop.core.errors import ConfigError, MalformedOutputError, ModelError
+from nemo_desktop.core.base.errors import ConfigError, MalformedOutputError, ModelError
 from nemo_desktop.core.models.adapters.openai_compatible import OpenAICompatibleMLLM
 from nemo_desktop.core.models.protocols import ChatMessage, MultimodalLLM
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
 SERVED = "tiny/qwen2-vl"
 KEY = "nemo-test-" + "k3y" * 8  # no well-known token shape: only the adapter's own discipline hides it
@@ -329,7 +329,7 @@ def cut_below(limit: int):
 
 
 def _draw_one(mllm, max_new_tokens):
-    from nemo_desktop.core.jobs import null_context
+    from nemo_desktop.core.base.job_context import null_context
     from nemo_desktop.core.methods.intervention import UnitCache
     from nemo_desktop.core.methods.prompts import load_prompt
     from nemo_desktop.core.methods.validation import candidate_counts, draw_hypotheses

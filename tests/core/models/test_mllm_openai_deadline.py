@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from nemo_desktop.core.errors import JobCancelled, MalformedOutputError, ModelError
-from nemo_desktop.core.jobs import CancelToken, cancel_scope
+from nemo_desktop.core.base.errors import JobCancelled, MalformedOutputError, ModelError
+from nemo_desktop.core.base.job_context import CancelToken, cancel_scope
 from nemo_desktop.core.models.adapters.openai_compatible import OpenAICompatibleMLLM
 from nemo_desktop.core.models.protocols import ChatMessage
 

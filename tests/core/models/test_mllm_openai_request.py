@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from nemo_desktop.core.benchmark.judge import LLMMatchJudge, load_criterion
-from nemo_desktop.core.errors import ConfigError, ModelError
+from nemo_desktop.core.base.errors import ConfigError, ModelError
 from nemo_desktop.core.models.protocols import ChatMessage
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
 CONFIGS = Path(__file__).resolve().parents[3] / "resources" / "benchmarks" / "configs"
 

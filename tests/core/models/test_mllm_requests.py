@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from nemo_desktop.core.errors import JobCancelled
+from nemo_desktop.core.base.errors import JobCancelled
 from nemo_desktop.core.models.batching import batch_from_free_memory
 from nemo_desktop.core.models.protocols import ChatMessage, ChatRequest, ModelInfo
 from nemo_desktop.core.models.requests import send_requests

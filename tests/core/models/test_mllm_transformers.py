@@ -9,9 +9,9 @@ import pytest
 from PIL import Image
 
 from fixtures_tiny.mllm import VARIANTS, build_tiny_qwen_vl
-from nemo_desktop.core.errors import ConfigError, ModelError, OutOfMemoryError, WeightsNotFoundError
+from nemo_desktop.core.base.errors import ConfigError, ModelError, OutOfMemoryError, WeightsNotFoundError
 from nemo_desktop.core.models.protocols import ChatMessage, MultimodalLLM
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, list_families, load_model
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, list_families, load_model
 
 torch = pytest.importorskip("torch")
 

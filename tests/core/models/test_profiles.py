@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.models.catalog import get_entry
 from dataclasses import replace
 

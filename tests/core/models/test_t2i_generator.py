@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("diffusers")
 
-from nemo_desktop.core.errors import ConfigError, JobCancelled, ModelError
+from nemo_desktop.core.base.errors import ConfigError, JobCancelled, ModelError
 from nemo_desktop.core.models.catalog import get_entry
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
 CPU = LoadOptions(device="cpu", dtype="float32")
 SIZE = {"width": 32, "height": 32}  # the real 1024 px would take minutes on the CPU with no gain here
@@ -77,7 +77,7 @@ def test_bad_options_and_folders_are_clear_errors(tiny, tmp_path):
 
 def test_text_to_image_conditions_feed_the_model_diff_meter(tiny, tmp_path):
     from nemo_desktop.core.analyses.model_diff.sources import open_condition_source
-    from nemo_desktop.core.jobs import JobContext
+    from nemo_desktop.core.base.job_context import JobContext
 
     conditions = tmp_path / "conds.json"
     conditions.write_text(json.dumps({

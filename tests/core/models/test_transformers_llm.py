@@ -7,9 +7,9 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from nemo_desktop.core.errors import ConfigError  # noqa: E402
+from nemo_desktop.core.base.errors import ConfigError  # noqa: E402
 from nemo_desktop.core.models.protocols import ChatMessage  # noqa: E402
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model  # noqa: E402
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model  # noqa: E402
 
 CPU = LoadOptions(device="cpu", dtype="float32")
 

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.models.vocab import list_vocabularies, load_vocabulary, read_class_file
-from nemo_desktop.core.resources import resource_path
+from nemo_desktop.core.base.resources import resource_path
 
 
 def test_sizes_and_imagenet_coverage():

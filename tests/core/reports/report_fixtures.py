@@ -6,8 +6,7 @@ import itertools
 import numpy as np
 from PIL import Image, ImageDraw
 
-from nemo_desktop.core.methods.result import (Candidate, ClassScore, ExplanationResult, Observation,
-                                              SampleInfo)
+from nemo_desktop.core.base.records import Candidate, ClassScore, ExplanationResult, Observation, SampleInfo
 from nemo_desktop.core.store import content_hash, result_key
 
 SCRIPT = "<script>alert(1)</script>"

@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 
-from nemo_desktop.core.batch import (EXPLAINED, FAILED, NO_CAUSE, SKIPPED_CORRECT, SKIPPED_NO_LABEL, BatchItem,
-                                     count_statuses, true_class_from_folder)
+from nemo_desktop.core.base.batch_items import (EXPLAINED, FAILED, NO_CAUSE, SKIPPED_CORRECT, SKIPPED_NO_LABEL,
+                                                BatchItem, count_statuses, true_class_from_folder)
 from nemo_desktop.core.data.datasets import LabelMapping
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.reports import render_html
 from nemo_desktop.core.reports.model import ReportImage
 from nemo_desktop.core.reports.batch import build_batch_report, export_batch_report

@@ -7,7 +7,7 @@ import math
 import pytest
 from PIL import Image
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.reports import build_report, build_run_report, build_single_report, resolve_target
 from nemo_desktop.core.reports.model import Figures, Histogram, Index, KeyValues, Paragraph, Table, llm_match_of
 from nemo_desktop.core.reports.runs import cei_histogram as _histogram

@@ -113,8 +113,8 @@ def test_characters_without_any_font_become_replacement_marks(store, monkeypatch
 
 
 def test_pdf_rendering_reports_progress_and_can_be_cancelled(store):
-    from nemo_desktop.core.errors import JobCancelled
-    from nemo_desktop.core.jobs import CancelToken, JobContext
+    from nemo_desktop.core.base.errors import JobCancelled
+    from nemo_desktop.core.base.job_context import CancelToken, JobContext
 
     run_id = make_run(store, n_samples=3, methods=("scitx",))
     doc = build_run_report(run_id, store)

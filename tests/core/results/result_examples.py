@@ -18,7 +18,7 @@ from nemo_desktop.core.analyses.model_diff.differences import ConditionMeasureme
 from nemo_desktop.core.analyses.model_diff.result import (CandidateRecord, Evidence, EvidenceImage,
                                                           ExplanationScore, ExploredCondition, IterationRecord,
                                                           MethodExplanation, ModelDiffResult)
-from nemo_desktop.core.records import Candidate, ClassScore, ExplanationResult, Observation, SampleInfo
+from nemo_desktop.core.base.records import Candidate, ClassScore, ExplanationResult, Observation, SampleInfo
 
 
 def _score(c: float = 0.42) -> CompetencyScore:

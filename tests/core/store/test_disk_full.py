@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from nemo_desktop.core import logging_setup
-from nemo_desktop.core.errors import StoreError
+from nemo_desktop.core.app import logging_setup
+from nemo_desktop.core.base.errors import StoreError
 from nemo_desktop.core.store import ResultsStore
 from nemo_desktop.core.store.paths import get_paths
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from nemo_desktop.cli.main import main
-from nemo_desktop.core.errors import StoreError
+from nemo_desktop.core.base.errors import StoreError
 from nemo_desktop.core.store import ResultsStore
 from nemo_desktop.core.store.maintenance import PROBLEM_KEPT, PROBLEM_ORPHAN
 from nemo_desktop.core.store.paths import get_paths

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nemo_desktop.core.errors import StoreError
+from nemo_desktop.core.base.errors import StoreError
 from nemo_desktop.core.store import ResultsStore
 from nemo_desktop.core.store.paths import get_paths
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from nemo_desktop.core.errors import StoreError
+from nemo_desktop.core.base.errors import StoreError
 from nemo_desktop.core.store import ResultsStore, result_key
 from nemo_desktop.core.store import maintenance
 
@@ -280,8 +280,8 @@ def test_store_is_usable_from_several_threads(store):
 
 
 def test_check_reports_its_progress_and_can_be_cancelled(store):
-    from nemo_desktop.core.errors import JobCancelled
-    from nemo_desktop.core.jobs import CancelToken, JobContext
+    from nemo_desktop.core.base.errors import JobCancelled
+    from nemo_desktop.core.base.job_context import CancelToken, JobContext
 
     for i in range(3):
         store.put(f"r{i}", "edit", {}, {"raw": f"file {i}".encode()})

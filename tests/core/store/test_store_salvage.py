@@ -9,8 +9,8 @@ import sqlite3
 import pytest
 
 from nemo_desktop.cli.main import main
-from nemo_desktop.core.errors import JobCancelled
-from nemo_desktop.core.jobs import CancelToken, JobContext
+from nemo_desktop.core.base.errors import JobCancelled
+from nemo_desktop.core.base.job_context import CancelToken, JobContext
 from nemo_desktop.core.store import ResultsStore
 from nemo_desktop.core.store.maintenance import PROBLEM_KEPT, PROBLEM_ORPHAN
 from nemo_desktop.core.store.paths import get_paths

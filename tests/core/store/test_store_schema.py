@@ -5,7 +5,7 @@ import sqlite3
 
 import pytest
 
-from nemo_desktop.core.errors import StoreError
+from nemo_desktop.core.base.errors import StoreError
 from nemo_desktop.core.store import ResultsStore, get_paths
 from nemo_desktop.core.store import migrations as mig
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.store import Settings, get_paths, load_settings, save_settings
 from nemo_desktop.core.store.settings import SETTINGS_SCHEMA_VERSION, Endpoint, migrate_settings_dict
 
@@ -58,7 +58,7 @@ def test_save_and_load_round_trip_is_atomic_json():
 
 
 def test_secret_references_match_the_secrets_module(monkeypatch):
-    from nemo_desktop.core.secrets import describe_secret_ref, resolve_secret
+    from nemo_desktop.core.base.secret_refs import describe_secret_ref, resolve_secret
 
     e = Endpoint("openai", "https://api.openai.com/v1", "gpt-4o", api_key_env="OPENAI_API_KEY")
     assert e.api_key_ref == "env:OPENAI_API_KEY"

@@ -8,8 +8,8 @@ import json
 import pytest
 import torch
 
-from nemo_desktop.core.errors import JobCancelled
-from nemo_desktop.core.jobs import CancelToken, JobContext
+from nemo_desktop.core.base.errors import JobCancelled
+from nemo_desktop.core.base.job_context import CancelToken, JobContext
 from nemo_desktop.core.training import OLDER_VERSION, Checkpoint, TrainingLoop, WeightAverage
 
 

@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ConfigError
-from ...jobs import JobContext
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext
 from ...registry import AnalysisSpec, Inputs
 from .config import CompetencyBenchConfig, CounterfactualConfig, EstimatorConfig
 from .results import (BENCH_ANALYSIS, BENCH_VERSION, COUNTERFACTUAL_ANALYSIS, COUNTERFACTUAL_VERSION,

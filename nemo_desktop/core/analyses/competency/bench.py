@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from .... import __version__
-from ...errors import ConfigError
-from ...jobs import JobContext, null_context
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext, null_context
 from .config import CompetencyBenchConfig, CounterfactualConfig, config_dict
 from .estimator import FittedEstimator
 from .generators import GeneratorUnavailable, generate, pixel_distance

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ...errors import ConfigError
-from ...jobs import JobContext, null_context
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext, null_context
 from .causes import CAUSES, DEFAULT_FACTORS, find_low_competency
 
 MODIFICATIONS = tuple(c for c in CAUSES if c != "spatial")
@@ -38,7 +38,7 @@ def write_cause_sets(estimator: Any, images: Sequence[str | os.PathLike], causes
                      out_dir: str | os.PathLike, *, threshold: float = 0.9, max_images: int | None = None,
                      seed: int = 0, ctx: JobContext | None = None) -> tuple[list[CauseImage], int]:
     """(the images written, how many source images were competent and so modified)."""
-    from ...images import load_image
+    from ...base.images import load_image
     from ...store import atomic_write_bytes, atomic_write_text
 
     ctx = ctx or null_context()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from ...errors import ConfigError
+from ...base.errors import ConfigError
 
 
 @runtime_checkable

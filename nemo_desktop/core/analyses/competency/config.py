@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ...errors import ConfigError
+from ...base.errors import ConfigError
 
 GENERATORS = ("igd", "fgd", "reco", "lgd", "lnn")
 

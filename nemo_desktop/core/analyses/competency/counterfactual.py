@@ -26,8 +26,8 @@ import torch
 from PIL import Image
 
 from .... import __version__
-from ...errors import JobCancelled
-from ...jobs import JobContext, null_context
+from ...base.errors import JobCancelled
+from ...base.job_context import JobContext, null_context
 from ...methods.intervention import error_text, load_input, model_manifest, model_part
 from .config import CounterfactualConfig, config_dict
 from .estimator import FittedEstimator

@@ -18,8 +18,8 @@ import torch.nn.functional as F
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-from ...errors import ConfigError, NemoError
-from ...jobs import JobContext, null_context
+from ...base.errors import ConfigError, NemoError
+from ...base.job_context import JobContext, null_context
 from .autoencoder import ConvAutoencoder
 from .classifier_view import require_differentiable
 from .parce import Calibration, ClassStatistics, competency_torch, reconstruction_losses
@@ -63,7 +63,7 @@ class FittedEstimator:
 
     def unit(self, images: Sequence[Any]) -> torch.Tensor:
         """PIL images or image paths -> the classifier's [0, 1] tensor."""
-        from ...images import load_image
+        from ...base.images import load_image
 
         return self.classifier.unit_tensor([load_image(Path(im)) if isinstance(im, (str, os.PathLike)) else im
                                             for im in images])
@@ -141,7 +141,7 @@ class FittedEstimator:
 
     @classmethod
     def load(cls, directory: str | os.PathLike, classifier: Any, *, check_classifier: bool = True) -> "FittedEstimator":
-        from ...confine import check_file
+        from ...base.confine import check_file
 
         d = Path(directory)
         try:

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 
 from .... import __version__
-from ...errors import ConfigError
-from ...jobs import JobContext, null_context
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext, null_context
 from ...training import Checkpoint, TrainingLoop
 from .autoencoder import ConvAutoencoder
 from .classifier_view import require_differentiable
@@ -64,8 +64,8 @@ def calibration_from(path: str, class_names: Sequence[str]) -> tuple[list[Path],
     work, like a file that is not an image."""
     from ...data.datasets import UnmatchedLabelsError, open_dataset
     from ...data.sources import is_fiftyone_ref
-    from ...errors import InputImageError
-    from ...images import unreadable_reason
+    from ...base.errors import InputImageError
+    from ...base.images import unreadable_reason
 
     try:
         ds = open_dataset(path).with_class_names(list(class_names))
@@ -200,7 +200,7 @@ class CompetencyEstimatorFit:
 
     def _decode(self, image: Any, calibration: bool) -> Any:
         """The image decoded; an unreadable image of a named calibration set says which set it is in."""
-        from ...errors import InputImageError
+        from ...base.errors import InputImageError
 
         try:
             return _as_image(image)
@@ -284,7 +284,7 @@ class CompetencyEstimatorFit:
 
 def _as_image(im: Any):
     if isinstance(im, (str, os.PathLike)):
-        from ...images import load_image
+        from ...base.images import load_image
 
         return load_image(Path(im))
     return im.convert("RGB") if getattr(im, "mode", "RGB") != "RGB" else im

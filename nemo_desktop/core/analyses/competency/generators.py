@@ -23,8 +23,8 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from ...errors import NemoError
-from ...jobs import JobContext
+from ...base.errors import NemoError
+from ...base.job_context import JobContext
 from .config import CounterfactualConfig
 from .estimator import FittedEstimator, resize
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ...errors import NemoError
+from ...base.errors import NemoError
 
 TRUNK_FILES = {"alex": "alexnet-owt-7be5be79.pth", "vgg": "vgg16-397923af.pth",
                "squeeze": "squeezenet1_1-b8a52dc0.pth"}
@@ -59,7 +59,7 @@ class LpipsDistance:
 def load_lpips(net: str = "alex", *, min_side: int = 64, allow_download: bool = False) -> LpipsDistance:
     """The real LPIPS model; MetricUnavailable if the 'competency' extra (lpips) is not installed, or its trunk
     weights are not cached and downloads are off."""
-    from ...extras import available, install_hint
+    from ...base.extras import available, install_hint
 
     if not available("competency"):
         raise MetricUnavailable("LPIPS is unavailable: the 'competency' extra is not installed.",

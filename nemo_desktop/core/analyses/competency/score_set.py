@@ -16,8 +16,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .... import __version__
-from ...errors import ConfigError, NemoError
-from ...jobs import JobContext, null_context
+from ...base.errors import ConfigError, NemoError
+from ...base.job_context import JobContext, null_context
 from ...results import Record, ResultBase
 from .config import _check_ranges, config_dict
 from .results import CompetencyScore, low_part
@@ -94,7 +94,7 @@ def open_image_set(path: str | os.PathLike) -> Any:
 
     from ...data.datasets import open_dataset
     from ...data.sources import is_fiftyone_ref
-    from ...images import IMAGE_EXTENSIONS
+    from ...base.images import IMAGE_EXTENSIONS
 
     if is_fiftyone_ref(path):
         return open_dataset(path)
@@ -164,7 +164,7 @@ class CompetencyScoreAnalysis:
     def __call__(self, images: Any, ctx: JobContext | None = None) -> CompetencyScoreSet:
         from pathlib import Path
 
-        from ...images import load_image
+        from ...base.images import load_image
         from ...methods.intervention import model_part
 
         ctx = ctx or null_context()

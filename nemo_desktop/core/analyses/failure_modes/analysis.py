@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ...errors import ConfigError
-from ...jobs import JobContext
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext
 from ...registry import AnalysisSpec, Inputs
 from .config import FailureModesConfig
 from .pipeline import FailureModesPipeline, joint_space

@@ -8,8 +8,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...errors import ConfigError
-from ...jobs import JobContext
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext
 from ...methods.intervention import sha_text
 from .embeddings import image_embeddings, text_embeddings
 from .pipeline import joint_space

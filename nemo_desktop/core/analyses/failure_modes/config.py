@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ...errors import ConfigError
+from ...base.errors import ConfigError
 
 SPLITS = ("entropy", "correctness", "class-probability", "class-ranking")
 METHODS = ("tops", "pdiff", "setdiff", "fpdiff")

@@ -20,8 +20,8 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from ...errors import JobCancelled, ModelError
-from ...jobs import JobContext
+from ...base.errors import JobCancelled, ModelError
+from ...base.job_context import JobContext
 from ...models.protocols import ModelInfo
 from ...store.arrays import numbered_arrays
 from ...store.keys import result_key
@@ -134,7 +134,7 @@ def image_embeddings(index: Any, embedder: Any, store: Any = None, ctx: JobConte
 
 
 def _embed_rows(index: Any, embedder: Any, rows: np.ndarray, failed: dict[str, str]) -> np.ndarray:
-    from ...images import load_image
+    from ...base.images import load_image
 
     images, ok = [], []
     for i, r in enumerate(rows.tolist()):

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ...errors import ConfigError, MalformedOutputError
-from ...jobs import JobContext
+from ...base.errors import ConfigError, MalformedOutputError
+from ...base.job_context import JobContext
 from ...methods.parsing import extract_json
 from ...methods.prompts import load_prompt
 from ...models.protocols import ChatMessage

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...base.errors import ConfigError
 from .describe import describe_cluster, headline_method
 from .result import FailureModesResult
 

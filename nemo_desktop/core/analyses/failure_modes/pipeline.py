@@ -21,8 +21,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .... import __version__
-from ...errors import ConfigError
-from ...jobs import JobContext
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext
 from ...store.keys import result_key
 from .config import FailureModesConfig
 from .discover import GroupData, analyse_group

@@ -15,7 +15,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...base.errors import ConfigError
 from .sentences import Sentence
 
 

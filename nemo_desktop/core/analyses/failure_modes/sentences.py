@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ...errors import ConfigError
-from ...resources import resource_path
+from ...base.errors import ConfigError
+from ...base.resources import resource_path
 
 SHIPPED = {"general": ("failure_modes", "sentences", "general.v1.json")}
 CLASSES_SPEC = "classes"

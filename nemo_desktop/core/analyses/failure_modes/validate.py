@@ -22,8 +22,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .... import __version__
-from ...errors import ConfigError, InputImageError
-from ...jobs import JobContext, null_context
+from ...base.errors import ConfigError, InputImageError
+from ...base.job_context import JobContext, null_context
 from ...methods.intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
                                      classifier_part, image_hash, load_input, model_manifest, model_part,
                                      sample_info, sha_text, unit_key)
@@ -31,7 +31,7 @@ from ...methods.edit_check import (DEFAULT_FLAG_THRESHOLD, DEFAULT_NOISE_FLOOR, 
                                    describe_edit, judge_edits)
 from ...methods.edit_control import DEFAULT_CONTROL_REFERENCES, ReferenceControl, describe_control
 from ...methods.pipeline_steps import stored_result
-from ...records import Candidate
+from ...base.records import Candidate
 from .result import HardCluster
 
 KIND = "failure-modes-cei"

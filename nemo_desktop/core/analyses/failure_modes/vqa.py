@@ -19,8 +19,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...errors import ConfigError
-from ...jobs import JobContext
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext
 from ...methods.prompts import load_prompt
 from ...models.protocols import ChatMessage
 from ...store.keys import content_hash, result_key
@@ -95,7 +95,7 @@ class VqaRelevance:
         self.ctx.progress("Writing the yes/no questions", len(todo), len(todo))
 
     def matrix(self, paths: Sequence[str], sentences: Sequence[Sentence]) -> np.ndarray:
-        from ...images import load_image
+        from ...base.images import load_image
 
         self.prepare([s.text for s in sentences])
         questions = [self.question(s.text) for s in sentences]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...errors import MalformedOutputError
+from ...base.errors import MalformedOutputError
 from ...methods.parsing import extract_json
 from ...methods.prompts import load_prompt
 from ...models.protocols import ChatMessage

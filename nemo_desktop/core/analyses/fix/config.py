@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...errors import ConfigError
+from ...base.errors import ConfigError
 
 MODES = ("head", "last-block", "lora", "full", "prompt")
 INTERPOLATIONS = ("none", "held-out")

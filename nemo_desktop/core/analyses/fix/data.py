@@ -26,8 +26,8 @@ from typing import Any, Sequence
 import numpy as np
 from PIL import Image, ImageEnhance, ImageFilter, ImageOps
 
-from ...errors import ConfigError
-from ...jobs import JobContext
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext
 from ...store.keys import content_hash, result_key
 from .config import FixConfig
 

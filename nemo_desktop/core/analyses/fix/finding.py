@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...errors import ConfigError
+from ...base.errors import ConfigError
 
 
 def finding_from_explanation(payload: Mapping[str, Any]) -> dict[str, Any]:
     """{"instruction", "affected_classes", "predicted_classes"} or {"prompt": {class: text}} from a stored
     explanation's payload (its selected, validated candidate)."""
-    from ...records import ExplanationResult
+    from ...base.records import ExplanationResult
 
     try:
         result = ExplanationResult.from_dict(dict(payload))

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ...errors import ConfigError
-from ...jobs import JobContext
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext
 
 ANALYSIS = "failure-modes"
 
@@ -85,7 +85,7 @@ def with_mode_images(data: Any, config: Any, store: Any, ctx: JobContext) -> Any
     """`data` with the failure mode's images (true labels) added to its finding images, and what was added
     recorded in its description."""
     from ...data.reference_index import ReferenceIndex
-    from ...images import load_image
+    from ...base.images import load_image
     from ...store.keys import content_hash
     from ..failure_modes.members import mode_members
 

@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from .... import __version__
-from ...errors import ConfigError
-from ...jobs import JobContext
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext
 from ...registry import AnalysisSpec, Inputs
 from ...store.keys import content_hash, result_key
 from . import measure
@@ -52,7 +52,7 @@ def load_fix_folder(root: str | Path, class_names: list[str], *, need_train: boo
     """A folder with train/, affected/ and rest/, each with one sub-folder per class (named as the classifier's
     classes): the training data, the finding's held-out images, every other held-out image; optionally finding/,
     a failure mode's own images (not held out) added to an edit fix's training data with their true labels."""
-    from ...images import load_image
+    from ...base.images import load_image
 
     root = Path(root).expanduser()
     missing = [s for s in SPLITS[:3] if not (root / s).is_dir() and (s != "train" or need_train)]
@@ -126,7 +126,7 @@ class FixAnalysis:
             raise ConfigError("Targeted data from an edit needs an image editor.",
                               hint="Give one (--editor), or choose --data augment for the control.")
         if self.config.mode == "lora":
-            from ...extras import require
+            from ...base.extras import require
 
             require("fix", "A LoRA fix (mode lora)")  # before any data is prepared or trained
         self.plan()  # a classifier without a head is refused here, before any work

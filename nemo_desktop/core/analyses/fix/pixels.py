@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ...jobs import JobContext
+from ...base.job_context import JobContext
 
 BATCH = 64  # images preprocessed at a time
 

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from ...errors import ConfigError
-from ...jobs import JobContext
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext
 from . import measure
 from .data import FixData, image_label_lists
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from PIL import Image
 
-from ...errors import ConfigError
-from ...jobs import JobContext
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext
 from ...store.keys import result_key
 from .config import FixConfig
 

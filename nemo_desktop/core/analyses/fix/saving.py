@@ -25,8 +25,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError
-from ...jobs import JobContext
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext
 
 LINEAGE_FILE = "lineage.json"
 WEIGHTS_FILE = "model.safetensors"

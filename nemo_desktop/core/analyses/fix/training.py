@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError
-from ...jobs import JobContext
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext
 from ...training import Checkpoint, TrainingLoop, WeightAverage
 from ...training.average import host_copy, trained_state
 from .config import FixConfig

@@ -12,8 +12,8 @@ import random
 from pathlib import Path
 from typing import Any, Mapping
 
-from ...errors import ConfigError
-from ...images import load_image
+from ...base.errors import ConfigError
+from ...base.images import load_image
 from .conditions import Attribute, Condition, ConditionSpace
 
 

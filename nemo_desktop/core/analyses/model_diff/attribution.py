@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ...jobs import JobContext
+from ...base.job_context import JobContext
 from ...results import Record
 from .differences import ConditionMeasurement
 from .metrics import completeness

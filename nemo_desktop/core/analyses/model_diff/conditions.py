@@ -13,8 +13,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from ...errors import ConfigError
-from ...resources import resource_path
+from ...base.errors import ConfigError
+from ...base.resources import resource_path
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ...errors import ConfigError
+from ...base.errors import ConfigError
 
 METHODS = ("raw-differences", "summarization", "optimization")
 OBJECTIVES = ("completeness+density", "completeness")

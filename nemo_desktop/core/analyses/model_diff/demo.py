@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ...jobs import JobContext, null_context
+from ...base.job_context import JobContext, null_context
 from ...models.protocols import ModelInfo
 from .conditions import load_grid
 from .synthetic_digits import SyntheticDigits, training_set

@@ -11,8 +11,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...errors import ConfigError
-from ...jobs import JobContext
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext
 from .cache import KIND_CONDITION, UnitMemo
 from .conditions import Condition
 from .labels import LabelMatch

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...jobs import JobContext
+from ...base.job_context import JobContext
 from .differences import ConditionMeasurement
 from .result import Evidence, EvidenceImage
 

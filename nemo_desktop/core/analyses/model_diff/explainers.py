@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from ...errors import ConfigError, MalformedOutputError
+from ...base.errors import ConfigError, MalformedOutputError
 from ...methods.parsing import extract_json, loads_lenient
 from .conditions import Condition, ConditionSpace
 from .differences import ConditionMeasurement

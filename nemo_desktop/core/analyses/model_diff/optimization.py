@@ -19,8 +19,8 @@ import time
 from dataclasses import asdict
 from typing import Any, Callable
 
-from ...errors import MalformedOutputError
-from ...jobs import JobContext
+from ...base.errors import MalformedOutputError
+from ...base.job_context import JobContext
 from .cache import KIND_ITERATION, UnitMemo
 from .conditions import ConditionSpace
 from .config import ModelDiffConfig

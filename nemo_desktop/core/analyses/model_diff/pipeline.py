@@ -18,8 +18,8 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from .... import __version__
-from ...errors import MalformedOutputError
-from ...jobs import JobContext, null_context
+from ...base.errors import MalformedOutputError
+from ...base.job_context import JobContext, null_context
 from .attribution import attribute, normalise
 from .cache import KIND_CONDITION, KIND_RESULT, UnitMemo
 from .config import ModelDiffConfig

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Sequence
 
-from ...jobs import JobContext
+from ...base.job_context import JobContext
 from ...models.protocols import ChatMessage
 from .cache import KIND_ANSWER, UnitMemo
 from .differences import ConditionMeasurement

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError
+from ...base.errors import ConfigError
 
 SOURCES = ("digits", "digits-ink", "dataset:FILE.csv", "t2i:MODEL[@FILE]")
 

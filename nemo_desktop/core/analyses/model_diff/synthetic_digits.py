@@ -18,8 +18,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from PIL import Image, ImageFilter
 
-from ...errors import ConfigError
-from ...resources import resource_path
+from ...base.errors import ConfigError
+from ...base.resources import resource_path
 from .conditions import Condition, ConditionSpace, load_grid
 
 COLOUR_TARGETS = ("background", "ink")

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError
+from ...base.errors import ConfigError
 from .conditions import Condition, ConditionSpace, load_open_conditions
 from .llm_calls import derive_seed
 

@@ -36,11 +36,11 @@ from typing import Any, ClassVar
 
 from PIL import Image
 
-from ...errors import ConfigError, JobCancelled, ModelError
+from ...base.errors import ConfigError, JobCancelled, ModelError
 from ..batching import batch_from_free_memory, cuda_free_bytes
-from ..device import resolve_device, translate_oom
+from ...base.device import resolve_device, translate_oom
 from ..protocols import ModelInfo, StepCallback
-from ..registry import LoadOptions, ModelSpec, register_family
+from ..families import LoadOptions, ModelSpec, register_family
 from .diffusers_loading import PipelineHolder, load_pipeline, step_callback
 from .diffusers_quantize import check_device, quantize_choice, quantize_pipeline, quantized_model_id
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ...errors import ConfigError, JobCancelled, ModelError
-from ..device import free_memory, resolve_device, resolve_dtype, translate_oom
-from ..registry import LoadOptions, ModelSpec
+from ...base.errors import ConfigError, JobCancelled, ModelError
+from ...base.device import free_memory, resolve_device, resolve_dtype, translate_oom
+from ..families import LoadOptions, ModelSpec
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ...errors import ConfigError
-from ...extras import require
+from ...base.errors import ConfigError
+from ...base.extras import require
 
 log = logging.getLogger(__name__)
 

@@ -21,10 +21,10 @@ from typing import Any
 
 from PIL import Image
 
-from ...errors import ConfigError, JobCancelled, ModelError
-from ..device import translate_oom
+from ...base.errors import ConfigError, JobCancelled, ModelError
+from ...base.device import translate_oom
 from ..protocols import ModelInfo
-from ..registry import LoadOptions, ModelSpec, register_family
+from ..families import LoadOptions, ModelSpec, register_family
 from .diffusers_loading import PipelineHolder, load_pipeline, step_callback
 from .spec_checks import check_options
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from ...errors import ConfigError
-from ...jobs import current_cancel_token
+from ...base.errors import ConfigError
+from ...base.job_context import current_cancel_token
 
 _POLL_S = 0.02  # between two rounds over the slot files when every slot is taken by another process
 _semaphores: dict[tuple[str, int], threading.BoundedSemaphore] = {}

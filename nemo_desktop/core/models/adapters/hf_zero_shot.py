@@ -15,14 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ...errors import ConfigError, ModelError, WeightsNotFoundError
-from ..device import resolve_device, resolve_dtype
+from ...base.errors import ConfigError, ModelError, WeightsNotFoundError
+from ...base.device import resolve_device, resolve_dtype
 from ..fast_paths import fast_paths_for
 from ..batching import oom_guard
 from ..downloads import translate_hub_error
 from ..hub_files import cache_dir_for, commit_from_path, fetch_file, offline_requested, weights_revision
 from ..protocols import ModelInfo
-from ..registry import LoadOptions, ModelSpec, register_family
+from ..families import LoadOptions, ModelSpec, register_family
 from ..zero_shot import CLIP_TEMPLATE, SIGLIP_TEMPLATE, ZeroShotClassifierBase, zero_shot_class_names
 
 _FAMILIES = {"hf-clip": ("clip", CLIP_TEMPLATE), "hf-siglip": ("siglip", SIGLIP_TEMPLATE)}

@@ -19,8 +19,8 @@ import time
 import urllib.error
 import urllib.request
 
-from ...errors import JobCancelled
-from ...jobs import CancelToken
+from ...base.errors import JobCancelled
+from ...base.job_context import CancelToken
 
 _POLL_S = 0.05  # how quickly a cancel is noticed
 

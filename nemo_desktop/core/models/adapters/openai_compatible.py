@@ -6,7 +6,7 @@ hosted APIs), using only the standard library's HTTP client.
 
 `source` is the API base URL including its version path (as OpenAI clients expect); a bare host gets
 "/v1". Options: model (default: the only model the server lists), api_key (a reference, see
-core/secrets.py), timeout (s, per request), max_retries, backoff_base (s), max_retry_after (s),
+core/base/secrets.py), timeout (s, per request), max_retries, backoff_base (s), max_retry_after (s),
 concurrency (parallel requests in chat_batch), max_in_flight (requests this machine sends to the base URL
 at once, shared by every thread and process: several workers on one vLLM server; see endpoint_limit.py),
 image_format ("JPEG" at quality 95 by default: several
@@ -22,7 +22,8 @@ sending it again.
 
 Retries with exponential backoff and jitter on 408/429/5xx and connection failures, honouring
 Retry-After. Timeouts are not retried (a server that is slow once is usually slow again). The running job's
-cancel token (core/jobs.py `current_cancel_token`) interrupts a request in flight and a wait between retries.
+cancel token (core/base/job_context.py `current_cancel_token`) interrupts a request in flight and a wait between
+retries.
 The API key is sent only in the Authorization header; it never enters a log record or an error.
 """
 from __future__ import annotations
@@ -40,12 +41,13 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
-from ...errors import ConfigError, MalformedOutputError, ModelError
-from ...images import to_data_url
-from ...jobs import cancel_scope, current_cancel_token
-from ...secrets import describe_secret_ref, redact, resolve_secret
+from ...base.errors import ConfigError, MalformedOutputError, ModelError
+from ...base.images import to_data_url
+from ...base.job_context import cancel_scope, current_cancel_token
+from ...base.secret_refs import describe_secret_ref, resolve_secret
+from ...base.secrets import redact
 from ..protocols import ChatMessage, ChatRequest, ModelInfo, Reply
-from ..registry import LoadOptions, ModelSpec, register_family
+from ..families import LoadOptions, ModelSpec, register_family
 from ..requests import ChatBatchFromRequests
 from .endpoint_limit import EndpointLimiter
 from .http_deadline import fetch

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ...errors import ConfigError
+from ...base.errors import ConfigError
 from ..sampling import Sampling
 
 log = logging.getLogger(__name__)

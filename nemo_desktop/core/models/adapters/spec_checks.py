@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ...errors import ConfigError
+from ...base.errors import ConfigError
 
 LOCAL_DIR = "local-dir:"
 

@@ -25,14 +25,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ...errors import ConfigError, ModelError, WeightsNotFoundError
+from ...base.errors import ConfigError, ModelError, WeightsNotFoundError
 from ..batching import batched, l2_normalize, oom_guard
-from ..device import free_memory, resolve_device, resolve_dtype
+from ...base.device import free_memory, resolve_device, resolve_dtype
 from ..fast_paths import fast_paths_for, host_to_device, to_memory_format
 from ..hub_files import cache_dir_for, commit_from_path, fetch_file, fetch_first, weights_revision
 from ..outputs import ClassifierOutputs
 from ..protocols import ModelInfo
-from ..registry import LoadOptions, ModelSpec, register_family
+from ..families import LoadOptions, ModelSpec, register_family
 from ..vocab import load_vocabulary, read_class_file
 from .spec_checks import LOCAL_DIR, local_folder
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import logging
 from typing import Any, Sequence
 
-from ...errors import ConfigError, ModelError, NemoError
+from ...base.errors import ConfigError, ModelError, NemoError
 from ..batching import oom_guard
-from ..device import resolve_device, resolve_dtype
+from ...base.device import resolve_device, resolve_dtype
 from ..protocols import ChatMessage, ModelInfo
-from ..registry import LoadOptions, ModelSpec, register_family
+from ..families import LoadOptions, ModelSpec, register_family
 from .spec_checks import check_options
 from .transformers_mllm import TransformersMLLM, _load_error, _locate
 

@@ -29,14 +29,14 @@ from typing import Any, Sequence
 
 from PIL import Image
 
-from ...errors import ConfigError, ModelError, NemoError, WeightsNotFoundError
-from ...images import downscale, to_rgb
+from ...base.errors import ConfigError, ModelError, NemoError, WeightsNotFoundError
+from ...base.images import downscale, to_rgb
 from ..batching import oom_guard
-from ..device import free_memory, resolve_device, resolve_dtype
+from ...base.device import free_memory, resolve_device, resolve_dtype
 from ..hub_files import cache_dir_for, commit_from_path, fetch_file, offline_requested
 from ..protocols import ChatMessage, ChatRequest, ModelInfo, Reply
 from ..row_sampling import RowSampler
-from ..registry import LoadOptions, ModelSpec, register_family
+from ..families import LoadOptions, ModelSpec, register_family
 from ..requests import ChatBatchFromRequests
 from ..mllm_fast import apply_fast_paths, fast_options
 from .spec_checks import check_options

@@ -14,8 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
-from ...errors import ConfigError
-from ...jobs import JobContext
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext
 
 BUILTIN_SECTION_MODULES = ("nemo_desktop.core.reports.sections.sample",
                            "nemo_desktop.core.reports.sections.global_explanation",

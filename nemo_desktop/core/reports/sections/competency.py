@@ -10,7 +10,7 @@ from typing import Any
 from PIL import Image
 
 from ...analyses.competency.results import calibration_source_text, low_part
-from ...jobs import JobContext, null_context
+from ...base.job_context import JobContext, null_context
 from ..document import DASH, MAIN_IMAGE_PX, THUMB_PX, Block, Figures, KeyValues, Paragraph, ReportDocument, Section, Table
 from ..format import _display_name, _flatten, _now, clip, fmt_num
 from ..images import ReportImage

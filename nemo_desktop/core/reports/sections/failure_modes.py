@@ -9,7 +9,7 @@ from pathlib import Path
 from ...analyses.failure_modes.describe import (METHOD_LABELS, confirmed, describe_cluster, error_rate,
                                                 fallback_text, holds_up, pct)
 from ...analyses.failure_modes.result import FailureModesResult, GroupResult, HardCluster
-from ...jobs import JobContext, null_context
+from ...base.job_context import JobContext, null_context
 from ..document import (DASH, THUMB_PX, Block, Figures, KeyValues, Paragraph, ReportDocument, Section,
                         Table)
 from ..format import _flatten, _now, clip, fmt_num

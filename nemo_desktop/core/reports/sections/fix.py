@@ -4,7 +4,7 @@ on the finding's images and on everything else; the per-class changes with the g
 verdict in words and the fixed model's catalog entry."""
 from __future__ import annotations
 
-from ...jobs import JobContext
+from ...base.job_context import JobContext
 from ..document import (DASH, BeforeAfter, BeforeAfterRow, ChangeRow, Changes, KeyValues, Paragraph, ReportDocument,
                         Section, Table)
 from ..format import _flatten, _now, clip

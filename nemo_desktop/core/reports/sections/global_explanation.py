@@ -1,7 +1,7 @@
 """The report section of the `global-explanation` analysis (kind "dataset")."""
 from __future__ import annotations
 
-from ...jobs import JobContext
+from ...base.job_context import JobContext
 from ..document import DASH, Block, KeyValues, Paragraph, ReportDocument, Section, Table
 from ..format import _flatten, _now, clip, fmt_cei
 from . import result_report, run_section

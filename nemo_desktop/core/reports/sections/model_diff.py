@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...jobs import JobContext
+from ...base.job_context import JobContext
 from ..document import (
     DASH,
     THUMB_PX,

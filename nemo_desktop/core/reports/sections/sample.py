@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ...errors import ConfigError
-from ...jobs import JobContext, null_context
+from ...base.errors import ConfigError
+from ...base.job_context import JobContext, null_context
 from ...metrics.edit_distance import describe
-from ...methods.result import Candidate, ClassScore, ExplanationResult, Observation
+from ...base.records import Candidate, ClassScore, ExplanationResult, Observation
 from ..document import (DASH, MAIN_IMAGE_PX, SET_TITLES, THUMB_PX, Block, Cell, Figures, KeyValues, Paragraph,
                         ReportDocument, Section, Table)
 from ..format import (_date, _display_name, _flatten, _label, _name_of, _now, _short, clip, fmt_cei, fmt_num, fmt_prob,

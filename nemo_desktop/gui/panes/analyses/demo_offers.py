@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
-from nemo_desktop.core.worker.protocol import JobSpec
+from nemo_desktop.core.app.worker.protocol import JobSpec
 
 from ...jobs import GPU, JobHandle
 
@@ -68,7 +68,7 @@ class DemoOffers(QWidget):
             return self.job
         what = offer[0]
         handle = self.pane.host.jobs.submit(
-            JobSpec("nemo_desktop.core.app_jobs.demo_extras:prepare_demo_extra", (self.pane.host.paths, what)),
+            JobSpec("nemo_desktop.core.app.jobs.demo_extras:prepare_demo_extra", (self.pane.host.paths, what)),
             title=offer[3], lane=GPU)
         self.job = handle
         self.button.setEnabled(False)

@@ -11,10 +11,10 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
-from nemo_desktop.core.worker.protocol import JobSpec
+from nemo_desktop.core.app.worker.protocol import JobSpec
 
 from ...jobs import GPU, IO, JobHandle
-from ...samples import Sample
+from ....core.app.samples import Sample
 from ...widgets.buttons import action_button
 
 ANALYSIS = "failure-modes"
@@ -175,7 +175,7 @@ class FailureModeActions(QWidget):
         sentence = self._typed() if self.result is not None else None
         if sentence is None:
             return None
-        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app_jobs.failure_modes:rank_images",
+        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app.jobs.failure_modes:rank_images",
                                                (self.result, sentence)),
                                        title="Ranking the images by a sentence", lane=GPU)
         handle.sig_done.connect(self._show_ranking)
@@ -192,9 +192,9 @@ class FailureModeActions(QWidget):
     def validate_cei(self) -> JobHandle | None:
         """Check the sentence with CEI on the mode's misclassified images (GPU lane); refused at once when the
         session lacks a model it needs."""
-        from nemo_desktop.core.errors import NemoError
+        from nemo_desktop.core.base.errors import NemoError
 
-        from .failure_mode_jobs import cei_models
+        from ....core.app.jobs.failure_modes import cei_models
 
         mode = self.current()
         sentence = self._typed() if mode is not None else None
@@ -207,7 +207,7 @@ class FailureModeActions(QWidget):
             self.cei_label.setText(f"Not validated: {exc.message} {exc.hint or ''}".strip())
             return None
         self.cei_label.setText("Validating with CEI\u2026")
-        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app_jobs.failure_modes:validate_with_cei",
+        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app.jobs.failure_modes:validate_with_cei",
                                                (result, mode, sentence)),
                                        title="Validating a sentence with CEI", lane=GPU)
         handle.sig_done.connect(self._show_validation)

@@ -8,13 +8,13 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
-from nemo_desktop.core.worker.protocol import JobSpec
+from nemo_desktop.core.app.worker.protocol import JobSpec
 
 from ...jobs import GPU, JobHandle
 from ...widgets.buttons import action_button
 
 ANALYSIS = "fix"
-MODEL_JOBS = "nemo_desktop.core.session_jobs"  # the model jobs, run where the settings say (core/worker)
+MODEL_JOBS = "nemo_desktop.core.app.jobs.models"  # the model jobs, run where the settings say (core/app/worker)
 
 
 class FixActions(QWidget):

@@ -8,8 +8,8 @@ from typing import Callable
 from PySide6.QtWidgets import QComboBox
 
 from ..workbench.widgets.method_form import MIN_FIELD_WIDTH
-from .run_job import _NOT_ON_DISK as NOT_ON_DISK
-from .run_job import NONE, SESSION_KINDS, PageData, effective_need
+from ....core.app.jobs.analyses import _NOT_ON_DISK as NOT_ON_DISK
+from ....core.app.jobs.analyses import NONE, SESSION_KINDS, PageData, effective_need
 
 
 def fill_model_rows(pane, page: PageData) -> None:
@@ -135,7 +135,7 @@ def refresh_pickers(pane) -> None:
     """When the session holds other models than the shown page's pickers were built with (a load, an unload, a
     restarted model process), prepare the page again on the I/O lane and rebuild its pickers from it."""
     from ...jobs import IO
-    from .run_job import page_data
+    from ....core.app.jobs.analyses import page_data
 
     if pane.page is None or pane.host.session.loaded() == pane._boxes_loaded:
         return

@@ -114,7 +114,7 @@ def set_form(pane, config, values: dict | None) -> None:
 def read_last_result(pane, name: str, key: str):
     """The page's last result, read back from the store (after a restart) and shown as when it finished."""
     from ...jobs import IO
-    from .run_job import stored_page_result
+    from ....core.app.jobs.analyses import stored_page_result
 
     store = pane.host.session.store()
     handle = pane.host.jobs.submit(lambda ctx: stored_page_result(store, name, key, ctx),

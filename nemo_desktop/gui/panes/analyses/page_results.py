@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QFileDialog
 from ...jobs import IO, JobHandle
 from ...widgets.report_html import set_report_html
 from ...widgets.report_path import ask_report_path
-from .run_job import export_result, result_html
+from ....core.app.jobs.analyses import export_result, result_html
 
 
 def is_model_diff(result: Any) -> bool:

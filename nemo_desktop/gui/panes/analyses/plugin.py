@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, Q
                                QListWidget, QListWidgetItem, QPushButton, QScrollArea, QSplitter, QTextBrowser,
                                QVBoxLayout, QWidget)
 
-from nemo_desktop.core.worker.protocol import JobSpec
+from nemo_desktop.core.app.worker.protocol import JobSpec
 
 from ...jobs import GPU, IO, JobHandle
 from ...widgets.buttons import action_button
@@ -35,7 +35,7 @@ from .model_diff_live import ModelDiffLivePanel
 from . import page_memory
 from .model_rows import chosen_models, fill_model_rows, refresh_pickers, relabel_current, relabel_models
 from .page_results import PageResults, is_model_diff
-from .run_job import SESSION_KINDS, PageData, list_page_analyses, page_data, run_problem
+from ....core.app.jobs.analyses import SESSION_KINDS, PageData, list_page_analyses, page_data, run_problem
 
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
 IDLE_STAGE = ""
@@ -475,7 +475,7 @@ class AnalysesPane(PageResults, Pane):
             return None
         name, values = self.page.spec.name, self.form.values()
         models, data = self.chosen_models(), self.chosen_data()
-        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app_jobs.analyses:run_page_analysis",
+        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app.jobs.analyses:run_page_analysis",
                                                (name, values, models, data)),
                                        title=f"{name}", lane=GPU)
         state = self.state(name)

@@ -1,15 +1,15 @@
 """The browser's side panel: the per-class table, the accuracy chart, the confusion matrix and a run's CEI
 histogram, as tabs. The charts are linked to the grid: the pane connects their click signals to its filters.
-Counts come from the Qt-free core (`core.analytics.predictions`); each chart says its n."""
+Counts come from the Qt-free core (`core.app.dataset_browser.prediction_counts`); each chart says its n."""
 from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QScrollArea, QTabWidget, QVBoxLayout, QWidget
 
-from nemo_desktop.core.analytics.predictions import class_counts, confusion_matrix
+from nemo_desktop.core.app.dataset_browser.prediction_counts import class_counts, confusion_matrix
 
-from .browse_data import BrowseData
+from ....core.app.dataset_browser.browse_data import BrowseData
 from .widgets.accuracy_chart import AccuracyChart
 from .widgets.confusion import ConfusionView
 from .widgets.run_cei_view import RunCeiView

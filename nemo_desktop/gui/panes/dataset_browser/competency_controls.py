@@ -12,12 +12,12 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QWidget
 
-from nemo_desktop.core.worker.protocol import JobSpec
+from nemo_desktop.core.app.worker.protocol import JobSpec
 
 from ...jobs import GPU, IO, JobHandle
 from ...widgets.buttons import action_button
-from .browse_data import BrowseData
-from .competency_column import CompetencyColumn, find_estimators
+from ....core.app.dataset_browser.browse_data import BrowseData
+from ....core.app.jobs.competency_column import CompetencyColumn, find_estimators
 
 if TYPE_CHECKING:
     from .plugin import DatasetBrowserPane
@@ -156,7 +156,7 @@ class CompetencyControls(QObject):
         paths = self._paths()
         if paths is None or key is None:
             return None
-        return self.pane.host.jobs.submit(JobSpec(f"nemo_desktop.core.app_jobs.competency_column:{function}",
+        return self.pane.host.jobs.submit(JobSpec(f"nemo_desktop.core.app.jobs.competency_column:{function}",
                                                   (key, list(paths), THRESHOLD)), title=title, **submit)
 
     def look_up_stored(self) -> JobHandle | None:

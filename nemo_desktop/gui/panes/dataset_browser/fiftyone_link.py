@@ -8,7 +8,7 @@ from PySide6.QtCore import QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QPushButton
 
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.job_context import JobContext
 
 from ...jobs import IO, JobHandle
 
@@ -18,7 +18,7 @@ WHAT = ("Export this dataset's findings to FiftyOne (labels, every per-image fac
 
 
 def unavailable_reason() -> str | None:
-    from nemo_desktop.core.extras import available
+    from nemo_desktop.core.base.extras import available
 
     return None if available("fiftyone") else NEEDS_EXTRA
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nemo_desktop.core.analytics.predictions import class_counts, order_by_confidence
+from nemo_desktop.core.app.dataset_browser.prediction_counts import class_counts, order_by_confidence
 
-from .browse_data import BrowseData
+from ....core.app.dataset_browser.browse_data import BrowseData
 
 ALL, CORRECT, MISCLASSIFIED = "all", "correct", "misclassified"
 DATASET_ORDER, CONFIDENCE_DESC, CONFIDENCE_ASC = "dataset", "confidence-desc", "confidence-asc"

@@ -19,17 +19,18 @@ from PySide6.QtCore import QItemSelection, QItemSelectionModel, QSettings, Qt, Q
 from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QMenu, QPushButton, QSizePolicy, QSplitter,
                                QToolButton, QVBoxLayout)
 
-from nemo_desktop.core.worker.protocol import JobSpec
+from nemo_desktop.core.app.worker.protocol import JobSpec
 
 from ...jobs import GPU, IO, JobHandle
-from ...samples import Sample
+from ....core.app.samples import Sample
 from ...thumbnails import ThumbnailLoader
 from ...widgets.buttons import action_button
 from ...widgets.progress_bar import ProgressBar
 from ..base import Pane, PaneHost
 from .filter_controls import build_filter_rows, build_side_panel
 from .analysis_links import failure_modes_button, grid_menu, send_to_analysis
-from .browse_data import BrowseData, count_new_images, open_browse_data, open_index, open_indexed
+from ....core.app.dataset_browser.browse_data import (BrowseData, count_new_images, open_browse_data, open_index,
+                                                      open_indexed)
 from .competency_controls import CompetencyControls
 from .filters import (ALL, CONFIDENCE_DESC, DATASET_ORDER, MISCLASSIFIED, FilterSpec,
                       class_accuracy, filter_rows)
@@ -463,7 +464,8 @@ class DatasetBrowserPane(Pane):
         if self._index_job is not None and self._index_job.active:
             return self._index_job
         path, batch = self.dataset_path, self.index_batch_size
-        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.browse_data:index_dataset_job", (path, batch)),
+        handle = self.host.jobs.submit(JobSpec("nemo_desktop.core.app.dataset_browser.browse_data:index_dataset_job",
+                                                (path, batch)),
                                        title=f"Indexing {Path(path).name}", lane=GPU)
         self._index_job = handle
         self.index_button.setEnabled(False)
@@ -555,7 +557,7 @@ class DatasetBrowserPane(Pane):
 
     # -- state ----------------------------------------------------------------------------------------------
     def on_first_shown(self) -> None:
-        from ..analyses.run_job import image_analyses
+        from ....core.app.jobs.analyses import image_analyses
 
         handle = self.host.jobs.submit(lambda ctx: image_analyses(), title="Reading the analyses", lane=IO,
                                        visible=False, ask_before_quit=False)

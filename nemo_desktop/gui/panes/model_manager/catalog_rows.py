@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.job_context import JobContext
 
 KIND_ORDER = {"classifier": 0, "mllm": 1, "editor": 2}
 
@@ -60,7 +60,7 @@ def hub_token(token_ref: str | None) -> str | None:
     (HF_TOKEN, or `hf auth login`), and an unset HF_TOKEN still allows public models. resolve_secret
     registers the value for redaction; it is never put into this process's environment.
     """
-    from nemo_desktop.core.secrets import resolve_secret
+    from nemo_desktop.core.base.secret_refs import resolve_secret
 
     if not token_ref or token_ref.strip() == "env:HF_TOKEN":
         return None
@@ -68,7 +68,7 @@ def hub_token(token_ref: str | None) -> str | None:
 
 
 def download_entry(entry, token_ref: str | None, ctx: JobContext) -> str:
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
     from nemo_desktop.core.models.downloads import download_repo, is_local_source
 
     if is_local_source(entry.repo):

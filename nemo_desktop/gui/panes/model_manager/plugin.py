@@ -15,10 +15,10 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QSplitter, QTableView, QVBoxLayout, QWidget)
 
 from nemo_desktop.core.models.user_catalog import remove_user_entry
-from nemo_desktop.core.worker.protocol import JobSpec
+from nemo_desktop.core.app.worker.protocol import JobSpec
 
 from ...jobs import GPU, IO, JobHandle
-from ...session import ENDPOINT_PREFIX, KIND_TEXT
+from ....core.app.session import ENDPOINT_PREFIX, KIND_TEXT
 from ...widgets.buttons import action_button
 from ...widgets.table_columns import keep_header_words_whole
 from ..base import Pane, PaneHost
@@ -30,7 +30,7 @@ from .widgets.import_dialog import ImportCheckpointDialog
 from .widgets.settings_panel import SettingsPanel
 from .widgets.speed_panel import SpeedPanel
 
-MODEL_JOBS = "nemo_desktop.core.session_jobs"  # the model jobs, run where the settings say (core/worker)
+MODEL_JOBS = "nemo_desktop.core.app.jobs.models"  # the model jobs, run where the settings say (core/app/worker)
 
 # The columns' widths as the user left them; another key than earlier versions', whose widths scrolled sideways.
 HEADER_KEY = "catalog_columns"

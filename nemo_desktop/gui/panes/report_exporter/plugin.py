@@ -14,7 +14,7 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QComboBox, QFileDialog, QHBoxLayout, QLabel,
                                QPushButton, QRadioButton, QTableWidgetItem, QVBoxLayout)
 
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.job_context import JobContext
 
 from ...jobs import IO, JobHandle
 from ...widgets.list_table import list_table
@@ -139,7 +139,7 @@ class ReportExporterPane(Pane):
         self.html_radio = QRadioButton("HTML")
         self.html_radio.setToolTip("One self-contained file, images included")
         self.pdf_radio = QRadioButton("PDF")
-        from nemo_desktop.core.extras import available
+        from nemo_desktop.core.base.extras import available
 
         if not available("pdf"):  # said before anything runs: the choice is off, its tooltip names the extra
             self.pdf_radio.setEnabled(False)

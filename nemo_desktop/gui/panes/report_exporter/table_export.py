@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QComboBox, QFileDialog, QHBoxLayout, QLabel, QPushButton, QWidget
 
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.job_context import JobContext
 
 from ...jobs import IO, JobHandle
 
@@ -30,7 +30,7 @@ class TableExportRow(QWidget):
 
     def __init__(self, pane, parent=None):
         super().__init__(parent)
-        from nemo_desktop.core.extras import available
+        from nemo_desktop.core.base.extras import available
 
         self.pane = pane
         self.parquet = available("parquet")

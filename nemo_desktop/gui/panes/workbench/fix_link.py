@@ -10,7 +10,7 @@ from typing import Any, Sequence
 def fix_settings(result: Any) -> dict | None:
     """The fix page's settings from an explanation, or None when it holds no validated image intervention."""
     from nemo_desktop.core.analyses.fix.finding import finding_from_explanation
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
 
     try:
         finding = finding_from_explanation(result.to_dict())

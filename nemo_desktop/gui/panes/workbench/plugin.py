@@ -14,19 +14,20 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QGroup
                                QLabel, QListWidget, QListWidgetItem, QPushButton, QScrollArea,
                                QSplitter, QVBoxLayout, QWidget)
 
-from nemo_desktop.core.worker.protocol import JobSpec
-from nemo_desktop.core.batch import BatchItem
+from nemo_desktop.core.app.worker.protocol import JobSpec
+from nemo_desktop.core.base.batch_items import BatchItem
 
 from ...jobs import GPU, IO, JobHandle
-from ...samples import Sample
+from ....core.app.samples import Sample
 from ...widgets.buttons import action_button
 from ...widgets.problem_label import problem_label
 from ...widgets.progress_bar import ProgressBar
 from ...widgets.report_path import ask_report_path, report_format
 from ..base import Pane, PaneHost
-from nemo_desktop.core.session_jobs import method_run_problem
+from nemo_desktop.core.app.jobs.models import method_run_problem
 
-from .run_job import AUTO, SampleOutcome, StoredSummary, list_references, list_results
+from ....core.app.jobs.models import AUTO, SampleOutcome
+from .run_job import StoredSummary, list_references, list_results
 from .widgets.batch_table import BatchPanel
 from .widgets.method_form import MethodForm
 from .widgets.past_results import PastResultsTable
@@ -38,7 +39,7 @@ DEFAULT_METHOD = "scitx"
 
 def _methods_job(session, ctx):
     """The registered methods, and the settings' defaults for their forms (so the form is built once)."""
-    from nemo_desktop.core.methods.registry import get_method, list_methods
+    from nemo_desktop.core.registry.methods import get_method, list_methods
 
     s = session.settings()
     return [get_method(name) for name in list_methods()], {"k": s.scitx.k, "m": s.scitx.m}
@@ -359,7 +360,7 @@ class WorkbenchPane(Pane):
         reference = self.reference_combo.currentData()
         n = len(samples)
         handle = self.host.jobs.submit(
-            JobSpec("nemo_desktop.core.session_jobs:explain_samples", (method, values, samples, reference)),
+            JobSpec("nemo_desktop.core.app.jobs.models:explain_samples", (method, values, samples, reference)),
             title=f"{method}: explaining {n} image{'s' if n != 1 else ''}", lane=GPU)
         batch = [BatchItem(s.path, s.true_label, s.pred_label, s.confidence) for s in samples] if n > 1 else None
         self.start_watching(handle, batch)

@@ -1,14 +1,11 @@
-"""Reading explanation results back (Qt-free: jobs). Running a method on samples (`explain_samples`) lives in
-`nemo_desktop.core.session_jobs`, so that the model worker process can run it; it is re-exported here."""
+"""Reading explanation results back (Qt-free: jobs). Running a method on samples (`explain_samples`) is a model
+job (`nemo_desktop.core.app.jobs.models`), so that the model worker process can run it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.samples import Sample  # noqa: F401
-from nemo_desktop.core.session_jobs import (AUTO, STAGE_WEIGHTS, SampleOutcome, default_reference,  # noqa: F401
-                                            explain_samples)
+from nemo_desktop.core.base.errors import ConfigError
 
 
 def list_references(store) -> list[dict]:

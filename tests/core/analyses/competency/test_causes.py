@@ -48,7 +48,7 @@ def test_cause_sets_are_written_from_competent_images_only(world, fitted, tmp_pa
     import csv
 
     from nemo_desktop.core.analyses.competency.cause_sets import write_cause_sets
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
 
     _, est = fitted
     paths = []

@@ -12,8 +12,8 @@ from fixtures_tiny.competency_world import RecordingMLLM
 
 from nemo_desktop.core.analyses.competency import (CompetencyCounterfactual, CompetencyCounterfactualResult,
                                                    CounterfactualConfig)
-from nemo_desktop.core.errors import JobCancelled
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.errors import JobCancelled
+from nemo_desktop.core.base.job_context import JobContext
 from nemo_desktop.core.methods.prompts import load_prompt
 
 B3 = ("In addition to the classification model, I trained a reconstruction-based competency estimator that "

@@ -12,7 +12,7 @@ from fixtures_tiny.classifiers import (TINY_CLASSES, build_tiny_clip, build_tiny
                                        build_tiny_timm)
 
 from nemo_desktop.core.analyses.competency.classifier_view import require_differentiable
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
 
 def _load(family, tmp_path):

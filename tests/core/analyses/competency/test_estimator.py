@@ -15,8 +15,8 @@ from fixtures_tiny.competency_world import TINY, to_unit
 from nemo_desktop.core.analyses.competency import (CompetencyEstimatorFit, EstimatorConfig, EstimatorFitResult,
                                                    FittedEstimator)
 from nemo_desktop.core.analyses.competency.causes import modify
-from nemo_desktop.core.errors import ConfigError, JobCancelled, NemoError
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.errors import ConfigError, JobCancelled, NemoError
+from nemo_desktop.core.base.job_context import JobContext
 
 
 def test_scores_equal_an_independent_oracle(world, fitted):

@@ -8,8 +8,8 @@ import torch
 
 from nemo_desktop.core.analyses.competency import CounterfactualConfig
 from nemo_desktop.core.analyses.competency.generators import generate, lnn_bank
-from nemo_desktop.core.errors import JobCancelled
-from nemo_desktop.core.jobs import JobContext, null_context
+from nemo_desktop.core.base.errors import JobCancelled
+from nemo_desktop.core.base.job_context import JobContext, null_context
 
 CFG = CounterfactualConfig()
 

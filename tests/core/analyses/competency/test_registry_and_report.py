@@ -7,7 +7,7 @@ import pytest
 from fixtures_tiny.competency_world import TINY, RecordingMLLM, write_class_folders
 
 from nemo_desktop.core.analyses.competency import EstimatorFitResult, FittedEstimator
-from nemo_desktop.core.errors import ConfigError, NemoError
+from nemo_desktop.core.base.errors import ConfigError, NemoError
 from nemo_desktop.core.registry import Components, build_analysis, get_analysis
 from nemo_desktop.core.reports import build_report, render_html, render_pdf
 
@@ -68,7 +68,7 @@ def test_an_estimator_refuses_another_classifier(world, store, stored_fit):
 
 
 def test_explanation_methods_list_leaves_competency_out():
-    from nemo_desktop.core.methods.registry import list_methods
+    from nemo_desktop.core.registry.methods import list_methods
     from nemo_desktop.core.registry import list_analyses
 
     assert "competency-cf" in list_analyses("sample") and "competency-cf" not in list_methods()

@@ -10,7 +10,7 @@ import pytest
 
 from fm_digits_world import sentence_file
 from nemo_desktop.cli.main import main
-from nemo_desktop.core.models import registry
+from nemo_desktop.core.models import families as registry
 from test_fm_validate import EditWriterMLLM
 
 

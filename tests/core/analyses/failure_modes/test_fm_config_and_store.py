@@ -10,7 +10,7 @@ import pytest
 
 from nemo_desktop.core.analyses.failure_modes import FailureModesConfig, load_sentence_sets
 from nemo_desktop.core.analyses.failure_modes.sentences import SentenceSet
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.store import ResultsStore, migrations
 
 
@@ -76,7 +76,7 @@ def test_new_index_rows_store_the_exact_entropy(tmp_path):
     from fixtures_tiny.digits_classifier import DigitsMLPClassifier, load_digits_arrays, write_digit_folder
     from nemo_desktop.core.data.datasets import FolderDataset
     from nemo_desktop.core.data.reference_index import ReferenceIndex, build_index
-    from nemo_desktop.core.images import load_image
+    from nemo_desktop.core.base.images import load_image
 
     X, y = load_digits_arrays()
     clf = DigitsMLPClassifier.train(X[100:600], y[100:600])

@@ -15,9 +15,9 @@ from nemo_desktop.core.analyses.failure_modes import FailureModesConfig, Failure
 from nemo_desktop.core.analyses.failure_modes.members import list_modes, mode_members
 from nemo_desktop.core.analyses.fix import FixData
 from nemo_desktop.core.analyses.fix.from_mode import fix_settings_for_mode, fix_settings_for_ref
-from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.images import load_image
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.errors import ConfigError
+from nemo_desktop.core.base.images import load_image
+from nemo_desktop.core.base.job_context import JobContext
 from nemo_desktop.core.registry import Components, build_analysis
 
 FAST = {"mode": "head", "epochs": 1, "bootstrap": 100, "save": False, "per_class": 5}

@@ -13,7 +13,7 @@ from fixtures_tiny.images import write_random_reference
 from nemo_desktop.core.analyses.failure_modes import FailureModesConfig, FailureModesPipeline, FailureModesResult
 from nemo_desktop.core.data.datasets import FolderDataset
 from nemo_desktop.core.data.reference_index import build_index
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
 pytest.importorskip("torch")
 CPU = LoadOptions(device="cpu")

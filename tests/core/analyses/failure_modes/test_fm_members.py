@@ -10,7 +10,7 @@ from nemo_desktop.core.analyses.failure_modes import FailureModesConfig, Failure
 from nemo_desktop.core.analyses.failure_modes.describe import describe
 from nemo_desktop.core.analyses.failure_modes.members import list_modes, member_mask, mode_members
 from nemo_desktop.core.analyses.failure_modes.validate import cluster_errors
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 
 
 @pytest.fixture

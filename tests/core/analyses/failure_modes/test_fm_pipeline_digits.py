@@ -13,8 +13,8 @@ from fm_digits_world import sentence_file
 from nemo_desktop.core.analyses.failure_modes import (AttributeRelevance, FailureModesConfig, FailureModesPipeline,
                                                       FailureModesResult)
 from nemo_desktop.core.data.reference_index import ReferenceIndex
-from nemo_desktop.core.errors import ConfigError, JobCancelled
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.errors import ConfigError, JobCancelled
+from nemo_desktop.core.base.job_context import JobContext
 
 BLUE = "a digit drawn in blue ink"
 

@@ -10,7 +10,7 @@ import pytest
 from fm_digits_world import EditWriterMLLM, sentence_file
 from nemo_desktop.core.analyses.failure_modes import AttributeRelevance, FailureModesConfig, FailureModesPipeline
 from nemo_desktop.core.analyses.failure_modes.validate import SentenceValidator, cluster_errors, compare
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 
 BLUE, THICK = "a digit drawn in blue ink", "a thick digit"
 

@@ -115,7 +115,7 @@ def test_an_unreadable_question_falls_back_to_the_template_and_is_recorded(ink_w
 
 
 def test_the_question_mode_is_a_setting_in_the_key_and_must_match_the_source(ink_world, ink_sentences):
-    from nemo_desktop.core.errors import ConfigError
+    from nemo_desktop.core.base.errors import ConfigError
 
     clf, index, embedder, store = ink_world
     sentences = load_sentence_sets([str(ink_sentences)])

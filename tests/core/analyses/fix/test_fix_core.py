@@ -9,8 +9,8 @@ from fix_tiny_world import fix_world_module, tiny_world
 from nemo_desktop.core.analyses.fix import FixConfig
 from nemo_desktop.core.analyses.fix import measure
 from nemo_desktop.core.analyses.fix.training import finish, prepare
-from nemo_desktop.core.errors import ConfigError, JobCancelled
-from nemo_desktop.core.jobs import CancelToken, JobContext
+from nemo_desktop.core.base.errors import ConfigError, JobCancelled
+from nemo_desktop.core.base.job_context import CancelToken, JobContext
 from nemo_desktop.core.registry import Components, build_analysis
 
 FAST = {"per_class": 100, "epochs": 10, "patience": 3, "lr": 3e-3, "bootstrap": 200, "save": False}

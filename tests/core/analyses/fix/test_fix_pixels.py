@@ -9,7 +9,7 @@ from fix_tiny_world import tiny_world
 from PIL import Image
 
 from nemo_desktop.core.analyses.fix.pixels import Pixels
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.job_context import JobContext
 
 
 def _images(n: int, side: int = 40) -> list[Image.Image]:
@@ -21,7 +21,7 @@ def test_timm_classifier_pixels_are_held_as_uint8_and_read_back_as_its_preproces
     import torch
 
     from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_timm
-    from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+    from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
     folder = build_tiny_timm(tmp_path / "tiny", label_names=TINY_CLASSES, input_size=32)
     clf = load_model(ModelSpec(kind="classifier", family="timm", source=f"local-dir:{folder}"),
@@ -48,7 +48,7 @@ def test_a_classifier_without_the_split_keeps_its_preprocessed_pixels_on_the_hos
 
 
 def test_cancel_while_preparing_stops_it():
-    from nemo_desktop.core.errors import JobCancelled
+    from nemo_desktop.core.base.errors import JobCancelled
 
     world = tiny_world(train_size=300, epochs=4, test_size=40)
     ctx = JobContext()

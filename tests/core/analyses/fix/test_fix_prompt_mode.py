@@ -8,8 +8,8 @@ from test_fix_prompts import RedCarpetZeroShot, _data  # tests/core/analyses/fix
 
 from nemo_desktop.core.analyses.fix import FixConfig
 from nemo_desktop.core.analyses.fix.prompts import list_prompt_sets
-from nemo_desktop.core.errors import ConfigError
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.errors import ConfigError
+from nemo_desktop.core.base.job_context import JobContext
 from nemo_desktop.core.registry import Components, build_analysis
 from nemo_desktop.core.store import result_key
 

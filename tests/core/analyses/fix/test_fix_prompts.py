@@ -9,7 +9,7 @@ from PIL import Image
 from nemo_desktop.core.analyses.fix import FixData
 from nemo_desktop.core.analyses.fix.prompts import (apply_prompt_set, list_prompt_sets, load_prompt_set,
                                                     measure_prompts, prompts_after, save_prompt_set)
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.models.protocols import ModelInfo
 
 CLASSES = ["cat", "dog"]

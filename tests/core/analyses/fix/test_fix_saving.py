@@ -13,10 +13,10 @@ from PIL import Image
 
 from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_timm
 from nemo_desktop.core.analyses.fix.saving import fixed_models_dir, save_fixed
-from nemo_desktop.core.errors import ConfigError, JobCancelled
-from nemo_desktop.core.jobs import CancelToken, JobContext
+from nemo_desktop.core.base.errors import ConfigError, JobCancelled
+from nemo_desktop.core.base.job_context import CancelToken, JobContext
 from nemo_desktop.core.models.catalog import get_entry, list_catalog
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
 
 
 @pytest.fixture
@@ -136,7 +136,7 @@ def test_nemo_fix_refuses_a_folder_without_the_three_sets(timm_clf, tmp_path, ca
 
 
 def _explanation(kind="image", cei=12.0):
-    from nemo_desktop.core.records import Candidate, ExplanationResult, SampleInfo
+    from nemo_desktop.core.base.records import Candidate, ExplanationResult, SampleInfo
 
     sample = SampleInfo("x.png", "0" * 64, 0, "cat", 1, "dog", 0.1, 0.8)
     cands = [Candidate("the red carpet", kind, "Remove the red carpet" if kind == "image" else "a photo of a cat",

@@ -15,9 +15,9 @@ pytest.importorskip("diffusers")
 from fixtures_tiny.classifiers import TINY_CLASSES, build_tiny_timm  # noqa: E402
 from nemo_desktop.core.analyses.fix import FixConfig  # noqa: E402
 from nemo_desktop.core.analyses.fix.rendering import rendered_data  # noqa: E402
-from nemo_desktop.core.errors import ConfigError  # noqa: E402
-from nemo_desktop.core.jobs import JobContext  # noqa: E402
-from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model  # noqa: E402
+from nemo_desktop.core.base.errors import ConfigError  # noqa: E402
+from nemo_desktop.core.base.job_context import JobContext  # noqa: E402
+from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model  # noqa: E402
 from nemo_desktop.core.registry import Components, build_analysis  # noqa: E402
 
 CPU = LoadOptions(device="cpu", dtype="float32")
@@ -141,7 +141,7 @@ def test_nemo_fix_renders_a_sentence_with_a_catalog_generator(t2i_folder, timm_f
 def test_the_app_offers_only_text_to_image_models_to_render_a_sentence():
     """A fix's generator renders the failure mode's sentence: the built-in condition sources of model differences
     ('digits') cannot, so the Analyses page does not offer them for the fix (it still does for model-diff)."""
-    from nemo_desktop.core.app_jobs.analyses import generator_choices
+    from nemo_desktop.core.app.jobs.analyses import generator_choices
     from nemo_desktop.core.registry import get_analysis
 
     fix = generator_choices(get_analysis("fix"))

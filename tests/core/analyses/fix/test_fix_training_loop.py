@@ -8,8 +8,8 @@ import torch
 
 from nemo_desktop.core.analyses.fix import FixConfig
 from nemo_desktop.core.analyses.fix.training import train
-from nemo_desktop.core.errors import JobCancelled
-from nemo_desktop.core.jobs import CancelToken, JobContext
+from nemo_desktop.core.base.errors import JobCancelled
+from nemo_desktop.core.base.job_context import CancelToken, JobContext
 from nemo_desktop.core.training import OLDER_VERSION
 
 G = torch.Generator().manual_seed(0)

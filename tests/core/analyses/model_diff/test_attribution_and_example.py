@@ -14,9 +14,9 @@ from nemo_desktop.core.analyses.model_diff.conditions import load_grid
 from nemo_desktop.core.analyses.model_diff.prompts import IN_CONTEXT_EXAMPLE, ModelDiffPrompts
 from nemo_desktop.core.analyses.model_diff.result import MethodExplanation, ModelDiffResult
 from nemo_desktop.core.analyses.model_diff.scoring import ExplanationScorer
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.job_context import JobContext
 from nemo_desktop.core.models.protocols import ModelInfo
-from nemo_desktop.core.resources import resource_path
+from nemo_desktop.core.base.resources import resource_path
 
 STOP = {"a", "an", "the", "with", "of", "on", "in", "images", "image"}
 

@@ -8,7 +8,7 @@ import pytest
 
 from nemo_desktop.core.analyses.model_diff import (PromptedClassifier, SyntheticDigits, load_grid,
                                                    load_open_conditions, load_prompt_set, match_labels)
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.models.protocols import ModelInfo
 
 

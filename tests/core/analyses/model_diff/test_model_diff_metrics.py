@@ -9,7 +9,7 @@ from nemo_desktop.core.analyses.model_diff import (ConditionMeasurement, TokenCo
 from nemo_desktop.core.analyses.model_diff.cache import UnitMemo
 from nemo_desktop.core.analyses.model_diff.prompts import ModelDiffPrompts
 from nemo_desktop.core.analyses.model_diff.scoring import ExplanationScorer
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.job_context import JobContext
 from nemo_desktop.core.models.protocols import ModelInfo
 
 

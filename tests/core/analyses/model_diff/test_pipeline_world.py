@@ -10,8 +10,8 @@ from fixtures_tiny import cmnist_world as world
 from fixtures_tiny.model_diff_llms import AggregatingExplainer, RuleReaderEvaluator, _answer
 from nemo_desktop.core.analyses.model_diff import ModelDiffConfig, ModelDiffPipeline, ModelDiffResult
 from nemo_desktop.core.analyses.model_diff.optimization import rank_key
-from nemo_desktop.core.errors import JobCancelled
-from nemo_desktop.core.jobs import CancelToken, JobContext
+from nemo_desktop.core.base.errors import JobCancelled
+from nemo_desktop.core.base.job_context import CancelToken, JobContext
 from nemo_desktop.core.store import ResultsStore
 
 CONFIG = ModelDiffConfig(samples_per_condition=10, initial_conditions=10, iterations=4, explore_size=10,

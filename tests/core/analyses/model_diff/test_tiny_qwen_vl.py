@@ -12,7 +12,7 @@ def test_model_diff_on_a_tiny_qwen2_vl(tmp_path):
     from fixtures_tiny.digits_classifier import DigitsMLPClassifier, load_digits_arrays
     from fixtures_tiny.mllm import build_tiny_qwen_vl
     from nemo_desktop.core.analyses.model_diff import ModelDiffConfig, SyntheticDigits
-    from nemo_desktop.core.models.registry import LoadOptions, ModelSpec, load_model
+    from nemo_desktop.core.models.families import LoadOptions, ModelSpec, load_model
     from nemo_desktop.core.registry import Components, build_analysis
     from nemo_desktop.core.store import ResultsStore
 

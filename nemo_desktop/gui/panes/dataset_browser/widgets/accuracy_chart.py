@@ -13,7 +13,7 @@ from PySide6.QtCore import QPoint, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from nemo_desktop.core.analytics.predictions import ClassCounts
+from nemo_desktop.core.app.dataset_browser.prediction_counts import ClassCounts
 
 NAME_W, VALUE_W, MARGIN = 96, 78, 6
 GOOD, BAD, TRACK = QColor(46, 160, 67), QColor(218, 54, 51), QColor(236, 238, 241)

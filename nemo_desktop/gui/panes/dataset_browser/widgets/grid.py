@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QAbstractItemView, QListView, QStyle, QStyledItemD
 from nemo_desktop.core.analyses.competency.results import LOW_PART_TEXT, low_part
 
 from ....thumbnails import SIDE, ThumbnailLoader, ThumbRequest
-from ..browse_data import BrowseData
+from .....core.app.dataset_browser.browse_data import BrowseData
 
 ROW_ROLE = Qt.ItemDataRole.UserRole + 1  # the dataset row of an item
 MIN_SIDE, MAX_SIDE = 48, 256  # thumbnail sizes the user can choose

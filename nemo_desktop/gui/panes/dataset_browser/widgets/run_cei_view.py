@@ -10,7 +10,7 @@ from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtSvgWidgets import QSvgWidget
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from nemo_desktop.core.analytics.run_cei import RunCEI, run_cei
+from nemo_desktop.core.app.dataset_browser.run_cei import RunCEI, run_cei
 from nemo_desktop.core.reports.html import histogram_svg
 
 from ....jobs import IO, JobHandle

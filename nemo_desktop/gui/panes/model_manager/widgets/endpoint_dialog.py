@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QRadioButton,
                                QVBoxLayout, QWidget)
 
-from nemo_desktop.core.errors import ConfigError
+from nemo_desktop.core.base.errors import ConfigError
 
 from ....secret_refs import normalise_reference
 

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFileDialog
                                QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout,
                                QWidget)
 
-from nemo_desktop.core.errors import NemoError
+from nemo_desktop.core.base.errors import NemoError
 
 from ....widgets.wheel_guard import GuardedComboBox, GuardedDoubleSpinBox, GuardedSpinBox
 

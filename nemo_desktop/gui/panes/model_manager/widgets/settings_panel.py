@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout,
                                QLabel, QLineEdit, QPushButton, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from nemo_desktop.core.secrets import describe_secret_ref
+from nemo_desktop.core.base.secret_refs import describe_secret_ref
 
 from ....jobs import IO
 from ....secret_refs import normalise_reference, settings_value, store_in_keyring
@@ -56,7 +56,7 @@ class SettingsPanel(SettingsView):
         self.device_combo.lineEdit().editingFinished.connect(self._save_compute)
         self.dtype_combo.activated.connect(lambda _i: self._save_compute())
         self.offload_check.toggled.connect(lambda _c: self._save_compute())
-        # Where model jobs run (core/worker): applies at the next start of the app.
+        # Where model jobs run (core/app/worker): applies at the next start of the app.
         self.worker_check = QCheckBox("Run models in a separate process")
         self.worker_check.setObjectName("workerCheck")
         self.worker_check.setToolTip("On: a crash or an out-of-memory kill in model code fails the job, not the "

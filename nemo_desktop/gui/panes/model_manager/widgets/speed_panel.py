@@ -13,16 +13,16 @@ from PySide6.QtWidgets import QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLine
 
 from nemo_desktop.core.models.local_server import LOCAL_SERVER
 from nemo_desktop.core.models.profiles import PROFILES
-from nemo_desktop.core.worker.protocol import JobSpec
+from nemo_desktop.core.app.worker.protocol import JobSpec
 
 from ....jobs import GPU, IO
-from ....session import ENDPOINT_PREFIX
+from .....core.app.session import ENDPOINT_PREFIX
 from ....widgets.buttons import action_button
 from ....widgets.wheel_guard import GuardedComboBox
 from .settings_view import SettingsView
 
 NO_PROFILE = "None (models as loaded)"
-ADVICE_TARGET = "nemo_desktop.core.session_jobs:memory_profile_advice"
+ADVICE_TARGET = "nemo_desktop.core.app.jobs.models:memory_profile_advice"
 
 
 def _words(error: dict) -> str:
@@ -142,7 +142,7 @@ class SpeedPanel(SettingsView):
     def use_server(self):
         """Check the URL (GET /models) and, when it answers, keep it as the default captioning model and load
         it; the error in words otherwise (nothing is saved)."""
-        from nemo_desktop.core.session_jobs import use_local_server
+        from nemo_desktop.core.app.jobs.models import use_local_server
 
         url = self.server_edit.text().strip()
         if not url:

@@ -15,7 +15,7 @@ from PySide6.QtCore import QModelIndex, QSize, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QColor, QPixmap
 from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
 
-from nemo_desktop.core.batch import CANCELLED, STATUSES, WAITING, BatchItem, describe_counts
+from nemo_desktop.core.base.batch_items import CANCELLED, STATUSES, WAITING, BatchItem, describe_counts
 
 from ....jobs import IO, JobHandle
 from ....thumbnails import ThumbnailLoader, ThumbRequest

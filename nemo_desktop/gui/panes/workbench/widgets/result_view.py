@@ -18,7 +18,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import (QFrame, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QScrollArea,
                                QSizePolicy, QSplitter, QVBoxLayout, QWidget)
 
-from nemo_desktop.core.jobs import JobContext
+from nemo_desktop.core.base.job_context import JobContext
 from nemo_desktop.core.metrics.edit_distance import describe
 
 from ....widgets.compare_view import CompareDialog
@@ -50,7 +50,7 @@ def _scaled(path, side: int) -> QImage | None:
 
 
 def bundle_from_stored(stored) -> ResultBundle:
-    from nemo_desktop.core.methods.result import ExplanationResult
+    from nemo_desktop.core.base.records import ExplanationResult
 
     result = ExplanationResult.from_dict(stored.payload)
     result.result_key = stored.key
