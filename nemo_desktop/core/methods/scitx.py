@@ -26,7 +26,8 @@ the stored result reports only "Loaded from the results store". Partial results 
 4. Conclusion: the candidate with the largest CEI among those whose edit tests its hypothesis (edit_check.py,
    the default "evidence" rule) is the explanation. The test of an edit: the reference control
    (edit_control.py; `edit_control_references` correct references of other classes get the same edit,
-   lazily, from the largest CEI down, until one passes) and, where it does not run, the structure measure.
+   lazily, from the largest CEI down, until one passes; read in points and in log-odds, `edit_control_rule`)
+   and, where it does not run, the structure measure.
 
 How many observations (the paper gives no numbers; each choice below is a setting, recorded in the cache
 keys and the manifest)
