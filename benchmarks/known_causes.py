@@ -108,7 +108,9 @@ def _readings(result, kind_of) -> list[dict]:
         ctl = c.edit_control or {}
         if ctl.get("ran"):
             out.append({"kind": kind_of(c), "cei": c.cei, "control": ctl["control_effect"],
-                        "rises": ctl["rises"], "verdict": c.edit_verdict, "passed": ctl["passed"]})
+                        "rises": ctl["rises"],
+                        "query_logit": ctl.get("query_logit_rise"), "control_logit": ctl.get("control_logit_effect"),
+                        "logit_rises": ctl.get("logit_rises"), "verdict": c.edit_verdict, "passed": ctl["passed"]})
     return out
 
 
@@ -181,7 +183,9 @@ def run(samples: int, selection: str | None, causes=None, adversary_samples: int
     figures = {"settings": "default" if selection is None else f"selection={selection}", "seeds": list(seeds),
                "family": family, "causes": [], "adversaries": [], "seconds": {},
                "control": {"references": SciTXConfig().edit_control_references,
-                           "max_share": edit_control.CONTROL_MAX_SHARE,
+                           "max_share": edit_control.CONTROL_MAX_SHARE, "rule": SciTXConfig().edit_control_rule,
+                           "logit_allowance": edit_control.CONTROL_LOGIT_ALLOWANCE,
+                           "max_logit_share": edit_control.CONTROL_MAX_LOGIT_SHARE,
                            "reference_images_per_class": W.REFERENCES_PER_CLASS}}
     with tempfile.TemporaryDirectory(prefix="known-causes-") as tmp:
         _run_seeds(figures, tmp, seeds, causes or names, build, kit, half, samples, adversary_samples, selection,
@@ -220,6 +224,19 @@ def _weighted(rows, key):
     return sum(x * k for x, k in xs) / sum(k for _, k in xs) if xs else None
 
 
+def _logit_figures(rows, kind: str) -> dict:
+    """From the control's readings of `kind` ("true", "bad"): the mean log-odds control (nats) and how many
+    edits the points rule alone let through that the log-odds reading failed (edit_control.py)."""
+    from nemo_desktop.core.methods.edit_control import control_passes
+
+    rs = [r for row in rows for r in row.get("control_readings", []) if r["kind"] == kind
+          and r.get("control_logit") is not None]
+    floor = SciTXConfig().cei_noise_floor
+    caught = [r for r in rs if control_passes(r["cei"], r["control"], floor) and not r["passed"]]
+    return {"logit": _mean_or_none([r["control_logit"] for r in rs]), "caught_by_logit": len(caught),
+            "controlled": len(rs)}
+
+
 def pooled_causes(f: dict) -> list[dict]:
     """Per cause type over the seeds: figures weighted by samples, the worst seed's recovery beside them."""
     out = []
@@ -236,7 +253,8 @@ def pooled_causes(f: dict) -> list[dict]:
                     "control_true": _weighted(rows, "control_true"), "overruled": _weighted(rows, "overruled"),
                     "floor_violations": sum(c["floor_violations"] for c in rows),
                     "structure_true": [min(st), max(st)] if st else None,
-                    "verdicts_true": sorted({v for c in rows for v in c["verdicts_true"]})})
+                    "verdicts_true": sorted({v for c in rows for v in c["verdicts_true"]}),
+                    "control_true_logit": _logit_figures(rows, "true")})
     return out
 
 
@@ -290,7 +308,7 @@ def adversary_rows(f: dict) -> list[dict]:
                     "worst_seed": max(bad / k for k, bad in per_seed.values() if k),
                     "recovery": _weighted(rows, "recovery") if placement == "one distractor" else None,
                     "cei_bad": _weighted(rows, "cei_bad"), "structure_bad": _weighted(rows, "structure_bad"),
-                    "control_bad": _weighted(rows, "control_bad"),
+                    "control_bad": _weighted(rows, "control_bad"), "control_bad_logit": _logit_figures(rows, "bad"),
                     "floor_violations": sum(a["floor_violations"] for a in rows)})
     return out
 
@@ -299,26 +317,31 @@ def print_markdown(f: dict) -> None:
     """The same figures as markdown tables (docs/benchmarks/edit_evidence.md)."""
     print(f"Worlds: {f.get('family', 'digits')}; {f['settings']} settings; seeds {', '.join(map(str, f['seeds']))}.\n")
     print("| cause type | half | n | recovery | worst seed | CEI true / best distractor | control of the true "
-          "edits | structure of the true edits | verdicts | control overruled \"destroyed\" | floor violations |")
+          "edits (points / nats) | structure of the true edits | verdicts | control overruled \"destroyed\" | floor "
+          "violations |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for c in pooled_causes(f):
         st = c["structure_true"]
         half = {"held out": "**held out**"}.get(c.get("half"), c.get("half") or "—")
         print(f"| {c['cause']} | {half} | {c['n']} | **{_fmt(c['recovery'])}** | "
               f"{_fmt(c['worst_seed_recovery'])} | {_fmt(c['cei_true'], '+.1f')} / "
-              f"{_fmt(c['cei_best_distractor'], '+.1f')} | {_fmt(c.get('control_true'), '+.1f')} | "
+              f"{_fmt(c['cei_best_distractor'], '+.1f')} | {_fmt(c.get('control_true'), '+.1f')} / "
+              f"{_fmt((c.get('control_true_logit') or {}).get('logit'), '+.2f')} | "
               f"{(_fmt(st[0]) + '-' + _fmt(st[1])) if st else '—'} | "
               f"{', '.join(c['verdicts_true'])} | {_fmt(c.get('overruled'))} | {c['floor_violations']} |")
     print()
     print("| adversarial editor | half | on | n | bad edit selected | worst seed | recovery | its mean CEI | "
-          "its control | structure | floor violations |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "its control (points / nats) | failed only in log-odds | structure | floor violations |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for a in adversary_rows(f):
         tag = a["behaviour"] + ("" if a["behaviour"] in W.TARGET_ADVERSARIES else " (limit)")
         half = {"held out": "**held out**"}.get(a["half"], a["half"] or "—")
+        lo = a.get("control_bad_logit") or {}
         print(f"| {tag} | {half} | {a['placement']} | {a['n']} | **{_fmt(a['bad_selected'])}** | "
               f"{_fmt(a['worst_seed'])} | {_fmt(a['recovery'])} | {_fmt(a['cei_bad'], '+.1f')} | "
-              f"{_fmt(a.get('control_bad'), '+.1f')} | {_fmt(a['structure_bad'])} | {a['floor_violations']} |")
+              f"{_fmt(a.get('control_bad'), '+.1f')} / {_fmt(lo.get('logit'), '+.2f')} | "
+              f"{lo.get('caught_by_logit', '—')} of {lo.get('controlled', '—')} | {_fmt(a['structure_bad'])} | "
+              f"{a['floor_violations']} |")
 
 
 def main(argv=None) -> int:

@@ -78,8 +78,9 @@ class Candidate:
     # which test decided the verdict (issue 45), for the result, the report and the app.
     edit_structure_reading: str | None = None
     edit_verdict_reason: str | None = None
-    # The reference control (methods/edit_control.py): the same edit on references of the predicted class; its
-    # figures (query CEI, control effect, n refs, passed) or why it did not run; None where no control applies.
+    # The reference control (methods/edit_control.py): the same edit on references of other classes; its figures
+    # (query CEI, control effect, n refs, in log-odds too, the rule, passed) or why it did not run; None where no
+    # control applies.
     edit_control: dict[str, Any] | None = None
 
 

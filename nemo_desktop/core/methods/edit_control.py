@@ -30,15 +30,35 @@ A control effect within the noise floor never fails an edit (a round trip moves 
 CONTROL_MAX_SHARE was chosen on the development half only: legitimate edits' control/CEI at most 0.01 there,
 bad edits' (noise, paste, replace) at least 0.18; 0.1 lies between with a margin on each side. How the control
 combines with the structure verdict: methods/edit_check.py (`_by_evidence_with_control`).
+
+The log-odds reading (`edit_control_rule` "points+log-odds", the default; "points" = the rule above alone).
+Points hide what an edit does to a confidently classified reference: pasting a drawing of the true class onto
+one raises P(true) from ~0.001 to ~0.01, nothing in points, while on the borderline query it gives +10..+40.
+In log-odds of P(true) (probabilities clamped to [1e-6, 1 - 1e-6]) the paste raises the reference by ~2-12
+nats; removing a cue the reference does not have leaves it within the editor's round trip. Both rules must
+pass; the log-odds one is
+
+    control's largest log-odds rise  <=  max(CONTROL_LOGIT_ALLOWANCE, CONTROL_MAX_LOGIT_SHARE x query's rise)
+
+The allowance (2 nats) is the round trip's: on the development halves (seeds 0-2) legitimate edits raised the
+references' log-odds by at most 1.2 nats; the pasted and overlaid drawings the points rule let through raised
+them by 2.4-9.9 (a few by 0.0-0.3: on those references the drawing did nothing, no control can see them). The
+share (0.5) lets an edit through whose effect is mostly specific to the query although the true class has a
+cue of its own (the red "three" above: +7.1 nats on a reference, +18.2 on the query, 0.39), so overlaid drawings
+that rose less than half as much on the references as on the query still pass (digits: queries rise by 11-23
+nats, most overlays by 0.14-0.46 of that). In the final five-seed runs legitimate photo edits reached 2.8 nats
+on the references (passing by the share): the allowance's margin is thin on photographs. Figures:
+docs/benchmarks/edit_evidence.md.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
 from PIL import Image
 
-from ..base.errors import JobCancelled, NemoError
+from ..base.errors import ConfigError, JobCancelled, NemoError
 from ..base.job_context import JobContext
 from .intervention import CounterfactualTester, UnitCache, error_text, image_hash
 from ..base.records import Candidate, Observation, SampleInfo
@@ -47,6 +67,14 @@ DEFAULT_CONTROL_REFERENCES = 2
 # Beyond the noise floor, at most this share of the query's CEI may come back on the references (chosen on the
 # development half; see the module docstring).
 CONTROL_MAX_SHARE = 0.1
+# The rules an edit's control may be read by (`edit_control_rule`): "points" alone (the rule above), or
+# "points+log-odds": the points rule and the log-odds reading (see the module docstring) must both pass.
+CONTROL_RULES = ("points", "points+log-odds")
+DEFAULT_CONTROL_RULE = "points+log-odds"
+# The log-odds reading: the references' largest rise of log-odds(P(true)) may exceed the round trip's allowance
+# (nats) only when it stays at most this share of the query's own rise (both chosen on the development half).
+CONTROL_LOGIT_ALLOWANCE = 2.0
+CONTROL_MAX_LOGIT_SHARE = 0.5
 
 
 @dataclass
@@ -60,6 +88,11 @@ class ControlReading:
     n_refs: int = 0
     rises: list[float] = field(default_factory=list)  # per reference, points
     why_not: str | None = None
+    # The same rises in log-odds of P(true) (nats, probabilities clamped to [LOGIT_CLAMP, 1 - LOGIT_CLAMP]).
+    query_logit_rise: float | None = None
+    control_logit_effect: float | None = None  # the largest among the references
+    logit_rises: list[float] = field(default_factory=list)
+    rule: str | None = None  # the rule that decided `passed` (CONTROL_RULES)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,6 +102,36 @@ class ControlReading:
         if self.query_cei is None or self.control_effect is None:
             return None
         return self.query_cei - max(self.control_effect, 0.0)
+
+
+LOGIT_CLAMP = 1e-6
+
+
+def logit(p: float) -> float:
+    """Log-odds of a probability, clamped to [LOGIT_CLAMP, 1 - LOGIT_CLAMP] (a softmax in float32 gives exact
+    0 and 1)."""
+    p = min(max(float(p), LOGIT_CLAMP), 1.0 - LOGIT_CLAMP)
+    return math.log(p / (1.0 - p))
+
+
+def logit_rise(before: float, after: float) -> float:
+    """The rise of P(true) from `before` to `after` in log-odds (nats)."""
+    return logit(after) - logit(before)
+
+
+def logit_control_passes(query_logit_rise: float, control_logit_effect: float, allowance: float | None = None,
+                         share: float | None = None) -> bool:
+    """The log-odds reading (module docstring): the references' largest log-odds rise within the round trip's
+    allowance (default CONTROL_LOGIT_ALLOWANCE nats) or at most `share` (default CONTROL_MAX_LOGIT_SHARE) of the
+    query's own log-odds rise."""
+    allowance = CONTROL_LOGIT_ALLOWANCE if allowance is None else allowance
+    share = CONTROL_MAX_LOGIT_SHARE if share is None else share
+    return control_logit_effect <= max(allowance, share * query_logit_rise)
+
+
+def check_control_rule(rule: str) -> None:
+    if rule not in CONTROL_RULES:
+        raise ConfigError(f"Unknown reference-control rule '{rule}'.", hint=f"Use one of: {', '.join(CONTROL_RULES)}.")
 
 
 def control_passes(query_cei: float, control_effect: float, floor: float, share: float | None = None) -> bool:
@@ -85,17 +148,26 @@ def describe_control(r: ControlReading, floor: float, share: float | None = None
     if not r.ran:
         return f"reference control not run ({r.why_not})"
     refs = f"{r.n_refs} reference{'s' if r.n_refs != 1 else ''} of other classes"
+    logits = r.control_logit_effect is not None and r.query_logit_rise is not None
+    in_logits = (f"; in log-odds at most {r.control_logit_effect:+.2f} nats there, {r.query_logit_rise:+.2f} here"
+                 if logits else "")
     figures = (f"reference control: the same edit raised P(true) by at most {r.control_effect:+.1f} points on {refs}, "
-               f"{r.query_cei:+.1f} on this image (specific effect {r.specific_effect:+.1f})")
+               f"{r.query_cei:+.1f} on this image (specific effect {r.specific_effect:+.1f}{in_logits})")
+    read_logits = logits and r.rule == "points+log-odds"
     if r.passed:
+        also = (f", and in log-odds within {CONTROL_LOGIT_ALLOWANCE:g} nats or at most "
+                f"{CONTROL_MAX_LOGIT_SHARE:.2f} of this image's rise" if read_logits else "")
         return (f"{figures}: beyond the noise floor of {floor:g}, and the control within the floor or at most "
-                f"{share:.2f} of the CEI -> tests the hypothesis")
+                f"{share:.2f} of the CEI{also} -> tests the hypothesis")
     why = []
     if r.specific_effect is not None and not r.specific_effect > floor:
         why.append(f"specific effect not beyond the noise floor of {floor:g}")
     if r.control_effect is not None and r.query_cei is not None and \
             r.control_effect > max(floor, share * r.query_cei):
         why.append(f"control beyond the floor and above {share:.2f} of the CEI")
+    if read_logits and not logit_control_passes(r.query_logit_rise, r.control_logit_effect):
+        why.append(f"log-odds rise on the references beyond {CONTROL_LOGIT_ALLOWANCE:g} nats and above "
+                   f"{CONTROL_MAX_LOGIT_SHARE:.2f} of this image's")
     return f"{figures}: {' and '.join(why) or 'failed'} -> the edit raises the true class on other images too"
 
 
@@ -107,7 +179,9 @@ class ReferenceControl:
     def __init__(self, ctx: JobContext, units: UnitCache, tester: CounterfactualTester, clf: dict,
                  sample: SampleInfo, references: Sequence[Observation], n: int,
                  load: Callable[[Observation], Image.Image], floor: float,
-                 why_off: str | None = None) -> None:
+                 why_off: str | None = None, rule: str = DEFAULT_CONTROL_RULE) -> None:
+        check_control_rule(rule)
+        self.rule = rule
         self.ctx, self.units, self.tester, self.clf, self.sample = ctx, units, tester, clf, sample
         self.floor = floor
         self.n = int(n)
@@ -164,7 +238,8 @@ class ReferenceControl:
         if not refs:
             return self.not_run(self.why_off or "")
         y = self.sample.true_index
-        rises = []
+        rises: list[float] = []
+        logit_rises: list[float] = []
         for i, (img, sha, before) in enumerate(refs):
             stage = f"Reference control {i + 1}/{len(refs)} of hypothesis {j + 1}"
             try:
@@ -176,12 +251,24 @@ class ReferenceControl:
                 self.transient = True
                 return self.not_run(f"editing a reference failed: {error_text(exc)}")
             rises.append(100.0 * (after - before))
+            logit_rises.append(logit_rise(before, after))
         effect = max(rises)
-        return ControlReading(ran=True, passed=control_passes(cand.cei, effect, self.floor),
-                              query_cei=cand.cei, control_effect=effect, n_refs=len(rises), rises=rises)
+        query_logit = (logit_rise(cand.prob_true_before, cand.prob_true_after)
+                       if cand.prob_true_before is not None and cand.prob_true_after is not None else None)
+        logit_effect = max(logit_rises)
+        passed = control_passes(cand.cei, effect, self.floor)
+        if self.rule == "points+log-odds" and query_logit is not None:
+            passed = passed and logit_control_passes(query_logit, logit_effect)
+        return ControlReading(ran=True, passed=passed, query_cei=cand.cei, control_effect=effect,
+                              n_refs=len(rises), rises=rises, query_logit_rise=query_logit,
+                              control_logit_effect=logit_effect, logit_rises=logit_rises, rule=self.rule)
 
     def record(self) -> dict[str, Any]:
         """The manifest's record of the control's settings."""
-        return {"references": self.n, "rule": {"specific_effect_above": "cei_noise_floor",
-                                               "control_max_share_of_cei": CONTROL_MAX_SHARE},
+        rule: dict[str, Any] = {"name": self.rule, "specific_effect_above": "cei_noise_floor",
+                                "control_max_share_of_cei": CONTROL_MAX_SHARE}
+        if self.rule == "points+log-odds":
+            rule.update(logit_allowance_nats=CONTROL_LOGIT_ALLOWANCE,
+                        control_max_share_of_logit_rise=CONTROL_MAX_LOGIT_SHARE, logit_clamp=LOGIT_CLAMP)
+        return {"references": self.n, "rule": rule,
                 "ran": self.available, "why_not": self.why_off}

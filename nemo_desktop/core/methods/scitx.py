@@ -26,7 +26,8 @@ the stored result reports only "Loaded from the results store". Partial results 
 4. Conclusion: the candidate with the largest CEI among those whose edit tests its hypothesis (edit_check.py,
    the default "evidence" rule) is the explanation. The test of an edit: the reference control
    (edit_control.py; `edit_control_references` correct references of other classes get the same edit,
-   lazily, from the largest CEI down, until one passes) and, where it does not run, the structure measure.
+   lazily, from the largest CEI down, until one passes; read in points and in log-odds, `edit_control_rule`)
+   and, where it does not run, the structure measure.
 
 How many observations (the paper gives no numbers; each choice below is a setting, recorded in the cache
 keys and the manifest)
@@ -100,7 +101,8 @@ from ..models.protocols import ChatMessage
 from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, Sampling
 from .edit_check import (DEFAULT_FLAG_THRESHOLD, DEFAULT_NOISE_FLOOR, DEFAULT_SELECTION, check_edit_check,
                          edit_check_record)
-from .edit_control import DEFAULT_CONTROL_REFERENCES, ReferenceControl
+from .edit_control import CONTROL_RULES, DEFAULT_CONTROL_REFERENCES, DEFAULT_CONTROL_RULE, ReferenceControl, \
+    check_control_rule
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
                            check_edit_resolution, classifier_part, error_text, image_hash, jsonable, load_input,
                            model_manifest, model_part, sha_text, unit_key)
@@ -153,10 +155,14 @@ class SciTXConfig:
                             "help": "edits run together in one editor call (0 = as many as free GPU memory "
                                     "allows; 1 = one call each, the old results)"},
         "edit_control_references": {"label": "Reference control", "min": 0, "max": 10,
-                                    "help": "apply each selectable edit to this many correct references of the "
-                                            "predicted class; an edit that raises the true class there as on "
+                                    "help": "apply each selectable edit to this many correct references of "
+                                            "other classes; an edit that raises the true class there as on "
                                             "the image does not test its hypothesis (0 = off: the structure "
                                             "test alone decides)"},
+        "edit_control_rule": {"label": "Reference control rule", "choices": list(CONTROL_RULES),
+                              "help": "how the control is read: the rise of P(true) in points, or in points "
+                                      "and in log-odds (both must pass; a drawing of the true class raises a "
+                                      "confident reference's log-odds while barely moving its points)"},
         "batch_requests": {"label": "Batch MLLM requests",
                            "help": "send a sample's M hypothesis draws, and its M interventions, to the MLLM "
                                    "at once (off = one call each, the old results)"},
@@ -189,8 +195,9 @@ class SciTXConfig:
     edit_flag_threshold: float = DEFAULT_FLAG_THRESHOLD
     selection: str = DEFAULT_SELECTION  # "evidence" | "prefer-unflagged" | "cei" (the paper's plain argmax)
     cei_noise_floor: float = DEFAULT_NOISE_FLOOR  # points; see edit_check.py
-    # The same edit on this many references of the predicted class (edit_control.py); 0 = off (structure only).
+    # The same edit on this many references of other classes (edit_control.py); 0 = off (structure only).
     edit_control_references: int = DEFAULT_CONTROL_REFERENCES
+    edit_control_rule: str = DEFAULT_CONTROL_RULE  # edit_control.CONTROL_RULES
     # Speed settings (scitx_stages.py counts the calls, gpu_figures.sh times them). Every stage sends its work at
     # once by default: all captions of a sample in one call (0), the M hypothesis draws and the M interventions
     # each in one call (batch_requests), the edits of one image as many per call as free memory allows (0).
@@ -216,6 +223,7 @@ class SciTXConfig:
         if self.edit_control_references < 0:
             raise ConfigError(f"SciTX's reference control needs 0 or more references (got "
                               f"{self.edit_control_references}).", hint="0 turns the control off.")
+        check_control_rule(self.edit_control_rule)
         if self.caption_batch_size < 0 or self.edit_batch_size < 0:
             raise ConfigError("SciTX's caption and edit batch sizes must be 0 (automatic) or more.",
                               hint="0 = all captions at once / as many edits as fit in memory; 1 = one at a time.")
@@ -236,6 +244,8 @@ class SciTXConfig:
                            ("edit_control_references", 0)):
             if d[speed] == old:  # the old value: the keys results had before these settings existed
                 del d[speed]
+        if d["edit_control_rule"] == "points" or "edit_control_references" not in d:
+            del d["edit_control_rule"]  # the rule results had before it existed, or no control to read
         return d
 
 
@@ -401,7 +411,7 @@ class SciTXPipeline:
                                               seed=cfg.seed, query_sha256=file_sha or sample.image_sha256))
         return ReferenceControl(ctx, units, tester, clf, sample, refs, cfg.edit_control_references,
                                 lambda obs: load_reference_image(self.reference, obs), cfg.cei_noise_floor,
-                                why_off=why)
+                                why_off=why, rule=cfg.edit_control_rule)
 
     # --------------------------------------------------------------------------------------- stage 2
     def _retrieve(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, file_sha: str | None,

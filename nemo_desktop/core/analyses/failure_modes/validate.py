@@ -29,7 +29,8 @@ from ...methods.intervention import (CounterfactualTester, InterventionPrompts, 
                                      sample_info, sha_text, unit_key)
 from ...methods.edit_check import (DEFAULT_FLAG_THRESHOLD, DEFAULT_NOISE_FLOOR, INVALID, beyond_floor,
                                    describe_edit, judge_edits)
-from ...methods.edit_control import DEFAULT_CONTROL_REFERENCES, ReferenceControl, describe_control
+from ...methods.edit_control import (DEFAULT_CONTROL_REFERENCES, DEFAULT_CONTROL_RULE, ReferenceControl,
+                                     check_control_rule, describe_control)
 from ...methods.pipeline_steps import stored_result
 from ...base.records import Candidate
 from .result import HardCluster
@@ -83,12 +84,15 @@ def cluster_errors(index: Any, cluster: HardCluster) -> list[int]:
 class SentenceValidator:
     def __init__(self, classifier: Any, mllm: Any, editor: Any = None, store: Any = None,
                  settings: InterventionSettings | None = None, prompts: InterventionPrompts | None = None,
-                 control_references: int = DEFAULT_CONTROL_REFERENCES) -> None:
+                 control_references: int = DEFAULT_CONTROL_REFERENCES,
+                 control_rule: str = DEFAULT_CONTROL_RULE) -> None:
         # the reference control of each image edit (SciTX's, methods/edit_control.py): R references of other
         # classes from the index get the same edit; 0 = off (the structure verdict alone decides)
         if control_references < 0:
             raise ConfigError(f"The reference control needs 0 or more references (got {control_references}).")
         self.control_references = int(control_references)
+        check_control_rule(control_rule)
+        self.control_rule = control_rule
         self.tester = CounterfactualTester(classifier, mllm, editor, prompts=prompts, settings=settings)
         if not self.tester.can_test:
             raise ConfigError(f"The sentence cannot be validated with CEI: {self.tester.why_not()}.",
@@ -116,7 +120,7 @@ class SentenceValidator:
                        classifier=clf, mllm=model_part(tester.mllm.info),
                        editor=None if tester.zero_shot else model_part(tester.editor.info),
                        prompts=tester.prompts.versions(), settings=asdict(tester.settings), version=VERSION,
-                       control_references=self.control_references)
+                       control_references=self.control_references, control_rule=self.control_rule)
         stored = stored_result(units, key, ctx, SentenceValidation)
         if stored is not None:
             return stored
@@ -168,7 +172,8 @@ class SentenceValidator:
                                  "editor": None if tester.zero_shot else model_manifest(tester.editor.info)},
                       "intervention": tester.kind, "prompts": tester.prompts.versions(),
                       "settings": asdict(tester.settings),
-                      "control_references": self.control_references, "seconds": time.perf_counter() - t0,
+                      "control_references": self.control_references,
+                      "control_rule": self.control_rule, "seconds": time.perf_counter() - t0,
                       "units": {"computed": units.computed, "reused": units.reused}})
         if self.store is not None:
             out.result_key = key
@@ -191,7 +196,7 @@ class SentenceValidator:
                                      seed=self.tester.settings.seed, query_sha256=str(index.entries.sha256[row]))
         control = ReferenceControl(JobContext(cancel=ctx.cancel_token), units, self.tester, clf, sample, list(refs),
                                    self.control_references, lambda obs: load_reference_image(index, obs),
-                                   DEFAULT_NOISE_FLOOR)
+                                   DEFAULT_NOISE_FLOOR, rule=self.control_rule)
         return control(0, cand), control.transient
 
 
