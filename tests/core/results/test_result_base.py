@@ -30,14 +30,27 @@ def test_the_written_layout_is_the_old_one_plus_the_schema(name):
     stored = json.loads((DATA / f"{name}.json").read_text())
     written = json.loads(json.dumps(result.to_dict()))
 
-    def drop_schema(d):
-        if isinstance(d, dict):
-            return {k: drop_schema(v) for k, v in d.items() if k != SCHEMA_FIELD}
-        return [drop_schema(v) for v in d] if isinstance(d, list) else d
+    added: list[str] = []
 
-    new = set(written) - set(stored) - {SCHEMA_FIELD}  # fields added since, e.g. a fix's `prompts`: their defaults
-    assert all(written[k] is None for k in new), new
-    assert drop_schema({k: v for k, v in written.items() if k not in new}) == stored
+    def as_stored(w, s, path="result"):
+        """`w` without the schema field and without the fields added since `s` was written (at any depth, e.g. a
+        fix's `prompts`, a candidate's `edit_control`), each of which must hold its default, None."""
+        if isinstance(w, dict) and isinstance(s, dict):
+            out = {}
+            for k, v in w.items():
+                if k == SCHEMA_FIELD:
+                    continue
+                if k not in s:
+                    assert v is None, f"{path}.{k} was added since and is not None: {v!r}"
+                    added.append(f"{path}.{k}")
+                    continue
+                out[k] = as_stored(v, s[k], f"{path}.{k}")
+            return out
+        if isinstance(w, list) and isinstance(s, list) and len(w) == len(s):
+            return [as_stored(a, b, f"{path}[{i}]") for i, (a, b) in enumerate(zip(w, s))]
+        return w
+
+    assert as_stored(written, stored) == stored, added
     assert type(result).from_dict(written) == result
     assert isinstance(result, AnalysisResult)
 
