@@ -1,5 +1,5 @@
-"""Figures for the README's reliability section: how long a trickling or silent endpoint can hold a request,
-how quickly a cancel interrupts one, and how much `nemo cache salvage` recovers from a damaged database.
+"""Figures for the reliability page (docs/reference/reliability.md): how long a trickling or silent endpoint can
+hold a request, how quickly a cancel interrupts one, and how much `nemo cache salvage` recovers from a damaged database.
 
 usage: python benchmarks/fault_figures.py [--trials 5]
 Loopback servers and a temporary store only; prints one line per figure.

@@ -1,4 +1,4 @@
-"""The `nemo` command's exit codes, one scheme for every command (documented in the README and `nemo --help`).
+"""The `nemo` command's exit codes, one scheme for every command (documented in docs/guide/cli.md and `nemo --help`).
 
     0  success
     1  partial: some items failed, the others completed (their results are in the store)

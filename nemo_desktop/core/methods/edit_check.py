@@ -30,7 +30,7 @@ The selection rules (a field of every method config, so in every result key and 
   nothing is selected either. Ties in CEI go to the first candidate in order; a valid edit wins a tie with an
   invalid one. Why: with the earlier default ("prefer-unflagged", a flag from the distance alone) SciTX preferred a
   rotation hypothesis with CEI 7e-10 to the true background cause with CEI +97.6; in the worlds the evidence
-  rule recovers the planted cause and never selects noise (the README gives the figures).
+  rule recovers the planted cause and never selects noise (docs/benchmarks/edit_evidence.md gives the figures).
 * "prefer-unflagged": the earlier default, kept for stored settings: the largest CEI among edits below the
   distance threshold.
 * "cei": the paper's rule (Algorithm 1 stage 4), the largest CEI whatever the edit did; the shipped table
