@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from fixtures_tiny.classifiers import build_tiny_timm
+from fixtures_tiny.images import write_colour_folders
 from fixtures_tiny.mllm import build_tiny_json_qwen_vl
 from nemo_desktop.cli.main import main
 
@@ -24,12 +25,7 @@ def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("competency-cli")
     model = build_tiny_timm(root / "model", num_classes=3, label_names=CLASSES, input_size=32)
     rng = np.random.default_rng(0)
-    for c, name in enumerate(CLASSES):
-        (root / "data" / name).mkdir(parents=True)
-        for i in range(6):
-            a = rng.integers(0, 60, (24, 24, 3)).astype(np.uint8)
-            a[..., c] = rng.integers(160, 255, (24, 24))
-            Image.fromarray(a).save(root / "data" / name / f"{i}.png")
+    write_colour_folders(root / "data", CLASSES, rng)
     odd = root / "odd.png"
     Image.fromarray(rng.integers(0, 255, (24, 24, 3), dtype=np.uint8)).save(odd)
     return {"root": root, "classifier": f"timm:local-dir:{model}", "mllm": build_tiny_json_qwen_vl(root),

@@ -15,6 +15,7 @@ from PIL import Image
 pytest.importorskip("mcp")
 
 from fixtures_tiny.classifiers import build_tiny_timm  # noqa: E402
+from fixtures_tiny.images import write_colour_folders  # noqa: E402
 from fixtures_tiny.mcp_stdio import stdio_session, text_of  # noqa: E402
 
 pytestmark = pytest.mark.anyio
@@ -34,13 +35,7 @@ class _Explainer:
 
 
 def _labelled_folder(root: Path, rng) -> Path:
-    for c, name in enumerate(CLASSES):
-        (root / name).mkdir(parents=True)
-        for i in range(6):
-            a = rng.integers(0, 60, (24, 24, 3)).astype(np.uint8)
-            a[..., c] = rng.integers(160, 255, (24, 24))
-            Image.fromarray(a).save(root / name / f"{i}.png")
-    return root
+    return write_colour_folders(root, CLASSES, rng)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -39,17 +38,13 @@ def setup(fo, tmp_path_factory):
     import torch
 
     from fixtures_tiny.classifiers import build_tiny_timm
+    from fixtures_tiny.images import write_colour_folders
 
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("fiftyone-sources")
     model = build_tiny_timm(root / "model", num_classes=3, label_names=CLASSES, input_size=32)
     rng = np.random.default_rng(0)
-    for c, name in enumerate(CLASSES):
-        (root / "data" / name).mkdir(parents=True)
-        for i in range(6):
-            a = rng.integers(0, 60, (24, 24, 3)).astype(np.uint8)
-            a[..., c] = rng.integers(160, 255, (24, 24))
-            Image.fromarray(a).save(root / "data" / name / f"{i}.png")
+    write_colour_folders(root / "data", CLASSES, rng)
     fo.Dataset.from_dir(dataset_dir=str(root / "data"), dataset_type=fo.types.ImageClassificationDirectoryTree,
                         name="colours", label_field="ground_truth")
     return {"root": root, "classifier": f"timm:local-dir:{model}", "data": str(root / "data")}
