@@ -34,6 +34,7 @@ from ..metrics.cei import cei, top_k
 from ..models.outputs import predict_with_embeddings
 from ..models.protocols import ChatMessage, ModelInfo
 from .cut_off import accepted_a_cut_reply
+from .edit_many import edit_many
 from .json_ask import JsonAsk, ask_json, ask_json_batch  # noqa: F401 - ask_json re-exported (callers import it here)
 from .prompts import PromptTemplate, load_prompt
 from ..base.records import Candidate, SampleInfo
@@ -179,8 +180,9 @@ class InterventionSettings:
     edit_size: tuple[int, int] | None = None  # (width, height); None = see edit_resolution
     max_new_tokens: int = 256
     edit_resolution: str = "preferred"  # "preferred" | "native"
-    edit_batch_size: int = 1  # >1: uncached edits of one image run together (editor.edit_batch), same seeds;
-    # 0: as many as the editor says fit in free memory (editor.edit_batch_capacity), else one at a time
+    edit_batch_size: int = 1  # >1: uncached edits of one image run together (editor.edit_batch), and so do one
+    # instruction's edits of several images (edit_many: editor.edit_images), same seeds; 0: as many as the
+    # editor says fit in free memory (editor.edit_batch_capacity), else one at a time
     batch_requests: bool = False  # True: the uncached interventions go to the MLLM at once (requests.py)
 
     def __post_init__(self) -> None:
@@ -388,7 +390,7 @@ class CounterfactualTester:
                 todo.append((j, key))
         start, one_by_one = 0, False
         while start < len(todo):
-            group = todo[start:start + (1 if one_by_one else self._edit_batch(size))]
+            group = todo[start:start + (1 if one_by_one else self.edits_per_call(size))]
             start += len(group)
             ctx.check_cancelled()
             first = group[0][0] + 1
@@ -457,7 +459,7 @@ class CounterfactualTester:
                  stage: str) -> Image.Image:
         """One instruction on one image with the settings of every edit (same seed, steps, working size), cached
         under the same unit key as `edit_all`'s; the output at the input's size. Raises what the editor raises.
-        (The reference control, edit_control.py: the editors batch instructions on one image, not images.)"""
+        Several images with one instruction: `edit_many` (batched)."""
         size, _ = self.working_size(img.size)
         key = self._edit_key(img, image_sha, instruction, size)
         hit = units.get(key)
@@ -482,10 +484,19 @@ class CounterfactualTester:
         ctx.progress(stage, 1, 1)
         return out
 
-    def _edit_batch(self, size: tuple[int, int]) -> int:
-        """Edits per editor call: `edit_batch_size`, or with 0 what the editor says fits in free memory now
-        (asked again before every batch, so the first edit of a size runs alone and is measured)."""
-        if not callable(getattr(self.editor, "edit_batch", None)):
+    def edit_many(self, ctx: JobContext, units: UnitCache, items: Sequence[tuple[Image.Image, str]],
+                  instruction: str, stage: str) -> list[Image.Image]:
+        """`edit_one` for each (image, sha256) of `items`, in order, with the same unit keys; the uncached
+        images grouped by working size and sent `edits_per_call(size, images=True)` per editor call
+        (`editor.edit_images`; one `edit` each for an editor without it). See edit_many.py."""
+        return edit_many(self, ctx, units, items, instruction, stage)
+
+    def edits_per_call(self, size: tuple[int, int], *, images: bool = False) -> int:
+        """Edits per editor call at working size `size`: several instructions on one image (`edit_batch`) or,
+        with `images`, one instruction on several images (`edit_images`). 1 when the editor lacks that method;
+        else `edit_batch_size`, or with 0 what the editor says fits in free memory now (asked again before
+        every batch, so the first edit of a size runs alone and is measured)."""
+        if not callable(getattr(self.editor, "edit_images" if images else "edit_batch", None)):
             return 1
         wanted = int(self.settings.edit_batch_size)
         if wanted > 0:

@@ -161,4 +161,12 @@ class ImageEditor(Protocol):
         """Apply a natural-language edit. `size` (width, height) is honoured exactly (default: the input's
         size). `on_step` is called after every denoising step; returning False cancels (JobCancelled).
         An editor may also offer `preferred_size(width, height) -> (w, h)`, its preferred working resolution
-        for an input of that shape; callers then edit at that size by default (methods/intervention.py)."""
+        for an input of that shape; callers then edit at that size by default (methods/intervention.py).
+
+        Optional batches (same keyword arguments as `edit`; methods/intervention.py uses them when present and
+        otherwise calls `edit` once per edit): `edit_batch(image, instructions: list[str]) -> list[Image]`,
+        several instructions on one image, and `edit_images(images: list[Image], instruction) -> list[Image]`,
+        one instruction on several images (resized to `size`, which images of different sizes need); each
+        result, in order, is what `edit` gives for that instruction / image with the same seed (up to batched
+        float rounding). `edit_batch_capacity(size) -> int`: how many edits at that working size fit in one
+        call now (free GPU memory)."""

@@ -70,6 +70,20 @@ def _decoded_sizes(editor, monkeypatch):
     return sizes
 
 
+def _encoded_images(editor, monkeypatch):
+    """Spy on the VAE encoder: every image it encodes (one row per batch element), as float arrays."""
+    rows = []
+    vae = editor.pipe.vae
+    real = vae.encode
+
+    def encode(x, *a, **k):
+        rows.extend(r.detach().float().cpu().numpy() for r in x)
+        return real(x, *a, **k)
+
+    monkeypatch.setattr(vae, "encode", encode)
+    return rows
+
+
 def test_every_editor_family_is_registered():
     assert {f for _, f in list_families("editor")} >= set(BUILDERS)
 
@@ -249,6 +263,80 @@ def test_edit_batch_equals_one_edit_per_instruction(family, editors):
         assert np.abs(np.asarray(got, dtype=float) - alone).max() <= 3
     assert np.abs(np.asarray(batch[0], float) - np.asarray(batch[1], float)).mean() > 0.5
     assert editor.edit_batch(_image(), [], seed=5) == []
+
+
+@pytest.mark.parametrize("family", FAST + [pytest.param("diffusers-qwen-image-edit", marks=pytest.mark.slow)])
+def test_edit_images_equals_one_edit_per_image(family, editors, monkeypatch):
+    """One instruction on several images (of different sizes) in one pipeline call: each result is what `edit`
+    gives for that image alone at the same size and seed, up to batched float noise."""
+    editor = editors(family)
+    images = [_image(50, 37, seed=1), _image(40, 30, seed=2), _image(64, 20, seed=3)]
+    decoded, encoded, steps = _decoded_sizes(editor, monkeypatch), _encoded_images(editor, monkeypatch), []
+    batch = editor.edit_images(images, "add a hat", seed=5, steps=2, size=(48, 32),
+                               on_step=lambda i, n: steps.append(i) or True)
+    assert steps == [1, 2] and len(decoded) == 1  # one denoising loop, one decode of the whole batch
+    assert len(batch) == 3 and all(im.size == (48, 32) and im.mode == "RGB" for im in batch)
+    batch_inputs = list(encoded)
+    for i, (image, got) in enumerate(zip(images, batch)):
+        encoded.clear()
+        alone = np.asarray(editor.edit(image, "add a hat", seed=5, steps=2, size=(48, 32)), dtype=float)
+        assert np.abs(np.asarray(got, dtype=float) - alone).max() <= 3
+        # batch element i was conditioned on image i, resized as `edit` resizes it
+        assert len(encoded) == 1 and np.abs(batch_inputs[i] - encoded[0]).max() < 1e-5
+    assert np.abs(batch_inputs[0] - batch_inputs[1]).mean() > 0.05
+    assert editor.edit_images([], "add a hat", seed=5) == []
+
+
+def test_counterfactual_tester_edit_many_batches_a_real_editor(editors, monkeypatch):
+    """methods/intervention.py's edit_many on a loaded editor: the two images of one working size in one
+    pipeline call, the third alone; each result is edit_one's, up to batched float noise."""
+    from nemo_desktop.core.methods.intervention import (CounterfactualTester, InterventionSettings, UnitCache,
+                                                        image_hash)
+
+    editor = editors("diffusers-instruct-pix2pix")
+    settings = InterventionSettings(seed=4, edit_steps=2, edit_resolution="native", edit_batch_size=3)
+    tester = CounterfactualTester(None, None, editor, settings=settings)
+    images = [_image(40, 24, seed=1), _image(32, 32, seed=2), _image(40, 24, seed=3)]
+    decoded = _decoded_sizes(editor, monkeypatch)
+    out = tester.edit_many(JobContext(), UnitCache(None), [(im, image_hash(im)) for im in images], "add a hat", "s")
+    assert sorted(decoded) == [(32, 32), (40, 24)]  # two pipeline calls for three images
+    for image, got in zip(images, out):
+        alone = tester.edit_one(JobContext(), UnitCache(None), image, image_hash(image), "add a hat", "s")
+        assert got.size == image.size
+        assert np.abs(np.asarray(got, dtype=float) - np.asarray(alone, dtype=float)).max() <= 3
+
+
+def test_edit_images_of_different_sizes_need_an_output_size(editors):
+    editor = editors("diffusers-instruct-pix2pix")
+    with pytest.raises(ConfigError, match="different sizes"):
+        editor.edit_images([_image(40, 24), _image(32, 32)], "add a hat", steps=1)
+    same = editor.edit_images([_image(40, 24, seed=1), _image(40, 24, seed=2)], "add a hat", steps=1)
+    assert [im.size for im in same] == [(40, 24), (40, 24)]  # default: the images' own size
+
+
+def test_edit_images_cancel_stops_the_batch(editors):
+    editor = editors("diffusers-flux-kontext")
+    with pytest.raises(JobCancelled):
+        editor.edit_images([_image(seed=1), _image(seed=2)], "add a hat", steps=3, size=(32, 32),
+                           on_step=lambda i, n: i < 2)
+    assert len(editor.edit_images([_image(seed=1)], "add a hat", steps=1, size=(32, 32))) == 1
+
+
+@pytest.mark.slow
+def test_qwen_image_edit_plus_edits_images_one_call_each(tiny_dirs):
+    """QwenImageEditPlusPipeline reads a list of images as the conditions of one edit, so its images are
+    edited one pipeline call each, with the single edit's results."""
+    editor = load_model(ModelSpec("editor", "diffusers-qwen-image-edit",
+                                  str(tiny_dirs("diffusers-qwen-image-edit", plus=True))), CPU)
+    assert not editor.batches_images
+    images = [_image(seed=1), _image(seed=2)]
+    steps = []
+    batch = editor.edit_images(images, "add a hat", seed=5, steps=2, size=(32, 32),
+                               on_step=lambda i, n: steps.append(i) or True)
+    assert steps == [1, 2, 1, 2]  # two denoising loops
+    for image, got in zip(images, batch):
+        alone = np.asarray(editor.edit(image, "add a hat", seed=5, steps=2, size=(32, 32)), dtype=float)
+        assert np.abs(np.asarray(got, dtype=float) - alone).max() <= 3
 
 
 def test_attention_backend_option_changes_only_the_kernel(tiny_dirs, editors):

@@ -16,6 +16,11 @@ the input image's size. FluxKontextPipeline would otherwise rescale every reques
 *conditioning* image at about one megapixel inside the pipeline (no argument turns that off); its output
 size is still honoured.
 
+Batches: `edit_batch` runs several instructions on one image and `edit_images` one instruction on several
+images (the reference control's edits, methods/edit_control.py), each in one pipeline call, every batch
+element with its own generator seeded like a single `edit`, so a batched result is the single edit's result
+(up to batched float rounding); `edit_batch_capacity` says how many fit in free GPU memory.
+
 Prompt embeddings (FLUX.1 Kontext): T5 and CLIP run once per instruction; the embeddings are kept and passed to
 the pipeline, which uses them unchanged (identical images, tested), so repeated instructions skip both encoders.
 
@@ -98,8 +103,10 @@ class DiffusersEditor(PipelineHolder):
         """Pixels per latent patch: width and height must be multiples of this."""
         return int(self.pipe.vae_scale_factor) * 2
 
-    def call_kwargs(self, image: Image.Image, instruction: str, width: int, height: int, steps: int,
-                    guidance: float) -> dict:
+    def call_kwargs(self, image: Image.Image | list[Image.Image], instruction: str | list[str], width: int,
+                    height: int, steps: int, guidance: float) -> dict:
+        """The pipeline's keyword arguments: one image and one instruction (`edit`), one image and a list of
+        instructions (`edit_batch`), or a list of images with as many instructions (`edit_images`)."""
         raise NotImplementedError
 
     def steps_for_pipeline(self) -> int:
@@ -114,42 +121,69 @@ class DiffusersEditor(PipelineHolder):
     def edit(self, image: Image.Image, instruction: str, *, seed: int = 0, steps: int | None = None,
              guidance: float | None = None, size: tuple[int, int] | None = None,
              on_step: StepCallback | None = None) -> Image.Image:
-        return self._run(image, [instruction], seed, steps, guidance, size, on_step)[0]
+        return self._run([image], [instruction], seed, steps, guidance, size, on_step)[0]
 
     def edit_batch(self, image: Image.Image, instructions: list[str], *, seed: int = 0, steps: int | None = None,
                    guidance: float | None = None, size: tuple[int, int] | None = None,
                    on_step: StepCallback | None = None) -> list[Image.Image]:
         """Several instructions on one image in one pipeline call (one batch through the denoiser). Every
         instruction gets its own generator seeded with `seed`, so it starts from the noise `edit` would use."""
-        return self._run(image, list(instructions), seed, steps, guidance, size, on_step)
+        return self._run([image], list(instructions), seed, steps, guidance, size, on_step)
+
+    def edit_images(self, images: list[Image.Image], instruction: str, *, seed: int = 0, steps: int | None = None,
+                    guidance: float | None = None, size: tuple[int, int] | None = None,
+                    on_step: StepCallback | None = None) -> list[Image.Image]:
+        """One instruction on several images in one pipeline call (one batch through the denoiser). Each image is
+        resized to the working size as `edit` resizes it and gets its own generator seeded with `seed`, so each
+        result is what `edit(image, instruction, seed=seed)` gives for it; results in the order of `images`, at
+        `size`. Images of different sizes need `size` (one batch runs at one size). A pipeline that reads a
+        list of images as the conditions of ONE edit (QwenImageEditPlusPipeline) edits them one call each."""
+        images = list(images)
+        if len(images) > 1 and not self.batches_images:
+            return [self._run([im], [instruction], seed, steps, guidance, size, on_step)[0] for im in images]
+        return self._run(images, [instruction] * len(images), seed, steps, guidance, size, on_step)
+
+    @property
+    def batches_images(self) -> bool:
+        """Whether one pipeline call can edit several images (a list of images is a batch, not one edit's
+        several conditioning images)."""
+        return True
 
     def edit_batch_capacity(self, size: tuple[int, int]) -> int:
         """How many edits at `size` (width, height) fit in one batch: chosen from the free memory of the
         editor's CUDA device and the peak memory a single edit at that size was measured to take (the first
         edit of a size runs alone to measure it). Off CUDA: 1 (host memory is not measured, and batching
-        gains little there)."""
+        gains little there). The same number holds for `edit_batch` and `edit_images` (one batch element
+        per edit either way)."""
         device = str(self.info.extra.get("device", "cpu"))
         width, height = self.working_size(int(size[0]), int(size[1]))
         return batch_from_free_memory(cuda_free_bytes(device), self._bytes_per_image.get((width, height)))
 
-    def _run(self, image, instructions: list[str], seed, steps, guidance, size, on_step) -> list[Image.Image]:
+    def _run(self, images: list[Image.Image], instructions: list[str], seed, steps, guidance, size,
+             on_step) -> list[Image.Image]:
+        """The one body of `edit`, `edit_batch` and `edit_images`: one image with one or several instructions,
+        or as many images as instructions (batch element i: images[i] with instructions[i])."""
         import torch
 
         if self.pipe is None:
             raise ModelError(f"{self.info.model_id} was unloaded.", hint="Load the editor again.")
         if not instructions:
             return []
-        out_w, out_h = size or image.size
+        if len(images) not in (1, len(instructions)):
+            raise ValueError(f"{len(images)} images for {len(instructions)} instructions")
+        if size is None and len({im.size for im in images}) > 1:
+            raise ConfigError(f"The {len(images)} images to edit have different sizes and no output size was given.",
+                              hint="Pass size=(width, height): every image is edited at that size.")
+        out_w, out_h = size or images[0].size
         if out_w < 1 or out_h < 1:
             raise ConfigError(f"Invalid output size {out_w}x{out_h}.", hint="Width and height must be positive.")
         width, height = self.working_size(out_w, out_h)
         steps = int(steps or self.steps_for_pipeline())
         guidance = float(self.default_guidance if guidance is None else guidance)
-        source = image.convert("RGB")
-        if source.size != (width, height):
-            source = source.resize((width, height), Image.Resampling.LANCZOS)
+        sources = [self._working_image(im, width, height) for im in images]
         single = len(instructions) == 1
-        kwargs = self.call_kwargs(source, instructions[0] if single else instructions, width, height, steps, guidance)
+        kwargs = self.call_kwargs(sources[0] if len(sources) == 1 else sources,
+                                  instructions[0] if single else instructions, width, height, steps, guidance)
         # A CPU generator gives the same noise for a seed on every device.
         generators = [torch.Generator(device="cpu").manual_seed(int(seed)) for _ in instructions]
         device = str(self.info.extra.get("device", "cpu"))
@@ -178,9 +212,16 @@ class DiffusersEditor(PipelineHolder):
         results = list(out.images)
         if len(results) != len(instructions):
             raise ModelError(f"{self.info.model_id} returned {len(results)} images for {len(instructions)} "
-                             "instructions.")
+                             "edits.")
         return [r if r.size == (out_w, out_h) else r.resize((out_w, out_h), Image.Resampling.LANCZOS)
                 for r in results]
+
+    @staticmethod
+    def _working_image(image: Image.Image, width: int, height: int) -> Image.Image:
+        source = image.convert("RGB")
+        if source.size != (width, height):
+            source = source.resize((width, height), Image.Resampling.LANCZOS)
+        return source
 
     def unload(self) -> None:
         self._prompt_cache.clear()  # device tensors
@@ -273,11 +314,20 @@ class QwenImageEditEditor(DiffusersEditor):
     preferred_multiple = 32
 
     def steps_for_pipeline(self) -> int:
-        return 40 if type(self.pipe).__name__ == "QwenImageEditPlusPipeline" else 50
+        return 40 if self._plus else 50
+
+    @property
+    def _plus(self) -> bool:
+        return type(self.pipe).__name__ == "QwenImageEditPlusPipeline"
+
+    @property
+    def batches_images(self) -> bool:
+        # QwenImageEditPlusPipeline reads a list of images as several conditioning images of one edit.
+        return not self._plus
 
     def call_kwargs(self, image, instruction, width, height, steps, guidance):
         negative = self.options.get("negative_prompt", " ")
-        if isinstance(instruction, list):  # edit_batch: one negative prompt per instruction
+        if isinstance(instruction, list):  # edit_batch / edit_images: one negative prompt per instruction
             negative = [negative] * len(instruction)
         return dict(image=image, prompt=instruction, negative_prompt=negative,
                     width=width, height=height, num_inference_steps=steps, true_cfg_scale=guidance)
@@ -300,8 +350,8 @@ class InstructPix2PixEditor(DiffusersEditor):
         return int(self.pipe.vae_scale_factor)
 
     def call_kwargs(self, image, instruction, width, height, steps, guidance):
-        if isinstance(instruction, list):  # edit_batch: one image per prompt (a single one is deprecated)
-            image = [image] * len(instruction)
+        if isinstance(instruction, list) and not isinstance(image, list):
+            image = [image] * len(instruction)  # edit_batch: one image per prompt (a single one is deprecated)
         return dict(image=image, prompt=instruction, num_inference_steps=steps, guidance_scale=guidance,
                     image_guidance_scale=float(self.options.get("image_guidance", self.default_image_guidance)))
 
