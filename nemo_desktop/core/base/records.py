@@ -82,6 +82,9 @@ class Candidate:
     # (query CEI, control effect, n refs, in log-odds too, the rule, passed) or why it did not run; None where no
     # control applies.
     edit_control: dict[str, Any] | None = None
+    # The MLLM's semantic check of the edit (methods/edit_semantic.py, SciTX's optional `edit_semantic_check`): its
+    # verdict, the cue/scene answers and its one-sentence reason, or why it did not run; None where it was not asked.
+    edit_semantic: dict[str, Any] | None = None
 
 
 # The three outcomes of an explanation (ExplanationResult.outcome): kept apart in every table, summary and report.

@@ -42,6 +42,8 @@ class as it did on the query. A passing control overrules "destroyed" (a cue rem
 leaves no structure to measure), a failing one overrules "local"/"global" (a replacement by the true class keeps
 the layout); "no change" stays invalid; where the control did not run the structure verdict stands, and the
 reason says so (`_by_evidence_with_control`). The other callers of `select` pass no control: as before.
+SciTX's optional semantic check by the MLLM (edit_semantic.py, `edit_semantic_check`) runs after them on an edit
+they accept and can only veto it; its words then lead the reason.
 
 A selected candidate whose edit is flagged gets a note naming the runner-up and why the selected one won;
 the manifest's `edit_check` record keeps the same (`runner_up`, `reason`).
@@ -166,10 +168,12 @@ def _runner_up(candidates: Sequence[Candidate], best: int) -> int | None:
 
 
 def select(candidates: Sequence[Candidate], selection: str, threshold: float, notes: list[str] | None,
-           noun: str, noise_floor: float = DEFAULT_NOISE_FLOOR, control: Any = None) -> int | None:
+           noun: str, noise_floor: float = DEFAULT_NOISE_FLOOR, control: Any = None,
+           semantic: Any = None) -> int | None:
     """Judge the edits, then select by `selection` (see the module docstring), adding notes. `control`: the
     reference control (edit_control.ReferenceControl) for the evidence rule, or None where the caller has none
-    (the structure verdict alone decides, as before)."""
+    (the structure verdict alone decides, as before). `semantic`: the MLLM's semantic check
+    (edit_semantic.SemanticCheck), used with the control only; None = not asked."""
     judge_edits(candidates, threshold)
     say = notes.append if notes is not None else (lambda _text: None)
     best_any = _argmax(candidates, lambda c: True)
@@ -178,7 +182,7 @@ def select(candidates: Sequence[Candidate], selection: str, threshold: float, no
     elif selection == "prefer-unflagged":
         best = _prefer_unflagged(candidates, best_any, threshold, say, noun)
     elif control is not None:
-        best = _by_evidence_with_control(candidates, best_any, noise_floor, control, say, noun)
+        best = _by_evidence_with_control(candidates, best_any, noise_floor, control, say, noun, semantic)
     else:
         best = _by_evidence(candidates, best_any, noise_floor, say, noun)
     if best is not None and candidates[best].edit_flagged:
@@ -197,7 +201,7 @@ def control_valid(c: Candidate) -> bool:
     return c.edit_verdict not in INVALID
 
 
-def _by_evidence_with_control(candidates, best_any, floor, control, say, noun) -> int | None:
+def _by_evidence_with_control(candidates, best_any, floor, control, say, noun, semantic=None) -> int | None:
     """The evidence rule with the reference control (edit_control.py), run lazily from the largest CEI down, only
     for candidates beyond the noise floor, until one is valid. Which test decides:
 
@@ -206,7 +210,9 @@ def _by_evidence_with_control(candidates, best_any, floor, control, say, noun) -
       from a flat patch leaves no structure to measure), a failure overrules "local"/"global" (the edit raises
       the true class on references of other classes too);
     * the control did not run (off, no reference of another class, an edit of a reference failed) ->
-      the structure verdict stands, and the reason says the control did not run.
+      the structure verdict stands, and the reason says the control did not run;
+    * then, where given, the MLLM's semantic check (edit_semantic.py) of an edit the above accept: it can only
+      veto it (`semantic.passes`), and the next candidate is tried.
     Candidates not reached (CEI within the floor, or below the selected one) keep the structure verdict and say
     why the control did not run for them."""
     from .edit_control import describe_control
@@ -230,7 +236,7 @@ def _by_evidence_with_control(candidates, best_any, floor, control, say, noun) -
             reading = control(j, c)
             c.edit_control = reading.as_dict()
             c.edit_verdict_reason = _with_control(c, describe_control(reading, floor))
-        if control_valid(c):
+        if control_valid(c) and (semantic is None or semantic.passes(j, c)):
             chosen = j
         elif (c.edit_control or {}).get("ran"):
             failed.append(j)

@@ -55,13 +55,14 @@ def classify_query(ctx: JobContext, tester: CounterfactualTester, units: UnitCac
 def select_by_cei(candidates: Sequence[Candidate], notes: list[str] | None = None,
                   noun: str = "candidate", *, selection: str = "cei",
                   flag_threshold: float | None = None, noise_floor: float = DEFAULT_NOISE_FLOOR,
-                  control: Any = None) -> int | None:
+                  control: Any = None, semantic: Any = None) -> int | None:
     """CEI argmax, first on ties (the validation module of SciTX, Algorithm 1 stage 4). With `flag_threshold`,
     whole-image edits are flagged first and `selection` applies (methods/edit_check.py), with the reference
-    `control` (methods/edit_control.py) when given. With `notes`, adds a
+    `control` (methods/edit_control.py) and the MLLM's `semantic` check (methods/edit_semantic.py) when given.
+    With `notes`, adds a
     note when no candidate could be tested or when even the best intervention did not help."""
     if flag_threshold is not None:
-        best = select(candidates, selection, flag_threshold, notes, noun, noise_floor, control)
+        best = select(candidates, selection, flag_threshold, notes, noun, noise_floor, control, semantic)
     else:
         best = best_candidate(candidates)
     if notes is None:

@@ -7,7 +7,8 @@ Stages (the `stage` names reported through the JobContext; `done/total` count th
 "Classifying", "Retrieving observations", "Captioning observations" (i/n), "Generating hypotheses" (i/M),
 "Writing interventions" (i/M), "Editing image i/M" (done/total = diffusion steps; "Editing images i-j/M"
 with edit_batch_size > 1), "Scoring" (i/M), "Reference control i/R of hypothesis j" (the evidence rule's control,
-edit_control.py: only for candidates it reaches).
+edit_control.py: only for candidates it reaches), "Semantic check of hypothesis j" (`edit_semantic_check` only,
+edit_semantic.py: likewise).
 Cancellation is checked before every unit of work and between diffusion steps. A re-run answered from
 the stored result reports only "Loaded from the results store". Partial results (`ctx.partial`) are dicts:
 {"kind": "sample", "sample": SampleInfo}, {"kind": "observations", "observations": [...]} and
@@ -27,7 +28,8 @@ the stored result reports only "Loaded from the results store". Partial results 
    the default "evidence" rule) is the explanation. The test of an edit: the reference control
    (edit_control.py; `edit_control_references` correct references of other classes get the same edit,
    lazily, from the largest CEI down, until one passes; read in points and in log-odds, `edit_control_rule`)
-   and, where it does not run, the structure measure.
+   and, where it does not run, the structure measure; with `edit_semantic_check` (off by default) the MLLM then
+   looks at the original and the edited image of an edit those accept and can veto it (edit_semantic.py).
 
 How many observations (the paper gives no numbers; each choice below is a setting, recorded in the cache
 keys and the manifest)
@@ -101,6 +103,7 @@ from ..models.protocols import ChatMessage
 from ..models.sampling import DEFAULT_MIN_P, DEFAULT_TEMPERATURE, DEFAULT_TOP_K, DEFAULT_TOP_P, Sampling
 from .edit_check import (DEFAULT_FLAG_THRESHOLD, DEFAULT_NOISE_FLOOR, DEFAULT_SELECTION, check_edit_check,
                          edit_check_record)
+from .edit_semantic import OFF_RECORD as SEMANTIC_OFF, PROMPT_NAME as SEMANTIC_PROMPT, SemanticCheck
 from .edit_control import CONTROL_RULES, DEFAULT_CONTROL_REFERENCES, DEFAULT_CONTROL_RULE, ReferenceControl, \
     check_control_rule
 from .intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
@@ -163,6 +166,12 @@ class SciTXConfig:
                               "help": "how the control is read: the rise of P(true) in points, or in points "
                                       "and in log-odds (both must pass; a drawing of the true class raises a "
                                       "confident reference's log-odds while barely moving its points)"},
+        "edit_semantic_check": {"label": "Semantic check of edits",
+                                "help": "with the evidence rule, the MLLM compares the original and the edited "
+                                        "image of each edit the other tests accept, and vetoes one that paints the "
+                                        "true class in, replaces the object, destroys the picture or leaves the "
+                                        "hypothesis' cue unchanged (one MLLM call per checked hypothesis; needs an "
+                                        "MLLM that sees images)"},
         "batch_requests": {"label": "Batch MLLM requests",
                            "help": "send a sample's M hypothesis draws, and its M interventions, to the MLLM "
                                    "at once (off = one call each, the old results)"},
@@ -198,6 +207,8 @@ class SciTXConfig:
     # The same edit on this many references of other classes (edit_control.py); 0 = off (structure only).
     edit_control_references: int = DEFAULT_CONTROL_REFERENCES
     edit_control_rule: str = DEFAULT_CONTROL_RULE  # edit_control.CONTROL_RULES
+    # The MLLM's look at each edit the other tests accept (edit_semantic.py); off = the keys results had before.
+    edit_semantic_check: bool = False
     # Speed settings (scitx_stages.py counts the calls, gpu_figures.sh times them). Every stage sends its work at
     # once by default: all captions of a sample in one call (0), the M hypothesis draws and the M interventions
     # each in one call (batch_requests), the edits of one image as many per call as free memory allows (0).
@@ -241,7 +252,7 @@ class SciTXConfig:
         d = asdict(self)
         d["edit_size"] = list(self.edit_size) if self.edit_size else None
         for speed, old in (("caption_batch_size", 1), ("edit_batch_size", 1), ("batch_requests", False),
-                           ("edit_control_references", 0)):
+                           ("edit_control_references", 0), ("edit_semantic_check", False)):
             if d[speed] == old:  # the old value: the keys results had before these settings existed
                 del d[speed]
         if d["edit_control_rule"] == "points" or "edit_control_references" not in d:
@@ -326,7 +337,7 @@ class SciTXPipeline:
                                    classifier=clf, mllm=model_part(self.mllm.info),
                                    editor=None if self.zero_shot else model_part(self.editor.info),
                                    reference=reference_part(self.reference), config=cfg.as_dict(),
-                                   prompts=self.prompts.versions(), version=VERSION)
+                                   prompts=self._prompt_versions(), version=VERSION)
         stored = stored_result(units, explanation_key, ctx)
         if stored is not None:
             return stored
@@ -365,13 +376,17 @@ class SciTXPipeline:
         # -- 5. conclusion (with the reference control of the edits, edit_control.py) ------------------
         t = time.perf_counter()
         control = self._control(ctx, units, tester, clf, sample, file_sha)
+        semantic = self._semantic(ctx, units, img, image_sha, edited, sample) if control is not None else None
         best = select_by_cei(candidates, notes, noun="hypothesis", selection=cfg.selection,
                              flag_threshold=cfg.edit_flag_threshold, noise_floor=cfg.cei_noise_floor,
-                             control=control)
+                             control=control, semantic=semantic)
         if control is not None:
             notes.extend(control.notes)
             transient |= control.transient
             timings["control"] = time.perf_counter() - t
+        if semantic is not None:
+            notes.extend(semantic.notes)
+            transient |= semantic.transient
         counts = candidate_counts(candidates)
         note = candidate_note(counts)
         if note:
@@ -379,16 +394,17 @@ class SciTXPipeline:
         if transient:
             notes.append(INCOMPLETE_NOTE)
         timings["total"] = time.perf_counter() - t_start
+        check = edit_check_record(candidates, cfg.edit_flag_threshold, cfg.selection, cfg.cei_noise_floor, best,
+                                  control.record() if control is not None else None)
+        if control is not None:  # the semantic check applies where the control does (image edits, evidence rule)
+            check["semantic"] = semantic.record(candidates) if semantic is not None else dict(SEMANTIC_OFF)
         result = ExplanationResult(
             method=METHOD, sample=sample,
             explanation=candidates[best].hypothesis if best is not None else None,
             selected_index=best, cei=candidates[best].cei if best is not None else None,
             candidates=candidates, observations=observations, timings=timings, notes=notes,
             manifest=self._manifest(cfg, image_path, file_sha, units, not transient, counts,
-                                    tester.edit_record(img),
-                                    edit_check_record(candidates, cfg.edit_flag_threshold, cfg.selection,
-                                                      cfg.cei_noise_floor, best,
-                                                      control.record() if control is not None else None)))
+                                    tester.edit_record(img), check))
         self._store_result(units, explanation_key, result, img, edited)
         return result
 
@@ -412,6 +428,20 @@ class SciTXPipeline:
         return ReferenceControl(ctx, units, tester, clf, sample, refs, cfg.edit_control_references,
                                 lambda obs: load_reference_image(self.reference, obs), cfg.cei_noise_floor,
                                 why_off=why, rule=cfg.edit_control_rule)
+
+    def _semantic(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str,
+                  edited: dict[int, Image.Image], sample: SampleInfo) -> SemanticCheck | None:
+        """The MLLM's semantic check of the edits (edit_semantic.py), when `edit_semantic_check` is on."""
+        if not self.config.edit_semantic_check:
+            return None
+        return SemanticCheck(ctx, units, self.mllm, self.prompts.repair, img, image_sha, edited, sample)
+
+    def _prompt_versions(self) -> dict[str, str]:
+        """The prompts' versions (key, manifest); the semantic check's only when it is on, so keys stay as before."""
+        versions = self.prompts.versions()
+        if self.config.edit_semantic_check and not self.zero_shot:
+            versions[SEMANTIC_PROMPT] = load_prompt(SEMANTIC_PROMPT).version
+        return versions
 
     # --------------------------------------------------------------------------------------- stage 2
     def _retrieve(self, ctx: JobContext, units: UnitCache, img: Image.Image, image_sha: str, file_sha: str | None,
@@ -565,7 +595,7 @@ class SciTXPipeline:
             "zero_shot": self.zero_shot,
             "intervention": "prompt" if self.zero_shot else "image",
             "edit": edit,  # working size of the edits (None for prompt interventions)
-            "prompts": self.prompts.versions(),
+            "prompts": self._prompt_versions(),
             "config": cfg.as_dict(),
             # Resolved observation counts (see "How many observations"): what the A.1 prompt was given.
             "observations": {"k_scope": cfg.k_scope, "k": cfg.k, "k_random": cfg.random_count,

@@ -79,7 +79,7 @@ SAMPLE_VARIATIONS = {
     "reference_caption": "a drawing of a {class}.", "corpus_files": (), "retrieval_model": None, "show_top": 3,
     "edit_flag_threshold": 0.3, "selection": "cei", "cei_noise_floor": 2.0,
     "caption_batch_size": 2, "edit_batch_size": 2, "batch_requests": False, "edit_control_references": 0,
-    "edit_control_rule": "points",
+    "edit_control_rule": "points", "edit_semantic_check": True,
 }
 
 
