@@ -110,7 +110,8 @@ def _readings(result, kind_of) -> list[dict]:
             out.append({"kind": kind_of(c), "cei": c.cei, "control": ctl["control_effect"],
                         "rises": ctl["rises"],
                         "query_logit": ctl.get("query_logit_rise"), "control_logit": ctl.get("control_logit_effect"),
-                        "logit_rises": ctl.get("logit_rises"), "verdict": c.edit_verdict, "passed": ctl["passed"]})
+                        "logit_rises": ctl.get("logit_rises"), "verdict": c.edit_verdict, "passed": ctl["passed"],
+                        "rule": ctl.get("rule")})
     return out
 
 
@@ -186,6 +187,9 @@ def run(samples: int, selection: str | None, causes=None, adversary_samples: int
                            "max_share": edit_control.CONTROL_MAX_SHARE, "rule": SciTXConfig().edit_control_rule,
                            "logit_allowance": edit_control.CONTROL_LOGIT_ALLOWANCE,
                            "max_logit_share": edit_control.CONTROL_MAX_LOGIT_SHARE,
+                           "reference_logit_allowance": edit_control.REFERENCE_LOGIT_ALLOWANCE,
+                           "reference_logit_clamp": edit_control.REFERENCE_LOGIT_CLAMP,
+                           "reference_rule_max_share": edit_control.REFERENCE_RULE_MAX_SHARE,
                            "reference_images_per_class": W.REFERENCES_PER_CLASS}}
     with tempfile.TemporaryDirectory(prefix="known-causes-") as tmp:
         _run_seeds(figures, tmp, seeds, causes or names, build, kit, half, samples, adversary_samples, selection,
@@ -227,12 +231,13 @@ def _weighted(rows, key):
 def _logit_figures(rows, kind: str) -> dict:
     """From the control's readings of `kind` ("true", "bad"): the mean log-odds control (nats) and how many
     edits the points rule alone let through that the log-odds reading failed (edit_control.py)."""
-    from nemo_desktop.core.methods.edit_control import control_passes
+    from nemo_desktop.core.methods.edit_control import control_passes, rule_share
 
     rs = [r for row in rows for r in row.get("control_readings", []) if r["kind"] == kind
           and r.get("control_logit") is not None]
     floor = SciTXConfig().cei_noise_floor
-    caught = [r for r in rs if control_passes(r["cei"], r["control"], floor) and not r["passed"]]
+    caught = [r for r in rs if control_passes(r["cei"], r["control"], floor, rule_share(r.get("rule") or "points"))
+              and not r["passed"]]
     return {"logit": _mean_or_none([r["control_logit"] for r in rs]), "caught_by_logit": len(caught),
             "controlled": len(rs)}
 

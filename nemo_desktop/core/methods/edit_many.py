@@ -58,7 +58,10 @@ def edit_many(tester: "CounterfactualTester", ctx: JobContext, units: "UnitCache
             group = todo[start:start + per_call]
             ctx.check_cancelled()
             first, last = done + 1, done + sum(len(idx) for _, idx in group)
-            label = f"{stage}, image {first}/{n}" if first == last else f"{stage}, images {first}-{last}/{n}"
+            if n == 1:  # the caller's stage already names the one image (the reference control's chunks)
+                label = stage
+            else:
+                label = f"{stage}, image {first}/{n}" if first == last else f"{stage}, images {first}-{last}/{n}"
             ctx.progress(label, 0, s.edit_steps)
 
             def on_step(step: int, total: int, _label: str = label) -> bool:

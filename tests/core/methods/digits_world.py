@@ -1,10 +1,12 @@
 """A small world with a real spurious cue, for testing SciTX's logic (test code, never shipped).
 
 scikit-learn's bundled handwritten digits (real 8x8 scans) are rendered as 16x16 RGB images: coloured ink
-on white. In the training data colour is a shortcut: every "three" is drawn in red, every "eight" in blue,
-and the other digits in green, black, orange or purple. A small CNN trained on it for a few seconds on the
-CPU relies on the colour, so a "three" drawn in blue is taken for an "eight". Fixing the colour (recolour
-the digit red) moves the prediction back; thickening the strokes or rotating the digit does not.
+on white. In the training data colour is a shortcut: every "eight" is drawn in blue, and the other digits
+in green, black, orange, purple or red. A small CNN trained on it for a few seconds on the CPU relies on the
+colour, so a "three" drawn in blue is taken for an "eight". Removing the eight's cue (recolour the digit red)
+moves the prediction back; thickening the strokes or rotating the digit does not. (Until issue 45's stop 48
+every "three" was red too: then "recolour red" also painted the three's own cue in, which raises P(three) on
+any digit, and a reference control on six references rightly refused it as not specific to the image.)
 
 Contents: the renderer, the CNN and its Classifier-protocol wrapper (DigitsCNNClassifier), an MLLM test
 double that answers SciTX's prompts with scripted text (ScriptedDigitsMLLM), and an editor test double
@@ -27,7 +29,7 @@ CLASS_NAMES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "e
 THREE, EIGHT = 3, 8
 INK = {"red": (220, 0, 0), "blue": (0, 0, 220), "green": (0, 150, 0), "black": (0, 0, 0),
        "orange": (255, 140, 0), "purple": (128, 0, 128)}
-OTHER_INKS = ("green", "black", "orange", "purple")
+OTHER_INKS = ("green", "black", "orange", "purple", "red")
 
 
 def render(digit8x8: np.ndarray, ink: str) -> Image.Image:
@@ -39,8 +41,6 @@ def render(digit8x8: np.ndarray, ink: str) -> Image.Image:
 
 
 def training_ink(label: int, rng: np.random.Generator) -> str:
-    if label == THREE:
-        return "red"
     if label == EIGHT:
         return "blue"
     return OTHER_INKS[int(rng.integers(len(OTHER_INKS)))]

@@ -310,21 +310,25 @@ def test_no_control_leaves_the_structure_verdict_and_says_so():
     assert plain.edit_control is None and "reference control" not in plain.edit_verdict_reason
 
 
-def test_the_control_accepts_the_recolour_where_the_true_class_has_a_cue_of_its_own(digits_classifier, blue_three,
-                                                                                     store, index):
-    """The digits world: every "three" is red, so "recolour the digit red" raises P(three) a little on other
-    digits too; the rule is relative to the query's CEI, and the recolour is selected with the control's figures
-    in its verdict, the manifest and the key (a run with the control off has another key)."""
+def test_the_control_passes_the_recolour_that_removes_the_predicted_class_cue(digits_classifier, blue_three,
+                                                                               store, index):
+    """The digits world: every "eight" is blue, other digits come in any other ink (red among them), so a blue
+    three is taken for an eight. "Recolour the digit red" removes the eight's cue: on six references of other
+    classes (the default) it leaves P(three) where it was, and the recolour is selected with the control's
+    figures in its verdict, the manifest and the key (a run with the control off has another key)."""
     result = run(digits_classifier, store, index, DigitsEditor())(blue_three, "three")
     c = result.candidates[result.selected_index]
     assert "red" in c.intervention.lower() and c.cei > 50
     ctl = c.edit_control
-    assert ctl["ran"] and ctl["passed"] and ctl["n_refs"] == 2 and len(ctl["rises"]) == 2
+    assert ctl["ran"] and ctl["passed"] and ctl["n_refs"] == 6 == ctl["n_planned"] and len(ctl["rises"]) == 6
+    assert ctl["rule"] == "points+reference-log-odds" and ctl["control_logit_effect"] <= 3.5
     assert ctl["control_effect"] == max(ctl["rises"]) and ctl["query_cei"] == c.cei
     assert c.edit_verdict_reason.startswith("reference control: the same edit raised P(true) by at most")
+    assert "within the 3.5 nats the editor's round trip moves a reference -> tests the hypothesis" in \
+        c.edit_verdict_reason
     record = result.manifest["edit_check"]
-    assert record["control"]["references"] == 2 and record["control"]["readings"][result.selected_index] == ctl
-    assert result.manifest["config"]["edit_control_references"] == 2
+    assert record["control"]["references"] == 6 and record["control"]["readings"][result.selected_index] == ctl
+    assert result.manifest["config"]["edit_control_references"] == 6
     off = run(digits_classifier, store, index, DigitsEditor(), edit_control_references=0)(blue_three, "three")
     assert off.result_key != result.result_key and off.selected_index == result.selected_index
     assert "edit_control_references" not in off.manifest["config"]  # off = the keys results had before

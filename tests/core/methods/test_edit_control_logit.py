@@ -12,8 +12,9 @@ from PIL import Image
 from nemo_desktop.core.base.errors import ConfigError
 from nemo_desktop.core.base.job_context import null_context
 from nemo_desktop.core.methods.edit_control import (CONTROL_LOGIT_ALLOWANCE, CONTROL_MAX_LOGIT_SHARE,
+                                                    REFERENCE_LOGIT_ALLOWANCE, REFERENCE_LOGIT_CLAMP,
                                                     ReferenceControl, describe_control, logit, logit_control_passes,
-                                                    logit_rise)
+                                                    logit_rise, reference_logit_passes)
 from nemo_desktop.core.methods.intervention import UnitCache
 from nemo_desktop.core.base.records import Candidate, Observation, SampleInfo
 
@@ -43,23 +44,32 @@ class _Tester:
     """The classifier and editor a ReferenceControl calls: each image's red value names its probabilities;
     the edit maps it to another value (a test double of CounterfactualTester's two calls)."""
 
-    def __init__(self, probs: dict[int, list[float]], edits: dict[int, int]) -> None:
-        self.probs, self.edits = probs, edits
+    def __init__(self, probs: dict[int, list[float]], edits: dict[int, int], per_call: int = 1) -> None:
+        self.probs, self.edits, self.per_call, self.calls = probs, edits, per_call, []
 
     def classify(self, units, img, sha, clf):
         return np.asarray(self.probs[img.getpixel((0, 0))[0]])
 
-    def edit_one(self, ctx, units, img, sha, instruction, stage):
-        return Image.new("RGB", (1, 1), (self.edits[img.getpixel((0, 0))[0]], 0, 0))
+    def working_size(self, size):
+        return size, "input"
+
+    def edits_per_call(self, size, *, images=False):
+        return self.per_call
+
+    def edit_many(self, ctx, units, items, instruction, stage):
+        self.calls.append(len(items))
+        return [Image.new("RGB", (1, 1), (self.edits[img.getpixel((0, 0))[0]], 0, 0)) for img, _ in items]
 
 
-def _control(rule: str, after: float) -> tuple[ReferenceControl, Candidate]:
-    """Two references of classes 2 and 3 at P(true) 0.001; the edit takes reference 2 to P(true) `after`."""
-    probs = {10: [0.001, 0.0, 0.999, 0.0], 11: [after, 0.0, 1 - after, 0.0],
+def _control(rule: str, after: float, before: float = 0.001, per_call: int = 1) -> tuple[ReferenceControl, Candidate]:
+    """Two references of classes 2 and 3, the first at P(true) `before` (default 0.001), the second at 0.001; the
+    edit takes the first to P(true) `after` and the second to 0.0012."""
+    probs = {10: [before, 0.0, 1 - before, 0.0], 11: [after, 0.0, 1 - after, 0.0],
              20: [0.001, 0.0, 0.0, 0.999], 21: [0.0012, 0.0, 0.0, 0.9988]}
     refs = [Observation("C", f"r{v}.png", f"sha{v}", label, f"class {label}") for v, label in ((10, 2), (20, 3))]
     sample = SampleInfo("q.png", "shaq", 0, "true", 1, "pred", 0.3, 0.7)
-    control = ReferenceControl(null_context(), UnitCache(None), _Tester(probs, {10: 11, 20: 21}), {}, sample, refs, 2,
+    control = ReferenceControl(null_context(), UnitCache(None), _Tester(probs, {10: 11, 20: 21}, per_call), {},
+                               sample, refs, 2,
                                lambda obs: Image.new("RGB", (1, 1), (int(obs.image_path[1:3]), 0, 0)), 5.0,
                                rule=rule)
     cand = Candidate(hypothesis="h", intervention_kind="image", intervention="paste", prob_true_before=0.3,
@@ -67,14 +77,15 @@ def _control(rule: str, after: float) -> tuple[ReferenceControl, Candidate]:
     return control, cand
 
 
-def test_the_default_rule_fails_a_paste_the_points_rule_lets_through():
+def test_the_relative_log_odds_rule_fails_a_paste_the_points_rule_lets_through():
     control, cand = _control("points+log-odds", after=0.01)
     r = control(0, cand)
     assert r.ran and r.rule == "points+log-odds"
     assert r.control_effect == pytest.approx(0.9) and r.query_cei == 50.0  # +0.9 points: within the floor
     assert r.control_logit_effect == pytest.approx(logit_rise(0.001, 0.01))
     assert r.query_logit_rise == pytest.approx(logit_rise(0.3, 0.8))
-    assert r.logit_rises == pytest.approx([logit_rise(0.001, 0.01), logit_rise(0.001, 0.0012)])
+    # the first reference already fails it: the second is not edited
+    assert r.logit_rises == pytest.approx([logit_rise(0.001, 0.01)]) and r.n_refs == 1 and r.n_planned == 2
     assert not r.passed
     words = describe_control(r, 5.0)
     assert "in log-odds at most +2.31 nats there, +2.23 here" in words
@@ -88,7 +99,7 @@ def test_the_default_rule_fails_a_paste_the_points_rule_lets_through():
     assert "logit_allowance_nats" not in control.record()["rule"]
 
 
-def test_the_default_rule_passes_a_reference_left_within_the_round_trip():
+def test_the_relative_log_odds_rule_passes_a_reference_left_within_the_round_trip():
     control, cand = _control("points+log-odds", after=0.0015)
     r = control(0, cand)
     assert r.passed and "and in log-odds within 2 nats" in describe_control(r, 5.0)
@@ -97,9 +108,53 @@ def test_the_default_rule_passes_a_reference_left_within_the_round_trip():
 def test_an_unknown_control_rule_is_refused_in_words():
     from nemo_desktop.core.methods.scitx import SciTXConfig
 
-    with pytest.raises(ConfigError, match="Unknown reference-control rule 'logit'"):
+    with pytest.raises(ConfigError, match="Unknown reference-control rule 'logit'"):  # noqa: PT012
         SciTXConfig(edit_control_rule="logit")
     default, points = SciTXConfig().as_dict(), SciTXConfig(edit_control_rule="points").as_dict()
-    assert default["edit_control_rule"] == "points+log-odds"
+    assert default["edit_control_rule"] == "points+reference-log-odds" and default["edit_control_references"] == 6
     assert "edit_control_rule" not in points  # the rule results had before it existed: their keys stay
     assert "edit_control_rule" not in SciTXConfig(edit_control_references=0).as_dict()  # no control to read
+
+
+def test_the_reference_rule_reads_a_confident_reference_the_clamp_hid():
+    """A drawing of the true class on a reference the classifier is sure of (P(true) 1e-10 -> 1e-7): the clamp at
+    1e-6 reads no rise at all, and the relative rule passes it; the default reads +6.9 nats and fails it."""
+    assert logit_rise(1e-10, 1e-7) == 0.0  # the old reading: both clamped to 1e-6
+    assert logit_rise(1e-10, 1e-7, REFERENCE_LOGIT_CLAMP) == pytest.approx(math.log(1000), abs=1e-3)
+    old, cand = _control("points+log-odds", after=1e-7, before=1e-10)
+    assert old(0, cand).passed
+    control, cand = _control("points+reference-log-odds", after=1e-7, before=1e-10)
+    r = control(0, cand)
+    assert not r.passed and r.rule == "points+reference-log-odds"
+    assert r.control_logit_effect == pytest.approx(math.log(1000), abs=1e-3)
+    words = describe_control(r, 5.0)
+    assert f"a reference's log-odds rose by +6.91 nats, beyond the {REFERENCE_LOGIT_ALLOWANCE:g} nats" in words
+    assert words.endswith("-> the edit raises the true class on other images too")
+    rule = control.record()["rule"]
+    assert rule["reference_logit_allowance_nats"] == REFERENCE_LOGIT_ALLOWANCE and rule["logit_clamp"] == 1e-30
+
+
+def test_the_reference_rule_passes_the_round_trip_and_its_boundary_is_inclusive():
+    control, cand = _control("points+reference-log-odds", after=2e-10, before=1e-10)  # +0.69 nats
+    r = control(0, cand)
+    assert r.passed and r.n_refs == 2 == r.n_planned
+    assert "within the 3.5 nats the editor's round trip moves a reference -> tests the hypothesis" in \
+        describe_control(r, 5.0)
+    a = REFERENCE_LOGIT_ALLOWANCE
+    assert reference_logit_passes(a) and not reference_logit_passes(a + 0.01)
+    assert reference_logit_passes(-9.0)  # a fall never fails it
+
+
+@pytest.mark.parametrize("per_call", [1, 2])
+def test_the_control_stops_editing_references_once_the_edit_has_failed(per_call):
+    """References go to the editor in its batches; once one fails the edit, no further batch is spent (more
+    references can only raise the effects). Within a batch every reference is read."""
+    control, cand = _control("points+reference-log-odds", after=1e-7, before=1e-10, per_call=per_call)
+    r = control(0, cand)
+    assert not r.passed and control.tester.calls == [per_call]
+    assert r.n_refs == per_call and r.n_planned == 2
+    if per_call == 1:
+        assert "on 1 reference of other classes (stopped after 1 of 2: the edit had already failed)" in \
+            describe_control(r, 5.0)
+    control, cand = _control("points+reference-log-odds", after=2e-10, before=1e-10, per_call=per_call)
+    assert control(0, cand).passed and sum(control.tester.calls) == 2

@@ -147,8 +147,8 @@ def test_a_flagged_selection_names_its_runner_up_in_the_result_the_report_and_js
     assert chosen.edit_verdict_reason.startswith("reference control: the same edit raised P(true) by at most")
     assert "-> tests the hypothesis; structure test (" in chosen.edit_verdict_reason
     assert chosen.edit_verdict_reason.endswith("-> whole image")
-    assert chosen.edit_control["ran"] and chosen.edit_control["passed"] and chosen.edit_control["n_refs"] == 2
-    assert check["control"]["references"] == 2 and check["control"]["readings"][result.selected_index]["passed"]
+    assert chosen.edit_control["ran"] and chosen.edit_control["passed"] and chosen.edit_control["n_refs"] == 6
+    assert check["control"]["references"] == 6 and check["control"]["readings"][result.selected_index]["passed"]
     assert check["decided_by"][result.selected_index] == chosen.edit_verdict_reason
     assert all(c.edit_verdict_reason for c in result.candidates if c.edit_distance is not None)
     from html import escape

@@ -168,8 +168,8 @@ def test_cancel_mid_run_then_resume(digits, blue_three, store, index):
     mllm, editor2 = ScriptedDigitsMLLM(), DigitsEditor()
     clf = DigitsCNNClassifier(digits[0])
     result = make(clf, store, index, mllm=mllm, editor=editor2, edit_steps=4)(blue_three, "three")
-    # the rest, then the reference control's edits of two references of other classes (issue 45)
-    assert mllm.calls == [] and editor2.calls == ["Rotate the digit slightly"] + ["Recolour the digit red"] * 3
+    # the rest, then the reference control's edits of six references of other classes (issue 45)
+    assert mllm.calls == [] and editor2.calls == ["Rotate the digit slightly"] + ["Recolour the digit red"] * 7
     assert result.explanation == HYPOTHESES[2] and result.manifest["complete"]
     after = counts(store)
     n_obs = len({o.image_sha256 for o in result.observations})
@@ -196,7 +196,7 @@ def test_progress_stages_and_partials(digits_classifier, blue_three, store, inde
                           "Generating hypotheses", "Writing interventions"]
     assert stages[5:8] == ["Editing image 1/3", "Editing image 2/3", "Editing image 3/3"]
     assert stages[8] == "Scoring"
-    assert stages[9:] == ["Reference control 1/2 of hypothesis 3", "Reference control 2/2 of hypothesis 3"]
+    assert stages[9:] == [f"Reference control {i}/6 of hypothesis 3" for i in range(1, 7)]
     kinds = [p["kind"] for p in ctx.partial_results]
     assert kinds[:2] == ["sample", "observations"] and kinds.count("candidate") == 6
 
@@ -475,8 +475,8 @@ def test_edit_batch_is_chosen_from_what_the_editor_says_fits(digits, blue_three,
 
     editor = MeasuringEditor()
     result = make(DigitsCNNClassifier(digits[0]), store, index, editor=editor)(blue_three, "three")
-    # + the reference control's two edits, one per call (the editors batch instructions on one image)
-    assert result.manifest["complete"] and len(editor.calls) == 3 + 2
+    # + the reference control's six edits, one per call (this editor has no edit_images)
+    assert result.manifest["complete"] and len(editor.calls) == 3 + 6
     assert editor.batches == [2] and len(editor.asked) == 2  # one alone (edit), then two (edit_batch)
     assert SciTXConfig().as_dict()["edit_batch_size"] == 0  # automatic is part of the key (see README)
 
@@ -495,5 +495,5 @@ def test_an_edit_batch_out_of_memory_is_edited_one_at_a_time(digits, blue_three,
 
     editor = TightEditor()
     result = make(DigitsCNNClassifier(digits[0]), store, index, editor=editor)(blue_three, "three")
-    assert result.manifest["complete"] and len(editor.calls) == 3 + 2  # + the reference control's edits
+    assert result.manifest["complete"] and len(editor.calls) == 3 + 6  # + the reference control's edits
     assert not any((c.error or "").startswith("Editing failed") for c in result.candidates)

@@ -36,9 +36,10 @@ from ...base.records import Candidate
 from .result import HardCluster
 
 KIND = "failure-modes-cei"
-VERSION = "4"  # 2: edits that destroy the picture or change nothing are not counted (issue 27)
+VERSION = "5"  # 2: edits that destroy the picture or change nothing are not counted (issue 27)
 # 3: structure readings for photographs (restoration, pixel noise, edge floor) and verdict reasons (issue 45)
 # 4: the reference control (methods/edit_control.py) decides whether an image edit counts (issue 45)
+# 5: the control's defaults: six references, read by the reference log-odds rule (issue 45, stop 48)
 
 
 @dataclass
