@@ -19,9 +19,10 @@ On the development half of the benchmark's worlds the legitimate edits raised P(
 to 84 points (digit occlusion) and 72-88 (photo deblurring), as much as bad edits did; on references of other
 classes by at most 0.7 (docs/benchmarks/edit_evidence.md).
 
-The rule is relative to the query's CEI, not a threshold on the control alone: where the true class has a cue of
-its own (tests/core/methods/digits_world.py: every "three" is red), "recolour the digit red" raises P(three) on
-other digits a little too (+2.1 points against +98.9 on the query). An edit passes when
+The points rule is relative to the query's CEI, not a threshold on the control alone (at stop 47, in a test world
+where every "three" was red, "recolour the digit red" raised P(three) on two other digits by up to +2.1 points
+against +98.9 on the query; six references showed it turns some digits into threes, see below). An edit passes
+when
 
     specific effect = CEI - max(control effect, 0)  >  noise floor           (it did more here than elsewhere)
     and control effect  <=  max(noise floor, CONTROL_MAX_SHARE x CEI)       (little of it comes back elsewhere)
@@ -31,7 +32,8 @@ CONTROL_MAX_SHARE was chosen on the development half only: legitimate edits' con
 bad edits' (noise, paste, replace) at least 0.18; 0.1 lies between with a margin on each side. How the control
 combines with the structure verdict: methods/edit_check.py (`_by_evidence_with_control`).
 
-The log-odds reading (`edit_control_rule` "points+log-odds", the default; "points" = the rule above alone).
+The log-odds reading (`edit_control_rule` "points+log-odds", stop 47's default; "points" = the rule above
+alone).
 Points hide what an edit does to a confidently classified reference: pasting a drawing of the true class onto
 one raises P(true) from ~0.001 to ~0.01, nothing in points, while on the borderline query it gives +10..+40.
 In log-odds of P(true) (probabilities clamped to [1e-6, 1 - 1e-6]) the paste raises the reference by ~2-12
@@ -44,7 +46,7 @@ The allowance (2 nats) is the round trip's: on the development halves (seeds 0-2
 references' log-odds by at most 1.2 nats; the pasted and overlaid drawings the points rule let through raised
 them by 2.4-9.9 (a few by 0.0-0.3: on those references the drawing did nothing, no control can see them). The
 share (0.5) lets an edit through whose effect is mostly specific to the query although the true class has a
-cue of its own (the red "three" above: +7.1 nats on a reference, +18.2 on the query, 0.39), so overlaid drawings
+cue of its own (the red "three" of stop 47's test world: +7.1 nats on a reference, +18.2 on the query, 0.39), so overlaid drawings
 that rose less than half as much on the references as on the query still pass (digits: queries rise by 11-23
 nats, most overlays by 0.14-0.46 of that). In the final five-seed runs legitimate photo edits reached 2.8 nats
 on the references (passing by the share): the allowance's margin is thin on photographs. Figures:
@@ -71,9 +73,11 @@ reference by at most 2.8 nats there (the round trip on a confident reference), t
 11.6 nats in the median. R = 6: on the development halves one reference reacts to a painted-in drawing (rise
 above the allowance) with a rate of 0.69, so a painted-in edit slips past R references with probability ~0.05 at
 R = 6 (0.17 at R = 2, 0.04 at R = 8, for a third more edits). What it costs: where the true class has a cue of
-its own (tests/core/methods/digits_world.py: every "three" is red), "recolour the digit red" turns one of six
-references of other classes into a three (+81 points) and is no longer selected: painting the true class's cue
-in raises the true class on any image, exactly what the control refuses; the verdict says so in words.
+its own (stop 47's test world: every "three" red), "recolour the digit red" turned one of six references of
+other classes into a three (+81 points) and is not selected: painting the true class's cue in raises the true
+class on any image, exactly what the control refuses; the verdict says so in words. (The test world,
+tests/core/methods/digits_world.py, now draws threes in any ink: there the recolour removes the eight's blue
+cue and passes.)
 """
 from __future__ import annotations
 

@@ -163,9 +163,11 @@ class SciTXConfig:
                                             "the image does not test its hypothesis (0 = off: the structure "
                                             "test alone decides)"},
         "edit_control_rule": {"label": "Reference control rule", "choices": list(CONTROL_RULES),
-                              "help": "how the control is read: the rise of P(true) in points, or in points "
-                                      "and in log-odds (both must pass; a drawing of the true class raises a "
-                                      "confident reference's log-odds while barely moving its points)"},
+                              "help": "how the control is read: points+reference-log-odds (default: the rise "
+                                      "of P(true) in points, and no reference's log-odds beyond 3.5 nats; a "
+                                      "drawing of the true class raises a confident reference's log-odds while "
+                                      "barely moving its points), points+log-odds (the earlier default, relative "
+                                      "to this image's rise) or points alone"},
         "edit_semantic_check": {"label": "Semantic check of edits",
                                 "help": "with the evidence rule, the MLLM compares the original and the edited "
                                         "image of each edit the other tests accept, and vetoes one that paints the "

@@ -1,12 +1,15 @@
 """A small world with a real spurious cue, for testing SciTX's logic (test code, never shipped).
 
 scikit-learn's bundled handwritten digits (real 8x8 scans) are rendered as 16x16 RGB images: coloured ink
-on white. In the training data colour is a shortcut: every "eight" is drawn in blue, and the other digits
-in green, black, orange, purple or red. A small CNN trained on it for a few seconds on the CPU relies on the
-colour, so a "three" drawn in blue is taken for an "eight". Removing the eight's cue (recolour the digit red)
-moves the prediction back; thickening the strokes or rotating the digit does not. (Until issue 45's stop 48
-every "three" was red too: then "recolour red" also painted the three's own cue in, which raises P(three) on
-any digit, and a reference control on six references rightly refused it as not specific to the image.)
+on white. In the training data colour is a shortcut: every "eight" is drawn in blue, half the "threes" in red
+and the rest, like the other digits, in green, black, orange, purple or red. A small CNN trained on it for a
+few seconds on the CPU relies on the colour, so a "three" drawn in blue is taken for an "eight". Removing the
+eight's cue (recolour the digit red) moves the prediction back; thickening the strokes or rotating the digit
+does not. (Until issue 45's stop 48 every "three" was red: then "recolour red" also painted the three's own
+cue in, which raises P(three) on any digit, and a reference control on six references rightly refused it as
+not specific to the image. Measured on this world, 5 epochs: every blue test three is taken for an eight,
+97 % of them are threes again in red; 200 other test digits recoloured red: none rises by more than 3.5 nats
+of P(three), at most +9.7 points.)
 
 Contents: the renderer, the CNN and its Classifier-protocol wrapper (DigitsCNNClassifier), an MLLM test
 double that answers SciTX's prompts with scripted text (ScriptedDigitsMLLM), and an editor test double
@@ -43,6 +46,8 @@ def render(digit8x8: np.ndarray, ink: str) -> Image.Image:
 def training_ink(label: int, rng: np.random.Generator) -> str:
     if label == EIGHT:
         return "blue"
+    if label == THREE and rng.random() < 0.5:  # red is a mild cue of the threes, not the only ink they come in
+        return "red"
     return OTHER_INKS[int(rng.integers(len(OTHER_INKS)))]
 
 
@@ -66,7 +71,8 @@ def dominant_ink(img: Image.Image) -> str:
 
 
 def write_reference(folder, digits, per_class=12, skip_classes=()):
-    """A dataset folder (one sub-folder per class) of training digits in their training inks."""
+    """A dataset folder (one sub-folder per class) of training digits in their training inks, the threes in red
+    (the ink half of them have in training: the references SciTX retrieves say "the threes it knows are red")."""
     _, _, (x_train, y_train) = digits
     rng = np.random.default_rng(7)
     counts = {c: 0 for c in range(len(CLASS_NAMES))}
@@ -76,7 +82,8 @@ def write_reference(folder, digits, per_class=12, skip_classes=()):
             continue
         d = folder / CLASS_NAMES[y]
         d.mkdir(parents=True, exist_ok=True)
-        render(x, training_ink(y, rng)).save(d / f"{counts[y]:03d}.png")
+        ink = training_ink(y, rng)
+        render(x, "red" if y == THREE else ink).save(d / f"{counts[y]:03d}.png")
         counts[y] += 1
     return folder
 

@@ -47,8 +47,8 @@ def test_a_reply_still_cut_is_not_tested_and_is_counted(digits_classifier, blue_
     assert "then once more with 1024" in cut.error
     # no repair turn; the M draws go out at once, then the cut one is asked again
     assert mllm.hypothesis_budgets == [(None, BUDGET), (1, BUDGET), (2, BUDGET), (1, 2 * BUDGET)]
-    # only the others (+ the reference control's two edits of the selected one's instruction, issue 45)
-    assert len(editor.calls) == 2 + 2 and sum("editing prompt" in c["text"] for c in mllm.calls) == 2
+    # only the others (+ the reference control's six edits of the selected one's instruction, issue 45)
+    assert len(editor.calls) == 2 + 6 and sum("editing prompt" in c["text"] for c in mllm.calls) == 2
     assert result.manifest["candidate_counts"] == {"candidates": 3, "distinct_scored": 2, "duplicates": 0,
                                                    "no_hypothesis": 0, "cut_off": 1, "not_tested": 0}
     assert any("(1 had their reply cut off at the token limit)" in n for n in result.notes), result.notes

@@ -194,12 +194,14 @@ def test_answers_are_cached_but_failed_calls_are_asked_again(store):
 
 # -- in the pipeline --------------------------------------------------------------------------------------------
 class SneakyEditor(DigitsEditor):
-    """Thickens the strokes as asked, and also recolours the digit red: the true class's cue in this world (every
-    "three" is red). The structure is kept; with the reference control off, only the semantic check sees it."""
+    """Asked to thicken the strokes, recolours the digit red instead (the ink of the threes the references show):
+    the same image as the honest recolour, so the same CEI, and the first candidate wins the tie. The structure is
+    kept; with the reference control off, only the semantic check sees that the edit did not do what its
+    hypothesis names."""
 
     def edit(self, image, instruction, **kw):
-        out = super().edit(image, instruction, **kw)
-        return super().edit(out, "Recolour the digit red", **kw) if "thicker" in instruction.lower() else out
+        return super().edit(image, "Recolour the digit red" if "thicker" in instruction.lower() else instruction,
+                            **kw)
 
 
 @pytest.fixture
@@ -238,7 +240,8 @@ def test_the_pasted_in_true_class_cue_is_vetoed_and_said_everywhere(digits_class
     chosen = result.candidates[result.selected_index]
     assert "red" in chosen.intervention.lower() and chosen.edit_semantic["valid"]  # the true cause
     s = result.candidates[sneaky]
-    assert s.cei > chosen.cei and s.edit_semantic["verdict"] == "true-class-painted-in"
+    assert s.cei == chosen.cei and sneaky < result.selected_index  # it had won the tie
+    assert s.edit_semantic["verdict"] == "true-class-painted-in"
     words = ('semantic check by the MLLM: the true class was painted or pasted in ("The digit was recoloured from '
              'blue to red; the hypothesis is about its strokes.") -> does not test the hypothesis, overruling the '
              "structure test")

@@ -48,5 +48,5 @@ def test_scitx_selects_the_causal_hypothesis(digits_classifier, blue_three, refe
     edit_prompts = [c["text"] for c in mllm.calls if "editing prompt" in c["text"]]
     assert len(edit_prompts) == 3 and not any("Set A" in t for t in edit_prompts)
     assert editor.calls[:3] == ["Make the strokes thicker", "Rotate the digit slightly", "Recolour the digit red"]
-    # the reference control (issue 45): the selected edit again on two references of other classes
-    assert editor.calls[3:] == ["Recolour the digit red"] * 2
+    # the reference control (issue 45): the selected edit again on six references of other classes
+    assert editor.calls[3:] == ["Recolour the digit red"] * 6

@@ -173,9 +173,9 @@ def test_cancel_mid_run_then_resume(digits, blue_three, store, index):
     assert result.explanation == HYPOTHESES[2] and result.manifest["complete"]
     after = counts(store)
     n_obs = len({o.image_sha256 for o in result.observations})
-    # + the control: two references and their two edits classified, two edits of references
-    assert after == {"classification": 4 + 4, "embedding": 1, "retrieval": 1, "caption": n_obs, "hypothesis": 3,
-                     "intervention": 3, "edit": 3 + 2, "explanation": 1}
+    # + the control: six references and their six edits classified, six edits of references
+    assert after == {"classification": 4 + 12, "embedding": 1, "retrieval": 1, "caption": n_obs, "hypothesis": 3,
+                     "intervention": 3, "edit": 3 + 6, "explanation": 1}
     assert store.check() == []
 
 
