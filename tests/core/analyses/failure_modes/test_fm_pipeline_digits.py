@@ -46,13 +46,19 @@ def test_the_planted_colour_failure_is_found(world, store, ink_manifest, split):
     assert g.split["score"] == split and g.split["hard"] > 0 and g.split["easy"] > 0
     assert blue in g.evaluation["ground_truth"]["hard_sentences"]
     assert g.evaluation["ground_truth"]["sentence_omega"][blue] < 0.3 < g.accuracy
-    assert blue in g.retrieved["pdiff"] and blue in g.evaluation["methods"]["pdiff"]["true_positives"]
-    # the hard cluster that holds most blue images: PDiff names the ink. With the correctness split its errors
-    # are mostly 'x -> eight'; with entropy, confident blue errors are *easy* (low entropy), as the paper warns.
     inks = {p: row["ink"] for p, row in _manifest_rows(ink_manifest).items()}
-    bluest = max(g.hard_clusters, key=lambda c: sum(inks[p.rsplit("/", 1)[-1]] == "blue" for p in c.paths))
-    assert BLUE in [p["text"] for p in bluest.sentences["pdiff"]]
-    if split == "correctness":
+    hard_blue = sum(inks[p.rsplit("/", 1)[-1]] == "blue" for c in g.hard_clusters for p in c.paths)
+    if split == "entropy":
+        # confident blue errors are *easy* (low entropy), as the paper warns: in this world (every blue digit is
+        # taken for an eight, confidently) the entropy split's hard side holds (almost) none of them, so no
+        # method can name the ink there; the correctness split's hard side is mostly blue (63 of 99 measured)
+        assert hard_blue <= 0.1 * g.split["hard"]
+    else:
+        assert hard_blue >= 0.5 * g.split["hard"]
+        assert blue in g.retrieved["pdiff"] and blue in g.evaluation["methods"]["pdiff"]["true_positives"]
+        # the hard cluster that holds most blue images: PDiff names the ink; its errors are mostly 'x -> eight'
+        bluest = max(g.hard_clusters, key=lambda c: sum(inks[p.rsplit("/", 1)[-1]] == "blue" for p in c.paths))
+        assert BLUE in [p["text"] for p in bluest.sentences["pdiff"]]
         assert bluest.confusions[0]["pred"] == "eight" and bluest.accuracy == 0.0
     # bookkeeping: every hard row in exactly one hard cluster, K distinct sentences per cluster and method
     rows = [r for c in g.hard_clusters for r in c.rows]
