@@ -34,7 +34,7 @@ from ..metrics.cei import cei, top_k
 from ..models.outputs import predict_with_embeddings
 from ..models.protocols import ChatMessage, ModelInfo
 from .cut_off import accepted_a_cut_reply
-from .edit_many import edit_many
+from .edit_many import at_input_size, edit_many
 from .json_ask import JsonAsk, ask_json, ask_json_batch  # noqa: F401 - ask_json re-exported (callers import it here)
 from .prompts import PromptTemplate, load_prompt
 from ..base.records import Candidate, SampleInfo
@@ -414,9 +414,7 @@ class CounterfactualTester:
                 if len(outs) != len(group) or not all(isinstance(o, Image.Image) for o in outs):
                     raise TypeError(f"the editor returned {len(outs)} results of types "
                                     f"{sorted({type(o).__name__ for o in outs})}, not {len(group)} PIL images")
-                # back to the input's size: the classifier sees both alike
-                outs = [o.convert("RGB") if o.size == img.size else
-                        o.convert("RGB").resize(img.size, Image.Resampling.LANCZOS) for o in outs]
+                outs = [at_input_size(o, img) for o in outs]
             except JobCancelled:
                 raise
             except Exception as exc:  # noqa: BLE001 - these candidates fail, the others are still scored
@@ -459,30 +457,8 @@ class CounterfactualTester:
                  stage: str) -> Image.Image:
         """One instruction on one image with the settings of every edit (same seed, steps, working size), cached
         under the same unit key as `edit_all`'s; the output at the input's size. Raises what the editor raises.
-        Several images with one instruction: `edit_many` (batched)."""
-        size, _ = self.working_size(img.size)
-        key = self._edit_key(img, image_sha, instruction, size)
-        hit = units.get(key)
-        if hit is not None:
-            return hit.load_image("image").convert("RGB")
-        s = self.settings
-        ctx.check_cancelled()
-        ctx.progress(stage, 0, s.edit_steps)
-
-        def on_step(step: int, total: int) -> bool:
-            ctx.progress(stage, step, total)
-            return not ctx.cancelled
-
-        out = self.editor.edit(img, instruction, seed=s.seed, steps=s.edit_steps, guidance=s.edit_guidance,
-                               size=tuple(size), on_step=on_step)
-        ctx.check_cancelled()
-        if not isinstance(out, Image.Image):
-            raise TypeError(f"the editor returned a {type(out).__name__}, not a PIL image")
-        out = out.convert("RGB") if out.size == img.size else out.convert("RGB").resize(img.size,
-                                                                                        Image.Resampling.LANCZOS)
-        self._put_edit(units, key, image_sha, instruction, size, img, out)
-        ctx.progress(stage, 1, 1)
-        return out
+        `edit_many` with one item."""
+        return self.edit_many(ctx, units, [(img, image_sha)], instruction, stage)[0]
 
     def edit_many(self, ctx: JobContext, units: UnitCache, items: Sequence[tuple[Image.Image, str]],
                   instruction: str, stage: str) -> list[Image.Image]:

@@ -158,3 +158,20 @@ def test_the_control_stops_editing_references_once_the_edit_has_failed(per_call)
             describe_control(r, 5.0)
     control, cand = _control("points+reference-log-odds", after=2e-10, before=1e-10, per_call=per_call)
     assert control(0, cand).passed and sum(control.tester.calls) == 2
+
+
+def test_the_batch_size_is_asked_again_before_every_batch():
+    """As edit_all does: the first edit of a working size runs alone (the editor measures its memory), and the
+    size the editor then says fits is used for the next batch, not the answer it gave before measuring."""
+    probs = {v: [0.001, 0.0, 0.999, 0.0] for v in range(10, 17)}
+    refs = [Observation("C", f"r{v}.png", f"sha{v}", 2, "class 2") for v in range(10, 16)]
+    tester = _Tester(probs, {v: 16 for v in range(10, 16)})
+    answers = iter([1, 8])
+    tester.edits_per_call = lambda size, images=False: next(answers)
+    sample = SampleInfo("q.png", "shaq", 0, "true", 1, "pred", 0.3, 0.7)
+    control = ReferenceControl(null_context(), UnitCache(None), tester, {}, sample, refs, 6,
+                               lambda obs: Image.new("RGB", (1, 1), (int(obs.image_path[1:3]), 0, 0)), 5.0)
+    cand = Candidate(hypothesis="h", intervention_kind="image", intervention="edit", prob_true_before=0.3,
+                     prob_true_after=0.8, cei=50.0)
+    r = control(0, cand)
+    assert r.passed and r.n_refs == 6 and tester.calls == [1, 5]
