@@ -91,21 +91,18 @@ def _logit(p: float, guard: float) -> float:
     return math.log(p / (1 - p))
 
 
-SHARE = 0.5  # the points rule's share of the CEI (`--share`; edit_control.REFERENCE_RULE_MAX_SHARE)
-
-
-def passes(c: dict, refs: list[dict], n: int, allowance: float, guard: float) -> bool:
+def passes(c: dict, refs: list[dict], n: int, allowance: float, guard: float, share: float) -> bool:
     """The points rule and the reference log-odds rule on the first `n` references (edit_control.py)."""
     refs = refs[:n]
     if not refs:
         return True
     effect = max(100 * (r["after"] - r["before"]) for r in refs)
-    points = c["cei"] - max(effect, 0) > FLOOR and effect <= max(FLOOR, SHARE * c["cei"])
+    points = c["cei"] - max(effect, 0) > FLOOR and effect <= max(FLOOR, share * c["cei"])
     rise = max(_logit(r["after"], guard) - _logit(r["before"], guard) for r in refs)
     return points and rise <= allowance
 
 
-def select(row: dict, n: int, allowance: float, guard: float) -> dict | None:
+def select(row: dict, n: int, allowance: float, guard: float, share: float) -> dict | None:
     controls = {x["j"]: x["refs"] for x in row["controls"]}
     for c in sorted((c for c in row["cands"] if c["cei"] is not None), key=lambda c: (-c["cei"], c["j"])):
         if c["cei"] <= FLOOR:
@@ -113,19 +110,19 @@ def select(row: dict, n: int, allowance: float, guard: float) -> dict | None:
         if c["verdict"] == "no change":
             continue
         refs = controls.get(c["j"])
-        if refs is None and c["verdict"] != "destroyed" or refs is not None and passes(c, refs, n, allowance, guard):
+        if refs is None and c["verdict"] != "destroyed" or refs is not None and passes(c, refs, n, allowance, guard, share):
             return c
     return None
 
 
-def figures(rows: list[dict], half: str, n: int, allowance: float, guard: float) -> dict:
+def figures(rows: list[dict], half: str, n: int, allowance: float, guard: float, share: float) -> dict:
     """{(what, which): (share, worst seed, n)}: recovery per cause, bad selected per adversary and placement."""
     half_of = _halves()
     counts: dict = defaultdict(lambda: [0, 0])
     for r in rows:
         if half_of[r["cause"]] != half:
             continue
-        sel = select(r, n, allowance, guard)
+        sel = select(r, n, allowance, guard, share)
         if r["behaviour"] is None:
             key, hit = ("recovery", r["cause"]), sel is not None and sel["kind"] == "true"
         else:
@@ -142,23 +139,23 @@ def figures(rows: list[dict], half: str, n: int, allowance: float, guard: float)
     return out
 
 
-def choose(rows: list[dict]) -> None:
-    print(f"development halves, both families, every seed, points share {SHARE:g}: largest share of bad edits "
+def choose(rows: list[dict], share: float) -> None:
+    print(f"development halves, both families, every seed, points share {share:g}: largest share of bad edits "
           "selected (noise, paste, overlay, no-op), smallest recovery")
     print(f"{'R':>2s} {'allowance':>9s} {'guard':>7s} {'bad':>6s} {'worst seed':>10s} {'recovery':>8s} {'worst seed':>10s}")
     for n, allowance, guard in itertools.product((2, 4, 5, 6, 8), (2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0), (1e-6, 1e-30)):
-        f = figures(rows, "development", n, allowance, guard)
+        f = figures(rows, "development", n, allowance, guard, share)
         bad = max((v for k, v in f.items() if k[0] in BAD), key=lambda v: v[0])
         rec = min((v for k, v in f.items() if k[0] == "recovery"), key=lambda v: v[0])
         print(f"{n:2d} {allowance:9.1f} {guard:7.0e} {bad[0]:6.3f} {bad[1]:10.3f} {rec[0]:8.3f} {rec[1]:10.3f}")
 
 
-def report(rows_by_family: dict[str, list[dict]], n: int, allowance: float, guard: float) -> None:
+def report(rows_by_family: dict[str, list[dict]], n: int, allowance: float, guard: float, share: float) -> None:
     for family, rows in rows_by_family.items():
         for half in ("development", "held out"):
             print(f"{family}, {half} (R = {n}, allowance {allowance:g} nats, guard {guard:g}):")
-            for k, (share, worst, total) in sorted(figures(rows, half, n, allowance, guard).items()):
-                print(f"  {' / '.join(map(str, k)):45s} {share:.3f}  worst seed {worst:.3f}  n = {total}")
+            for k, (rate, worst, total) in sorted(figures(rows, half, n, allowance, guard, share).items()):
+                print(f"  {' / '.join(map(str, k)):45s} {rate:.3f}  worst seed {worst:.3f}  n = {total}")
 
 
 def main(argv=None) -> int:
@@ -178,16 +175,14 @@ def main(argv=None) -> int:
         p.add_argument("--guard", type=float, default=1e-30)
         p.add_argument("--share", type=float, default=0.5, help="the points rule's share of the CEI")
     args = ap.parse_args(argv)
-    global SHARE
-    SHARE = getattr(args, "share", SHARE)
     if args.command == "record":
         record(args.worlds, args.out, args.pool, [int(s) for s in args.seeds.split(",")], args.samples)
         return 0
     by_family = {f.stem: [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines()] for f in args.files}
     if args.command == "choose":
-        choose([r for rows in by_family.values() for r in rows])
+        choose([r for rows in by_family.values() for r in rows], args.share)
     else:
-        report(by_family, args.references, args.allowance, args.guard)
+        report(by_family, args.references, args.allowance, args.guard, args.share)
     return 0
 
 

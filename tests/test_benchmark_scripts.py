@@ -200,3 +200,39 @@ def test_scitx_profiles_tiny_reports_tokens_and_memory_per_stage(capsys, tmp_pat
         assert hyp["tokens"] == 2 * 6 and hyp["tokens_per_s"] > 0  # random weights: every reply to its cap
     assert batched["mllm_stages"]["hypothesis"]["sequential_calls"] == 1
     assert unbatched["mllm_stages"]["hypothesis"]["sequential_calls"] == 2
+
+
+def _row(cause, behaviour, cands, controls, seed=0):
+    return {"seed": seed, "cause": cause, "behaviour": behaviour,
+            "target": None if behaviour is None else "all", "cands": cands, "controls": controls}
+
+
+def test_control_rule_choice_replays_the_evidence_rule_per_family(capsys, tmp_path):
+    """benchmarks/control_rule_choice.py (how the control's defaults were chosen): its offline replay reads a
+    confident reference unclamped, lets a borderline reference's round trip through by the points share, stops
+    at the noise floor, and reports each family on its own whatever order the files come in."""
+    pytest.importorskip("sklearn")
+    bench = _module("control_rule_choice")
+    confident = {"before": 1e-10, "after": 1e-7}  # +6.9 nats, nothing in points: a drawing the clamp hid
+    round_trip = {"before": 0.3, "after": 0.38}  # +8 points, +0.36 nats
+    paste = {"j": 0, "kind": "bad", "cei": 60.0, "pb": 0.2, "pa": 0.8, "verdict": "local"}
+    true = {"j": 0, "kind": "true", "cei": 40.0, "pb": 0.1, "pa": 0.5, "verdict": "local"}
+    weak = {"j": 1, "kind": "distractor", "cei": 4.0, "pb": 0.1, "pa": 0.14, "verdict": "local"}
+    digits = [_row("scale", "paste-true-class", [paste, weak],
+                   [{"j": 0, "refs": [confident] * 6}])]
+    photos = [_row("blur", None, [true, weak], [{"j": 0, "refs": [round_trip] + [{"before": 1e-4, "after": 1e-4}] * 5}])]
+    assert bench.select(digits[0], 6, 3.5, 1e-30, 0.5) is None  # unclamped: +6.9 nats > 3.5
+    assert bench.select(digits[0], 6, 3.5, 1e-6, 0.5)["kind"] == "bad"  # clamped at 1e-6: no rise at all
+    assert bench.select(photos[0], 6, 3.5, 1e-30, 0.5)["kind"] == "true"
+    assert bench.select(photos[0], 6, 3.5, 1e-30, 0.1) is None  # +8 points > max(5, 0.1 x 40)
+    files = []
+    for name, rows in (("digits", digits), ("photos", photos)):
+        files.append(tmp_path / f"{name}.jsonl")
+        files[-1].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    outs = []
+    for order in (files, files[::-1]):
+        assert bench.main(["report", *map(str, order), "--share", "0.5"]) == 0
+        outs.append(sorted(capsys.readouterr().out.splitlines()))
+    assert outs[0] == outs[1]
+    assert any(line.strip().startswith("recovery / blur") and " 1.000 " in line for line in outs[0])
+    assert any(line.strip().startswith("paste-true-class / all") and " 0.000 " in line for line in outs[0])
