@@ -418,8 +418,8 @@ def reference_scenes(world: World, per_class: int, seed: int) -> list[tuple[Scen
 
 
 def build_reference(world: Any, scenes: Sequence[tuple[Any, int]], folder) -> Any:
-    """The world's reference index, as SciTX retrieves from it (Sets A, B, C; the reference control's Set B):
-    `scenes` rendered into `folder`/<class name>/, remembered by the world (so its editor doubles can edit them
+    """The world's reference index, as SciTX retrieves from it (Sets A, B, C; the reference control's references
+    of other classes): `scenes` rendered into `folder`/<class name>/, remembered by the world (so its editor doubles can edit them
     as they edit the queries) and indexed with the world's own classifier into a results store in `folder`.
     Returns the ReferenceIndex; the store stays open with it (`index.store_for_benchmark`)."""
     from pathlib import Path
@@ -546,7 +546,7 @@ class AdversarialEditor(WorldEditor):
         if behaviour not in ADVERSARIES:
             raise ValueError(behaviour)
         # the query's true class: what it paints in, also on a reference of another class (the reference
-        # control applies the same editor to references of the predicted class; None: the image's own class)
+        # control applies the same editor to references of other classes; None: the image's own class)
         self.behaviour, self.target, self.true_class = behaviour, target, true_class
         self.info = replace(WorldEditor.info, model_id=f"test-double:known-causes-editor-{behaviour}")
 

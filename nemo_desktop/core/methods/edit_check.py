@@ -245,11 +245,18 @@ def _by_evidence_with_control(candidates, best_any, floor, control, say, noun, s
             _not_run(c, control, "not tested" if c.cei is None else "not reached")
     if chosen is not None:
         c = candidates[chosen]
+        strong = candidates[best_any] if best_any is not None else c
+        if best_any is not None and best_any != chosen and not (strong.edit_control or {}).get("ran") \
+                and strong.edit_verdict in INVALID:
+            # the strongest edit was ruled out by the structure test (the control did not run on it): as without
+            # a control, the user is told why it lost
+            say(f"{noun.capitalize()} #{best_any + 1} had the largest CEI ({strong.cei:+.1f}) but its edit does not "
+                f"test it ({describe_edit(strong)}); #{chosen + 1} is selected.")
         if failed:
             f = candidates[failed[0]]
             say(f"{noun.capitalize()} #{failed[0] + 1} had a larger CEI ({f.cei:+.1f}) but the same edit raised "
-                f"P(true) on references of other classes by {f.edit_control['control_effect']:+.1f} points: "
-                f"it does not test its {noun}; #{chosen + 1} is selected.")
+                f"P(true) on references of other classes by {_control_rise(f)}: it does not test its {noun}; "
+                f"#{chosen + 1} is selected.")
         if c.edit_verdict == "destroyed":
             say(f"The structure test read {noun} #{chosen + 1}'s edit as destroyed ({describe_edit(c)}), but the "
                 "reference control shows its effect is specific to this image; the control decides.")
@@ -260,7 +267,7 @@ def _by_evidence_with_control(candidates, best_any, floor, control, say, noun, s
     if failed:
         f = candidates[failed[0]]
         say(f"{noun.capitalize()} #{failed[0] + 1} raised P(true) by {f.cei:+.1f} points, but the same edit raised it "
-            f"by {f.edit_control['control_effect']:+.1f} on references of other classes: it does not test "
+            f"by {_control_rise(f)} on references of other classes: it does not test "
             f"its {noun}, and no other {noun} beyond the noise floor of {floor:g} points passed; no {noun} is "
             "validated.")
     elif beyond_floor(strong.cei, floor):
@@ -270,6 +277,16 @@ def _by_evidence_with_control(candidates, best_any, floor, control, say, noun, s
         say(f"The best tested {noun} (#{best_any + 1}) moved P(true) by {strong.cei:+.1f} points, not beyond the "
             f"noise floor of {floor:g} points that an edit naming nothing relevant reaches; no {noun} is validated.")
     return None
+
+
+def _control_rise(c: Candidate) -> str:
+    """How much the control saw the true class rise on the references: points, and log-odds where read (a rule
+    that reads log-odds can fail an edit whose rise in points is within the floor)."""
+    ctl = c.edit_control or {}
+    words = f"{ctl['control_effect']:+.1f} points"
+    if ctl.get("control_logit_effect") is not None and ctl.get("rule") not in (None, "points"):
+        words += f" ({ctl['control_logit_effect']:+.2f} nats in log-odds)"
+    return words
 
 
 def _not_run(c: Candidate, control, why: str) -> None:

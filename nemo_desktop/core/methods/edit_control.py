@@ -270,6 +270,7 @@ class ReferenceControl:
         self.load = load
         self.why_off = why_off
         self.transient = False  # an edit or a classification raised: the result is incomplete
+        self.ran = False  # the control was run on at least one candidate (not only available)
         self.notes: list[str] = []
         self._refs: list[tuple[Image.Image, str, float]] | None = None
         self._pending = [o for o in references if o.label_index not in (sample.true_index, sample.pred_index)]
@@ -321,6 +322,7 @@ class ReferenceControl:
         refs = self._references()
         if not refs:
             return self.not_run(self.why_off or "")
+        self.ran = True
         y = self.sample.true_index
         clamp = rule_clamp(self.rule)
         query_logit = (logit_rise(cand.prob_true_before, cand.prob_true_after, clamp)
@@ -366,4 +368,4 @@ class ReferenceControl:
             rule.update(reference_logit_allowance_nats=REFERENCE_LOGIT_ALLOWANCE, logit_clamp=REFERENCE_LOGIT_CLAMP,
                         stops_at_first_failure=True)
         return {"references": self.n, "rule": rule,
-                "ran": self.available, "why_not": self.why_off}
+                "ran": self.ran, "why_not": self.why_off}

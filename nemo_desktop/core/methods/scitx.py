@@ -259,6 +259,9 @@ class SciTXConfig:
                 del d[speed]
         if d["edit_control_rule"] == "points" or "edit_control_references" not in d:
             del d["edit_control_rule"]  # the rule results had before it existed, or no control to read
+        if self.selection != "evidence":  # the control and the semantic check serve the evidence rule only
+            for unused in ("edit_control_references", "edit_control_rule", "edit_semantic_check"):
+                d.pop(unused, None)
         return d
 
 

@@ -352,3 +352,42 @@ def test_with_the_control_ties_go_to_the_first_candidate_and_the_floor_is_inclus
     assert control.calls == [] and "CEI +5.0 within the noise floor of 5" in at_floor.edit_verdict_reason
     control = FakeControl({0: 0.0})
     assert select([cand(5.0001, 0.1)], "evidence", 0.6, [], "hypothesis", control=control) == 0
+
+
+def test_without_a_runnable_control_the_user_is_still_told_why_the_strongest_edit_lost():
+    """A control that cannot run (no reference index) leaves the structure test to decide, and the note that
+    names the strongest candidate and why it lost is given, as without a control."""
+    for control in (None, FakeControl(why_off="no reference index was given")):
+        noise, kept = cand(50.0, 0.97, structure=0.3), cand(30.0, 0.1)
+        notes: list[str] = []
+        assert select([noise, kept], "evidence", 0.6, notes, "hypothesis", control=control) == 1
+        assert any(n.startswith("Hypothesis #1 had the largest CEI (+50.0) but its edit does not test it")
+                   and n.endswith("is selected.") and "#2" in n for n in notes), (control, notes)
+
+
+def test_a_control_failed_in_log_odds_is_told_in_log_odds():
+    """The note on a candidate the control failed quotes the log-odds where the rule read them: a paste can rise
+    +0.9 points (within the floor) and +6.9 nats on a confident reference."""
+    from nemo_desktop.core.methods.edit_control import ControlReading
+
+    class LogOddsControl(FakeControl):
+        def __call__(self, j, c):
+            self.calls.append(j)
+            passed = j != 0
+            return ControlReading(ran=True, passed=passed, query_cei=c.cei, control_effect=0.9, n_refs=6,
+                                  rises=[0.9], query_logit_rise=9.0, control_logit_effect=0.1 if passed else 6.9,
+                                  logit_rises=[6.9], rule="points+reference-log-odds")
+
+    notes: list[str] = []
+    assert select([cand(60.0, 0.1), cand(40.0, 0.1)], "evidence", 0.6, notes, "hypothesis",
+                  control=LogOddsControl()) == 1
+    assert any("by +0.9 points (+6.90 nats in log-odds): it does not test its hypothesis" in n for n in notes)
+
+
+def test_the_control_settings_enter_the_key_only_with_the_evidence_rule():
+    """The shipped table configs select by the paper's CEI rule: no control runs, so its settings stay out of
+    the key and the manifest's config (their keys as before the control existed)."""
+    for selection in ("cei", "prefer-unflagged"):
+        d = SciTXConfig(selection=selection).as_dict()
+        assert not {"edit_control_references", "edit_control_rule", "edit_semantic_check"} & set(d)
+    assert SciTXConfig().as_dict()["edit_control_references"] == 6

@@ -175,3 +175,10 @@ def test_the_batch_size_is_asked_again_before_every_batch():
                      prob_true_after=0.8, cei=50.0)
     r = control(0, cand)
     assert r.passed and r.n_refs == 6 and tester.calls == [1, 5]
+
+
+def test_the_manifest_says_the_control_ran_only_when_it_did():
+    control, cand = _control("points+reference-log-odds", after=2e-10, before=1e-10)
+    assert control.available and control.record()["ran"] is False  # available, never called (e.g. CEIs in floor)
+    control(0, cand)
+    assert control.record()["ran"] is True
