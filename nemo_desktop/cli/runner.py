@@ -12,10 +12,13 @@ components it declares, what it runs on, its settings (the config's fields, cli/
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 RESUME = "Completed steps are kept in the results store; run the same command to resume."
 
@@ -180,6 +183,11 @@ def run_registered(args: argparse.Namespace) -> int:
         components = load_components(spec, config, args, store, ctx)
         call = call_arguments(spec, args, components, store, ctx)
         result = build_analysis(spec, components, config)(*call, ctx)
+    if is_explanation_method(spec):  # as `nemo explain`: the outcome said apart, exit 3 without an explanation
+        from .commands.explain import exit_code, result_json
+
+        emit(args, result_json(result), lambda: summary(spec, result), ensure_ascii=False)
+        return exit_code(result)
     emit(args, result.to_dict(), lambda: summary(spec, result), ensure_ascii=False)
     return 0
 
@@ -213,7 +221,8 @@ def summary(spec: Any, result: Any) -> str:
         try:
             return getattr(importlib.import_module(module), attr)(result)
         except Exception:  # noqa: BLE001 - a result its command's summary cannot read: the generic one below
-            pass
+            log.warning("the %s summary could not read this result; printing the generic one", spec.name,
+                        exc_info=True)
     return generic_summary(spec, result)
 
 

@@ -88,6 +88,11 @@ def test_adopting_a_prompt_re_evaluates_keeps_and_versions_it(clip, tmp_path, ca
     text = capsys.readouterr().out
     assert "+100.0 points" in text and "Guard: keep" in text and "version 1 of the prompt set 'cats'" in text
     assert printed["result_key"][:16] in text
+    # `nemo run fix` in mode prompt: the same stored result and the same summary (not the generic one)
+    assert main(["run", "fix", str(data), "--classifier", "fix-clip", "--mode", "prompt", "--prompts",
+                 f"cat={NEW_CAT}", "--prompt-set", "cats", "--bootstrap", "200", "--device", "cpu"]) == 0
+    summary = capsys.readouterr().out
+    assert summary.startswith("Adopting the prompt(s)") and text.endswith(summary)  # `nemo fix` adds its plan
     assert [s["version"] for s in list_prompt_sets("fix-clip")] == [1]
     # Another prompt set name is another result: the next adoption is saved there
     assert main([a if a != "cats" else "cats2" for a in args]) == 0

@@ -143,7 +143,9 @@ def test_a_plugin_explanation_method_runs_on_an_image_with_its_true_label(tmp_pa
         Image.new("RGB", (8, 8), (10, 240, 10)).save(img)
         assert main(["run", METHOD, str(img), "-y", "red", "-c", f"{FAMILY}:plain", "--shout", "true",
                      "--json"]) == 0
-        assert json.loads(capsys.readouterr().out)["explanation"] == "THE IMAGE IS MOSTLY GREEN, NOT RED."
+        printed = json.loads(capsys.readouterr().out)
+        assert printed["explanation"] == "THE IMAGE IS MOSTLY GREEN, NOT RED."
+        assert printed["outcome"]["status"] == "explained"  # as `nemo explain --json`, and its exit codes
         with pytest.raises(SystemExit) as done:
             main(["run", METHOD, str(img), "-c", f"{FAMILY}:plain"])  # no true label
         assert done.value.code == 2 and "--true-label" in capsys.readouterr().err

@@ -53,6 +53,8 @@ def _pct(x) -> str:
 
 
 def format_result(result) -> str:
+    if result.adopts_prompt:  # a prompt adoption trains nothing: its own summary
+        return format_prompt_result(result)
     a, r, g = result.affected["overall"], result.rest["overall"], result.guard
     t = result.training
     lines = [f"Fix of {result.classifier['id']} ({result.config['mode']}, {result.config['data']} data): "
@@ -150,7 +152,7 @@ def run(args) -> int:
         store.close()
     write_outputs(args, result.to_dict(), ensure_ascii=False)
     if not args.json:
-        print(format_prompt_result(result) if result.adopts_prompt else format_result(result))
+        print(format_result(result))
     return 0
 
 
