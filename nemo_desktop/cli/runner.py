@@ -18,17 +18,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..core.registry.build import ROLE_OPTIONS
+
 log = logging.getLogger(__name__)
 
 RESUME = "Completed steps are kept in the results store; run the same command to resume."
 
-# The option naming each component role, with its short form; the error hints of core/registry/build.py
-# (ROLE_OPTIONS) name the same flags.
-ROLE_FLAGS: dict[str, tuple[str, ...]] = {
-    "classifier": ("--classifier", "-c"), "classifier_b": ("--classifier-b",), "mllm": ("--mllm", "-l"),
-    "editor": ("--editor", "-e"), "embedder": ("--embedder",), "generator": ("--generator", "--conditions"),
-    "judge": ("--judge",), "reference": ("--reference", "-r"), "fitted": ("--estimator", "-E"),
-}
+# The option naming each component role (core/registry/build.py's ROLE_OPTIONS, which its error hints name),
+# with its short form or alias.
+ROLE_ALIASES = {"classifier": ("-c",), "mllm": ("-l",), "editor": ("-e",), "generator": ("--conditions",),
+                "reference": ("-r",), "fitted": ("-E",)}
+ROLE_FLAGS: dict[str, tuple[str, ...]] = {role: (flag, *ROLE_ALIASES.get(role, ()))
+                                          for role, flag in ROLE_OPTIONS.items()}
 ROLE_METAVARS = {"reference": "INDEX_OR_DATASET", "fitted": "KEY", "generator": "SOURCE"}
 # What the positional argument is called per way of choosing the data (core/registry/data_inputs.py); the
 # completion script completes IMAGE and DATASET as paths (commands/completion.py).

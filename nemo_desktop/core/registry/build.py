@@ -12,7 +12,7 @@ from .spec import ROLE_LABELS, AnalysisSpec, in_sentence
 
 # How the CLI names a missing component, so the message tells the user which option to give.
 ROLE_OPTIONS = {"classifier": "--classifier", "classifier_b": "--classifier-b", "mllm": "--mllm",
-                "editor": "--editor", "embedder": "--embedder", "generator": "--conditions", "judge": "--judge",
+                "editor": "--editor", "embedder": "--embedder", "generator": "--generator", "judge": "--judge",
                 "reference": "--reference", "fitted": "--estimator"}
 
 
