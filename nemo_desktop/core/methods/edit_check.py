@@ -235,7 +235,7 @@ def _by_evidence_with_control(candidates, best_any, floor, control, say, noun, s
         else:
             reading = control(j, c)
             c.edit_control = reading.as_dict()
-            c.edit_verdict_reason = _with_control(c, describe_control(reading, floor))
+            c.edit_verdict_reason = with_control(c, describe_control(reading, floor))
         if control_valid(c) and (semantic is None or semantic.passes(j, c)):
             chosen = j
         elif (c.edit_control or {}).get("ran"):
@@ -295,10 +295,10 @@ def _not_run(c: Candidate, control, why: str) -> None:
     reading = control.not_run(why if control.available else control.why_off)
     c.edit_control = reading.as_dict()
     if c.edit_verdict_reason is not None:
-        c.edit_verdict_reason = _with_control(c, describe_control(reading, 0.0))
+        c.edit_verdict_reason = with_control(c, describe_control(reading, 0.0))
 
 
-def _with_control(c: Candidate, words: str) -> str:
+def with_control(c: Candidate, words: str) -> str:
     """The verdict reason with the control first when it decided, after the structure's words otherwise."""
     ctl = c.edit_control or {}
     structure = c.edit_verdict_reason or "structure not measured"

@@ -27,8 +27,8 @@ from ...base.job_context import JobContext, null_context
 from ...methods.intervention import (CounterfactualTester, InterventionPrompts, InterventionSettings, UnitCache,
                                      classifier_part, image_hash, load_input, model_manifest, model_part,
                                      sample_info, sha_text, unit_key)
-from ...methods.edit_check import (DEFAULT_FLAG_THRESHOLD, DEFAULT_NOISE_FLOOR, INVALID, beyond_floor,
-                                   describe_edit, judge_edits)
+from ...methods.edit_check import (DEFAULT_FLAG_THRESHOLD, DEFAULT_NOISE_FLOOR, beyond_floor, control_valid,
+                                   describe_edit, judge_edits, with_control)
 from ...methods.edit_control import (DEFAULT_CONTROL_REFERENCES, DEFAULT_CONTROL_RULE, ReferenceControl,
                                      check_control_rule, describe_control)
 from ...methods.pipeline_steps import stored_result
@@ -126,6 +126,7 @@ class SentenceValidator:
         if stored is not None:
             return stored
         samples, artifacts, transient, t0 = [], {}, False, time.perf_counter()
+        control_notes: list[str] = []
         for i, (row, path) in enumerate(zip(rows, paths)):
             ctx.check_cancelled()
             ctx.progress("Validating the sentence with CEI", i, len(rows))
@@ -150,19 +151,19 @@ class SentenceValidator:
             # SciTX's edit judgement (methods/edit_check.py): a destroyed picture or an edit that changed nothing
             # does not test the sentence, so its CEI is shown but not counted in the mean
             judge_edits([cand], DEFAULT_FLAG_THRESHOLD)
-            reading = self._control(ctx, units, index, row, img, sample, clf, cand)
-            transient |= reading is not None and reading[1]
-            ctl = reading[0] if reading is not None else None
-            s.control = ctl.as_dict() if ctl is not None else None
-            s.verdict_reason = cand.edit_verdict_reason
-            if ctl is not None and ctl.ran:
-                # the control decides where it ran (as in SciTX's evidence rule, methods/edit_check.py)
-                words = describe_control(ctl, DEFAULT_NOISE_FLOOR)
-                s.verdict_reason = f"{words}; {cand.edit_verdict_reason}"
-                if s.error is None and not ctl.passed:
-                    s.error = f"Not counted: the edit does not test the sentence ({words})."
-            elif s.error is None and cand.edit_verdict in INVALID:
-                s.error = f"Not counted: the edit does not test the sentence ({describe_edit(cand)})."
+            control = self._control(ctx, units, index, row, sample, clf, cand)
+            if control is not None:
+                # the control decides where it ran, the structure where it did not (as in SciTX's evidence rule)
+                reading = control(0, cand)
+                transient |= control.transient
+                control_notes.extend(control.notes)
+                cand.edit_control = reading.as_dict()
+                cand.edit_verdict_reason = with_control(cand, describe_control(reading, DEFAULT_NOISE_FLOOR))
+            s.control, s.verdict_reason = cand.edit_control, cand.edit_verdict_reason
+            if s.error is None and not control_valid(cand):
+                ran = (cand.edit_control or {}).get("ran")
+                s.error = ("Not counted: the edit does not test the sentence "
+                           f"({cand.edit_verdict_reason if ran else describe_edit(cand)}).")
         ctx.progress("Validating the sentence with CEI", len(rows), len(rows))
         ceis = [s.cei for s in samples if s.cei is not None and s.error is None]
         out = SentenceValidation(
@@ -174,7 +175,9 @@ class SentenceValidator:
                       "intervention": tester.kind, "prompts": tester.prompts.versions(),
                       "settings": asdict(tester.settings),
                       "control_references": self.control_references,
-                      "control_rule": self.control_rule, "seconds": time.perf_counter() - t0,
+                      "control_rule": self.control_rule,
+                      # references the control left out (unreadable, or not classified as labelled)
+                      "control_notes": list(dict.fromkeys(control_notes)), "seconds": time.perf_counter() - t0,
                       "units": {"computed": units.computed, "reused": units.reused}})
         if self.store is not None:
             out.result_key = key
@@ -182,10 +185,10 @@ class SentenceValidator:
         return out
 
 
-    def _control(self, ctx: JobContext, units: UnitCache, index: Any, row: int, img: Any, sample: Any, clf: dict,
-                 cand: Candidate):
-        """(the reference control's reading, transient) for an image edit that raised P(true) beyond the noise
-        floor and changed something; None where it does not apply (off, prompt interventions, no CEI)."""
+    def _control(self, ctx: JobContext, units: UnitCache, index: Any, row: int, sample: Any, clf: dict,
+                 cand: Candidate) -> ReferenceControl | None:
+        """The reference control of an image edit that raised P(true) beyond the noise floor and changed
+        something; None where it does not apply (off, prompt interventions, no CEI)."""
         if (self.control_references == 0 or self.tester.zero_shot or cand.error is not None or cand.cei is None
                 or not beyond_floor(cand.cei, DEFAULT_NOISE_FLOOR) or cand.edit_verdict == "no change"):
             return None
@@ -195,10 +198,9 @@ class SentenceValidator:
         refs = retrieve_observations(index, np.asarray(index.features[row], dtype=np.float32), sample.true_index,
                                      sample.pred_index, k_true=0, k_pred=0, k_random=self.control_references,
                                      seed=self.tester.settings.seed, query_sha256=str(index.entries.sha256[row]))
-        control = ReferenceControl(JobContext(cancel=ctx.cancel_token), units, self.tester, clf, sample, list(refs),
-                                   self.control_references, lambda obs: load_reference_image(index, obs),
-                                   DEFAULT_NOISE_FLOOR, rule=self.control_rule)
-        return control(0, cand), control.transient
+        return ReferenceControl(JobContext(cancel=ctx.cancel_token), units, self.tester, clf, sample, list(refs),
+                                self.control_references, lambda obs: load_reference_image(index, obs),
+                                DEFAULT_NOISE_FLOOR, rule=self.control_rule)
 
 
 def compare(validations: Sequence[SentenceValidation]) -> list[SentenceValidation]:

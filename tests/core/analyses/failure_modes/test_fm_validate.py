@@ -69,3 +69,26 @@ def test_each_counted_edit_passed_the_reference_control(found):
     assert off.manifest["control_references"] == 0 and blue.manifest["control_references"] == 6
     with pytest.raises(ConfigError):
         SentenceValidator(clf, EditWriterMLLM(), DigitsEditor(), store, control_references=-1)
+
+
+def test_what_the_control_left_out_is_kept_in_the_manifest(found, monkeypatch):
+    """A reference the control leaves out (unreadable, or not classified as labelled) is said in the
+    validation's manifest, once, not dropped."""
+    from digits_world import DigitsEditor
+    from nemo_desktop.core.methods.edit_control import ReferenceControl
+
+    real = ReferenceControl._references
+
+    def leaving_one_out(self):
+        refs = real(self)
+        note = "Reference control: ref.png is not classified as 'two' by this classifier; left out."
+        if note not in self.notes:
+            self.notes.append(note)
+        return refs
+
+    monkeypatch.setattr(ReferenceControl, "_references", leaving_one_out)
+    clf, index, store, cluster = found
+    blue = SentenceValidator(clf, EditWriterMLLM(), DigitsEditor(), store).validate(index, cluster, BLUE,
+                                                                                    max_images=4)
+    assert blue.manifest["control_notes"] == ["Reference control: ref.png is not classified as 'two' by this "
+                                              "classifier; left out."]
